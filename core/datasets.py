@@ -1,0 +1,577 @@
+"""Loading, validating, pairing and listing extractive-QA data sets (SQuAD v1.1/v2.0 JSON).
+
+One reader covers every file the product uses: SQuAD, XQuAD, MLQA, the NoiseQA challenge sets,
+CMRC 2018, TyDi QA GoldP, SQuAD-Shifts, DuReader-style files and the bundled demo set. They all
+share the SQuAD layout ``{"data": [{"title", "paragraphs": [{"context", "qas": [{"id",
+"question", "answers": [{"text", "answer_start"}], "is_impossible"?}]}]}]}``; extra keys (CMRC's
+"evidences", NoiseQA's "context_text", ...) are ignored.
+
+Answer offsets are checked against the text, because real files get them wrong:
+  * ``answer_start == -1`` (DuReader style: offset unknown) -> the answer text is searched in the
+    context. One occurrence: taken. Several: ambiguous, DatasetError unless
+    ``on_ambiguous="first"``. None: see "unlocatable" below.
+  * an offset where ``context[start:start+len(text)] != text`` (CMRC 2018 train has 21, dev 7)
+    -> repaired to the occurrence nearest the given offset, and counted in the report.
+  * unlocatable answers (text not in the context at all): dropped when the question keeps at
+    least one locatable answer (CMRC 2018 dev has 193 such extra annotator answers, mostly with
+    a final "。" the context lacks), otherwise DatasetError naming the question id.
+  * answers with an empty text carry no gold (the rebuilt MLQA test files have only
+    ``{"text": "", "answer_start": 0}``): dropped; questions left without any answer (and not
+    ``is_impossible``) are kept, counted as "no_gold" in ``stats`` and the report.
+
+Language of the examples, first rule that gives one wins:
+  1. the ``lang`` argument;  2. a ``"lang"`` field on the article (the demo set has one);
+  3. the file name (``xquad.de.json`` -> de, ``...-context-zh-question-zh...`` -> zh, the context
+     language wins in cross-lingual MLQA names because answers are spans of the context;
+     ``cmrc``/``dureader`` -> zh);
+  4. the script of the text (:func:`detect_lang`): a CJK share of >= 30 % of the letters -> zh,
+     otherwise the majority script (Arabic, Devanagari, Thai, Cyrillic, Greek, Hangul, Kana).
+     Latin script cannot tell English from German or Spanish, so Latin text is taken as "en"
+     and the guess is noted in the report.
+"""
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Iterable
+
+from core import config
+from core.types import Answer, QAExample
+
+__all__ = [
+    "DatasetError", "Dataset", "Pairing", "DatasetInfo", "EVAL_ONLY",
+    "load_squad", "detect_lang", "lang_from_filename", "pair_challenge", "discover_datasets",
+    "normalize_context", "eval_contexts", "find_eval_overlap", "squad_dev_minus_xquad",
+    "load_demo", "demo_dataset", "DEMO_PATH",
+]
+
+DEMO_PATH = Path(__file__).resolve().parents[1] / "assets" / "demo" / "demo.json"
+
+# Data-dir-relative globs of evaluation-only sets: never train on any context found in them.
+EVAL_ONLY: tuple[str, ...] = ("xquad/xquad.*.json", "noiseqa/Synthetic/*.json", "eval/mlqa/*.json")
+
+XQUAD_PARAGRAPHS = 240  # XQuAD = 240 SQuAD v1.1 dev paragraphs (Artetxe et al. 2020)
+
+
+class DatasetError(ValueError):
+    """A data file that cannot be read as extractive QA data; the message names the problem."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Dataset
+
+
+@dataclass
+class Dataset:
+    """A loaded data set: its examples in file order, plus what the loader had to fix.
+
+    ``report`` holds human-readable warnings (repairs, dropped answers, guessed language);
+    ``stats`` the same as counts. ``by_id`` is built once at construction: treat ``examples``
+    as read-only afterwards.
+    """
+
+    name: str
+    lang: str
+    examples: list[QAExample]
+    report: list[str] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=dict)
+    by_id: dict[str, QAExample] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.by_id = {}
+        for ex in self.examples:
+            if ex.id in self.by_id:
+                raise DatasetError(f"{self.name}: duplicate question id {ex.id!r}")
+            self.by_id[ex.id] = ex
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __iter__(self):
+        return iter(self.examples)
+
+    def contexts(self) -> list[str]:
+        """The distinct contexts, in order of first appearance."""
+        return list(dict.fromkeys(ex.context for ex in self.examples))
+
+    def to_squad_json(self, path: str | Path | None = None) -> dict[str, Any]:
+        """The data set as SQuAD v1.1 JSON (a dict; also written to ``path`` when given).
+
+        Consecutive examples with the same title and language form an article, consecutive
+        examples with the same context a paragraph, so a file loaded with :func:`load_squad`
+        comes back with its structure. Each article carries a ``"lang"`` field and impossible
+        questions an ``"is_impossible": true`` (both ignored by SQuAD readers), so that loading
+        the output gives back exactly these examples.
+        """
+        articles: list[dict[str, Any]] = []
+        for ex in self.examples:
+            if not articles or (articles[-1]["title"], articles[-1]["lang"]) != (ex.title, ex.lang):
+                articles.append({"title": ex.title, "lang": ex.lang, "paragraphs": []})
+            paragraphs = articles[-1]["paragraphs"]
+            if not paragraphs or paragraphs[-1]["context"] != ex.context:
+                paragraphs.append({"context": ex.context, "qas": []})
+            qa: dict[str, Any] = {
+                "id": ex.id,
+                "question": ex.question,
+                "answers": [{"text": a.text, "answer_start": a.answer_start} for a in ex.answers],
+            }
+            if ex.is_impossible:
+                qa["is_impossible"] = True
+            paragraphs[-1]["qas"].append(qa)
+        doc = {"version": "1.1", "data": articles}
+        if path is not None:
+            Path(path).write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
+        return doc
+
+
+# ----------------------------------------------------------------------------------------------
+# Language guessing
+
+_KNOWN_CODES = {"ar", "de", "el", "en", "es", "fr", "hi", "it", "ja", "ko", "nl", "pt", "ro",
+                "ru", "th", "tr", "vi", "zh"}
+_NAME_WORDS = {"cmrc": "zh", "dureader": "zh", "chinese": "zh", "english": "en",
+               "german": "de", "germanquad": "de"}
+
+# (first, last code point, language) of the scripts that identify a language on their own.
+_SCRIPTS = [
+    (0x0600, 0x06FF, "ar"), (0x0900, 0x097F, "hi"), (0x0E00, 0x0E7F, "th"),
+    (0x0400, 0x04FF, "ru"), (0x0370, 0x03FF, "el"), (0xAC00, 0xD7AF, "ko"),
+    (0x3040, 0x30FF, "ja"),
+]
+
+
+def _is_cjk(ch: str) -> bool:
+    cp = ord(ch)
+    return 0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0xF900 <= cp <= 0xFAFF
+
+
+def lang_from_filename(name: str | Path) -> str | None:
+    """The language a file name states, or None (see the module docstring, rule 3)."""
+    base = Path(name).name.lower()
+    m = re.search(r"context-([a-z]{2})-question-([a-z]{2})", base)
+    if m:
+        return m.group(1)
+    for word, code in _NAME_WORDS.items():
+        if word in base:
+            return code
+    for token in re.split(r"[^a-z]+", base.removesuffix(".json")):
+        if token in _KNOWN_CODES:
+            return token
+    return None
+
+
+def detect_lang(text: str) -> str:
+    """Guess a language code from the script of ``text`` (module docstring, rule 4).
+
+    >= 30 % CJK ideographs among the letters -> "zh" (Chinese text carries Latin names and
+    digits, so no majority is required); else the script with most letters among Arabic,
+    Devanagari, Thai, Cyrillic, Greek, Hangul, Kana; Latin or nothing -> "en".
+    """
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters:
+        return "en"
+    cjk = sum(map(_is_cjk, letters))
+    kana = sum(0x3040 <= ord(ch) <= 0x30FF for ch in letters)
+    if cjk / len(letters) >= 0.3:
+        return "ja" if kana > 0.1 * len(letters) else "zh"
+    counts = {lang: 0 for _, _, lang in _SCRIPTS}
+    latin = 0
+    for ch in letters:
+        cp = ord(ch)
+        if cp < 0x0250:
+            latin += 1
+            continue
+        for lo, hi, lang in _SCRIPTS:
+            if lo <= cp <= hi:
+                counts[lang] += 1
+                break
+    best = max(counts, key=counts.__getitem__)
+    return best if counts[best] > latin else "en"
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading
+
+
+def _read_json(source: str | Path | IO, where: str) -> Any:
+    try:
+        if isinstance(source, (str, Path)):
+            raw: str | bytes = Path(source).read_bytes()
+        else:
+            raw = source.read()
+        if isinstance(raw, bytes):
+            raw = raw.decode("utf-8-sig")
+        return json.loads(raw)
+    except FileNotFoundError:
+        raise DatasetError(f"{where}: file not found") from None
+    except UnicodeDecodeError as e:
+        raise DatasetError(f"{where}: not UTF-8 text ({e})") from None
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{where}: not valid JSON ({e})") from None
+
+
+def _get(obj: Any, key: str, kind: type | tuple[type, ...], where: str, path: str) -> Any:
+    """obj[key], checked to exist and to have the expected JSON type."""
+    if not isinstance(obj, dict):
+        raise DatasetError(f"{where}: {path} is not an object (got {type(obj).__name__})")
+    if key not in obj:
+        raise DatasetError(f"{where}: {path} has no '{key}'")
+    value = obj[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
+        names = " or ".join(k.__name__ for k in _as_tuple(kind))
+        raise DatasetError(f"{where}: {path}.{key} should be {names}, got {type(value).__name__}")
+    return value
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _occurrences(context: str, text: str) -> list[int]:
+    """Every start offset of ``text`` in ``context`` (overlapping ones included)."""
+    found, i = [], context.find(text)
+    while i != -1:
+        found.append(i)
+        i = context.find(text, i + 1)
+    return found
+
+
+class _Fixes:
+    """Collects what the loader repaired, for Dataset.report / Dataset.stats."""
+
+    LABELS = {
+        "offsets_recovered": "answer_start -1 recovered from the unique occurrence of the answer",
+        "ambiguous_first": "answer_start -1 with several occurrences: first occurrence taken",
+        "offsets_repaired": "answer offsets that did not match the answer text, moved to the "
+                            "nearest occurrence",
+        "answers_dropped": "answers whose text does not occur in the context, dropped (the "
+                           "question kept other answers)",
+        "answers_empty": "answers with an empty text, dropped",
+        "no_gold": "questions without any gold answer (EM/F1 cannot be scored on them)",
+    }
+
+    def __init__(self) -> None:
+        self.ids: dict[str, list[str]] = {k: [] for k in self.LABELS}
+
+    def add(self, kind: str, qid: str) -> None:
+        self.ids[kind].append(qid)
+
+    def stats(self) -> dict[str, int]:
+        return {k: len(v) for k, v in self.ids.items() if v}
+
+    def lines(self) -> list[str]:
+        out = []
+        for kind, ids in self.ids.items():
+            if ids:
+                unique = list(dict.fromkeys(ids))
+                more = f" and {len(unique) - 5} more" if len(unique) > 5 else ""
+                out.append(f"{len(ids)} {self.LABELS[kind]}; question ids: "
+                           f"{', '.join(unique[:5])}{more}")
+        return out
+
+
+def _locate(context: str, text: str, start: int, qid: str, where: str, path: str,
+            on_ambiguous: str, fixes: _Fixes) -> int | None:
+    """The checked offset of one answer, or None when its text is not in the context."""
+    if start >= 0 and context[start:start + len(text)] == text:
+        return start
+    found = _occurrences(context, text)
+    if not found:
+        return None
+    if start < 0:
+        if len(found) == 1:
+            fixes.add("offsets_recovered", qid)
+            return found[0]
+        if on_ambiguous == "first":
+            fixes.add("ambiguous_first", qid)
+            return found[0]
+        raise DatasetError(
+            f"{where}: {path} (question id {qid!r}): answer_start is -1 and the answer "
+            f"{text!r} occurs {len(found)} times in the context, so its position is ambiguous; "
+            f"pass on_ambiguous='first' to take the first occurrence")
+    fixes.add("offsets_repaired", qid)
+    return min(found, key=lambda i: (abs(i - start), i))
+
+
+def load_squad(source: str | Path | IO, lang: str | None = None, *, name: str | None = None,
+               on_ambiguous: str = "error") -> Dataset:
+    """Read a SQuAD v1.1/v2.0-style JSON file (path or open file) into a :class:`Dataset`.
+
+    ``lang``: the language of every example; None = per-article ``"lang"`` field, else the file
+    name, else the script of the text (see the module docstring). ``name``: the data set name
+    (default: the file name without ``.json``). ``on_ambiguous``: "error" (default) or "first",
+    what to do with an ``answer_start`` of -1 whose text occurs several times in the context.
+    Raises DatasetError naming the file and the JSON path of the problem.
+    """
+    if on_ambiguous not in ("error", "first"):
+        raise ValueError(f"on_ambiguous must be 'error' or 'first', not {on_ambiguous!r}")
+    src_name = str(source) if isinstance(source, (str, Path)) else getattr(source, "name", None)
+    where = src_name if isinstance(src_name, str) else "<stream>"
+    if name is None:
+        name = Path(where).name.removesuffix(".json") if isinstance(src_name, str) else "dataset"
+
+    doc = _read_json(source, where)
+    if not isinstance(doc, dict):
+        raise DatasetError(f"{where}: top level should be an object with 'data', got "
+                           f"{type(doc).__name__}")
+    data = _get(doc, "data", list, where, "top level")
+
+    file_lang = lang or (lang_from_filename(src_name) if isinstance(src_name, str) else None)
+    detected: list[str] = []  # filled lazily: the whole file's script guess, computed once
+
+    def text_lang() -> str:
+        if not detected:  # the first ~50,000 characters of context are plenty for a script
+            sample, size = [], 0
+            for a in data:
+                for p in a.get("paragraphs", []) if isinstance(a, dict) else []:
+                    if size < 50_000 and isinstance(p, dict) and isinstance(p.get("context"), str):
+                        sample.append(p["context"])
+                        size += len(p["context"])
+            detected.append(detect_lang("".join(sample)))
+        return detected[0]
+
+    fixes = _Fixes()
+    examples: list[QAExample] = []
+    seen: dict[str, str] = {}
+    for ai, article in enumerate(data):
+        apath = f"data[{ai}]"
+        paragraphs = _get(article, "paragraphs", list, where, apath)
+        title = article.get("title", "")
+        if not isinstance(title, str):
+            raise DatasetError(f"{where}: {apath}.title should be str, got {type(title).__name__}")
+        art_lang = article.get("lang")
+        if art_lang is not None and not isinstance(art_lang, str):
+            raise DatasetError(f"{where}: {apath}.lang should be str, got "
+                               f"{type(art_lang).__name__}")
+        ex_lang = lang or art_lang or file_lang or text_lang()
+        for pi, paragraph in enumerate(paragraphs):
+            ppath = f"{apath}.paragraphs[{pi}]"
+            context = _get(paragraph, "context", str, where, ppath)
+            qas = _get(paragraph, "qas", list, where, ppath)
+            for qi, qa in enumerate(qas):
+                qpath = f"{ppath}.qas[{qi}]"
+                qid = str(_get(qa, "id", (str, int), where, qpath))
+                if qid in seen:
+                    raise DatasetError(f"{where}: {qpath}: duplicate question id {qid!r} "
+                                       f"(first at {seen[qid]})")
+                seen[qid] = qpath
+                question = _get(qa, "question", str, where, qpath)
+                raw_answers = _get(qa, "answers", list, where, qpath)
+                impossible = qa.get("is_impossible", False)
+                if not isinstance(impossible, bool):
+                    raise DatasetError(f"{where}: {qpath}.is_impossible should be true or false")
+                if impossible and raw_answers:
+                    raise DatasetError(f"{where}: {qpath} (question id {qid!r}) is marked "
+                                       f"is_impossible but has {len(raw_answers)} answers")
+                answers: list[Answer] = []
+                for ni, ans in enumerate(raw_answers):
+                    npath = f"{qpath}.answers[{ni}]"
+                    if not isinstance(ans, dict):
+                        raise DatasetError(f"{where}: {npath} should be an object with 'text' "
+                                           f"and 'answer_start', got {type(ans).__name__}")
+                    text = _get(ans, "text", str, where, npath)
+                    start = _get(ans, "answer_start", int, where, npath)
+                    if not text:  # MLQA's rebuilt test files: {"text": "", "answer_start": 0}
+                        fixes.add("answers_empty", qid)
+                        continue
+                    found = _locate(context, text, start, qid, where, npath, on_ambiguous, fixes)
+                    if found is not None:
+                        answers.append(Answer(text, found))
+                texts = [a["text"] for a in raw_answers if a["text"]]
+                if texts and not answers:
+                    raise DatasetError(
+                        f"{where}: {qpath} (question id {qid!r}): no answer text occurs in the "
+                        f"context (first answer: {texts[0]!r})")
+                for _ in range(len(texts) - len(answers)):
+                    fixes.add("answers_dropped", qid)
+                if not answers and not impossible:
+                    fixes.add("no_gold", qid)
+                examples.append(QAExample(id=qid, question=question, context=context,
+                                          answers=tuple(answers), title=title, lang=ex_lang,
+                                          is_impossible=impossible))
+
+    langs = {ex.lang for ex in examples}
+    ds_lang = langs.pop() if len(langs) == 1 else ("mul" if langs else (file_lang or "und"))
+    report = fixes.lines()
+    if detected and not lang:
+        report.append(f"language not given: guessed {detected[0]!r} from the script of the "
+                      f"text" + (" (Latin script is always taken as 'en')"
+                                 if detected[0] == "en" else ""))
+    return Dataset(name=name, lang=ds_lang, examples=examples, report=report,
+                   stats=fixes.stats())
+
+
+# ----------------------------------------------------------------------------------------------
+# Pairing original and challenge sets
+
+
+@dataclass
+class Pairing:
+    """Original/challenge example pairs. ``rule`` says how they were paired: "id" or "position".
+
+    ``context_mismatches`` lists original ids whose challenge example has another context (a
+    question-only challenge set such as NoiseQA should have none).
+    """
+
+    pairs: list[tuple[QAExample, QAExample]]
+    unmatched_original: list[str]
+    unmatched_challenge: list[str]
+    rule: str
+    context_mismatches: list[str] = field(default_factory=list)
+
+
+def pair_challenge(original: Dataset, challenge: Dataset) -> Pairing:
+    """Pair each original example with its challenge (perturbed) version.
+
+    Rule: when at least one question id occurs in both sets, pair by id (pairs in the original's
+    order; ids found on one side only are listed as unmatched). When no id is shared but both
+    sets have the same number of examples, pair by position (the i-th with the i-th). Otherwise
+    the sets cannot be paired: DatasetError. NoiseQA's synthetic sets carry the XQuAD-en ids,
+    so they pair by id.
+    """
+    shared = original.by_id.keys() & challenge.by_id.keys()
+    if shared:
+        pairs = [(ex, challenge.by_id[ex.id]) for ex in original.examples if ex.id in shared]
+        rule = "id"
+        unmatched_o = [ex.id for ex in original.examples if ex.id not in shared]
+        unmatched_c = [ex.id for ex in challenge.examples if ex.id not in shared]
+    elif len(original) == len(challenge):
+        pairs = list(zip(original.examples, challenge.examples))
+        rule, unmatched_o, unmatched_c = "position", [], []
+    else:
+        raise DatasetError(
+            f"cannot pair {original.name!r} ({len(original)} questions) with {challenge.name!r} "
+            f"({len(challenge)} questions): no question id in common and different sizes")
+    mismatches = [o.id for o, c in pairs if o.context != c.context]
+    return Pairing(pairs, unmatched_o, unmatched_c, rule, mismatches)
+
+
+# ----------------------------------------------------------------------------------------------
+# What lives in the data directory
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """A known data file: ``role`` is "eval", "challenge" (pairs with ``original``) or "train"."""
+
+    name: str
+    path: Path
+    lang: str
+    role: str
+    original: Path | None = None
+
+
+_ENGLISH_TRAIN_DIRS = {"squad", "squadshifts", "tydiqa"}
+
+
+def _require_data_dir(data_dir: str | Path | None) -> Path:
+    path = Path(data_dir) if data_dir is not None else config.data_dir()
+    if path is None:
+        raise DatasetError("no data directory: set QAX_DATA_DIR to the folder holding xquad/, "
+                           "squad/, noiseqa/ ...")
+    if not path.is_dir():
+        raise DatasetError(f"data directory {str(path)!r} does not exist")
+    return path
+
+
+def discover_datasets(data_dir: str | Path | None = None) -> list[DatasetInfo]:
+    """The known data files under ``data_dir`` (default: config.data_dir()), for a picker.
+
+    Evaluation sets first, then challenge sets, then training files; by name within each.
+    Languages come from the file names (nothing is opened); training files without a language
+    in their name are the English SQuAD/SQuAD-Shifts/TyDi files, others are "und".
+    """
+    root = _require_data_dir(data_dir)
+    infos: list[DatasetInfo] = []
+
+    def add(path: Path, role: str, lang: str | None = None, original: Path | None = None):
+        rel = path.relative_to(root).as_posix().removesuffix(".json")
+        infos.append(DatasetInfo(rel, path, lang or lang_from_filename(path) or "und", role,
+                                 original))
+
+    for p in root.glob("xquad/xquad.*.json"):
+        add(p, "eval")
+    xquad_en = root / "xquad" / "xquad.en.json"
+    for p in root.glob("noiseqa/Synthetic/*.json"):
+        if p.name.endswith("-synthetic.json"):
+            add(p, "challenge", "en", xquad_en if xquad_en.exists() else None)
+        else:  # xquad-context-en-question-en.json: the clean set, identical to xquad.en
+            add(p, "eval")
+    for p in root.glob("squad/*.json"):
+        add(p, "train" if p.name.startswith("train") else "eval", "en")
+    for p in root.glob("eval/mlqa/*.json"):
+        add(p, "eval")
+    for p in root.glob("train/**/*.json"):
+        english = p.relative_to(root / "train").parts[0] in _ENGLISH_TRAIN_DIRS
+        add(p, "train", lang_from_filename(p) or ("en" if english else None))
+    order = {"eval": 0, "challenge": 1, "train": 2}
+    return sorted(infos, key=lambda i: (order[i.role], i.name))
+
+
+# ----------------------------------------------------------------------------------------------
+# Keeping evaluation data out of training
+
+
+def normalize_context(text: str) -> str:
+    """A context in the form used to match paragraphs across files: NFC, whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def eval_contexts(data_dir: str | Path | None = None) -> frozenset[str]:
+    """Normalised contexts of every evaluation-only file (:data:`EVAL_ONLY`: XQuAD in all
+    languages, NoiseQA, MLQA), so a trainer can refuse training data that contains them."""
+    root = _require_data_dir(data_dir)
+    found: set[str] = set()
+    for pattern in EVAL_ONLY:
+        for path in sorted(root.glob(pattern)):
+            found.update(normalize_context(c) for c in load_squad(path).contexts())
+    if not found:
+        raise DatasetError(f"no evaluation files ({', '.join(EVAL_ONLY)}) under {root}")
+    return frozenset(found)
+
+
+def find_eval_overlap(dataset: Dataset, contexts: Iterable[str]) -> list[str]:
+    """Ids of ``dataset`` examples whose context is one of ``contexts`` (from eval_contexts)."""
+    contexts = contexts if isinstance(contexts, (set, frozenset)) else set(contexts)
+    return [ex.id for ex in dataset.examples if normalize_context(ex.context) in contexts]
+
+
+def squad_dev_minus_xquad(data_dir: str | Path | None = None) -> Dataset:
+    """SQuAD v1.1 dev without the 240 paragraphs XQuAD took from it (matched by normalised
+    context), usable as training data. Raises DatasetError unless exactly 240 are removed."""
+    root = _require_data_dir(data_dir)
+    dev = load_squad(root / "squad" / "dev-v1.1.json", "en")
+    xquad = {normalize_context(c) for c in load_squad(root / "xquad" / "xquad.en.json").contexts()}
+    kept = [ex for ex in dev.examples if normalize_context(ex.context) not in xquad]
+    removed = {normalize_context(ex.context) for ex in dev.examples} & xquad
+    if len(removed) != XQUAD_PARAGRAPHS:
+        raise DatasetError(f"expected to remove {XQUAD_PARAGRAPHS} XQuAD paragraphs from SQuAD "
+                           f"dev, found {len(removed)}: are these the original files?")
+    note = (f"removed {len(removed)} paragraphs ({len(dev) - len(kept)} questions) shared with "
+            f"XQuAD; {len(dev.contexts()) - len(removed)} paragraphs, {len(kept)} questions left")
+    return Dataset(name="squad-dev-minus-xquad", lang="en", examples=kept,
+                   report=dev.report + [note], stats=dict(dev.stats))
+
+
+# ----------------------------------------------------------------------------------------------
+# The bundled demo set (assets/demo/demo.json, original text written for this project)
+
+
+def load_demo() -> list[Dataset]:
+    """The bundled demo set, one Dataset per language (en, de, zh), named ``demo.<lang>``."""
+    full = load_squad(DEMO_PATH, name="demo")
+    by_lang: dict[str, list[QAExample]] = {}
+    for ex in full.examples:
+        by_lang.setdefault(ex.lang, []).append(ex)
+    return [Dataset(f"demo.{lang}", lang, exs) for lang, exs in by_lang.items()]
+
+
+def demo_dataset(lang: str) -> Dataset:
+    """The demo set of one language ("en", "de" or "zh")."""
+    for ds in load_demo():
+        if ds.lang == lang:
+            return ds
+    raise DatasetError(f"the demo set has no {lang!r} part (it has en, de, zh)")
