@@ -91,7 +91,8 @@ class Perturbation(abc.ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if getattr(cls, "__abstractmethods__", None):
+        # ABCMeta sets __abstractmethods__ only after this hook runs, so look at apply itself.
+        if getattr(cls.apply, "__isabstractmethod__", False):
             return  # an intermediate abstract class; concrete ones are checked
         for name in ("id", "family", "field"):
             if not isinstance(getattr(cls, name, None), str):
@@ -266,12 +267,13 @@ def make_variant(perturbation: Perturbation, example: QAExample, field: str, edi
                  meta: dict | None = None) -> Variant:
     """Apply ``edits`` to ``field`` of ``example`` and package the result with its CER/WER.
 
-    ``meta`` gets ``"id"`` (the perturbation id) added in front.
+    ``meta`` gets ``"id"`` (the perturbation id) added in front and ``"changed"`` (whether the text
+    differs: a randomised perturbation may, by chance, leave it as it was, e.g. swapping "ll").
     """
     new_example = apply_edits(example, field, edits)
     original, text = getattr(example, field), getattr(new_example, field)
     cer, wer = error_rates(original, text)
-    full_meta = {"id": perturbation.id, **(meta or {})}
+    full_meta = {"id": perturbation.id, **(meta or {}), "changed": text != original}
     ordered = sorted(edits, key=lambda e: (e.start, e.end))
     return Variant(text=text, field=field, example=new_example, edits=ordered, meta=full_meta, cer=cer, wer=wer)
 
