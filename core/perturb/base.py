@@ -89,18 +89,19 @@ class Perturbation(abc.ABC):
     param_ranges: ClassVar[dict[str, tuple]] = {}
     source: ClassVar[str] = ""
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        # ABCMeta sets __abstractmethods__ only after this hook runs, so look at apply itself.
-        if getattr(cls.apply, "__isabstractmethod__", False):
-            return  # an intermediate abstract class; concrete ones are checked
-        for name in ("id", "family", "field"):
+    @classmethod
+    def check_definition(cls) -> None:
+        """Raise TypeError if the class attributes are missing or invalid (the registry calls this)."""
+        for name in ("id", "family", "field", "description", "source"):
             if not isinstance(getattr(cls, name, None), str):
                 raise TypeError(f"{cls.__name__} must define class attribute {name!r} (a str)")
         if cls.field not in FIELDS:
             raise TypeError(f"{cls.__name__}.field must be one of {FIELDS}, got {cls.field!r}")
         if cls.family not in FAMILIES:
             raise TypeError(f"{cls.__name__}.family must be one of {FAMILIES}, got {cls.family!r}")
+        unknown = set(cls.param_ranges) - set(cls.default_params)
+        if unknown:
+            raise TypeError(f"{cls.__name__}.param_ranges names unknown params {sorted(unknown)}")
 
     def is_compatible(self, example: QAExample) -> bool:
         """Whether this perturbation can run on ``example`` (by default: the language is supported)."""

@@ -38,6 +38,7 @@ def register(p):
     instance = p() if isinstance(p, type) else p
     if not isinstance(instance, Perturbation):
         raise TypeError(f"register() expects a Perturbation instance or subclass, got {p!r}")
+    instance.check_definition()
     existing = _REGISTRY.get(instance.id)
     if existing is not None and _class_key(existing) != _class_key(instance):
         raise ValueError(

@@ -1,0 +1,84 @@
+"""Keyboard layouts as data, and the letter-neighbour maps typo perturbations draw from.
+
+Two kinds of map:
+
+* ``NOISEQA_ROWWISE_QWERTY`` - the exact *row-wise* QWERTY map of NoiseQA's synthetic keyboard
+  noise (Ravichander et al. 2021), copied verbatim (order included, since it decides which
+  neighbour a seeded draw picks).
+* :func:`neighbours` - *full* adjacency for QWERTY (US), QWERTZ (German) and AZERTY (French):
+  the keys left and right on the same row, plus the keys of the rows above and below whose centres
+  are less than one key width away horizontally (physical row stagger below).
+
+Only keys whose UNSHIFTED character is a letter take part (so QWERTZ keeps ü ö ä and ß, AZERTY keeps
+é è ç à ù, and neither includes digits or punctuation): a letter is only ever replaced by a letter.
+Maps are lower-case; callers map upper-case characters through their lower-case form and restore
+the case (see :func:`replace_keeping_case`).
+"""
+from __future__ import annotations
+
+import functools
+
+# NoiseQA, synthetic keyboard noise: "a chosen token gets one randomly chosen letter replaced by a
+# row-wise QWERTY neighbour" - exactly this map (SEEDS.md §1).
+NOISEQA_ROWWISE_QWERTY: dict[str, tuple[str, ...]] = {
+    "a": ("s",), "b": ("v", "n"), "c": ("x", "v"), "d": ("s", "f"), "e": ("r", "w"), "f": ("g", "d"),
+    "g": ("f", "h"), "h": ("g", "j"), "i": ("u", "o"), "j": ("h", "k"), "k": ("j", "l"), "l": ("k",),
+    "m": ("n",), "n": ("m", "b"), "o": ("i", "p"), "p": ("o",), "q": ("w",), "r": ("t", "e"),
+    "s": ("d", "a"), "t": ("r", "y"), "u": ("y", "i"), "v": ("c", "b"), "w": ("e", "q"), "x": ("z", "c"),
+    "y": ("t", "u"), "z": ("x",),
+}
+
+# Rows as typed without shift, left to right, with the x offset (in key widths) of the row's first
+# key relative to the digit row's first key. Offsets follow the usual staggered geometry
+# (Tab 1.5 wide, Caps Lock 1.75, left Shift 1.25 + ISO "<" key or 2.25 on ANSI).
+LAYOUTS: dict[str, tuple[tuple[float, str], ...]] = {
+    "qwerty": (
+        (0.0, "`1234567890-="),
+        (1.5, "qwertyuiop[]\\"),
+        (1.75, "asdfghjkl;'"),
+        (2.25, "zxcvbnm,./"),
+    ),
+    "qwertz": (
+        (0.0, "^1234567890ß´"),
+        (1.5, "qwertzuiopü+"),
+        (1.75, "asdfghjklöä#"),
+        (1.25, "<yxcvbnm,.-"),
+    ),
+    "azerty": (
+        (0.0, "²&é\"'(-è_çà)="),
+        (1.5, "azertyuiop^$"),
+        (1.75, "qsdfghjklmù*"),
+        (1.25, "<wxcvbn,;:!"),
+    ),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def neighbours(layout: str) -> dict[str, tuple[str, ...]]:
+    """Full letter adjacency of ``layout`` ("qwerty", "qwertz", "azerty"): letter -> sorted neighbours."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown keyboard layout {layout!r}; known: {sorted(LAYOUTS)}")
+    keys = [(row, offset + col, ch) for row, (offset, chars) in enumerate(LAYOUTS[layout])
+            for col, ch in enumerate(chars)]
+    result: dict[str, tuple[str, ...]] = {}
+    for row, x, ch in keys:
+        if not ch.isalpha():
+            continue
+        near = {c for r, xx, c in keys
+                if c != ch and c.isalpha() and (
+                    (r == row and abs(xx - x) == 1) or (abs(r - row) == 1 and abs(xx - x) < 1))}
+        result[ch] = tuple(sorted(near))
+    return result
+
+
+def are_adjacent(a: str, b: str, layout: str = "qwerty") -> bool:
+    """Whether letters ``a`` and ``b`` (any case) sit on neighbouring keys of ``layout``."""
+    return b.lower() in neighbours(layout).get(a.lower(), ())
+
+
+def replace_keeping_case(original: str, replacement: str) -> str:
+    """``replacement`` in the case of ``original`` (upper stays upper unless it has no 1-char upper form, like ß)."""
+    if original.isupper():
+        upper = replacement.upper()
+        return upper if len(upper) == 1 else replacement
+    return replacement

@@ -1,0 +1,120 @@
+"""Choosing which words a word-targeted perturbation may touch ("R" = a random word, "V" = a verb).
+
+Used by the German-paper perturbations (Satheesh et al. 2024, Table 6), in the question (Q) or the
+context (C). Definitions chosen here (the paper leaves them open):
+
+* a *word* is a run of letters/digits that may contain inner apostrophes or hyphens
+  (:data:`core.perturb.nlp.WORD_RE`); Chinese is segmented with jieba;
+* a *verb* is a token tagged VERB (Universal POS) by the language's tagger (:mod:`core.perturb.nlp`).
+  Auxiliaries and modals (AUX: "was", "wurde", "kann") are not verbs here;
+* character-level perturbations only take words made of letters alone with more than 2 of them
+  (so that ``randint(1, n-2)`` has room and the first letter can stay untouched);
+* in the context, a word is never a candidate if it overlaps a gold answer span, nor if it equals
+  (case-insensitively) a word of a gold answer anywhere in the context - the stricter reading of
+  "words of the gold answer are never perturbed", which also keeps other mentions of the answer.
+"""
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from core.perturb import nlp
+from core.perturb.base import Perturbation, PerturbationError
+from core.types import QAExample
+
+TAGGED_LANGUAGES = ("en", "de", "zh")
+
+
+@dataclass(frozen=True)
+class WordSpan:
+    start: int
+    end: int
+    text: str
+
+
+def can_segment(lang: str) -> bool:
+    """Whether words of ``lang`` can be found (not Thai/Japanese; Chinese only with jieba)."""
+    if lang == "zh":
+        return nlp.backend_error("zh") is None
+    return lang not in nlp.UNSEGMENTED_LANGUAGES
+
+
+def can_tag_verbs(lang: str) -> bool:
+    """Whether ``lang`` has a real POS tagger available (verb-based perturbations need one)."""
+    return lang in TAGGED_LANGUAGES and nlp.backend_error(lang) is None
+
+
+def _answer_guard(example: QAExample):
+    """A predicate telling whether a context span may be perturbed (see the module docstring)."""
+    spans = [(a.answer_start, a.answer_start + len(a.text)) for a in example.answers]
+    answer_words = {a.text[s:e].lower() for a in example.answers for s, e in nlp.word_spans(a.text, example.lang)}
+
+    def allowed(start: int, end: int, word: str) -> bool:
+        if any(start < a_end and end > a_start for a_start, a_end in spans):
+            return False
+        return word.lower() not in answer_words
+
+    return allowed
+
+
+def candidate_words(example: QAExample, field: str, target: str, *, char_level: bool,
+                    min_len: int = 1) -> list[WordSpan]:
+    """Words of ``example.<field>`` that a perturbation targeting ``target`` ("R" or "V") may touch.
+
+    ``char_level`` keeps only all-letter words longer than 2; ``min_len`` is a further minimum length.
+    Returned in text order.
+    """
+    if target not in ("R", "V"):
+        raise ValueError(f"target must be 'R' (random word) or 'V' (verb), got {target!r}")
+    text = getattr(example, field)
+    if target == "R":
+        spans = nlp.word_spans(text, example.lang)
+    else:
+        spans = [(t.start, t.end) for t in nlp.analyse(text, example.lang).tokens
+                 if t.pos == "VERB" and any(ch.isalnum() for ch in t.text)]
+    allowed = _answer_guard(example) if field == "context" else (lambda s, e, w: True)
+    words = []
+    for start, end in spans:
+        word = text[start:end]
+        if len(word) < min_len:
+            continue
+        if char_level and not (word.isalpha() and len(word) > 2):
+            continue
+        if allowed(start, end, word):
+            words.append(WordSpan(start, end, word))
+    return words
+
+
+class WordTargetedPerturbation(Perturbation):
+    """Base for perturbations that pick words ("R") or verbs ("V") of one field.
+
+    Subclasses set ``target`` and implement :meth:`apply`; :meth:`check` validates the call.
+    """
+
+    target: ClassVar[str]  # "R" or "V"
+
+    def is_compatible(self, example: QAExample) -> bool:
+        if not super().is_compatible(example):
+            return False
+        return can_tag_verbs(example.lang) if self.target == "V" else can_segment(example.lang)
+
+    def check(self, example: QAExample, params: dict[str, Any]) -> dict[str, Any]:
+        """Resolved params; PerturbationError if ``example`` is not compatible."""
+        resolved = self.resolve_params(params)
+        if not self.is_compatible(example):
+            need = "a POS tagger (en, de, zh)" if self.target == "V" else "a word segmenter"
+            raise PerturbationError(f"{self.id} needs {need}; language {example.lang!r} has none")
+        return resolved
+
+
+def letter_alphabet(lang: str, text: str) -> str:
+    """Letters a "random letter" is drawn from: a-z for English, a-z + äöüß for German, otherwise
+    the distinct lower-case letters of ``text`` itself (so the letter is of the text's own script),
+    falling back to a-z when ``text`` has none. Sorted, so seeded draws are reproducible."""
+    if lang == "en":
+        return string.ascii_lowercase
+    if lang == "de":
+        return string.ascii_lowercase + "äöüß"
+    own = sorted({ch.lower() for ch in text if ch.isalpha() and len(ch.lower()) == 1})
+    return "".join(own) or string.ascii_lowercase
