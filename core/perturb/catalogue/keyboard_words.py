@@ -1,0 +1,80 @@
+"""NoiseQA isolated artefacts: keyboard noise on function words only / on content words only.
+
+The noise is NoiseQA's synthetic keyboard generator (the same one as ``keyboard_Q``): each
+eligible word is chosen with probability ``p`` (0.25); a chosen word longer than one character gets
+one randomly chosen letter replaced by a random row-wise QWERTY neighbour
+(:data:`core.perturb.keyboards.NOISEQA_ROWWISE_QWERTY`), case kept. Only the words of one class
+are eligible: function words (closed-class POS: ADP AUX CCONJ DET PART PRON SCONJ) or content
+words (NOUN, PROPN, ADJ), as tagged by :mod:`core.perturb.nlp`. Draw order per eligible word:
+``rng.random()``, then for a chosen word ``rng.choice`` of the position and of the neighbour.
+``p = 1.0`` noises every word of the class.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from core.perturb.base import Edit, Perturbation, Variant, make_variant
+from core.perturb.keyboards import NOISEQA_ROWWISE_QWERTY, replace_keeping_case
+from core.perturb.registry import register
+from core.perturb.support import Explained, tagger_problem, tokens_of_class
+from core.types import QAExample
+
+SOURCE = "NoiseQA (Ravichander et al. 2021) §5, isolated artefacts (keyboard noise by word class)"
+
+
+def keyboard_letter_edit(word: str, offset: int, rng: random.Random) -> Edit | None:
+    """One NoiseQA keyboard typo in ``word`` (which starts at ``offset``), or None if no letter qualifies."""
+    positions = [i for i, ch in enumerate(word) if ch.lower() in NOISEQA_ROWWISE_QWERTY]
+    if len(word) <= 1 or not positions:
+        return None
+    i = rng.choice(positions)
+    original = word[i]
+    new = replace_keeping_case(original, rng.choice(NOISEQA_ROWWISE_QWERTY[original.lower()]))
+    return Edit(offset + i, offset + i + 1, new, "keyboard")
+
+
+class _KeyboardWordClass(Explained):
+    """Keyboard noise restricted to one word class (a mixin; concrete classes below)."""
+
+    family = "artefact"
+    field = "question"
+    randomised = True
+    default_params = {"p": 0.25}
+    param_ranges = {"p": (0.0, 1.0)}
+    source = SOURCE
+    word_class: str
+
+    def why_incompatible(self, example: QAExample) -> str | None:
+        return tagger_problem(example.lang)
+
+    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
+        params = self.resolve_params(params)
+        eligible = [t for t in tokens_of_class(example.question, example.lang, self.word_class)
+                    if len(t.text) > 1 and any(ch.lower() in NOISEQA_ROWWISE_QWERTY for ch in t.text)]
+        if not eligible:
+            return None
+        edits, changed = [], []
+        for token in eligible:
+            if rng.random() >= params["p"]:
+                continue
+            edit = keyboard_letter_edit(token.text, token.start, rng)
+            edits.append(edit)
+            changed.append({"token": token.text, "from": example.question[edit.start], "to": edit.replacement})
+        return [make_variant(self, example, self.field, edits,
+                             {"params": params, "word_class": self.word_class,
+                              "n_eligible": len(eligible), "changed_tokens": changed})]
+
+
+@register
+class KeyboardFunctionWords(_KeyboardWordClass, Perturbation):
+    id = "keyboard_function_Q"
+    word_class = "function"
+    description = "NoiseQA keyboard noise on function words only (each chosen with probability p)."
+
+
+@register
+class KeyboardContentWords(_KeyboardWordClass, Perturbation):
+    id = "keyboard_content_Q"
+    word_class = "content"
+    description = "NoiseQA keyboard noise on content words only (nouns, adjectives; probability p each)."

