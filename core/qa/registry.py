@@ -1,0 +1,174 @@
+"""The model registry: one TOML file lists the QA models the app and the sweeps can use.
+
+Each ``[[model]]`` has a ``name``, either a ``path`` (a local folder, relative to the repository
+root or absolute: loads offline) or an ``hf_id`` (a Hugging Face hub id: loads when online),
+``languages`` and a ``description``. The default file is ``models.toml`` at the repository root;
+the environment variable ``QAX_MODELS_TOML`` points at another one (tests use that).
+
+Loaded engines are cached per (name, settings) in-process, so every page and sweep shares one
+copy of each model.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.config import repo_root
+from core.qa.engine import EngineSettings, QAEngine
+
+
+class ModelLoadError(RuntimeError):
+    """A model that cannot be loaded; the message says what to do about it."""
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    name: str
+    path: str | None = None
+    hf_id: str | None = None
+    languages: tuple[str, ...] = ("en",)
+    description: str = ""
+    card: str | None = None  # model card file, relative to the model folder
+
+    @property
+    def source(self) -> str:
+        return self.path if self.path else f"hub:{self.hf_id}"
+
+    def local_dir(self) -> Path | None:
+        if not self.path:
+            return None
+        p = Path(self.path).expanduser()
+        return p if p.is_absolute() else repo_root() / p
+
+    def is_installed(self) -> bool:
+        d = self.local_dir()
+        return d is not None and (d / "config.json").is_file()
+
+    def status(self) -> str:
+        if self.path:
+            return "installed" if self.is_installed() else f"missing: {self.local_dir()} has no config.json"
+        return "hub (needs internet on first load)"
+
+    def fingerprint(self) -> str:
+        """Changes when the weights change: used to key cached predictions."""
+        h = hashlib.sha256(self.source.encode())
+        d = self.local_dir()
+        if d is not None and d.is_dir():
+            for f in sorted(d.glob("*.safetensors")) + sorted(d.glob("*.bin")):
+                st = f.stat()
+                h.update(f"{f.name}:{st.st_size}:{int(st.st_mtime)}".encode())
+        return h.hexdigest()[:16]
+
+    def model_card(self) -> dict | None:
+        d = self.local_dir()
+        if d is None:
+            return None
+        f = d / (self.card or "model_card.json")
+        return json.loads(f.read_text()) if f.is_file() else None
+
+
+def registry_path() -> Path:
+    env = os.environ.get("QAX_MODELS_TOML")
+    return Path(env) if env else repo_root() / "models.toml"
+
+
+def load_registry(path: Path | None = None) -> list[ModelEntry]:
+    path = path or registry_path()
+    if not path.is_file():
+        raise ModelLoadError(f"model registry {path} not found")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ModelLoadError(f"model registry {path} is not valid TOML: {e}") from e
+    entries, seen = [], set()
+    for i, m in enumerate(data.get("model", [])):
+        name = m.get("name")
+        if not name:
+            raise ModelLoadError(f"{path}: model #{i + 1} has no name")
+        if name in seen:
+            raise ModelLoadError(f"{path}: model name {name!r} appears twice")
+        if bool(m.get("path")) == bool(m.get("hf_id")):
+            raise ModelLoadError(f"{path}: model {name!r} needs exactly one of 'path' or 'hf_id'")
+        seen.add(name)
+        entries.append(
+            ModelEntry(
+                name=name,
+                path=m.get("path"),
+                hf_id=m.get("hf_id"),
+                languages=tuple(m.get("languages", ["en"])),
+                description=m.get("description", ""),
+                card=m.get("card"),
+            )
+        )
+    return entries
+
+
+def installed_models(path: Path | None = None) -> list[ModelEntry]:
+    """Models that load without internet (local folders present)."""
+    return [m for m in load_registry(path) if m.is_installed()]
+
+
+def get_entry(name: str, path: Path | None = None) -> ModelEntry:
+    for m in load_registry(path):
+        if m.name == name:
+            return m
+    raise ModelLoadError(f"no model named {name!r} in {path or registry_path()}")
+
+
+def load_model_and_tokenizer(entry: ModelEntry):
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    if entry.path:
+        d = entry.local_dir()
+        if not entry.is_installed():
+            raise ModelLoadError(
+                f"model {entry.name!r}: folder {d} is missing or has no config.json. "
+                "Re-clone the repository or fix 'path' in models.toml."
+            )
+        src, kwargs = str(d), {"local_files_only": True}
+    else:
+        src, kwargs = entry.hf_id, {}
+    try:
+        tok = AutoTokenizer.from_pretrained(src, **kwargs)
+        model = AutoModelForQuestionAnswering.from_pretrained(src, **kwargs)
+    except Exception as e:  # network errors, missing files, wrong architecture: all end here
+        if entry.hf_id:
+            raise ModelLoadError(
+                f"could not load {entry.hf_id!r} from the Hugging Face hub ({type(e).__name__}: {e}). "
+                "Without internet, download it elsewhere (e.g. `hf download "
+                f"{entry.hf_id} --local-dir DIR`), copy DIR here, and register it in models.toml "
+                "with path = \"DIR\" instead of hf_id."
+            ) from e
+        raise ModelLoadError(f"could not load model {entry.name!r} from {src}: {e}") from e
+    if not getattr(tok, "is_fast", False):
+        raise ModelLoadError(f"model {entry.name!r} has no fast tokenizer; the QA engine needs one")
+    return model, tok
+
+
+_cache: dict[tuple, QAEngine] = {}
+_lock = threading.Lock()
+
+
+def load_engine(name: str, settings: EngineSettings | None = None, path: Path | None = None) -> QAEngine:
+    """A QAEngine for a registered model, loaded once per process and settings."""
+    entry = get_entry(name, path)
+    s = settings or EngineSettings()
+    key = (entry.name, entry.source, entry.fingerprint(), tuple(sorted(vars(s).items())))
+    with _lock:
+        if key not in _cache:
+            model, tok = load_model_and_tokenizer(entry)
+            _cache[key] = QAEngine(model, tok, EngineSettings(**vars(s)))
+        return _cache[key]
+
+
+def engine_from_id(model_id: str, settings: EngineSettings | None = None) -> QAEngine:
+    """An engine for an unregistered local folder or hub id typed by a user."""
+    p = Path(model_id).expanduser()
+    entry = ModelEntry(name=model_id, path=str(p) if p.exists() else None, hf_id=None if p.exists() else model_id)
+    model, tok = load_model_and_tokenizer(entry)
+    return QAEngine(model, tok, settings or EngineSettings())

@@ -1,0 +1,40 @@
+"""A tiny randomly-initialised BERT QA model and tokenizer, built in-process for tests.
+
+Its answers are meaningless but deterministic (fixed seed), which is what engine, storage and
+UI tests need; tests of real answers use the shipped models.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+WORDS = (
+    "the a an of in on at to is was were be by for with and or what which who when where why how "
+    "many much year city river tower paris france london england germany berlin built completed "
+    "eiffel capital largest name called first last people population 1889 1963 2009 one two three "
+    "four five doctor television hdtv since has been televised series began ? . , ' - "
+).split()
+
+
+def build_tiny_qa(folder: Path, seed: int = 0):
+    import torch
+    from transformers import BertConfig, BertForQuestionAnswering, BertTokenizerFast
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(WORDS))
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tok = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True)
+    torch.manual_seed(seed)
+    cfg = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    model = BertForQuestionAnswering(cfg)
+    model.eval()
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return model, tok
