@@ -1,0 +1,255 @@
+"""Perturbation core: edits and answer offsets, CER/WER, params, the registry, NLP backends,
+keyboard maps and the misspelling classifier. Expected values are worked out by hand."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from core.perturb import keyboards, misspellings, nlp, registry
+from core.perturb.base import (
+    Edit, Perturbation, PerturbationError, apply_edits, diff_edits, error_rates, make_variant,
+)
+from core.types import Answer, QAExample
+
+CTX = "The cat sat on the mat."
+EX = QAExample("x1", "Who sat?", CTX, (Answer("cat", 4), Answer("mat", 19)))
+
+
+def answer_texts_at_offsets(example: QAExample) -> list[str]:
+    return [example.context[a.answer_start:a.answer_start + len(a.text)] for a in example.answers]
+
+
+# ------------------------------------------------------------------------------------ apply_edits
+
+def test_apply_edits_shifts_answers_exactly():
+    edits = [Edit(0, 3, "A", "r"), Edit(4, 4, "big ", "i"), Edit(7, 7, "!", "i"), Edit(15, 18, "", "d")]
+    out = apply_edits(EX, "context", edits)
+    assert out.context == "A big cat! sat on  mat."
+    # "The"->"A" (-2), "big " inserted at the answer start goes before it (+4): 4 - 2 + 4 = 6.
+    # "!" (+1) and deleting "the" (-3) both precede "mat": 19 - 2 + 4 + 1 - 3 = 19.
+    assert [a.answer_start for a in out.answers] == [6, 19]
+    assert answer_texts_at_offsets(out) == ["cat", "mat"]
+    assert EX.context == CTX  # never mutated
+
+
+def test_apply_edits_refuses_edit_inside_answer():
+    with pytest.raises(PerturbationError, match="touches gold answer 'cat'"):
+        apply_edits(EX, "context", [Edit(5, 5, "x", "i")])
+    with pytest.raises(PerturbationError, match="touches gold answer 'mat'"):
+        apply_edits(EX, "context", [Edit(18, 20, "", "d")])
+
+
+def test_apply_edits_unprotected_maps_answer_through_edit():
+    out = apply_edits(EX, "context", [Edit(5, 6, "XY", "r")], protect_answers=False)
+    assert out.context == "The cXYt sat on the mat."
+    assert out.answers == (Answer("cXYt", 4), Answer("mat", 20))
+
+
+def test_apply_edits_rejects_overlap_and_out_of_range():
+    with pytest.raises(PerturbationError, match="overlap"):
+        apply_edits(EX, "question", [Edit(0, 3, "", "d"), Edit(2, 4, "", "d")])
+    with pytest.raises(PerturbationError, match="past the end"):
+        apply_edits(EX, "question", [Edit(7, 9, "", "d")])
+    with pytest.raises(PerturbationError, match="field must be one of"):
+        apply_edits(EX, "title", [])
+    with pytest.raises(PerturbationError, match="0 <= start <= end"):
+        Edit(3, 2, "", "d")
+
+
+def test_question_edits_leave_answers_alone():
+    out = apply_edits(EX, "question", [Edit(0, 3, "Which animal", "r")])
+    assert out.question == "Which animal sat?"
+    assert out.answers == EX.answers and out.context == CTX
+
+
+def test_diff_edits_reproduce_the_new_text():
+    edits = diff_edits("hello world", "Hello word", "t")
+    assert edits == [Edit(0, 1, "H", "t"), Edit(9, 10, "", "t")]
+    assert apply_edits(QAExample("q", "hello world", ""), "question", edits).question == "Hello word"
+
+
+# -------------------------------------------------------------------------------------- metrics
+
+def test_error_rates_hand_computed():
+    # 1 substituted char of 5 ("a b c" -> "a x c"); 1 substituted word of 3.
+    assert error_rates("a b c", "a x c") == (0.2, pytest.approx(1 / 3))
+    # "kitten" -> "sitting": 3 char edits / 6 chars; one word, substituted.
+    assert error_rates("kitten", "sitting") == (0.5, 1.0)
+    assert error_rates("", "") == (0.0, 0.0)
+    assert error_rates("", "x") == (float("inf"), float("inf"))
+    assert error_rates("a b", "") == (1.0, 1.0)
+
+
+class _Toy(Perturbation):
+    id = "toy_Q"
+    family = "character"
+    field = "question"
+    description = "test perturbation"
+    source = "tests"
+    default_params = {"n": 1, "rate": 0.5, "layout": "qwerty"}
+    param_ranges = {"n": (1, 4), "rate": (0.0, 1.0), "layout": ("qwerty", "qwertz")}
+
+    def apply(self, example, rng, **params):
+        return None
+
+
+def test_make_variant_cer_wer_and_meta():
+    # "Who sat?" (8 chars, 2 words) -> "Who sit?": one substituted char, one substituted word.
+    v = make_variant(_Toy(), EX, "question", [Edit(5, 6, "i", "x")], {"k": 1})
+    assert v.text == "Who sit?"
+    assert (v.cer, v.wer) == (0.125, 0.5)
+    assert v.meta == {"id": "toy_Q", "k": 1, "changed": True}
+
+
+def test_resolve_params_validates():
+    toy = _Toy()
+    assert toy.resolve_params({"n": 3, "rate": 1}) == {"n": 3, "rate": 1.0, "layout": "qwerty"}
+    with pytest.raises(PerturbationError, match="unknown parameter"):
+        toy.resolve_params({"m": 1})
+    with pytest.raises(PerturbationError, match=r"'n' must be in \[1, 4\]"):
+        toy.resolve_params({"n": 5})
+    with pytest.raises(PerturbationError, match="'n' must be int"):
+        toy.resolve_params({"n": 1.5})
+    with pytest.raises(PerturbationError, match="'layout' must be one of"):
+        toy.resolve_params({"layout": "dvorak"})
+
+
+# ------------------------------------------------------------------------------------- registry
+
+P1_IDS = (
+    [f"{op}C{t}{f}" for op in ("D", "I", "Repeat", "Replace", "S") for t in "RV" for f in "QC"]
+    + [f"{op}{t}{f}" for op in ("D", "Repeat", "Split") for t in "RV" for f in "QC"]
+    + ["SwapRQ", "TLQ", "TUQ", "TTQ", "ICQ", "DPQ", "IPQ", "RUQ", "typo_Q", "repeat_question",
+       "keyboard_Q", "misspell_Q"]
+)
+
+
+def test_registry_discovers_catalogue_modules():
+    ids = {p.id for p in registry.all_perturbations()}
+    assert len(P1_IDS) == 20 + 12 + 12
+    assert set(P1_IDS) <= ids
+    assert registry.get("DCRQ").field == "question" and registry.get("DCRC").field == "context"
+    assert registry.get("SCVC").target == "V"
+    assert registry.get("typo_Q") in registry.by_family()["keyboard"]
+
+
+def test_registry_rejects_duplicates_and_unknown_ids():
+    class FakeTLQ(_Toy):
+        id = "TLQ"
+
+    with pytest.raises(ValueError, match="duplicate perturbation id 'TLQ'"):
+        registry.register(FakeTLQ)
+    assert type(registry.get("TLQ")).__name__ == "TLQ"
+    with pytest.raises(KeyError, match="unknown perturbation id 'nope'"):
+        registry.get("nope")
+    with pytest.raises(TypeError, match="expects a Perturbation"):
+        registry.register(object())
+
+
+# ------------------------------------------------------------------------------------------ nlp
+
+def test_english_pos_and_entities():
+    tokens = nlp.pos_tag("Who founded Harvard University in Boston?", "en")
+    assert [(t.text, t.pos) for t in tokens][:2] == [("Who", "PRON"), ("founded", "VERB")]
+    assert {t.text: t.ent for t in tokens}["Boston"] == "LOC"
+    assert nlp.analyse("Who?", "en").warning is None
+
+
+def test_german_pos_with_hanta():
+    tokens = nlp.pos_tag("Wann wurde die Universität gegründet?", "de")
+    assert [(t.text, t.pos, t.start) for t in tokens] == [
+        ("Wann", "ADV", 0), ("wurde", "AUX", 5), ("die", "DET", 11), ("Universität", "NOUN", 15),
+        ("gegründet", "VERB", 27), ("?", "PUNCT", 36)]
+    assert nlp.analyse("Wann?", "de").backend == "hanta"
+
+
+def test_chinese_pos_with_jieba():
+    tokens = nlp.pos_tag("北京大学是哪一年成立的？", "zh")
+    assert [(t.text, t.pos, t.ent) for t in tokens] == [
+        ("北京大学", "PROPN", "ORG"), ("是", "VERB", ""), ("哪一年", "PRON", ""), ("成立", "VERB", ""),
+        ("的", "PART", ""), ("？", "PUNCT", "")]
+    assert nlp.word_spans("北京大学是哪一年成立的？", "zh") == [(0, 4), (4, 5), (5, 8), (8, 10), (10, 11)]
+
+
+def test_heuristic_fallback_says_so():
+    analysis = nlp.analyse("Quién fundó la Universidad?", "es")
+    assert analysis.backend == "heuristic"
+    assert "no POS tagger for language 'es'" in analysis.warning
+    assert [t.pos for t in analysis.tokens] == ["X", "X", "X", "PROPN", "PUNCT"]
+    with pytest.raises(ValueError, match="no word segmenter for language 'th'"):
+        nlp.word_spans("สวัสดี", "th")
+
+
+def test_stts_mapping():
+    assert [nlp.stts_to_upos(t) for t in ("VV(PP)", "VA(FIN)", "VM(INF)", "NN", "NE", "$.")] == [
+        "VERB", "AUX", "AUX", "NOUN", "PROPN", "PUNCT"]
+
+
+# ------------------------------------------------------------------------------------ keyboards
+
+def test_noiseqa_map_is_the_row_wise_qwerty_map():
+    rowwise: dict[str, set[str]] = {}
+    for row in ("qwertyuiop", "asdfghjkl", "zxcvbnm"):
+        for i, ch in enumerate(row):
+            rowwise[ch] = {row[j] for j in (i - 1, i + 1) if 0 <= j < len(row)}
+    assert {k: set(v) for k, v in keyboards.NOISEQA_ROWWISE_QWERTY.items()} == rowwise
+    assert keyboards.NOISEQA_ROWWISE_QWERTY["e"] == ("r", "w")  # order as printed in the paper
+
+
+def test_full_adjacency_maps():
+    qwerty, qwertz, azerty = (keyboards.neighbours(name) for name in ("qwerty", "qwertz", "azerty"))
+    assert qwerty["s"] == ("a", "d", "e", "w", "x", "z")
+    assert qwerty["q"] == ("a", "w") and qwerty["m"] == ("j", "k", "n")
+    assert qwertz["z"] == ("g", "h", "t", "u") and qwertz["y"] == ("a", "s", "x")
+    assert qwertz["ü"] == ("p", "ß", "ä", "ö") and qwertz["ö"] == ("l", "p", "ä", "ü")
+    assert qwertz["ä"] == ("ö", "ü") and qwertz["ß"] == ("p", "ü")
+    assert azerty["a"] == ("q", "z", "é") and azerty["m"] == ("l", "p", "ù") and azerty["w"] == ("q", "s", "x")
+    for layout in (qwerty, qwertz, azerty):
+        assert all(key in layout[n] for key in layout for n in layout[key])  # symmetric
+    assert len(qwerty) == 26 and len(qwertz) == 30 and len(azerty) == 31
+    with pytest.raises(ValueError, match="unknown keyboard layout 'dvorak'"):
+        keyboards.neighbours("dvorak")
+
+
+# --------------------------------------------------------------------------------- misspellings
+
+@pytest.mark.parametrize("correct, typo, expected", [
+    ("the", "teh", "transposition"),
+    ("which", "wich", "deletion"),
+    ("and", "anbd", "insertion"),
+    ("the", "tje", "adjacent_substitution"),      # h and j are neighbours
+    ("Cat", "cst", "adjacent_substitution"),      # case ignored; a and s are neighbours
+    ("cat", "cpt", None),                         # a and p are not
+    ("definitely", "definately", None),           # i -> a keeps the sound: not an interface error
+    ("the", "hten", None),                        # two errors
+    ("which", "whlch", None),                     # i -> l, not adjacent
+    ("the", "The", None),                         # no error at all
+])
+def test_classify_interface_error(correct, typo, expected):
+    assert misspellings.classify_interface_error(correct, typo) == expected
+
+
+def test_invert_interface_misspellings():
+    raw = {"teh": ["the"], "definately": ["definitely"], "definitly": ["definitely"],
+           "Capetown": ["Cape Town"], "hten": ["the"], "tje": ["the"]}
+    assert misspellings.invert_interface_misspellings(raw) == {
+        "definitely": ("definitly",), "the": ("teh", "tje")}
+    with pytest.raises(ValueError, match="must be a list"):
+        misspellings.invert_interface_misspellings({"teh": "the"})
+
+
+def test_wikipedia_table_filtered():
+    if misspellings.data_path() is None:
+        pytest.skip("no data directory with misspellings/wikipedia.json")
+    table = misspellings.load_interface_misspellings()
+    # Raw list: the <- hten teh tghe ther thge tje tjhe; "hten" is two errors.
+    assert table["the"] == ("teh", "tghe", "ther", "thge", "tje", "tjhe")
+    # definitely <- definately definatly definetly definitly: only "definitly" (deletion of e) stays.
+    assert table["definitely"] == ("definitly",)
+    assert table["which"] == ("whcih", "whic", "whihc", "wich")  # "hwihc", "whlch" dropped
+
+
+def test_missing_misspellings_file_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        misspellings.load_interface_misspellings(tmp_path / "nope.json")
