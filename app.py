@@ -1,0 +1,17 @@
+"""QA Robustness Explorer: entry point (page config, shared state, navigation).
+
+Run: streamlit run app.py
+"""
+import streamlit as st
+
+from components.state import init_state
+
+st.set_page_config(page_title="QA Robustness Explorer", page_icon="🔎", layout="wide")
+init_state()
+
+# Only pages that are built appear here.
+PAGES = [
+    st.Page("pages/ask.py", title="Ask", icon="❓", default=True, url_path="ask"),
+]
+
+st.navigation(PAGES).run()

@@ -1,0 +1,1 @@
+"""Reusable Streamlit renderers and the app's shared state."""

@@ -1,0 +1,44 @@
+"""Cached loaders: one copy of each model and dataset per server process."""
+from __future__ import annotations
+
+import streamlit as st
+
+from core import datasets
+from core.qa import registry
+from core.qa.engine import EngineSettings
+
+
+@st.cache_resource(show_spinner="Loading model…")
+def engine(name: str, threads: int = 0, max_answer_tokens: int = 30):
+    return registry.load_engine(
+        name, EngineSettings(threads=threads or None, max_answer_tokens=max_answer_tokens)
+    )
+
+
+def engine_for_state(name: str):
+    s = st.session_state
+    return engine(name, int(s.get("threads", 0)), int(s.get("max_answer_tokens", 30)))
+
+
+@st.cache_data(show_spinner="Reading dataset…")
+def dataset(path: str):
+    return datasets.load_squad(path)
+
+
+@st.cache_data
+def demo(lang: str):
+    return datasets.demo_dataset(lang)
+
+
+@st.cache_data(ttl=30)
+def discovered(data_dir: str):
+    return datasets.discover_datasets(data_dir) if data_dir else []
+
+
+def model_entries():
+    """(installed entries, all entries, registry error or None)."""
+    try:
+        entries = registry.load_registry()
+    except registry.ModelLoadError as e:
+        return [], [], str(e)
+    return [m for m in entries if m.is_installed()], entries, None

@@ -1,0 +1,69 @@
+"""Pickers shared by the pages: a dataset (bundled demo, data directory, or upload) and models."""
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+
+from components import loaders
+from components.state import current_data_dir
+from core.datasets import DatasetError, load_squad
+
+DEMO_LANGS = {"demo.en": "en", "demo.de": "de", "demo.zh": "zh"}
+
+
+def dataset_picker(key: str, roles=("eval", "challenge")):
+    """Choose a dataset; returns a Dataset or None. Errors are shown, never raised."""
+    options = list(DEMO_LANGS)
+    paths: dict[str, str] = {}
+    d = current_data_dir()
+    if d:
+        for info in loaders.discovered(str(d)):
+            if info.role in roles:
+                options.append(info.name)
+                paths[info.name] = str(info.path)
+    uploaded = st.session_state["uploaded_datasets"]
+    options += [f"upload:{n}" for n in uploaded]
+    choice = st.selectbox("Dataset", options, key=f"{key}_dataset",
+                          help="The bundled demo set, files found in the data directory, or your uploads.")
+    with st.expander("Upload a SQuAD-format JSON file"):
+        up = st.file_uploader("SQuAD v1.1/v2.0 JSON", type=["json"], key=f"{key}_upload")
+        if up is not None and up.name not in uploaded:
+            try:
+                uploaded[up.name] = load_squad(up, name=up.name)
+                st.success(f"Loaded {len(uploaded[up.name])} questions from {up.name}.")
+                st.rerun()
+            except DatasetError as e:
+                st.error(f"{up.name}: {e}")
+    try:
+        if choice in DEMO_LANGS:
+            return loaders.demo(DEMO_LANGS[choice])
+        if choice.startswith("upload:"):
+            return uploaded[choice[len("upload:"):]]
+        return loaders.dataset(paths[choice])
+    except (DatasetError, OSError) as e:
+        st.error(f"Could not read {choice}: {e}")
+        return None
+
+
+def model_picker(key: str, default_all: bool = True) -> list[str]:
+    """Multiselect of installed models; explains plainly when none is installed."""
+    installed, entries, err = loaders.model_entries()
+    if err:
+        st.error(err)
+        return []
+    if not installed:
+        st.warning(
+            "**No QA model is installed.** The registry (models.toml) lists "
+            + ", ".join(html.escape(m.name) for m in entries)
+            + " but none of their folders is present. Train one with `python -m core.train` "
+            "(see README) or add a local folder to models.toml."
+        )
+        return []
+    names = [m.name for m in installed]
+    sel = st.session_state.get("selected_models")
+    default = [n for n in (sel or names) if n in names] if default_all else names[:1]
+    chosen = st.multiselect("Models", names, default=default, key=f"{key}_models",
+                            help="Installed models from models.toml.")
+    st.session_state["selected_models"] = chosen
+    return chosen

@@ -1,0 +1,54 @@
+"""AppTest: the Ask page answers with every selected model and highlights spans."""
+import pytest
+from streamlit.testing.v1 import AppTest
+
+
+@pytest.fixture
+def tiny_env(monkeypatch, tiny_registry):
+    monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def _html(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_ask_page_answers_with_two_models(tiny_env):
+    at = AppTest.from_file("../app.py", default_timeout=120).run()
+    assert not at.exception
+    assert at.multiselect(key="ask_models").value == ["tiny-a", "tiny-b"]
+    assert at.text_area(key="ask_question").value  # prefilled from the demo item
+    at.button(key="ask_go").click().run()
+    assert not at.exception
+    html = _html(at)
+    assert html.count('class="qax-span"') >= 1
+    assert "tiny-a" in html and "tiny-b" in html
+    assert any("EM" in c.value and "ms" in c.value for c in at.caption)
+
+
+def test_ask_page_escapes_pasted_context(tiny_env):
+    at = AppTest.from_file("../app.py", default_timeout=120).run()
+    at.radio(key="ask_source").set_value("Paste a context").run()
+    at.text_area(key="ask_context").input("<script>alert(1)</script> paris is the capital of france .").run()
+    at.text_area(key="ask_question").input("what is the capital of france ?").run()
+    at.button(key="ask_go").click().run()
+    context_html = [m.value for m in at.markdown if "qax-context" in m.value and "<div" in m.value]
+    assert len(context_html) == 1
+    assert "<script>" not in context_html[0] and "&lt;/script&gt;" in context_html[0]
+    assert any(t.value.startswith("Answer: ") for t in at.text)
+
+
+def test_ask_page_refuses_empty_question(tiny_env):
+    at = AppTest.from_file("../app.py", default_timeout=120).run()
+    at.text_area(key="ask_question").input("   ").run()
+    at.button(key="ask_go").click().run()
+    assert any("question is empty" in e.value for e in at.error)
+
+
+def test_app_says_plainly_when_no_model_is_installed(monkeypatch, tmp_path):
+    reg = tmp_path / "models.toml"
+    reg.write_text('[[model]]\nname = "absent"\npath = "/nonexistent/model"\n')
+    monkeypatch.setenv("QAX_MODELS_TOML", str(reg))
+    at = AppTest.from_file("../app.py", default_timeout=60).run()
+    assert not at.exception
+    assert any("No QA model is installed" in w.value for w in at.warning)
