@@ -1,0 +1,884 @@
+"""Sweeps: evaluate models x perturbations over a data set, keep every prediction, resume for free.
+
+A sweep is
+  * a data set, or a seeded sample of ``n`` of its examples (:func:`sample_examples`: the sample
+    for n=200 contains the one for n=100, so growing a sample reuses the work done);
+  * perturbation specs: a registered perturbation id with parameters (``DCRQ:n_chars=2``), or a
+    natural challenge set ``file:<path under the data dir>`` paired with the data set by question
+    id (:func:`core.datasets.pair_challenge`), e.g. ``file:noiseqa/Synthetic/xquad-keyboard-synthetic``;
+    randomised perturbations run ``repeats`` times with independent seeds, deterministic ones and
+    files once;
+  * models, passed in as ``{name: engine}`` (anything with ``QAEngine.predict``'s signature), so
+    the CLI loads them from the model registry and tests inject tiny ones.
+
+Every (spec, repeat, example) is one *unit*. Work is done in chunks of units: the chunk's variants
+are computed (or read from the cache), then for each model one batched ``engine.predict`` call
+answers every (question, context) pair the cache does not hold yet, then all of it (variants,
+predictions, EM/F1 rows) is written in ONE transaction. A sweep killed at any moment loses at most
+the chunk in flight; re-running the same command skips every unit that has its rows. The clean
+(unperturbed) predictions are a first phase of the same kind.
+
+Cache keys (``core.store`` has the tables; both caches are shared by all sweeps in a file):
+  * variant: sha256 of (FORMAT, perturbation id, resolved params as canonical JSON, seed, repeat,
+    example content hash). Deterministic perturbations leave seed and repeat out (their output
+    does not depend on them, so sweeps with other seeds share them); file specs use the file's
+    sha256 instead. The ``random.Random`` handed to the perturbation is seeded from the same parts,
+    so a unit's variant does not depend on which other units run, or in what order.
+  * prediction: sha256 of (model name, model fingerprint, question, context sha256). The
+    fingerprint (:func:`engine_fingerprint`) hashes the weights, the tokenizer and the engine
+    settings that change answers, so a retrained model never reuses stale answers.
+A code change inside a perturbation is not seen by its key: after changing one, bump FORMAT or use
+a new database file.
+
+Our choices where the papers leave it open:
+  * a perturbation that does not apply to an example (returns None, unsupported language, or
+    raises PerturbationError/ValueError, e.g. word perturbations on Thai) gives a row with status
+    'n/a' / 'error' and no score; cells compare clean and perturbed scores on the same examples,
+    those where the perturbation applied (see core.sweep_report);
+  * a perturbation returning several variants contributes its first (every catalogue entry
+    returns one);
+  * examples without a gold answer (or marked impossible) cannot be scored and are left out of
+    the sweep (counted in the config's ``dropped_no_gold``).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import itertools
+import json
+import random
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from core import config as qax_config
+from core.datasets import Dataset, DatasetError, demo_dataset, load_squad, pair_challenge
+from core.metrics import score_answer
+from core.perturb.base import PerturbationError, error_rates
+from core.store import Store, canonical_json, text_hash
+from core.types import Answer, QAExample
+
+__all__ = [
+    "FORMAT", "SweepError", "PerturbationSpec", "SweepConfig", "SweepRun", "parse_specs",
+    "load_dataset", "sample_examples", "example_hash", "engine_fingerprint", "run_sweep", "main",
+]
+
+FORMAT = "qax-sweep-1"
+DEFAULT_DB = "runs/sweeps.sqlite"
+FILE_PREFIX = "file:"
+
+ProgressFn = Callable[[int, int], None]
+
+
+class SweepError(ValueError):
+    """A sweep that cannot run as configured; the message names the problem."""
+
+
+# ------------------------------------------------------------------------------------------ specs
+
+
+@dataclass(frozen=True)
+class PerturbationSpec:
+    """A perturbation id (or ``file:<path>``) with its parameters."""
+
+    id: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def make(cls, id: str, params: Mapping[str, Any] | None = None) -> "PerturbationSpec":
+        return cls(id, tuple(sorted((params or {}).items())))
+
+    @property
+    def params_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    @property
+    def is_file(self) -> bool:
+        return self.id.startswith(FILE_PREFIX)
+
+    def __str__(self) -> str:
+        return spec_label(self.id, self.params_dict)
+
+
+def spec_label(pid: str, params: Mapping[str, Any]) -> str:
+    """``DCRQ`` or ``DCRQ(n_chars=2, n_words=1)``: the name shown on heatmap axes."""
+    if not params:
+        return pid
+    return f"{pid}({', '.join(f'{k}={v}' for k, v in sorted(params.items()))})"
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _expand_values(key: str, text: str) -> list[Any]:
+    """``1..4`` -> [1, 2, 3, 4]; ``a|b`` -> ["a", "b"]; otherwise one JSON-or-string value."""
+    if ".." in text:
+        lo, _, hi = text.partition("..")
+        try:
+            low, high = int(lo), int(hi)
+        except ValueError:
+            raise SweepError(f"parameter {key}: range {text!r} must be two integers, like 1..4") from None
+        if high < low:
+            raise SweepError(f"parameter {key}: empty range {text!r}")
+        return list(range(low, high + 1))
+    return [_parse_value(v) for v in text.split("|")]
+
+
+def parse_specs(text: str) -> list[PerturbationSpec]:
+    """Parse the CLI's ``--perturbations`` value into specs.
+
+    Comma-separated items. Each item is ``ID``, ``ID:key=value[:key=value...]`` or
+    ``file:PATH`` (a SQuAD file under the data directory, ``.json`` optional). Values are JSON
+    (``2``, ``0.1``, ``true``) or plain strings; ``a..b`` is an integer range and ``x|y`` a list,
+    and several keys expand to their product: ``DCRQ:n_chars=1..4`` gives four specs.
+    ``family:NAME`` expands to every registered perturbation of that family.
+
+    >>> [str(s) for s in parse_specs("TLQ, DCRQ:n_chars=1..2, file:noiseqa/x.json")]
+    ['TLQ', 'DCRQ(n_chars=1)', 'DCRQ(n_chars=2)', 'file:noiseqa/x']
+    """
+    specs: list[PerturbationSpec] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if item.startswith(FILE_PREFIX):
+            path = item[len(FILE_PREFIX):].strip().removesuffix(".json")
+            if not path:
+                raise SweepError(f"{item!r}: file: needs a path under the data directory")
+            specs.append(PerturbationSpec(FILE_PREFIX + path))
+            continue
+        if item.startswith("family:"):
+            from core.perturb import registry
+
+            family = item[len("family:"):]
+            members = registry.by_family().get(family)
+            if not members:
+                raise SweepError(f"no registered perturbation of family {family!r}; families: "
+                                 f"{', '.join(registry.by_family())}")
+            specs.extend(PerturbationSpec(p.id) for p in members)
+            continue
+        pid, *assignments = item.split(":")
+        grid: list[list[tuple[str, Any]]] = []
+        for assignment in assignments:
+            key, eq, value = assignment.partition("=")
+            if not eq or not key.strip():
+                raise SweepError(f"{item!r}: parameters are written key=value, got {assignment!r}")
+            grid.append([(key.strip(), v) for v in _expand_values(key.strip(), value.strip())])
+        for combo in itertools.product(*grid):
+            specs.append(PerturbationSpec.make(pid.strip(), dict(combo)))
+    if not specs:
+        raise SweepError("no perturbations given")
+    return specs
+
+
+# ---------------------------------------------------------------------------------------- config
+
+
+@dataclass
+class SweepConfig:
+    """What to sweep. ``dataset`` names the data (see :func:`load_dataset`) or labels an injected one."""
+
+    dataset: str
+    perturbations: Sequence[PerturbationSpec | str]
+    models: Sequence[str]
+    repeats: int = 1
+    seed: int = 0
+    sample: int | None = None
+    name: str | None = None
+
+
+@dataclass
+class SweepRun:
+    """What :func:`run_sweep` did."""
+
+    sweep_id: int
+    name: str
+    status: str                    # done | cancelled
+    total_units: int               # result rows of the complete sweep (clean + perturbed, all models)
+    done_units: int                # rows present at the end
+    resumed_units: int             # rows that were already there at the start
+    model_calls: int = 0           # engine.predict calls
+    predictions_computed: int = 0  # (question, context) pairs answered by a model in this run
+    predictions_cached: int = 0    # pairs found in the cache
+    variants_computed: int = 0
+    variants_cached: int = 0
+    elapsed_s: float = 0.0
+
+
+# --------------------------------------------------------------------------------------- hashing
+
+
+def _sha(*parts: Any) -> str:
+    return hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).hexdigest()
+
+
+def _answers_json(answers: Sequence[Answer]) -> str:
+    return json.dumps([[a.text, a.answer_start] for a in answers], ensure_ascii=False)
+
+
+def example_hash(ex: QAExample) -> str:
+    """Content hash of an example: id, language, question, context and gold answers (not title)."""
+    return _sha("example", ex.id, ex.lang, ex.question, ex.context, _answers_json(ex.answers))
+
+
+def prediction_key(model: str, fingerprint: str, question: str, context_hash: str) -> str:
+    return _sha("prediction", model, fingerprint, question, context_hash)
+
+
+_fingerprints: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+
+
+def engine_fingerprint(engine: Any) -> str:
+    """A hash that changes whenever the engine could answer differently.
+
+    An engine with a ``fingerprint`` str attribute supplies its own. A ``QAEngine`` is hashed
+    from its weights (every tensor of the state dict, in name order), its tokenizer (the fast
+    tokenizer's JSON) and the settings that change answers (max_length, stride,
+    max_answer_tokens, top_k). Computed once per engine object (~0.1 s per 100 MB of weights).
+    """
+    own = getattr(engine, "fingerprint", None)
+    if isinstance(own, str) and own:
+        return own
+    try:
+        return _fingerprints[engine]
+    except (KeyError, TypeError):
+        pass
+    import torch
+
+    model = getattr(engine, "model", None)
+    if model is None or not hasattr(model, "state_dict"):
+        raise SweepError(f"cannot fingerprint engine {engine!r}: it has neither a 'fingerprint' "
+                         "attribute nor a torch 'model'")
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        t = tensor.detach().to("cpu").contiguous()
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    tokenizer = getattr(engine, "tokenizer", None)
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    h.update((backend.to_str() if backend is not None else repr(tokenizer)).encode())
+    s = getattr(engine, "settings", None)
+    if s is not None:
+        h.update(f"{s.max_length}:{s.stride}:{s.max_answer_tokens}:{s.top_k}".encode())
+    digest = h.hexdigest()[:20]
+    try:
+        _fingerprints[engine] = digest
+    except TypeError:
+        pass
+    return digest
+
+
+# --------------------------------------------------------------------------------------- datasets
+
+
+def load_dataset(name: str, data_dir: str | Path | None = None) -> Dataset:
+    """A data set by name: an existing file path, ``demo.<lang>`` (the bundled demo set), or a
+    path under the data directory with or without ``.json`` (``xquad/xquad.en``)."""
+    path = Path(name).expanduser()
+    if path.is_file():
+        return load_squad(path)
+    if name.startswith("demo.") and "/" not in name:
+        return demo_dataset(name.split(".", 1)[1])
+    root = Path(data_dir) if data_dir is not None else qax_config.data_dir()
+    if root is None:
+        raise SweepError(f"dataset {name!r}: no such file, and no data directory "
+                         "(set QAX_DATA_DIR)")
+    for candidate in (root / name, root / f"{name}.json"):
+        if candidate.is_file():
+            return load_squad(candidate, name=name.removesuffix(".json"))
+    raise SweepError(f"dataset {name!r}: neither a file nor found under the data directory {root}")
+
+
+def sample_examples(examples: Sequence[QAExample], n: int | None, seed: int) -> list[QAExample]:
+    """``n`` examples chosen by seed, in data set order (all of them when n is None or too big).
+
+    Each example is ranked by sha256(seed, id) and the n lowest ranks are kept, so the sample of
+    size n is a subset of the sample of size n + k with the same seed: extending a sweep's sample
+    reuses everything already computed.
+    """
+    if n is None or n >= len(examples):
+        return list(examples)
+    if n < 1:
+        raise SweepError(f"sample size must be at least 1, got {n}")
+    ranked = sorted(range(len(examples)), key=lambda i: _sha("sample", seed, examples[i].id))
+    keep = set(ranked[:n])
+    return [ex for i, ex in enumerate(examples) if i in keep]
+
+
+# ------------------------------------------------------------------------------ resolved specs
+
+
+@dataclass
+class _Outcome:
+    """A computed variant, ready to store."""
+
+    status: str                       # ok | n/a | error
+    note: str | None = None
+    example: QAExample | None = None  # the perturbed example (status ok)
+    field: str | None = None
+    changed: bool | None = None
+    cer: float | None = None
+    wer: float | None = None
+    meta: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclass
+class _Spec:
+    """A spec resolved against the registry or the data directory."""
+
+    id: str
+    params: dict[str, Any]
+    params_json: str
+    label: str
+    family: str
+    field: str
+    randomised: bool
+    repeats: int
+    source: str
+    make: Callable[[QAExample, random.Random], _Outcome]
+    key_salt: str                     # file specs: the file's sha256; registry specs: ""
+
+    def variant_key(self, ex_hash: str, seed: int, repeat: int) -> str:
+        if self.randomised:
+            return _sha("variant", FORMAT, self.id, self.params_json, seed, repeat, ex_hash, self.key_salt)
+        return _sha("variant", FORMAT, self.id, self.params_json, "-", 0, ex_hash, self.key_salt)
+
+    def rng(self, ex_hash: str, seed: int, repeat: int) -> random.Random:
+        digest = hashlib.sha256(("rng" + self.variant_key(ex_hash, seed, repeat)).encode()).digest()
+        return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def _registry_spec(spec: PerturbationSpec, repeats: int, catalogue) -> _Spec:
+    try:
+        p = catalogue(spec.id)
+    except KeyError as e:
+        raise SweepError(str(e.args[0]) if e.args else str(e)) from None
+    try:
+        params = p.resolve_params(spec.params_dict)
+    except PerturbationError as e:
+        raise SweepError(str(e)) from None
+
+    def make(example: QAExample, rng: random.Random) -> _Outcome:
+        if not p.is_compatible(example):
+            return _Outcome("n/a", f"{p.id} does not support language {example.lang!r}")
+        try:
+            variants = p.apply(example, rng, **params)
+        except (PerturbationError, ValueError) as e:
+            return _Outcome("error", f"{type(e).__name__}: {e}")
+        if not variants:
+            return _Outcome("n/a", f"{p.id} does not apply to this example")
+        v = variants[0]
+        meta = {k: val for k, val in v.meta.items() if _jsonable(val)}
+        return _Outcome("ok", None, v.example, v.field, bool(v.meta.get("changed", v.text != getattr(example, v.field))),
+                        v.cer, v.wer, meta)
+
+    randomised = bool(p.randomised)
+    return _Spec(p.id, params, canonical_json(params), spec_label(p.id, params), p.family, p.field,
+                 randomised, repeats if randomised else 1, p.source or "", make, "")
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+_FILE_FAMILIES = (("keyboard", "keyboard"), ("asr", "asr"), ("translation", "mt"),
+                  ("paraphras", "paraphrase"))
+
+
+def _file_spec(spec: PerturbationSpec, original: Dataset, data_dir: str | Path | None) -> _Spec:
+    """A natural (or pre-generated) challenge file as a deterministic perturbation."""
+    if spec.params:
+        raise SweepError(f"{spec.id}: file specs take no parameters")
+    rel = spec.id[len(FILE_PREFIX):]
+    root = Path(data_dir) if data_dir is not None else qax_config.data_dir()
+    candidates = [Path(rel + ".json"), Path(rel)] if root is None else \
+        [root / f"{rel}.json", root / rel, Path(rel + ".json"), Path(rel)]
+    path = next((c for c in candidates if c.is_file()), None)
+    if path is None:
+        raise SweepError(f"{spec.id}: no file {rel}.json under the data directory {root}")
+    raw = path.read_bytes()
+    try:
+        challenge = load_squad(path, lang=original.lang, name=rel)
+        pairing = pair_challenge(original, challenge)
+    except DatasetError as e:
+        raise SweepError(f"{spec.id}: {e}") from None
+    partner = {o.id: c for o, c in pairing.pairs}
+    lowered = rel.lower()
+    family = next((fam for word, fam in _FILE_FAMILIES if word in lowered), "natural")
+    field_name = "both" if pairing.context_mismatches else "question"
+
+    def make(example: QAExample, rng: random.Random) -> _Outcome:
+        c = partner.get(example.id)
+        if c is None:
+            return _Outcome("n/a", f"question id {example.id!r} is not paired in {rel}")
+        answers = c.answers or example.answers
+        new = dataclasses.replace(example, question=c.question, context=c.context, answers=answers)
+        q_changed, c_changed = c.question != example.question, c.context != example.context
+        what = "both" if q_changed and c_changed else ("context" if c_changed else "question")
+        reference, hypothesis = (example.context, c.context) if what == "context" else (example.question, c.question)
+        cer, wer = error_rates(reference, hypothesis)
+        return _Outcome("ok", None, new, what, q_changed or c_changed, cer, wer,
+                        {"id": spec.id, "pairing": pairing.rule})
+
+    return _Spec(spec.id, {}, "{}", spec.id, family, field_name, False, 1,
+                 f"challenge file {path.name} (paired by {pairing.rule})", make,
+                 hashlib.sha256(raw).hexdigest())
+
+
+# ----------------------------------------------------------------------------------------- running
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class _Unit:
+    spec: _Spec
+    repeat: int
+    example: QAExample
+    ex_hash: str
+    variant_key: str
+
+
+@dataclass
+class _VariantRecord:
+    status: str
+    question: str | None
+    context_hash: str | None
+    golds: list[str]
+
+
+class _Runner:
+    """One execution of a sweep against an open store (see run_sweep)."""
+
+    def __init__(self, store: Store, sweep_id: int, examples: list[QAExample], specs: list[_Spec],
+                 engines: Mapping[str, Any], fingerprints: dict[str, str], seed: int,
+                 run: SweepRun, progress: ProgressFn | None):
+        self.store, self.sweep_id, self.examples, self.specs = store, sweep_id, examples, specs
+        self.engines, self.fingerprints, self.seed, self.run = engines, fingerprints, seed, run
+        self.progress = progress
+        self.hashes = {ex.id: example_hash(ex) for ex in examples}
+        # Context texts by hash: the data set's, plus perturbed ones as they are met.
+        self.contexts: dict[str, str] = {text_hash(ex.context): ex.context for ex in examples}
+
+    def _context(self, context_hash: str) -> str:
+        if context_hash not in self.contexts:
+            self.contexts[context_hash] = self.store.context_text(context_hash)
+        return self.contexts[context_hash]
+
+    def _tick(self) -> None:
+        if self.progress:
+            self.progress(self.run.done_units, self.run.total_units)
+
+    def _answer(self, model: str, pairs: dict[str, tuple[str, str]]) -> tuple[dict[str, tuple], list[dict]]:
+        """Best span for each prediction key in ``pairs`` ({key: (question, context_hash)}): from
+        the cache, or from ONE batched predict call for the missing ones. Returns
+        ({key: (answer, start, end)}, new prediction rows)."""
+        found = {k: (r["answer"], r["span_start"], r["span_end"])
+                 for k, r in self.store.fetch_by_keys(
+                     "predictions", "key", pairs, "key, answer, span_start, span_end").items()}
+        missing = [k for k in pairs if k not in found]
+        self.run.predictions_cached += len(pairs) - len(missing)
+        rows: list[dict] = []
+        if missing:
+            questions = [pairs[k][0] for k in missing]
+            contexts = [self._context(pairs[k][1]) for k in missing]
+            preds = self.engines[model].predict(questions, contexts, n_best=1, skip_invalid=True)
+            self.run.model_calls += 1
+            self.run.predictions_computed += len(missing)
+            for k, pred in zip(missing, preds):
+                best = pred.best
+                start, end = (best.start, best.end) if best is not None else (None, None)
+                score = float(best.score) if best is not None else None
+                found[k] = (pred.text, start, end)
+                rows.append({"key": k, "model": model, "fingerprint": self.fingerprints[model],
+                             "question": pairs[k][0], "context_hash": pairs[k][1], "answer": pred.text,
+                             "span_start": start, "span_end": end, "score": score})
+        return found, rows
+
+    # -------------------------------------------------------------------------------- clean
+
+    def clean_phase(self, chunk_size: int, cancel: threading.Event | None) -> bool:
+        done = {(r[0], r[1]) for r in self.store.conn.execute(
+            "SELECT model, example_hash FROM clean_results WHERE sweep_id = ?", (self.sweep_id,))}
+        pending = [ex for ex in self.examples
+                   if any((m, self.hashes[ex.id]) not in done for m in self.engines)]
+        for start in range(0, len(pending), chunk_size):
+            if cancel is not None and cancel.is_set():
+                return False
+            chunk = pending[start:start + chunk_size]
+            predictions, results = [], []
+            for model in self.engines:
+                todo = [ex for ex in chunk if (model, self.hashes[ex.id]) not in done]
+                pairs = {}
+                for ex in todo:
+                    ch = text_hash(ex.context)
+                    pairs[prediction_key(model, self.fingerprints[model], ex.question, ch)] = (ex.question, ch)
+                answers, rows = self._answer(model, pairs)
+                predictions += rows
+                for ex in todo:
+                    k = prediction_key(model, self.fingerprints[model], ex.question, text_hash(ex.context))
+                    em, f1 = score_answer(answers[k][0], ex.answer_texts, ex.lang)
+                    results.append({"sweep_id": self.sweep_id, "model": model,
+                                    "example_hash": self.hashes[ex.id], "prediction_key": k,
+                                    "em": em, "f1": f1})
+            with self.store.transaction():
+                self.store.insert_many("predictions", predictions)
+                self.store.insert_many("clean_results", results)
+            self.run.done_units += len(results)
+            self._tick()
+        return True
+
+    # ----------------------------------------------------------------------------- perturbed
+
+    def units(self) -> list[_Unit]:
+        return [_Unit(s, r, ex, self.hashes[ex.id], s.variant_key(self.hashes[ex.id], self.seed, r))
+                for s in self.specs for r in range(s.repeats) for ex in self.examples]
+
+    def perturbed_phase(self, chunk_size: int, cancel: threading.Event | None) -> bool:
+        done = {tuple(r) for r in self.store.conn.execute(
+            "SELECT model, perturbation, params_json, repeat, example_hash FROM results "
+            "WHERE sweep_id = ?", (self.sweep_id,))}
+
+        def missing_models(u: _Unit) -> list[str]:
+            return [m for m in self.engines
+                    if (m, u.spec.id, u.spec.params_json, u.repeat, u.ex_hash) not in done]
+
+        pending = [(u, mm) for u in self.units() if (mm := missing_models(u))]
+        for start in range(0, len(pending), chunk_size):
+            if cancel is not None and cancel.is_set():
+                return False
+            self._perturbed_chunk(pending[start:start + chunk_size])
+        return True
+
+    def _perturbed_chunk(self, chunk: list[tuple[_Unit, list[str]]]) -> None:
+        cached = self.store.fetch_by_keys(
+            "variants", "key", [u.variant_key for u, _ in chunk],
+            "key, status, question, context_hash, answers_json")
+        records: dict[str, _VariantRecord] = {}
+        new_variants: list[dict] = []
+        new_contexts: list[dict] = []
+        for u, _ in chunk:
+            if u.variant_key in records:
+                continue
+            row = cached.get(u.variant_key)
+            if row is not None:
+                golds = [a[0] for a in json.loads(row["answers_json"])] if row["answers_json"] else []
+                records[u.variant_key] = _VariantRecord(row["status"], row["question"], row["context_hash"], golds)
+                self.run.variants_cached += 1
+                continue
+            outcome = u.spec.make(u.example, u.spec.rng(u.ex_hash, self.seed, u.repeat))
+            self.run.variants_computed += 1
+            row_out = {"key": u.variant_key, "perturbation": u.spec.id, "params_json": u.spec.params_json,
+                       "seed": self.seed if u.spec.randomised else None,
+                       "repeat": u.repeat if u.spec.randomised else 0, "example_hash": u.ex_hash,
+                       "status": outcome.status, "note": outcome.note, "field": None, "question": None,
+                       "context_hash": None, "answers_json": None, "changed": None, "cer": None,
+                       "wer": None, "meta_json": None}
+            if outcome.status == "ok":
+                v = outcome.example
+                if not v.answers:
+                    outcome = _Outcome("error", "the perturbed example has no gold answer")
+                    row_out.update(status="error", note=outcome.note)
+                else:
+                    ch = text_hash(v.context)
+                    if ch not in self.contexts:
+                        self.contexts[ch] = v.context
+                        new_contexts.append({"hash": ch, "text": v.context})
+                    row_out.update(field=outcome.field, question=v.question, context_hash=ch,
+                                   answers_json=_answers_json(v.answers), changed=int(bool(outcome.changed)),
+                                   cer=_finite(outcome.cer), wer=_finite(outcome.wer),
+                                   meta_json=canonical_json(outcome.meta))
+            new_variants.append(row_out)
+            records[u.variant_key] = _VariantRecord(
+                row_out["status"], row_out["question"], row_out["context_hash"],
+                [a.text for a in outcome.example.answers] if row_out["status"] == "ok" else [])
+
+        predictions, results = [], []
+        for model, fp in self.fingerprints.items():
+            mine = [u for u, models in chunk if model in models]
+            pairs = {}
+            for u in mine:
+                rec = records[u.variant_key]
+                if rec.status == "ok":
+                    pairs[prediction_key(model, fp, rec.question, rec.context_hash)] = (rec.question, rec.context_hash)
+            answers, rows = self._answer(model, pairs) if pairs else ({}, [])
+            predictions += rows
+            for u in mine:
+                rec = records[u.variant_key]
+                row = {"sweep_id": self.sweep_id, "model": model, "perturbation": u.spec.id,
+                       "params_json": u.spec.params_json, "repeat": u.repeat, "example_hash": u.ex_hash,
+                       "variant_key": u.variant_key, "status": rec.status, "prediction_key": None,
+                       "em": None, "f1": None}
+                if rec.status == "ok":
+                    k = prediction_key(model, fp, rec.question, rec.context_hash)
+                    em, f1 = score_answer(answers[k][0], rec.golds, u.example.lang)
+                    row.update(prediction_key=k, em=em, f1=f1)
+                results.append(row)
+        with self.store.transaction():
+            self.store.insert_many("contexts", new_contexts)
+            self.store.insert_many("variants", new_variants)
+            self.store.insert_many("predictions", predictions)
+            self.store.insert_many("results", results)
+        self.run.done_units += len(results)
+        self._tick()
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and x == x and abs(x) != float("inf") else None
+
+
+def _open_store(db: str | Path | Store) -> tuple[Store, bool]:
+    return (db, False) if isinstance(db, Store) else (Store(db), True)
+
+
+def run_sweep(config: SweepConfig, engines: Mapping[str, Any], db: str | Path | Store = DEFAULT_DB, *,
+              dataset: Dataset | None = None, data_dir: str | Path | None = None,
+              progress: ProgressFn | None = None, cancel: threading.Event | None = None,
+              chunk_size: int = 256, catalogue: Callable[[str], Any] | None = None) -> SweepRun:
+    """Run (or resume, or finish) a sweep; every result lands in the database ``db``.
+
+    ``engines``: {model name: engine} for every name in ``config.models``. ``dataset``: an already
+    loaded data set (else :func:`load_dataset` resolves ``config.dataset``). ``progress(done,
+    total)`` is called after each committed chunk, counting result rows (clean + perturbed, all
+    models); ``cancel`` is checked between chunks: when set the sweep stops with status
+    'cancelled' and a later call resumes it. ``catalogue``: id -> Perturbation (default: the
+    perturbation registry).
+
+    The sweep is identified by ``config.name`` (default: ``<dataset>-<config hash>``): the same
+    configuration resumes; a different configuration under an existing name is an error.
+    """
+    t0 = time.perf_counter()
+    if chunk_size < 1:
+        raise SweepError(f"chunk_size must be at least 1, got {chunk_size}")
+    if config.repeats < 1:
+        raise SweepError(f"repeats must be at least 1, got {config.repeats}")
+    models = list(dict.fromkeys(config.models))
+    if not models:
+        raise SweepError("no models given")
+    absent = [m for m in models if m not in engines]
+    if absent:
+        raise SweepError(f"no engine for model(s) {absent}; engines given: {sorted(engines)}")
+    engines = {m: engines[m] for m in models}
+    if catalogue is None:
+        from core.perturb import registry
+
+        catalogue = registry.get
+
+    full = dataset if dataset is not None else load_dataset(config.dataset, data_dir)
+    scorable = [ex for ex in full.examples if ex.answers and not ex.is_impossible]
+    examples = sample_examples(scorable, config.sample, config.seed)
+    if not examples:
+        raise SweepError(f"dataset {config.dataset!r} has no example with a gold answer")
+
+    specs_in: list[PerturbationSpec] = []
+    for s in config.perturbations:
+        specs_in.extend(parse_specs(s) if isinstance(s, str) else [s])
+    if not specs_in:
+        raise SweepError("no perturbations given")
+    specs: list[_Spec] = []
+    for s in specs_in:
+        resolved = _file_spec(s, full, data_dir) if s.is_file else _registry_spec(s, config.repeats, catalogue)
+        if any((r.id, r.params_json) == (resolved.id, resolved.params_json) for r in specs):
+            continue  # the same spec written twice (e.g. DCRQ and DCRQ:n_words=1)
+        specs.append(resolved)
+
+    fingerprints = {m: engine_fingerprint(engines[m]) for m in models}
+    hashes = [example_hash(ex) for ex in examples]
+    cfg = {
+        "format": FORMAT, "dataset": config.dataset, "examples_hash": _sha(*hashes),
+        "n_examples": len(examples), "sample": config.sample, "seed": config.seed,
+        "repeats": config.repeats, "dropped_no_gold": len(full.examples) - len(scorable),
+        "specs": [[s.id, s.params_json, s.repeats, s.key_salt] for s in specs],
+        "models": [[m, fingerprints[m]] for m in models],
+    }
+    cfg_json = canonical_json(cfg)
+    cfg_hash = hashlib.sha256(cfg_json.encode()).hexdigest()
+    name = config.name or f"{config.dataset}-{cfg_hash[:8]}"
+    total = len(examples) * len(models) * (1 + sum(s.repeats for s in specs))
+
+    store, owned = _open_store(db)
+    try:
+        sweep_id = _create_or_resume(store, name, cfg_hash, cfg_json, config.dataset, examples,
+                                     hashes, specs, models, fingerprints, total)
+        already = store.done_units(sweep_id)
+        run = SweepRun(sweep_id, name, "running", total, already, already)
+        runner = _Runner(store, sweep_id, examples, specs, engines, fingerprints, config.seed, run, progress)
+        runner._tick()
+        try:
+            finished = (runner.clean_phase(chunk_size, cancel)
+                        and runner.perturbed_phase(chunk_size, cancel))
+        except BaseException as e:
+            status = "cancelled" if isinstance(e, KeyboardInterrupt) else "failed"
+            store.set_status(sweep_id, status, f"{type(e).__name__}: {e}"[:500], _now())
+            raise
+        run.status = "done" if finished else "cancelled"
+        store.set_status(sweep_id, run.status, None, _now())
+        run.done_units = store.done_units(sweep_id)
+        run.elapsed_s = time.perf_counter() - t0
+        return run
+    finally:
+        if owned:
+            store.close()
+
+
+def _create_or_resume(store: Store, name: str, cfg_hash: str, cfg_json: str, dataset: str,
+                      examples: list[QAExample], hashes: list[str], specs: list[_Spec],
+                      models: list[str], fingerprints: dict[str, str], total: int) -> int:
+    existing = store.sweep_by_name(name)
+    if existing is not None:
+        if existing["config_hash"] != cfg_hash:
+            raise SweepError(
+                f"a sweep named {name!r} already exists with a different configuration (data, "
+                "sample, seed, repeats, perturbations or model weights differ); choose another "
+                "name, or drop the name to get one derived from the configuration")
+        store.set_status(int(existing["id"]), "running", None, _now())
+        return int(existing["id"])
+    now = _now()
+    with store.transaction() as conn:
+        store.insert_many("contexts", [{"hash": h, "text": t} for h, t in
+                                       {text_hash(ex.context): ex.context for ex in examples}.items()])
+        store.insert_many("examples", [
+            {"hash": h, "id": ex.id, "title": ex.title, "lang": ex.lang, "question": ex.question,
+             "context_hash": text_hash(ex.context), "answers_json": _answers_json(ex.answers)}
+            for ex, h in zip(examples, hashes)])
+        cur = conn.execute(
+            "INSERT INTO sweeps (name, config_hash, config_json, dataset, n_examples, total_units, "
+            "status, note, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'running', NULL, ?, ?)",
+            (name, cfg_hash, cfg_json, dataset, len(examples), total, now, now))
+        sweep_id = int(cur.lastrowid)
+        store.insert_many("sweep_examples", [{"sweep_id": sweep_id, "example_hash": h, "position": i}
+                                             for i, h in enumerate(hashes)])
+        store.insert_many("sweep_models", [{"sweep_id": sweep_id, "model": m, "fingerprint": fingerprints[m],
+                                            "position": i} for i, m in enumerate(models)])
+        store.insert_many("sweep_specs", [
+            {"sweep_id": sweep_id, "perturbation": s.id, "params_json": s.params_json, "label": s.label,
+             "family": s.family, "field": s.field, "randomised": int(s.randomised), "repeats": s.repeats,
+             "source": s.source, "position": i} for i, s in enumerate(specs)])
+    return sweep_id
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m core.sweep",
+        description="Evaluate QA models under question/context perturbations over a data set. "
+                    "Re-run the same command to resume an interrupted sweep.")
+    ap.add_argument("--dataset", help="file path, demo.<lang>, or a path under the data dir "
+                                      "(e.g. xquad/xquad.en)")
+    ap.add_argument("--perturbations", help="comma-separated: ID, ID:key=1..4, file:PATH, family:NAME")
+    ap.add_argument("--models", help="comma-separated model names from the model registry (models.toml)")
+    ap.add_argument("--repeats", type=int, default=1, help="runs of each randomised perturbation (default 1)")
+    ap.add_argument("--seed", type=int, default=0, help="base seed for sampling and perturbing (default 0)")
+    ap.add_argument("--sample", type=int, default=None, help="use a seeded sample of N examples")
+    ap.add_argument("--name", default=None, help="sweep name (default: <dataset>-<config hash>)")
+    ap.add_argument("--db", default=DEFAULT_DB, help=f"SQLite results file (default {DEFAULT_DB})")
+    ap.add_argument("--data-dir", default=None, help="data directory (default: QAX_DATA_DIR or ../shared/data)")
+    ap.add_argument("--chunk-size", type=int, default=256, help="units per committed chunk (default 256)")
+    ap.add_argument("--batch-size", type=int, default=None, help="engine batch size")
+    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads for the engines")
+    ap.add_argument("--metric", choices=("f1", "em"), default="f1", help="metric of the printed table")
+    ap.add_argument("--list", action="store_true", help="list the sweeps stored in --db and exit")
+    ap.add_argument("--show", metavar="NAME", help="print the table of a stored sweep and exit")
+    ap.add_argument("--list-perturbations", action="store_true", help="list registered perturbations and exit")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from core import sweep_report as report
+
+    args = _build_parser().parse_args(argv)
+    if args.list_perturbations:
+        from core.perturb import registry
+
+        for p in registry.all_perturbations():
+            kind = "randomised" if p.randomised else "deterministic"
+            print(f"{p.id:22s} {p.family:12s} {p.field:9s} {kind:13s} {p.default_params}")
+        return 0
+    if args.list:
+        with Store(args.db) as store:
+            print(report.format_sweep_list(report.list_sweeps(store)))
+        return 0
+    if args.show:
+        with Store(args.db) as store:
+            print(report.format_report(store, args.show, metric=args.metric))
+        return 0
+    missing = [flag for flag, value in (("--dataset", args.dataset), ("--perturbations", args.perturbations),
+                                        ("--models", args.models)) if not value]
+    if missing:
+        print(f"error: {', '.join(missing)} required (or use --list / --show)", file=sys.stderr)
+        return 2
+    try:
+        specs = parse_specs(args.perturbations)
+    except SweepError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    model_names = [m.strip() for m in args.models.split(",") if m.strip()]
+    from core.qa.registry import load_engine  # lazy: torch and transformers load here
+
+    engines = {}
+    for name in model_names:
+        engine = load_engine(name)
+        if args.batch_size:
+            engine.settings.batch_size = args.batch_size
+        if args.threads:
+            engine.settings.threads = args.threads
+        engines[name] = engine
+    config = SweepConfig(args.dataset, specs, model_names, repeats=args.repeats, seed=args.seed,
+                         sample=args.sample, name=args.name)
+    bar = None
+    if not args.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=0, unit="row", desc="sweep", dynamic_ncols=True)
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+    try:
+        run = run_sweep(config, engines, args.db, data_dir=args.data_dir, progress=progress,
+                        chunk_size=args.chunk_size)
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.close()
+        print("\ninterrupted: everything committed so far is kept; re-run the same command to resume",
+              file=sys.stderr)
+        return 130
+    except (SweepError, DatasetError) as e:
+        if bar is not None:
+            bar.close()
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if bar is not None:
+        bar.close()
+    print(f"sweep {run.name!r}: {run.status}, {run.done_units}/{run.total_units} rows "
+          f"({run.resumed_units} resumed), {run.predictions_computed} predictions computed, "
+          f"{run.predictions_cached} from cache, {run.model_calls} model calls, {run.elapsed_s:.1f} s")
+    with Store(args.db) as store:
+        print(report.format_report(store, run.sweep_id, metric=args.metric))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
