@@ -1,0 +1,233 @@
+"""Variants: one question perturbed many ways, every model's answer to every variant side by side.
+
+The logic (seed rule, batching, the table) lives in core.variants; this page only gathers inputs,
+shows progress and renders. Repeat r of perturbation P under seed S uses
+random.Random(f"{S}:{P}:{r}"), so any row can be reproduced from the numbers in the table.
+"""
+from __future__ import annotations
+
+import dataclasses
+import html
+import random
+import re
+import time
+
+import pandas as pd
+import streamlit as st
+
+from components import loaders
+from components.edits import edits_html
+from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
+from components.pickers import dataset_picker, model_picker
+from components.state import init_state, sidebar_settings
+from core import variants as cv
+from core.datasets import detect_lang
+from core.perturb import registry
+from core.perturb.nlp import tagger_warning
+from core.qa.engine import QAInputError, validate_pair
+from core.types import QAExample
+
+init_state()
+sidebar_settings()
+st.markdown(CSS, unsafe_allow_html=True)
+st.title("Variants")
+st.caption("Perturb one question many ways and see how every selected model's answer moves. "
+           "Pick perturbations by family, set a seed, press **Generate & answer**, click a row.")
+
+
+def md_escape(text: str) -> str:
+    """Text shown through st.markdown/st.info literally (no markdown, no HTML)."""
+    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$])", r"\\\1", text)
+
+
+models = model_picker("var")
+source = st.radio("Input", ["Dataset item", "Type a question and context"], horizontal=True, key="var_source")
+
+if source == "Dataset item":
+    ds = dataset_picker("var")
+    if ds is None or len(ds) == 0:
+        st.stop()
+    n = len(ds)
+    c1, c2 = st.columns([3, 1])
+    if c2.button("Random item", key="var_random"):
+        st.session_state["var_item"] = random.Random(time.time_ns()).randrange(n)
+    idx = c1.number_input(f"Item (0–{n - 1})", 0, n - 1, key="var_item")
+    item = ds.examples[int(idx)]
+    if st.session_state.get("var_item_id") != (ds.name, item.id):
+        st.session_state["var_item_id"] = (ds.name, item.id)
+        st.session_state["var_question"] = item.question
+    st.caption(f"{ds.name} · id `{item.id}` · {item.title} · language `{item.lang}`")
+    with st.expander("Context"):
+        st.text(item.context)
+    question = st.text_area("Question", key="var_question", height=68)
+    example = dataclasses.replace(item, question=question)
+else:
+    context = st.text_area("Context", height=160, key="var_context",
+                           placeholder="Paste a paragraph the answer should come from.")
+    question = st.text_area("Question", key="var_question", height=68)
+    lang = detect_lang(context) if context.strip() else "en"
+    example = QAExample(id="typed", question=question, context=context, lang=lang)
+    st.caption(f"Language detected from the context: `{lang}`. Without a gold answer there is no EM/F1.")
+
+if warning := tagger_warning(example.lang):
+    st.warning(md_escape(warning))
+
+# ----------------------------------------------------------------------------- perturbations
+
+st.subheader("Perturbations")
+families = registry.by_family()
+reasons = {p.id: cv.incompatibility_reason(p, example) for ps in families.values() for p in ps}
+by_id = {p.id: p for ps in families.values() for p in ps}
+
+
+def option_label(pid: str) -> str:
+    p = by_id[pid]
+    label = f"{pid} · {p.field}"
+    return label + " · ⚠ not for this example" if reasons[pid] else label
+
+
+chosen_ids: list[str] = []
+cols = st.columns(2)
+for i, (family, members) in enumerate(families.items()):
+    with cols[i % 2]:
+        help_text = "\n".join(f"- **{p.id}** ({p.field}): {md_escape(p.description)}" for p in members)
+        chosen_ids += st.multiselect(family, [p.id for p in members], key=f"var_fam_{family}",
+                                     format_func=option_label, help=help_text)
+
+unavailable = [(pid, r) for pid, r in reasons.items() if r]
+if unavailable:
+    with st.expander(f"Not available for this example ({len(unavailable)})"):
+        for pid, reason in unavailable:
+            st.text(f"{pid}: {reason}")
+for pid in chosen_ids:
+    if reasons[pid]:
+        st.warning(md_escape(f"{pid} will be skipped: {reasons[pid]}"))
+
+
+def param_widget(pid: str, name: str, default, bounds):
+    key = f"var_param_{pid}_{name}"
+    label = f"{pid} · {name}"
+    if isinstance(default, bool):
+        return st.checkbox(label, value=default, key=key)
+    if isinstance(default, int):
+        lo, hi = bounds if bounds else (None, None)
+        return int(st.number_input(label, min_value=lo, max_value=hi, value=default, step=1, key=key))
+    if isinstance(default, float):
+        if bounds:
+            step = 0.01 if bounds[1] - bounds[0] <= 2 else 0.1
+            return float(st.slider(label, float(bounds[0]), float(bounds[1]), default, step=step, key=key))
+        return float(st.number_input(label, value=default, key=key))
+    if isinstance(default, str) and bounds:
+        options = list(bounds)
+        return st.selectbox(label, options, index=options.index(default) if default in options else 0, key=key)
+    return st.text_input(label, value=str(default), key=key)
+
+
+choices: list[cv.Choice] = []
+for pid in chosen_ids:
+    p = by_id[pid]
+    params = {}
+    if p.default_params and not reasons[pid]:
+        with st.container(border=True):
+            st.caption(f"**{pid}** — {md_escape(p.description)}")
+            pcols = st.columns(min(3, len(p.default_params)))
+            for j, (name, default) in enumerate(p.default_params.items()):
+                with pcols[j % len(pcols)]:
+                    params[name] = param_widget(pid, name, default, p.param_ranges.get(name))
+    choices.append(cv.Choice(pid, params))
+
+c1, c2 = st.columns(2)
+seed = int(c1.number_input("Seed", 0, 2**31 - 1, 0, key="var_seed"))
+repeats = int(c2.number_input("Repeat N times", 1, cv.MAX_REPEATS, 3, key="var_repeats",
+                              help="Randomised perturbations are re-sampled N times (repeat r draws from "
+                                   "random.Random(f'{seed}:{id}:{r}')); deterministic ones run once."))
+
+# ----------------------------------------------------------------------------- generate & answer
+
+signature = (example, tuple((c.id, tuple(sorted(c.params.items()))) for c in choices), seed, repeats, tuple(models))
+if st.button("Generate & answer", type="primary", key="var_go", disabled=not (models and choices)):
+    try:
+        validate_pair(example.question, example.context)
+    except QAInputError as e:
+        st.error(str(e))
+        st.stop()
+    bar = st.progress(0.0, text="Generating variants…")
+    rows, notes = cv.generate_variants(
+        example, choices, seed, repeats,
+        progress=lambda done, total: bar.progress(done / max(total, 1), text=f"Generating variants… {done}/{total}"))
+    engines, errors = {}, []
+    for name in models:
+        try:
+            engines[name] = loaders.engine_for_state(name)
+        except Exception as e:  # a model that fails to load must not take the page down
+            errors.append(f"{name}: {e}")
+
+    def answer_progress(name, done, total):
+        k = list(engines).index(name)
+        bar.progress((k + done / max(total, 1)) / len(engines), text=f"Answering with {name}… {done}/{total} windows")
+
+    predictions = cv.answer_variants(rows, engines, progress=answer_progress) if engines else {}
+    bar.empty()
+    st.session_state["var_result"] = {
+        "signature": signature, "rows": rows, "notes": notes, "errors": errors,
+        "predictions": predictions, "lang": example.lang,
+        "table": cv.results_table(rows, predictions, example.lang),
+    }
+    st.session_state["var_row"] = 0
+    st.session_state["var_last_selection"] = []
+
+res = st.session_state.get("var_result")
+if not res:
+    st.stop()
+
+if res["signature"] != signature:
+    st.info("The inputs changed since this table was made; press Generate & answer to refresh it.")
+for e in res["errors"]:
+    st.error(md_escape(e))
+if res["notes"]:
+    lines = [f"{n.perturbation}" + (f" r{n.repeat}" if n.repeat is not None else "") + f" ({n.status}): {n.message}"
+             for n in res["notes"]]
+    st.warning("No variant from:\n\n" + "\n".join(f"- {md_escape(line)}" for line in lines))
+
+rows, predictions, table = res["rows"], res["predictions"], pd.DataFrame(res["table"])
+table["repeat"] = table["repeat"].astype("Int64")  # None for the original row; keep ints, not floats
+st.caption("⟦old→new⟧ replaced, ⟦+x⟧ inserted, ⟦−x⟧ deleted (context rows show only the text around the "
+           "edits). “changed”: ✓ = the model's answer differs from its answer to the original question "
+           "(after EM normalisation), ✗ = same. EM/F1 in % against gold. Click a row to see the spans.")
+event = st.dataframe(table, key="var_table", on_select="rerun", selection_mode="single-row",
+                     hide_index=True, width="stretch")
+selected = list(getattr(getattr(event, "selection", None), "rows", []) or [])
+if selected and selected != st.session_state.get("var_last_selection"):
+    st.session_state["var_row"] = selected[0]
+st.session_state["var_last_selection"] = selected
+st.download_button("Export CSV", table.to_csv(index=False), "variants.csv", "text/csv", key="var_csv")
+
+# ----------------------------------------------------------------------------- one row in detail
+
+if st.session_state.get("var_row", 0) >= len(rows):
+    st.session_state["var_row"] = 0
+i = st.selectbox("Show spans for row", list(range(len(rows))), key="var_row",
+                 format_func=lambda k: cv.row_label(k, rows[k]))
+row = rows[i]
+st.markdown(f"**Question:** {md_escape(row.example.question)}")
+if row.field:
+    window = 60 if row.field == "context" else None
+    st.markdown(f"Edits to the {row.field} (CER {100 * row.cer:.1f} %, WER {100 * row.wer:.1f} %):")
+    st.markdown(edits_html(row.original_text, row.edits, window), unsafe_allow_html=True)
+names = list(predictions)
+marks = []
+for k, name in enumerate(names):
+    best = predictions[name][i].best
+    if best:
+        marks.append(Mark(name, best.start, best.end, color_for(k)))
+gold = [(a.answer_start, a.answer_start + len(a.text)) for a in row.example.answers]
+st.markdown(legend_html([(name, color_for(k)) for k, name in enumerate(names)], with_gold=bool(gold)),
+            unsafe_allow_html=True)
+if row.field == "context":
+    st.caption("The context below is the perturbed one this row's answers come from.")
+st.markdown(highlight_html(row.example.context, marks, gold), unsafe_allow_html=True)
+for k, name in enumerate(names):
+    answer = predictions[name][i].text
+    st.markdown(f'<span style="border-left:6px solid {color_for(k)};padding-left:.4rem">'
+                f"<b>{html.escape(name)}</b>: {html.escape(answer) if answer else '<i>no answer</i>'}</span>",
+                unsafe_allow_html=True)

@@ -1,0 +1,141 @@
+"""AppTest: the Variants page perturbs a demo question, answers every variant, shows spans per row."""
+import html
+import re
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from components.edits import edits_html
+from core import datasets
+from core.metrics import predictions_differ
+from core.perturb import registry
+from core.variants import repeat_rng
+
+PAGE = "../pages/variants.py"
+
+
+@pytest.fixture
+def tiny_env(monkeypatch, tiny_registry):
+    monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def _page(seed: int, repeats: int, picks: dict[str, list[str]]) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    assert not at.exception
+    for family, ids in picks.items():
+        at.multiselect(key=f"var_fam_{family}").set_value(ids)
+    at.number_input(key="var_seed").set_value(seed)
+    at.number_input(key="var_repeats").set_value(repeats)
+    at.run()
+    assert not at.exception
+    at.button(key="var_go").click().run()
+    assert not at.exception
+    return at
+
+
+def _context_html(at) -> list[str]:
+    return [m.value for m in at.markdown if 'class="qax-context"' in m.value]
+
+
+def _strip_tags(fragment: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+def test_variants_table_rows_texts_and_changed_answers(tiny_env):
+    at = _page(7, 2, {"case": ["TLQ"], "keyboard": ["keyboard_Q"], "word": ["DRQ"]})
+    example = datasets.demo_dataset("en").examples[0]  # the page's default item: demo.en, item 0
+    df = at.dataframe[0].value
+
+    # Original first; TLQ is deterministic (once), the two randomised ones twice each.
+    assert list(df["perturbation"]) == ["original", "TLQ", "keyboard_Q", "keyboard_Q", "DRQ", "DRQ"]
+    assert list(df["repeat"].astype(object).where(df["repeat"].notna(), None)) == [None, 0, 0, 1, 0, 1]
+
+    # The exact texts the registry gives under the documented seed rule.
+    expected = [example.question]
+    for pid, r in [("TLQ", 0), ("keyboard_Q", 0), ("keyboard_Q", 1), ("DRQ", 0), ("DRQ", 1)]:
+        expected.append(registry.get(pid).apply(example, repeat_rng(7, pid, r))[0].text)
+    assert list(df["text"]) == expected
+    # Hand-checked values for seed 7 (see tests/test_variants.py for how they arise).
+    assert expected[1:] == [
+        "when was carrow point lighthouse first lit?",
+        "When was Carrow Point Lighthouse first lit?",   # p=0.25 picked no word this time
+        "When was Carrow Point Lifhthouse first kit?",
+        "was Carrow Point Lighthouse first lit?",
+        "When was Point Lighthouse first lit?",
+    ]
+    assert list(df["variant (edits marked)"])[1:] == [
+        "⟦W→w⟧hen was ⟦C→c⟧arrow ⟦P→p⟧oint ⟦L→l⟧ighthouse first lit?",
+        "When was Carrow Point Lighthouse first lit?",
+        "When was Carrow Point Li⟦g→f⟧hthouse first ⟦l→k⟧it?",
+        "⟦−When ⟧was Carrow Point Lighthouse first lit?",
+        "When was ⟦−Carrow ⟧Point Lighthouse first lit?",
+    ]
+    assert list(df["n edits"]) == [0, 4, 0, 2, 1, 1]
+
+    # Per model: answer, changed mark consistent with the answers, EM/F1 present (demo has gold).
+    for model in ("tiny-a", "tiny-b"):
+        answers = list(df[f"{model}: answer"])
+        marks = list(df[f"{model}: changed"])
+        assert marks[0] == ""
+        assert marks[1:] == ["✓" if predictions_differ(answers[0], a) else "✗" for a in answers[1:]]
+        # keyboard_Q r0 left the question as it was: the same model must give the same answer
+        assert marks[2] == "✗"
+        assert df[f"{model}: EM"].notna().all() and df[f"{model}: F1"].notna().all()
+    assert list(df["tiny-a: answer"]) == list(df["tiny-b: answer"])  # same weights, same answers
+
+    assert [b.label for b in at.download_button] == ["Export CSV"]
+
+
+def test_variants_row_choice_highlights_spans_and_renders_edits(tiny_env):
+    at = _page(3, 1, {"word": ["DRQ", "DRC"]})
+    example = datasets.demo_dataset("en").examples[0]
+    df = at.dataframe[0].value
+    assert list(df["perturbation"]) == ["original", "DRQ", "DRC"]
+
+    # Row 0 by default: the original context with the models' spans and the gold underline.
+    ctx = _context_html(at)
+    assert len(ctx) == 1 and _strip_tags(ctx[0]) == example.context
+    assert 'class="qax-span"' in ctx[0] and "gold answer" in ctx[0]
+
+    # Choose the context-perturbation row: the highlighted context is the perturbed one.
+    drc = registry.get("DRC").apply(example, repeat_rng(3, "DRC", 0))[0]
+    at.selectbox(key="var_row").set_value(2).run()
+    assert not at.exception
+    ctx = _context_html(at)
+    assert len(ctx) == 1 and _strip_tags(ctx[0]) == drc.example.context != example.context
+    assert 'class="qax-span"' in ctx[0]
+    edits = [m.value for m in at.markdown if 'class="qax-edits"' in m.value]
+    assert len(edits) == 1
+    (edit,) = drc.edits
+    deleted = example.context[edit.start:edit.end].replace(" ", "␣")
+    assert f'title="delete_word">{html.escape(deleted)}</del>' in edits[0]
+    legend = [m.value for m in at.markdown if 'class="qax-legend"' in m.value]
+    assert "tiny-a" in legend[0] and "tiny-b" in legend[0]
+
+    # The question row shows the deletion in the question, and the original context again.
+    drq = registry.get("DRQ").apply(example, repeat_rng(3, "DRQ", 0))[0]
+    at.selectbox(key="var_row").set_value(1).run()
+    edits = [m.value for m in at.markdown if 'class="qax-edits"' in m.value]
+    assert edits == [edits_html(example.question, drq.edits)]
+    assert "<del" in edits[0]
+    assert _strip_tags(_context_html(at)[0]) == example.context
+
+
+def test_variants_not_applicable_and_incompatible_are_explained(tiny_env):
+    # RUQ finds no umlaut in an English question: a note, no row. A German-only reason appears for
+    # perturbations limited to other languages only when the item is German, so here check RUQ.
+    at = _page(0, 1, {"character": ["RUQ"], "case": ["TUQ"]})
+    df = at.dataframe[0].value
+    assert list(df["perturbation"]) == ["original", "TUQ"]
+    assert any("RUQ r0 (n/a)" in w.value.replace("\\", "") for w in at.warning)
+
+
+def test_variants_page_lists_reasons_for_a_german_item(tiny_env):
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    at.selectbox(key="var_dataset").set_value("demo.de").run()
+    assert not at.exception
+    texts = [t.value for t in at.text]
+    assert "paraphrase_rules_Q: paraphrase_rules_Q supports languages en, not 'de'" in texts
+    at.multiselect(key="var_fam_paraphrase").set_value(["paraphrase_rules_Q"]).run()
+    assert any("paraphrase_rules_Q will be skipped" in w.value.replace("\\", "") for w in at.warning)

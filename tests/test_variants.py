@@ -1,0 +1,176 @@
+"""core.variants (generation, batching, table) and components.edits on hand-checked cases."""
+import random
+
+import pytest
+
+from components.edits import edits_html
+from core import datasets
+from core.perturb import registry
+from core.perturb.base import Edit, Perturbation
+from core.types import Answer, Prediction, QAExample, Span
+from core.variants import (Choice, edit_segments, generate_variants, incompatibility_reason, marked_text,
+                           repeat_rng, results_table, row_label, answer_variants)
+
+EX = datasets.demo_dataset("en").examples[0]   # "When was Carrow Point Lighthouse first lit?"
+
+
+def test_seed_rule_is_the_documented_string_seed():
+    assert repeat_rng(7, "DRQ", 1).random() == random.Random("7:DRQ:1").random()
+    assert repeat_rng(7, "DRQ", 1).random() != repeat_rng(7, "DRQ", 0).random()
+
+
+def test_generate_rows_in_choice_order_deterministic_once():
+    calls = []
+    rows, notes = generate_variants(EX, [Choice("DRQ"), Choice("TLQ")], seed=7, repeats=2,
+                                    progress=lambda d, t: calls.append((d, t)))
+    assert notes == []
+    assert [(r.perturbation, r.repeat) for r in rows] == [("original", None), ("DRQ", 0), ("DRQ", 1), ("TLQ", 0)]
+    # DRQ deletes one random word with the whitespace before it (or after it, at the start).
+    assert [r.text for r in rows] == [
+        "When was Carrow Point Lighthouse first lit?",
+        "was Carrow Point Lighthouse first lit?",
+        "When was Point Lighthouse first lit?",
+        "when was carrow point lighthouse first lit?",
+    ]
+    assert [round(r.wer, 4) for r in rows] == [0.0, round(1 / 7, 4), round(1 / 7, 4), round(4 / 7, 4)]
+    assert rows[0].changed is False and all(r.changed for r in rows[1:])
+    assert calls == [(1, 3), (2, 3), (3, 3)]
+    assert [row_label(i, r) for i, r in enumerate(rows)] == ["#0 original", "#1 DRQ r0", "#2 DRQ r1", "#3 TLQ r0"]
+
+
+def test_params_reach_the_perturbation_and_are_recorded():
+    rows, _ = generate_variants(EX, [Choice("DCRQ", {"n_words": 2, "n_chars": 2})], seed=5, repeats=2)
+    assert [r.text for r in rows[1:]] == ["When ws Carrow Point Lighthue first lit?",
+                                          "Wn was Carrow Point Lighthouse first lt?"]
+    assert rows[1].params == {"n_words": 2, "n_chars": 2}
+
+
+def test_context_variant_keeps_gold_offsets_and_question():
+    rows, _ = generate_variants(EX, [Choice("DRC")], seed=3, repeats=1)
+    row = rows[1]
+    assert row.field == "context" and row.example.question == EX.question
+    assert row.edits == [Edit(261, 264, "", "delete_word")]          # "22 " before "nautical miles"
+    assert row.text == EX.context[:261] + EX.context[264:]
+    (gold,) = row.example.answers
+    assert row.text[gold.answer_start:gold.answer_start + len(gold.text)] == "14 October 1871"
+    assert marked_text(row.original_text, row.edits, window=20) == "…mp can be seen from ⟦−22 ⟧nautical miles away …"
+
+
+def test_notes_say_why_no_row():
+    de = datasets.demo_dataset("de").examples[0]
+    rows, notes = generate_variants(de, [Choice("paraphrase_rules_Q")], seed=0, repeats=3)
+    assert len(rows) == 1
+    assert [(n.perturbation, n.repeat, n.status, n.message) for n in notes] == [
+        ("paraphrase_rules_Q", None, "skipped", "paraphrase_rules_Q supports languages en, not 'de'")]
+
+    _, notes = generate_variants(EX, [Choice("RUQ")], seed=0, repeats=3)   # no umlaut: returns None
+    assert [(n.perturbation, n.repeat, n.status) for n in notes] == [("RUQ", 0, "n/a")]
+    assert "Replace umlauts" in notes[0].message
+
+    _, notes = generate_variants(EX, [Choice("DRQ", {"n_words": 9})], seed=0, repeats=1)
+    assert [(n.status, n.message) for n in notes] == [("skipped", "DRQ: parameter 'n_words' must be in [1, 4], got 9")]
+
+
+def test_a_raising_perturbation_gives_an_error_note_and_others_still_run():
+    class Broken(Perturbation):
+        id, family, field, description, source = "broken_Q", "word", "question", "always fails", "test"
+
+        def apply(self, example, rng, **params):
+            raise RuntimeError("boom")
+
+    catalogue = {"broken_Q": Broken(), "TUQ": registry.get("TUQ")}.__getitem__
+    rows, notes = generate_variants(EX, [Choice("broken_Q"), Choice("TUQ")], 0, 2, catalogue=catalogue)
+    assert [r.perturbation for r in rows] == ["original", "TUQ"]
+    assert [(n.repeat, n.status, n.message) for n in notes] == [(0, "error", "RuntimeError: boom"),
+                                                               (1, "error", "RuntimeError: boom")]
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="repeats must be an int in 1..100, got 0"):
+        generate_variants(EX, [], 0, 0)
+    with pytest.raises(KeyError, match="unknown perturbation id 'nope'"):
+        generate_variants(EX, [Choice("nope")], 0, 1)
+
+
+def test_incompatibility_reasons():
+    fr = QAExample("f", "Quand a-t-il été allumé ?", "Le phare a été allumé en 1871.", lang="fr")
+    assert incompatibility_reason(registry.get("DCVQ"), fr) == "DCVQ needs a POS tagger (en, de, zh); language 'fr' has none"
+    assert incompatibility_reason(registry.get("DCRQ"), fr) is None
+    assert incompatibility_reason(registry.get("TLQ"), EX) is None
+
+
+class CountingEngine:
+    """Answers with the first word of the context; records every predict call."""
+
+    def __init__(self):
+        self.calls = []
+
+    def predict(self, questions, contexts, n_best=5, progress=None, skip_invalid=False):
+        self.calls.append((list(questions), list(contexts), skip_invalid))
+        if progress:
+            progress(len(questions), len(questions))
+        out = []
+        for q, c in zip(questions, contexts):
+            word = q.split()[0] if q.split() else ""   # echo the question's first word as "the answer"
+            start = c.find(word) if word else -1
+            out.append(Prediction([Span(word, start, start + len(word), 1.0)]) if start >= 0 else Prediction())
+        return out
+
+
+def test_one_predict_call_per_model_with_identical_pairs_answered_once():
+    rows, _ = generate_variants(EX, [Choice("keyboard_Q"), Choice("DRQ")], seed=7, repeats=2)
+    assert rows[1].text == EX.question                     # keyboard_Q r0 changed nothing
+    a, b = CountingEngine(), CountingEngine()
+    seen = []
+    preds = answer_variants(rows, {"a": a, "b": b}, progress=lambda m, d, t: seen.append((m, d, t)))
+    assert len(a.calls) == 1 and len(b.calls) == 1
+    questions, contexts, skip_invalid = a.calls[0]
+    assert len(questions) == 4 and skip_invalid       # 5 rows, original == keyboard_Q r0
+    assert set(questions) == {r.text for r in rows}
+    assert seen == [("a", 4, 4), ("b", 4, 4)]
+    assert [len(p) for p in preds.values()] == [5, 5]
+
+
+def test_results_table_marks_changes_and_scores_against_gold():
+    ex = QAExample("x", "Who built it?", "Ann built it in 1871.", (Answer("Ann", 0),), lang="en")
+    rows, _ = generate_variants(ex, [Choice("TUQ"), Choice("DRQ")], seed=1, repeats=1)
+    assert [r.text for r in rows] == ["Who built it?", "WHO BUILT IT?", "Who built?"]
+    sp = lambda t, s: Prediction([Span(t, s, s + len(t), 1.0)])
+    predictions = {"m": [sp("Ann", 0), sp("ann", 0), sp("1871", 16)], "n": [Prediction(), sp("Ann", 0), Prediction()]}
+    table = results_table(rows, predictions, "en")
+    assert [t["m: changed"] for t in table] == ["", "✗", "✓"]   # "ann" == "Ann" after normalisation
+    assert [t["n: changed"] for t in table] == ["", "✓", "✗"]   # no answer both times: same
+    assert [(t["m: EM"], t["m: F1"]) for t in table] == [(100.0, 100.0), (100.0, 100.0), (0.0, 0.0)]
+    assert [t["variant (edits marked)"] for t in table] == [
+        "Who built it?", "W⟦ho→HO⟧ ⟦built→BUILT⟧ ⟦it→IT⟧?", "Who built⟦− it⟧?"]
+    assert [t["CER %"] for t in table] == [0.0, 69.2, 23.1]   # 9 and 3 of 13 characters
+
+    typed = QAExample("t", "Who built it?", "Ann built it.", lang="en")   # no gold: no EM/F1
+    rows, _ = generate_variants(typed, [], 0, 1)
+    (record,) = results_table(rows, {"m": [sp("Ann", 0)]}, "en")
+    assert record["m: EM"] is None and record["m: F1"] is None and record["m: answer"] == "Ann"
+
+
+def test_results_table_refuses_misaligned_predictions():
+    rows, _ = generate_variants(EX, [Choice("TLQ")], 0, 1)
+    with pytest.raises(ValueError, match="model 'm' has 1 predictions for 2 rows"):
+        results_table(rows, {"m": [Prediction()]}, "en")
+
+
+def test_edit_segments_and_marked_text_windows():
+    text = "abcdefghijklmnopqrstuvwxyz"
+    # two edits whose windows overlap share one window; "a" and the tail are elided
+    assert marked_text(text, [Edit(3, 4, "", "d"), Edit(6, 6, "+", "i")], window=2) == "…bc⟦−d⟧ef⟦++⟧gh…"
+    # windows far apart: one gap between them
+    assert edit_segments(text, [Edit(1, 2, "B", "r"), Edit(20, 21, "U", "r")], window=1) == [
+        ("text", "a"), ("edit", "b", "B", "r"), ("text", "c"), ("gap",),
+        ("text", "t"), ("edit", "u", "U", "r"), ("text", "v"), ("gap",)]
+    assert marked_text(text, [], window=3) == "abcdef…"
+    assert marked_text(text, []) == text
+
+
+def test_edits_html_escapes_every_piece():
+    out = edits_html("<script>x</script> ok", [Edit(8, 9, "<img src=y>", "replace")])
+    assert "<script>" not in out and "<img" not in out
+    assert "&lt;script&gt;" in out and "&lt;img␣src=y&gt;" in out
+    assert '<del style="' in out and ">x</del>" in out
