@@ -434,7 +434,7 @@ def _file_spec(spec: PerturbationSpec, original: Dataset, data_dir: str | Path |
         return _Outcome("ok", None, new, what, q_changed or c_changed, cer, wer,
                         {"id": spec.id, "pairing": pairing.rule})
 
-    return _Spec(spec.id, {}, "{}", spec.id, family, field_name, False, 1,
+    return _Spec(spec.id, {}, "{}", FILE_PREFIX + Path(rel).name, family, field_name, False, 1,
                  f"challenge file {path.name} (paired by {pairing.rule})", make,
                  hashlib.sha256(raw).hexdigest())
 
