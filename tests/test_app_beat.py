@@ -1,0 +1,141 @@
+"""AppTest: the Beat-the-AI page - play (lose, then win), store, export, validate, statistics."""
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core import beat
+from core.datasets import demo_dataset
+from core.metrics import word_overlap_f1
+from core.qa import registry
+
+PAGE = "../pages/beat_the_ai.py"
+QUESTION = "who kept the light burning ?"
+
+
+@pytest.fixture
+def beat_env(monkeypatch, tiny_registry, tmp_path):
+    monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    db = tmp_path / "beat.sqlite"
+    monkeypatch.setenv("QAX_BEAT_DB", str(db))
+    return db
+
+
+def _page() -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _passage(at) -> beat.Passage:
+    return beat.passages(demo_dataset("en"))[at.session_state["beat_passage_idx"]]
+
+
+def _html(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_play_lose_then_win_is_stored_and_exported(beat_env):
+    at = _page()
+    assert at.multiselect(key="beat_models").value == ["tiny-a", "tiny-b"]
+    p = _passage(at)
+    # What the (deterministic) tiny model answers, so the verdicts below are known exactly.
+    model_answer = registry.load_engine("tiny-a").answer(QUESTION, p.context, n_best=1).best.text
+    assert at.button(key="beat_submit").disabled  # no question, no span yet
+
+    at.text_input(key="beat_user").input("Alice")
+    at.text_area(key="beat_question").input(QUESTION)
+    at.text_input(key="beat_answer_text").input(model_answer).run()
+    start = p.context.index(model_answer)
+    # The marked span is shown highlighted before submitting.
+    assert f'title="your answer">{model_answer}</mark>' in _html(at).replace("&#x27;", "'")
+    assert any(f"characters {start}–{start + len(model_answer)}" in c.value for c in at.caption)
+    at.button(key="beat_submit").click().run()
+    assert not at.exception
+    assert any("The AI wins: tiny-a (F1 1.00), tiny-b (F1 1.00)" in e.value for e in at.error)
+
+    # A second try with an answer sharing no word with the model's: the player wins.
+    other = next(w for w in beat.word_tokens(p.context)
+                 if word_overlap_f1(w, model_answer) == 0 and word_overlap_f1(w, w) == 1)
+    at.text_input(key="beat_answer_text").input(other).run()
+    at.button(key="beat_submit").click().run()
+    assert any("You beat the AI" in s.value for s in at.success)
+    assert "qax-span" in _html(at)  # the models' spans drawn in the context
+
+    with beat.BeatStore(beat_env) as store:
+        lost, won = store.attempts()
+        export = store.export_squad(validated_only=False, human_won_only=False)
+    assert (lost.user, lost.question, lost.answer_text, lost.outcome, lost.passage_id) == (
+        "Alice", QUESTION, model_answer, "model", p.id)
+    assert [(m.model, m.answer, m.f1, m.won) for m in lost.models] == [
+        ("tiny-a", model_answer, 1.0, True), ("tiny-b", model_answer, 1.0, True)]
+    assert (won.answer_text, won.outcome, [m.f1 for m in won.models]) == (other, "human", [0, 0])
+    qas = [qa for a in export["data"] for par in a["paragraphs"] for qa in par["qas"]]
+    assert [(qa["id"], qa["question"], qa["answers"][0]["text"]) for qa in qas] == [
+        (f"beat-{lost.id}", QUESTION, model_answer), (f"beat-{won.id}", QUESTION, other)]
+    # Both attempts are listed for the passage; the winner appears as inspiration.
+    listed = at.dataframe[0].value
+    assert list(listed["outcome"]) == ["AI won", "you won"]
+    assert any(t.value == f"• {QUESTION}   (Alice)" for t in at.text)
+
+
+def test_word_range_and_offsets_mark_the_same_span(beat_env):
+    at = _page()
+    p = _passage(at)
+    tokens = beat.span_tokens(p.context)
+    at.radio(key="beat_span_mode").set_value("Word range").run()
+    at.select_slider(key="beat_words").set_range(2, 4).run()
+    want = (tokens[2][0], tokens[4][1])
+    assert any(f"characters {want[0]}–{want[1]}" in c.value for c in at.caption)
+    at.radio(key="beat_span_mode").set_value("Character offsets").run()
+    at.number_input(key="beat_start").set_value(want[0])
+    at.number_input(key="beat_end").set_value(want[1]).run()
+    assert any(f"characters {want[0]}–{want[1]}" in c.value for c in at.caption)
+    at.number_input(key="beat_end").set_value(want[0]).run()
+    assert any("must come after the start" in e.value for e in at.error)
+    at.radio(key="beat_span_mode").set_value("Answer text").run()
+    at.text_input(key="beat_answer_text").input("zebra crossing").run()
+    assert any("does not occur in the passage" in e.value for e in at.error)
+
+
+def test_validation_by_another_person(beat_env):
+    p = beat.passages(demo_dataset("en"))[0]
+    with beat.BeatStore(beat_env) as store:
+        a = store.record_attempt(p, "On which date was the lamp first lit?", (112, 127),
+                                 {"m": None}, user="Alice", session="s")
+    at = _page()
+    at.text_input(key="beat_user").input("Alice").run()
+    assert any("Nothing to validate" in i.value for i in at.info)  # own question: not offered
+    at.text_input(key="beat_user").input("Bob").run()
+    assert at.selectbox(key="beat_val_pick").value == a.id
+    assert "14 October 1871" not in "\n".join(t.value for t in at.text)  # answer not revealed
+    at.text_input(key="beat_val_answer_text").input("October 1871").run()
+    at.button(key="beat_val_submit").click().run()
+    assert not at.exception
+    assert any("You agree with the author (F1 0.80)" in s.value and "answerable" in s.value
+               for s in at.success)
+    with beat.BeatStore(beat_env) as store:
+        [v] = store.validations()
+        assert (v.validator, v.answer_text, v.agrees) == ("Bob", "October 1871", True)
+        doc = store.export_squad(validated_only=True, human_won_only=True)
+    assert [qa["answers"] for qa in doc["data"][0]["paragraphs"][0]["qas"]] == [
+        [{"text": "14 October 1871", "answer_start": 112},
+         {"text": "October 1871", "answer_start": 115}]]
+
+
+def test_statistics_render_for_the_demo_data(beat_env):
+    at = _page()
+    assert any("No collected questions" in i.value for i in at.info)
+    summary = at.dataframe[-1].value
+    row = summary[summary["set"] == "demo.en"].iloc[0]
+    assert row["questions"] == 12
+    assert row["question_tokens"] == pytest.approx(
+        beat.dataset_statistics(demo_dataset("en")).mean_question_tokens)
+    charts = at.get("plotly_chart")
+    assert len(charts) == 4  # wh-words, n-gram, question and answer lengths (no attempts yet)
+    wh = json.loads(charts[0].proto.spec)
+    assert wh["layout"]["title"]["text"] == "Wh-word distribution (Figure 3)"
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert {"summary as CSV", "wh_words as CSV", "longest_ngram as CSV",
+            "Download SQuAD JSON"} <= set(labels)
