@@ -94,5 +94,9 @@ def test_wordnet_reader_and_inflection():
     assert lexicon.inflect_like("Begins", "commence", "VERB") == "Commences"
     assert lexicon.inflect_like("cities", "metropolis", "NOUN") == "metropolises"
     assert lexicon.inflect_like("built", "set up", "VERB") == "set up"
+    # "selected" is past tense or participle: the words before decide ("were" -> participle)
+    assert lexicon.inflect_like("selected", "choose", "VERB", "players were ") == "chosen"
+    assert lexicon.inflect_like("selected", "choose", "VERB", "Who ") == "chose"
+    assert lexicon.wordnet_substitutes("Who selected him?", 4, 12, "VERB", max_senses=1)[0].replacement == "chose"
     with pytest.raises(lexicon.LexiconUnavailable, match="wordnet-base"):
         lexicon.WordNet("/nonexistent")

@@ -75,17 +75,19 @@ class WordNet:
         # Adjectives may carry a syntactic marker such as "(a)" or "(p)".
         return tuple(re.sub(r"\(\w+\)$", "", w).replace("_", " ") for w in words)
 
-    def synonyms(self, lemma: str, upos: str) -> list[str]:
+    def synonyms(self, lemma: str, upos: str, max_senses: int | None = None) -> list[str]:
         """Synonyms of ``lemma`` as part of speech ``upos``, most frequent sense first, no duplicates.
 
-        The lemma itself (any case) is excluded. Multi-word synonyms come with spaces ("set up").
+        ``max_senses`` limits the synsets read to the lemma's first (most frequent, as WordNet
+        orders them) senses: rare senses are where "balls" -> "testicles" come from. The lemma
+        itself (any case) is excluded. Multi-word synonyms come with spaces ("set up").
         """
         pos = UPOS_TO_WORDNET.get(upos)
         if pos is None:
             return []
         key = lemma.lower().replace(" ", "_")
         seen, out = {lemma.lower()}, []
-        for offset in self._load_index(pos).get(key, []):
+        for offset in self._load_index(pos).get(key, [])[:max_senses]:
             for word in self._synset_words(pos, offset):
                 if word.lower() not in seen:
                     seen.add(word.lower())
@@ -119,12 +121,17 @@ def lemma_of(word: str, upos: str) -> str:
     return lemmas[0] if lemmas else word.lower()
 
 
+_PENN_TAGS = {"VERB": ("VB", "VBD", "VBG", "VBN", "VBP", "VBZ"), "AUX": ("VB", "VBD", "VBG", "VBN", "VBP", "VBZ"),
+              "NOUN": ("NN", "NNS"), "ADJ": ("JJ", "JJR", "JJS"), "ADV": ("RB", "RBR", "RBS")}
+
+
 def _form_tags(word: str, lemma: str, upos: str) -> list[str]:
     """The Penn tags under which ``lemma`` is spelled ``word`` (e.g. founded -> ["VBD", "VBN"])."""
-    from lemminflect import getAllInflections
+    from lemminflect import getInflection
 
-    forms = getAllInflections(lemma, upos=_UPOS_TO_LEMMINFLECT.get(upos))
-    return [tag for tag, spellings in sorted(forms.items()) if word.lower() in spellings]
+    # getAllInflections omits VBN when it equals VBD ("selected"), so ask tag by tag.
+    return [tag for tag in _PENN_TAGS.get(upos, ())
+            if word.lower() in getInflection(lemma, tag=tag, inflect_oov=False)]
 
 
 def match_case(template: str, word: str) -> str:
@@ -136,11 +143,27 @@ def match_case(template: str, word: str) -> str:
     return word
 
 
-def inflect_like(original: str, synonym_lemma: str, upos: str) -> str | None:
+_PERFECT_OR_PASSIVE = {"be", "am", "is", "are", "was", "were", "been", "being", "has", "have", "had",
+                       "having", "'s", "'re", "'ve", "'d", "get", "got", "gets", "getting"}
+
+
+def past_tag_hint(text_before: str) -> str:
+    """VBN (participle) if one of the 3 words before the verb is a form of be/have/get, else VBD.
+
+    Resolves forms that are both past tense and participle ("selected"), where the synonym's two
+    forms may differ ("chose" / "chosen"): "were selected" -> VBN, "Who selected" -> VBD.
+    """
+    previous = re.findall(r"[\w']+", text_before.lower())[-3:]
+    return "VBN" if any(w in _PERFECT_OR_PASSIVE for w in previous) else "VBD"
+
+
+def inflect_like(original: str, synonym_lemma: str, upos: str, text_before: str = "") -> str | None:
     """``synonym_lemma`` in the same inflection as ``original`` (English), cased like it.
 
-    For a multi-word synonym ("set up") the first word is inflected. None when the original's
-    form cannot be identified or the synonym has no such form.
+    For a multi-word synonym ("set up") the first word is inflected. ``text_before`` (the text
+    preceding the word) decides between past tense and participle when the original's spelling is
+    both (:func:`past_tag_hint`). None when the original's form cannot be identified or the synonym
+    has no such form.
     """
     from lemminflect import getInflection
 
@@ -151,6 +174,8 @@ def inflect_like(original: str, synonym_lemma: str, upos: str) -> str | None:
         tags = _form_tags(original, lemma, upos)
         if not tags:
             return None
+        if "VBD" in tags and "VBN" in tags:
+            tags = [past_tag_hint(text_before)]
     head, _, rest = synonym_lemma.partition(" ")
     if tags == ["base"]:
         form = head
@@ -249,15 +274,30 @@ class Substitute:
     similarity: float   # cosine to the original text (core.perturb.similarity)
 
 
-def wordnet_substitutes(text: str, start: int, end: int, upos: str,
+@functools.lru_cache(maxsize=1)
+def _english_frequencies():
+    from spellchecker import SpellChecker
+
+    return SpellChecker(language="en").word_frequency
+
+
+def word_frequency(word: str) -> int:
+    """How often ``word`` (lower-cased) occurs in pyspellchecker's English frequency list (0 if absent)."""
+    return _english_frequencies()[word.lower()]
+
+
+def wordnet_substitutes(text: str, start: int, end: int, upos: str, *, reference: str | None = None,
+                        max_senses: int | None = None, min_frequency: int = 0,
                         wordnet: WordNet | None = None) -> list[Substitute]:
     """WordNet synonyms of ``text[start:end]`` (English, part of speech ``upos``), best in context first.
 
     Each synonym is inflected like the original word, put in its place, and the resulting sentence
-    is scored by its sentence-encoder cosine to the original ``text``: the sentence that keeps the
-    meaning best ranks first (this is what makes the synonym *contextual*: the encoder sees the
-    whole question, so a synonym of the wrong sense scores low). Synonyms that cannot be inflected
-    like the original, or that spell the same word, are skipped.
+    is scored by its sentence-encoder cosine to ``reference`` (default: ``text``): the sentence that
+    keeps the meaning best ranks first (this is what makes the synonym *contextual*: the encoder
+    sees the whole question). Synonyms that cannot be inflected like the original, that spell the
+    same word, or with a word rarer than ``min_frequency`` in pyspellchecker's English frequency
+    list (our filter against obscure synonyms: "sackfuls", "thespians") are skipped.
+    ``max_senses`` is passed to :meth:`WordNet.synonyms`.
     """
     from core.perturb import similarity
 
@@ -265,15 +305,18 @@ def wordnet_substitutes(text: str, start: int, end: int, upos: str,
     word = text[start:end]
     lemma = lemma_of(word, upos)
     seen, candidates = {word.lower()}, []
-    for synonym in wordnet.synonyms(lemma, upos)[:MAX_SYNONYMS]:
-        form = inflect_like(word, synonym, upos)
+    for synonym in wordnet.synonyms(lemma, upos, max_senses)[:MAX_SYNONYMS]:
+        form = inflect_like(word, synonym, upos, text[:start])
         if form is None or form.lower() in seen:
+            continue
+        if min_frequency and any(word_frequency(w) < min_frequency for w in form.split()):
             continue
         seen.add(form.lower())
         candidates.append((form, synonym, text[:start] + form + text[end:]))
     if not candidates:
         return []
-    scores = similarity.similarities(text, [sentence for _, _, sentence in candidates])
+    scores = similarity.similarities(reference if reference is not None else text,
+                                     [sentence for _, _, sentence in candidates])
     ranked = [Substitute(form, synonym, sentence, score)
               for (form, synonym, sentence), score in zip(candidates, scores)]
     # Stable sort: equal scores keep WordNet's sense-frequency order.

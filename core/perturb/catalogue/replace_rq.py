@@ -15,7 +15,8 @@ original word. Two sources of the replacement, chosen by ``source``:
   used - the "top prediction that differs", with the encoder judging fit in context.
 * ``"auto"`` (default) - ``mlm`` when a masked LM is configured, else ``wordnet``.
 
-Verbs are tokens tagged VERB (not AUX) by :mod:`core.perturb.nlp`. The verb is chosen at random
+Verbs are tokens tagged VERB (not AUX) by :mod:`core.perturb.nlp`; in English, be/do/have are
+skipped even when tagged VERB. The verb is chosen at random
 (``rng.sample`` order); when the chosen verb has no replacement the next one is tried, and the
 perturbation returns None when no verb of the question has one.
 """
@@ -33,6 +34,11 @@ from core.perturb.targets import can_tag_verbs, candidate_words
 from core.types import QAExample
 
 MLM_ENV = "QAX_MLM_MODEL"
+# WordNet source: synonyms from the verb's 3 most frequent senses, common words only (pyspellchecker
+# frequency >= 500): a masked LM proposes frequent, context-fitting words; rare senses would not.
+WORDNET_SENSES = 3
+WORDNET_MIN_FREQUENCY = 500
+LIGHT_VERBS = frozenset({"be", "do", "have"})
 _masked_lm_override: lexicon.MaskedLMSource | None = None
 
 
@@ -97,13 +103,17 @@ class ReplaceRQ(Explained, Perturbation):
             if problem:
                 raise lexicon.LexiconUnavailable(problem)
         question = example.question
-        verbs = candidate_words(example, "question", "V", char_level=False)
+        # be/do/have tagged VERB ("did" in "How many points did they score?") are auxiliaries in
+        # all but name; replacing them breaks the question's syntax rather than its wording.
+        verbs = [v for v in candidate_words(example, "question", "V", char_level=False)
+                 if example.lang != "en" or lexicon.lemma_of(v.text, "VERB") not in LIGHT_VERBS]
         for verb in rng.sample(verbs, len(verbs)):
             if source == "mlm":
                 replacement = mlm.replacement(question, verb.start, verb.end)
                 detail = {"model": mlm.name}
             else:
-                ranked = lexicon.wordnet_substitutes(question, verb.start, verb.end, "VERB")
+                ranked = lexicon.wordnet_substitutes(question, verb.start, verb.end, "VERB",
+                                                     max_senses=WORDNET_SENSES, min_frequency=WORDNET_MIN_FREQUENCY)
                 replacement = ranked[0].replacement if ranked else None
                 detail = {"similarity": ranked[0].similarity, "synonym_lemma": ranked[0].lemma,
                           "candidates": [s.replacement for s in ranked]} if ranked else {}
