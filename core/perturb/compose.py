@@ -1,0 +1,144 @@
+"""Composition: several perturbations applied in sequence (e.g. translate, then keyboard noise).
+
+``Composite(["TLQ", "keyboard_Q"])`` applies each registered perturbation to the previous step's
+perturbed example, with the same ``rng`` (so a seeded composite is reproducible). A step that
+returns several variants contributes its first one; a step that does not apply (None) makes the
+whole composite not apply (None) - a chain is only reported when every link ran.
+
+Edits of the result refer to the ORIGINAL text, as for any variant. Each step's edits are mapped
+back through the earlier steps' edits when they touch only text the earlier steps left alone (the
+edit kinds are kept); when a step edits text that an earlier step produced (keyboard noise on a
+lower-cased letter), the offsets no longer line up and the edits are recomputed from the original
+and final texts with difflib (:func:`core.perturb.base.diff_edits`, kind ``"composite"``).
+``meta["edits_from"]`` says which ("steps" or "diff"); ``meta["chain"]`` holds each step's meta.
+
+All steps must perturb the same field. A composite is not registered (it is built on demand);
+its id is the step ids joined by "+".
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from core.perturb import registry
+from core.perturb.base import Edit, Perturbation, PerturbationError, Variant, diff_edits, error_rates
+from core.types import QAExample
+
+
+def _map_back(accumulated: list[Edit], edit: Edit) -> Edit | None:
+    """``edit`` (offsets into the text after ``accumulated``) in original offsets, or None on a conflict.
+
+    ``accumulated`` holds non-overlapping edits in original offsets. A conflict is an edit that
+    changes text an accumulated edit produced, an insertion strictly inside such text, or an
+    insertion at the very point of an accumulated insertion (their order would be ambiguous).
+    Edits merely adjacent to earlier ones map cleanly.
+    """
+    shift = 0
+    inserting = edit.start == edit.end
+    for a in sorted(accumulated, key=lambda e: (e.start, e.end)):
+        cur_start = a.start + shift
+        cur_end = cur_start + len(a.replacement)
+        if (edit.start < cur_end and edit.end > cur_start) \
+                or (inserting and cur_start < edit.start < cur_end) \
+                or (inserting and a.start == a.end and cur_start <= edit.start <= cur_end):
+            return None
+        if cur_end <= edit.start:
+            shift += len(a.replacement) - (a.end - a.start)
+        else:
+            break
+    return Edit(edit.start - shift, edit.end - shift, edit.replacement, edit.kind)
+
+
+def _apply_to_text(text: str, edits: list[Edit]) -> str:
+    out, cursor = [], 0
+    for e in sorted(edits, key=lambda e: (e.start, e.end)):
+        out.append(text[cursor:e.start])
+        out.append(e.replacement)
+        cursor = e.end
+    out.append(text[cursor:])
+    return "".join(out)
+
+
+class Composite(Perturbation):
+    """Several registered perturbations in sequence; ``params`` maps a step id to its parameters."""
+
+    family = "sentence"
+    field = "question"
+    description = "A chain of perturbations applied one after the other."
+    source = "composition of the perturbations named in the id"
+
+    def __init__(self, ids: Sequence[str], params: dict[str, dict[str, Any]] | None = None) -> None:
+        if isinstance(ids, str) or len(ids) < 2:
+            raise PerturbationError(f"a composite needs a list of at least 2 perturbation ids, got {ids!r}")
+        self.steps = [registry.get(pid) for pid in ids]
+        fields = {p.field for p in self.steps}
+        if len(fields) != 1:
+            raise PerturbationError(f"composite steps must perturb one field, got {sorted(fields)} for {list(ids)}")
+        self.step_params = dict(params or {})
+        unknown = set(self.step_params) - set(ids)
+        if unknown:
+            raise PerturbationError(f"params given for ids not in the chain: {sorted(unknown)}")
+        for p in self.steps:  # validate now, not halfway through a data set
+            p.resolve_params(self.step_params.get(p.id, {}))
+        self.id = "+".join(ids)
+        self.field = fields.pop()
+        self.family = self.steps[-1].family
+        self.randomised = any(p.randomised for p in self.steps)
+        self.description = " then ".join(f"{p.id} ({p.description})" for p in self.steps)
+        self.source = "; ".join(dict.fromkeys(p.source for p in self.steps))
+        languages = [set(p.languages) for p in self.steps if p.languages is not None]
+        self.languages = tuple(sorted(set.intersection(*languages))) if languages else None
+
+    def is_compatible(self, example: QAExample) -> bool:
+        return all(p.is_compatible(example) for p in self.steps)
+
+    def why_incompatible(self, example: QAExample) -> str | None:
+        for p in self.steps:
+            if not p.is_compatible(example):
+                explain = getattr(p, "why_incompatible", None)
+                return (explain(example) if explain else None) or f"{p.id} does not support this example"
+        return None
+
+    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
+        if params:
+            raise PerturbationError(f"{self.id}: pass step parameters to Composite(params=...), got {sorted(params)}")
+        original = getattr(example, self.field)
+        current, chain, accumulated, mapped = example, [], [], True
+        for p in self.steps:
+            variants = p.apply(current, rng, **self.step_params.get(p.id, {}))
+            if not variants:
+                return None
+            step = variants[0]
+            chain.append(step.meta)
+            if mapped:
+                for edit in step.edits:
+                    back = _map_back(accumulated, edit)
+                    if back is None:
+                        mapped = False
+                        break
+                    accumulated.append(back)
+            current = step.example
+        final = getattr(current, self.field)
+        if mapped and _apply_to_text(original, accumulated) == final:
+            edits = sorted(accumulated, key=lambda e: (e.start, e.end))
+        else:
+            mapped = False
+            edits = diff_edits(original, final, "composite")
+        cer, wer = error_rates(original, final)
+        meta = {"id": self.id, "chain": chain, "edits_from": "steps" if mapped else "diff",
+                "changed": final != original}
+        return [Variant(text=final, field=self.field, example=current, edits=edits, meta=meta, cer=cer, wer=wer)]
+
+
+def compose(ids: Sequence[str], params: dict[str, dict[str, Any]] | None = None) -> Composite:
+    """A :class:`Composite` of the registered perturbations ``ids`` (at least two)."""
+    return Composite(ids, params)
+
+
+def resolve(spec: str) -> Perturbation:
+    """A registered perturbation by id, or a composite for "ID1+ID2+..." (used by the CLI and UI)."""
+    ids = [part.strip() for part in spec.split("+")]
+    if any(not part for part in ids):
+        raise PerturbationError(f"empty id in perturbation spec {spec!r}")
+    return registry.get(ids[0]) if len(ids) == 1 else Composite(ids)
