@@ -481,6 +481,10 @@ class _Runner:
             self.contexts[context_hash] = self.store.context_text(context_hash)
         return self.contexts[context_hash]
 
+    def _heartbeat(self) -> None:
+        """Inside a chunk's transaction: ``updated_at`` tells a live sweep from a killed one."""
+        self.store.conn.execute("UPDATE sweeps SET updated_at = ? WHERE id = ?", (_now(), self.sweep_id))
+
     def _tick(self) -> None:
         if self.progress:
             self.progress(self.run.done_units, self.run.total_units)
@@ -540,6 +544,7 @@ class _Runner:
             with self.store.transaction():
                 self.store.insert_many("predictions", predictions)
                 self.store.insert_many("clean_results", results)
+                self._heartbeat()
             self.run.done_units += len(results)
             self._tick()
         return True
@@ -635,6 +640,7 @@ class _Runner:
             self.store.insert_many("variants", new_variants)
             self.store.insert_many("predictions", predictions)
             self.store.insert_many("results", results)
+            self._heartbeat()
         self.run.done_units += len(results)
         self._tick()
 
@@ -813,6 +819,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             kind = "randomised" if p.randomised else "deterministic"
             print(f"{p.id:22s} {p.family:12s} {p.field:9s} {kind:13s} {p.default_params}")
         return 0
+    if (args.list or args.show) and not Path(args.db).is_file():
+        print(f"no sweep database at {args.db}" + ("" if args.list else f": cannot show {args.show!r}"))
+        return 0 if args.list else 2
     if args.list:
         with Store(args.db) as store:
             print(report.format_sweep_list(report.list_sweeps(store)))
@@ -832,11 +841,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     model_names = [m.strip() for m in args.models.split(",") if m.strip()]
-    from core.qa.registry import load_engine  # lazy: torch and transformers load here
+    from core.qa.registry import ModelLoadError, load_engine  # lazy: torch and transformers load here
 
     engines = {}
     for name in model_names:
-        engine = load_engine(name)
+        try:
+            engine = load_engine(name)
+        except ModelLoadError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         if args.batch_size:
             engine.settings.batch_size = args.batch_size
         if args.threads:
