@@ -198,23 +198,41 @@ def params_label(p_params: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(p_params.items()))
 
 
+SNAP = 15   # how far a context window may widen to reach a word boundary
+
+
+def _snap_left(text: str, a: int) -> int:
+    for k in range(a, max(0, a - SNAP) - 1, -1):
+        if k == 0 or text[k - 1].isspace():
+            return k
+    return a
+
+
+def _snap_right(text: str, b: int) -> int:
+    for k in range(b, min(len(text), b + SNAP) + 1):
+        if k == len(text) or text[k].isspace():
+            return k
+    return b
+
+
 def edit_segments(original: str, edits: Sequence[Edit], window: int | None = None) -> list[tuple]:
     """``original`` cut into ``("text", str)``, ``("edit", old, new, kind)`` and ``("gap",)`` pieces.
 
-    With ``window``, only ``window`` characters either side of the edits are kept; each elided
+    With ``window``, only about ``window`` characters either side of the edits are kept (widened to
+    the nearest word boundary within :data:`SNAP` characters, so no word is cut); each elided
     stretch becomes one ``("gap",)`` (shared by :func:`marked_text` and ``components.edits``).
 
-    >>> edit_segments("abcdefgh", [Edit(4, 5, "X", "k")], window=1)
-    [('gap',), ('text', 'd'), ('edit', 'e', 'X', 'k'), ('text', 'f'), ('gap',)]
+    >>> edit_segments("one two three four five", [Edit(8, 13, "3", "k")], window=2)
+    [('gap',), ('text', 'two '), ('edit', 'three', '3', 'k'), ('text', ' four'), ('gap',)]
     """
     ordered = sorted(edits, key=lambda e: (e.start, e.end))
     n = len(original)
     if window is None or not ordered:
-        keep = [(0, n if window is None else min(n, 2 * window))]
+        keep = [(0, n if window is None else _snap_right(original, min(n, 2 * window)))]
     else:
         keep = []
         for e in ordered:
-            a, b = max(0, e.start - window), min(n, e.end + window)
+            a, b = _snap_left(original, max(0, e.start - window)), _snap_right(original, min(n, e.end + window))
             if keep and a <= keep[-1][1]:
                 keep[-1] = (keep[-1][0], max(keep[-1][1], b))
             else:
@@ -246,8 +264,8 @@ def marked_text(original: str, edits: Sequence[Edit], window: int | None = None)
 
     >>> marked_text("When was it lit?", [Edit(0, 1, "w", "case"), Edit(8, 11, "", "drop"), Edit(15, 15, "!", "ins")])
     '⟦W→w⟧hen was⟦− it⟧ lit⟦+!⟧?'
-    >>> marked_text("abcdefghijklmnop", [Edit(2, 3, "X", "k"), Edit(12, 12, "Y", "k")], window=2)
-    'ab⟦c→X⟧de…kl⟦+Y⟧mn…'
+    >>> marked_text("a bc de fgh ij kl mn op", [Edit(3, 4, "X", "k"), Edit(20, 20, "Y", "k")], window=1)
+    '…b⟦c→X⟧ de…mn⟦+Y⟧ op'
     """
     out = []
     for seg in edit_segments(original, edits, window):

@@ -139,3 +139,29 @@ def test_variants_page_lists_reasons_for_a_german_item(tiny_env):
     assert "paraphrase_rules_Q: paraphrase_rules_Q supports languages en, not 'de'" in texts
     at.multiselect(key="var_fam_paraphrase").set_value(["paraphrase_rules_Q"]).run()
     assert any("paraphrase_rules_Q will be skipped" in w.value.replace("\\", "") for w in at.warning)
+
+
+def test_typed_question_and_context_without_gold(tiny_env):
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    at.radio(key="var_source").set_value("Type a question and context").run()
+    at.text_area(key="var_context").input("<b>paris</b> is the capital of france .").run()
+    at.text_area(key="var_question").input("What is the capital of France?").run()
+    at.multiselect(key="var_fam_case").set_value(["TUQ"]).run()
+    at.button(key="var_go").click().run()
+    assert not at.exception
+    df = at.dataframe[0].value
+    assert list(df["text"]) == ["What is the capital of France?", "WHAT IS THE CAPITAL OF FRANCE?"]
+    assert df["tiny-a: EM"].isna().all() and df["tiny-a: answer"].str.len().gt(0).all()
+    ctx = _context_html(at)
+    assert len(ctx) == 1 and "<b>" not in ctx[0] and "&lt;b" in ctx[0]
+    assert _strip_tags(ctx[0]) == "<b>paris</b> is the capital of france ."
+    assert "gold answer" not in ctx[0]
+
+
+def test_empty_question_is_refused(tiny_env):
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    at.text_area(key="var_question").input("  ").run()
+    at.multiselect(key="var_fam_case").set_value(["TUQ"]).run()
+    at.button(key="var_go").click().run()
+    assert any("question is empty" in e.value for e in at.error)
+    assert len(at.dataframe) == 0

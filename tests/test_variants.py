@@ -53,7 +53,7 @@ def test_context_variant_keeps_gold_offsets_and_question():
     assert row.text == EX.context[:261] + EX.context[264:]
     (gold,) = row.example.answers
     assert row.text[gold.answer_start:gold.answer_start + len(gold.text)] == "14 October 1871"
-    assert marked_text(row.original_text, row.edits, window=20) == "…mp can be seen from ⟦−22 ⟧nautical miles away …"
+    assert marked_text(row.original_text, row.edits, window=20) == "…lamp can be seen from ⟦−22 ⟧nautical miles away on…"
 
 
 def test_notes_say_why_no_row():
@@ -158,15 +158,19 @@ def test_results_table_refuses_misaligned_predictions():
 
 
 def test_edit_segments_and_marked_text_windows():
-    text = "abcdefghijklmnopqrstuvwxyz"
-    # two edits whose windows overlap share one window; "a" and the tail are elided
-    assert marked_text(text, [Edit(3, 4, "", "d"), Edit(6, 6, "+", "i")], window=2) == "…bc⟦−d⟧ef⟦++⟧gh…"
-    # windows far apart: one gap between them
-    assert edit_segments(text, [Edit(1, 2, "B", "r"), Edit(20, 21, "U", "r")], window=1) == [
-        ("text", "a"), ("edit", "b", "B", "r"), ("text", "c"), ("gap",),
-        ("text", "t"), ("edit", "u", "U", "r"), ("text", "v"), ("gap",)]
-    assert marked_text(text, [], window=3) == "abcdef…"
+    text = "the quick brown fox jumps over the lazy dog"
+    # windows widen to whole words; two edits whose windows overlap share one window
+    assert marked_text(text, [Edit(16, 19, "cat", "r"), Edit(20, 20, "!", "i")], window=2) == \
+        "…brown ⟦fox→cat⟧ ⟦+!⟧jumps…"
+    # windows far apart: one gap between them; none before the start or after the end
+    assert edit_segments(text, [Edit(4, 9, "", "d"), Edit(40, 43, "cat", "r")], window=1) == [
+        ("text", "the "), ("edit", "quick", "", "d"), ("text", " brown"), ("gap",),
+        ("text", "lazy "), ("edit", "dog", "cat", "r")]
+    assert marked_text(text, [], window=3) == "the quick…"
     assert marked_text(text, []) == text
+    # no space within reach (Chinese): the window stays at its size
+    zh = "一二三四五六七八九十" * 4
+    assert marked_text(zh, [Edit(20, 21, "X", "r")], window=2) == "…九十⟦一→X⟧二三…"
 
 
 def test_edits_html_escapes_every_piece():
