@@ -149,7 +149,7 @@ def speak_and_recognise_many(text: str, voice: str, engines: list[str] | tuple[s
     :func:`why_unavailable` first to get the reason without an exception), and
     core.speech.audio.AudioError if the synthesised audio is unusable (e.g. over 60 s).
     """
-    cache = cache or default_cache()
+    cache = default_cache() if cache is None else cache   # an empty cache is falsy (__len__)
     results: dict[str, NoisyText] = {}
     for engine in engines:
         versions = _versions(voice, engine)
