@@ -8,7 +8,8 @@ Flow (``pages/variants.py`` is only the UI around it):
    the three numbers shown in the table, whatever else was chosen alongside it. Deterministic
    perturbations run once (repeat 0). Perturbations that cannot run (incompatible language, no
    tagger), that return ``None`` (nothing to perturb) or that raise, give a :class:`Note` with the
-   reason instead of a row.
+   reason instead of a row. A chain "A+B" (``core.perturb.compose.Composite``) is one choice:
+   its steps run in order on one generator, ``repeat_rng(seed, "A+B", r)``.
 2. :func:`answer_variants` answers the original and every variant with each model in ONE batched
    ``engine.predict`` call per model (identical (question, context) pairs are answered once).
 3. :func:`results_table` builds the rows: edits marked in plain text (:func:`marked_text`, since a
@@ -30,6 +31,7 @@ from typing import Any
 from core.metrics import predictions_differ, score_answer
 from core.perturb import registry
 from core.perturb.base import Edit, Perturbation, PerturbationError
+from core.perturb.compose import Composite
 from core.types import Prediction, QAExample
 
 ORIGINAL = "original"
@@ -107,6 +109,29 @@ def incompatibility_reason(p: Perturbation, example: QAExample) -> str | None:
     return f"{p.id} cannot run on this example (language {example.lang!r}): {p.description}"
 
 
+def is_chain(perturbation_id: str) -> bool:
+    """Whether the id names a composition ("TLQ+keyboard_Q")."""
+    return "+" in perturbation_id
+
+
+def _prepare(choice: Choice, catalogue: Callable[[str], Perturbation]) -> tuple[Perturbation | None, str | None]:
+    """The perturbation for ``choice`` and None, or (None, why it cannot be built).
+
+    A chain id "A+B" becomes :class:`core.perturb.compose.Composite` with ``choice.params`` as its
+    per-step parameters ``{step id: {name: value}}``; its repeat r draws from
+    ``repeat_rng(seed, "A+B", r)``, one generator shared by the steps in order.
+    """
+    if not is_chain(choice.id):
+        return catalogue(choice.id), None
+    ids = [part.strip() for part in choice.id.split("+")]
+    for pid in ids:
+        catalogue(pid)   # KeyError naming an unknown id, as for single perturbations
+    try:
+        return Composite(ids, {k: dict(v) for k, v in choice.params.items()}), None
+    except PerturbationError as e:
+        return None, str(e)
+
+
 def runs_for(p: Perturbation, repeats: int) -> int:
     """How many times ``p`` runs: ``repeats`` if it is randomised, else once."""
     return repeats if p.randomised else 1
@@ -128,29 +153,31 @@ def generate_variants(
         raise ValueError(f"repeats must be an int in 1..{MAX_REPEATS}, got {repeats!r}")
     if not isinstance(seed, int):
         raise ValueError(f"seed must be an int, got {seed!r}")
-    perturbations = [catalogue(c.id) for c in choices]   # KeyError names the unknown id
+    prepared = [_prepare(c, catalogue) for c in choices]   # KeyError names an unknown id
     rows = [VariantRow(ORIGINAL, None, None, example, example.question, [])]
     notes: list[Note] = []
-    total = sum(runs_for(p, repeats) for p in perturbations)
+    total = sum(runs_for(p, repeats) if p else 1 for p, _ in prepared)
     done = 0
-    for choice, p in zip(choices, perturbations):
-        n_runs = runs_for(p, repeats)
-        reason = incompatibility_reason(p, example)
+    for choice, (p, problem) in zip(choices, prepared):
+        n_runs = runs_for(p, repeats) if p else 1
+        reason = problem or incompatibility_reason(p, example)
         if reason is None:
             try:
-                params = p.resolve_params(dict(choice.params))
+                params = p.resolve_params({} if is_chain(choice.id) else dict(choice.params))
             except PerturbationError as e:
                 reason = str(e)
         if reason is not None:
-            notes.append(Note(p.id, None, "skipped", reason))
+            notes.append(Note(choice.id, None, "skipped", reason))
             done += n_runs
             if progress:
                 progress(done, total)
             continue
+        if is_chain(choice.id):
+            params = {step: dict(values) for step, values in choice.params.items()}  # recorded, not passed
         for r in range(n_runs):
             variants = None
             try:
-                variants = p.apply(example, repeat_rng(seed, p.id, r), **params)
+                variants = p.apply(example, repeat_rng(seed, p.id, r), **({} if is_chain(choice.id) else params))
             except Exception as e:  # one broken perturbation must not lose the others' rows
                 notes.append(Note(p.id, r, "error", f"{type(e).__name__}: {e}"))
             else:
@@ -194,8 +221,18 @@ def answer_variants(
 
 
 def params_label(p_params: Mapping[str, Any]) -> str:
-    """``n_chars=2, n_words=1``: a row's parameters, sorted by name."""
-    return ", ".join(f"{k}={v}" for k, v in sorted(p_params.items()))
+    """``n_chars=2, n_words=1``: a row's parameters, sorted by name; a chain's as ``step.name=value``.
+
+    >>> params_label({"n_words": 1, "n_chars": 2}), params_label({"keyboard_Q": {"p": 0.5}, "TLQ": {}})
+    ('n_chars=2, n_words=1', 'keyboard_Q.p=0.5')
+    """
+    parts = []
+    for k, v in sorted(p_params.items()):
+        if isinstance(v, Mapping):
+            parts += [f"{k}.{name}={value}" for name, value in sorted(v.items())]
+        else:
+            parts.append(f"{k}={v}")
+    return ", ".join(parts)
 
 
 SNAP = 15   # how far a context window may widen to reach a word boundary

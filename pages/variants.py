@@ -94,6 +94,14 @@ for i, (family, members) in enumerate(families.items()):
         chosen_ids += st.multiselect(family, [p.id for p in members], key=f"var_fam_{family}",
                                      format_func=option_label, help=help_text)
 
+chain = st.multiselect(
+    "Chain (composition)", list(by_id), key="var_chain", format_func=option_label,
+    help="Two or more perturbations applied one after the other, in the order chosen "
+         "(e.g. translate, then keyboard noise), as one extra row per repeat. All steps must change "
+         "the same field. Steps use the parameters set below.")
+if len(chain) == 1:
+    st.caption("A chain needs at least two steps.")
+
 unavailable = [(pid, r) for pid, r in reasons.items() if r]
 if unavailable:
     with st.expander(f"Not available for this example ({len(unavailable)})"):
@@ -123,18 +131,21 @@ def param_widget(pid: str, name: str, default, bounds):
     return st.text_input(label, value=str(default), key=key)
 
 
-choices: list[cv.Choice] = []
-for pid in chosen_ids:
+# One parameter box per perturbation, shared by its single run and any chain it is a step of.
+params_of: dict[str, dict] = {}
+for pid in dict.fromkeys(chosen_ids + chain):
     p = by_id[pid]
-    params = {}
+    params_of[pid] = {}
     if p.default_params and not reasons[pid]:
         with st.container(border=True):
             st.caption(f"**{pid}** — {md_escape(p.description)}")
             pcols = st.columns(min(3, len(p.default_params)))
             for j, (name, default) in enumerate(p.default_params.items()):
                 with pcols[j % len(pcols)]:
-                    params[name] = param_widget(pid, name, default, p.param_ranges.get(name))
-    choices.append(cv.Choice(pid, params))
+                    params_of[pid][name] = param_widget(pid, name, default, p.param_ranges.get(name))
+choices = [cv.Choice(pid, params_of[pid]) for pid in chosen_ids]
+if len(chain) >= 2:
+    choices.append(cv.Choice("+".join(chain), {pid: params_of[pid] for pid in chain}))
 
 c1, c2 = st.columns(2)
 seed = int(c1.number_input("Seed", 0, 2**31 - 1, 0, key="var_seed"))
@@ -144,7 +155,7 @@ repeats = int(c2.number_input("Repeat N times", 1, cv.MAX_REPEATS, 3, key="var_r
 
 # ----------------------------------------------------------------------------- generate & answer
 
-signature = (example, tuple((c.id, tuple(sorted(c.params.items()))) for c in choices), seed, repeats, tuple(models))
+signature = (example, repr(choices), seed, repeats, tuple(models))
 if st.button("Generate & answer", type="primary", key="var_go", disabled=not (models and choices)):
     try:
         validate_pair(example.question, example.context)

@@ -165,3 +165,18 @@ def test_empty_question_is_refused(tiny_env):
     at.button(key="var_go").click().run()
     assert any("question is empty" in e.value for e in at.error)
     assert len(at.dataframe) == 0
+
+
+def test_chain_row_uses_the_step_parameters(tiny_env):
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    at.multiselect(key="var_chain").set_value(["TLQ", "keyboard_Q"]).run()
+    at.slider(key="var_param_keyboard_Q_p").set_value(0.5).run()
+    at.number_input(key="var_seed").set_value(7)
+    at.number_input(key="var_repeats").set_value(2).run()
+    at.button(key="var_go").click().run()
+    assert not at.exception
+    df = at.dataframe[0].value
+    assert list(df["perturbation"]) == ["original", "TLQ+keyboard_Q", "TLQ+keyboard_Q"]
+    assert list(df["params"])[1:] == ["keyboard_Q.p=0.5"] * 2
+    assert list(df["text"])[1:] == ["whrn was xarrow point lughthouse first lit?",
+                                    "whwn eas carroq point lighthouse fitst lut?"]

@@ -8,8 +8,9 @@ from core import datasets
 from core.perturb import registry
 from core.perturb.base import Edit, Perturbation
 from core.types import Answer, Prediction, QAExample, Span
-from core.variants import (Choice, edit_segments, generate_variants, incompatibility_reason, marked_text,
-                           repeat_rng, results_table, row_label, answer_variants)
+from core.perturb.compose import Composite
+from core.variants import (Choice, answer_variants, edit_segments, generate_variants, incompatibility_reason,
+                           marked_text, params_label, repeat_rng, results_table, row_label)
 
 EX = datasets.demo_dataset("en").examples[0]   # "When was Carrow Point Lighthouse first lit?"
 
@@ -69,6 +70,22 @@ def test_notes_say_why_no_row():
 
     _, notes = generate_variants(EX, [Choice("DRQ", {"n_words": 9})], seed=0, repeats=1)
     assert [(n.status, n.message) for n in notes] == [("skipped", "DRQ: parameter 'n_words' must be in [1, 4], got 9")]
+
+
+def test_chain_is_one_choice_with_step_params_and_its_own_seed():
+    rows, notes = generate_variants(EX, [Choice("TLQ+keyboard_Q", {"keyboard_Q": {"p": 0.5}}), Choice("DRQ+DRC")],
+                                    seed=7, repeats=2)
+    # lower-case first, then keyboard noise on half the words, one generator per repeat
+    assert [(r.perturbation, r.repeat, r.text) for r in rows[1:]] == [
+        ("TLQ+keyboard_Q", 0, "whrn was xarrow point lughthouse first lit?"),
+        ("TLQ+keyboard_Q", 1, "whwn eas carroq point lighthouse fitst lut?")]
+    assert rows[1].text == Composite(["TLQ", "keyboard_Q"], {"keyboard_Q": {"p": 0.5}}).apply(
+        EX, random.Random("7:TLQ+keyboard_Q:0"))[0].text
+    assert marked_text(rows[1].original_text, rows[1].edits) == \
+        "⟦W→w⟧h⟦e→r⟧n was ⟦C→x⟧arrow ⟦P→p⟧oint ⟦Li→lu⟧ghthouse first lit?"
+    assert params_label(rows[1].params) == "keyboard_Q.p=0.5"
+    assert [(n.perturbation, n.status, n.message) for n in notes] == [
+        ("DRQ+DRC", "skipped", "composite steps must perturb one field, got ['context', 'question'] for ['DRQ', 'DRC']")]
 
 
 def test_a_raising_perturbation_gives_an_error_note_and_others_still_run():
