@@ -33,6 +33,7 @@ and asks for a third validator), ``flagged`` when any validation disagrees.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import random
@@ -742,6 +743,17 @@ def wh_word(question: str, lang: str) -> str:
     return "n/a"
 
 
+@functools.lru_cache(maxsize=4096)  # a data set asks several questions about each passage
+def _lower_words(text: str) -> tuple[str, ...]:
+    return tuple(w.lower() for w in word_tokens(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _ngrams(text: str, n: int) -> frozenset[tuple[str, ...]]:
+    words = _lower_words(text)
+    return frozenset(words[i:i + n] for i in range(len(words) - n + 1))
+
+
 def longest_common_ngram(question: str, passage: str) -> int:
     """Length of the longest run of consecutive words (lower-cased, punctuation dropped) that
     the question shares with the passage: the paper's lexical-overlap measure (it falls from 3
@@ -754,16 +766,15 @@ def longest_common_ngram(question: str, passage: str) -> int:
     ...                      "The lighthouse was first lit in 1871.")
     2
     """
-    q = [w.lower() for w in word_tokens(question)]
-    p = [w.lower() for w in word_tokens(passage)]
-    best, prev = 0, [0] * (len(p) + 1)
-    for qi in q:
-        cur = [0] * (len(p) + 1)
-        for j, pj in enumerate(p, 1):
-            if qi == pj:
-                cur[j] = prev[j - 1] + 1
-                best = max(best, cur[j])
-        prev = cur
+    q = _lower_words(question)
+    # Grow n while some question n-gram occurs in the passage: a shared (n+1)-gram implies a
+    # shared n-gram, so the first n without one ends the search (set lookups, no O(|q||p|) DP).
+    best = 0
+    for n in range(1, len(q) + 1):
+        grams = _ngrams(passage, n)
+        if not any(q[i:i + n] in grams for i in range(len(q) - n + 1)):
+            break
+        best = n
     return best
 
 

@@ -60,11 +60,6 @@ except (ValueError, OSError) as e:
 st.caption(f"Database: `{store.path}`")
 
 
-def your_legend() -> str:
-    return (f'<span style="background:{YOU}80;padding:1px 6px;border-radius:3px">your answer'
-            "</span>")
-
-
 def attempts_table(attempts: list[beat.Attempt]) -> pd.DataFrame:
     rows = []
     for a in attempts:
@@ -167,7 +162,7 @@ with tab_play:
             st.markdown(legend_html([(m.model, color_for(i)) for i, m in enumerate(att.models)],
                                     with_gold=False)
                         + '<div class="qax-legend"><span style="text-decoration:underline;'
-                          'text-decoration-thickness:3px;">underlined: your answer</span></div>',
+                          'text-decoration-thickness:3px;">your answer</span> (underlined)</div>',
                         unsafe_allow_html=True)
             st.markdown(highlight_html(att.context, amarks, [(att.answer_start, att.answer_end)]),
                         unsafe_allow_html=True)
@@ -320,7 +315,7 @@ with tab_stats:
                "models are put in the loop). Fooling rate and answerability exist only for "
                "collected questions.")
     summary = beat.comparison_rows(sets, by_set)
-    st.dataframe(pd.DataFrame(summary), hide_index=True, width="stretch")
+    st.dataframe(pd.DataFrame(summary).round(3), hide_index=True, width="stretch")
     st.download_button("summary as CSV", pd.DataFrame(summary).to_csv(index=False),
                        "beat_the_ai_summary.csv", "text/csv", key="beat_csv_summary")
 

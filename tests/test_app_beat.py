@@ -130,8 +130,8 @@ def test_statistics_render_for_the_demo_data(beat_env):
     summary = at.dataframe[-1].value
     row = summary[summary["set"] == "demo.en"].iloc[0]
     assert row["questions"] == 12
-    assert row["question_tokens"] == pytest.approx(
-        beat.dataset_statistics(demo_dataset("en")).mean_question_tokens)
+    assert row["question_tokens"] == round(
+        beat.dataset_statistics(demo_dataset("en")).mean_question_tokens, 3)
     charts = at.get("plotly_chart")
     assert len(charts) == 4  # wh-words, n-gram, question and answer lengths (no attempts yet)
     wh = json.loads(charts[0].proto.spec)
