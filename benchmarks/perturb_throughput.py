@@ -9,8 +9,8 @@ translation), so it is what a user waits for.
 
 Before timing, each perturbation is applied to one example outside the timed set, so that models
 (spaCy, the sentence encoder, WordNet's index, Apertium's first start) are loaded; the tagging
-cache (:func:`core.perturb.nlp.analyse`) is emptied before each perturbation so that none profits
-from the tagging another one did.
+cache (:func:`core.perturb.nlp.analyse`) and the translation cache are emptied before each
+perturbation so that none profits from the work another one did.
 
     python benchmarks/perturb_throughput.py                 # every perturbation, 200 questions
     python benchmarks/perturb_throughput.py --n 50 --ids ReplaceRQ keyboard_Q
@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import config  # noqa: E402
 from core.datasets import load_squad  # noqa: E402
 from core.perturb import nlp, registry  # noqa: E402
+from core.perturb.catalogue import translation  # noqa: E402
 from core.perturb.make_challenge import example_rng  # noqa: E402
 
 
@@ -39,6 +40,7 @@ def measure(perturbation, examples, warmup, seed: int = 0) -> dict:
     if perturbation.is_compatible(warmup):
         perturbation.apply(warmup, example_rng(seed, warmup.id))
     nlp.analyse.cache_clear()
+    translation._cache.clear()  # round trips cache translations; each perturbation starts cold
     started = time.perf_counter()
     prepare = getattr(perturbation, "prepare", None)
     if prepare is not None:
