@@ -37,7 +37,7 @@ def test_drop_qmark_challenge_set_and_table3_summary(squad_file, tmp_path, capsy
     assert printed[1] == "examples: 2 | perturbed: 1 | unchanged by chance: 0 | not applicable: 1 | incompatible: 0"
     # all: 1 char edit over 13 + 17 = 30 chars (3.3 %); 1 of 3 + 4 = 7 words (14.3 %)
     assert printed[3].split()[-3:-1] == ["3.3", "14.3"]
-    # perturbed only: 1/13 chars, 1/3 words
+    # with a variant (only "a"): 1/13 chars, 1/3 words
     assert printed[4].split()[-3:-1] == ["7.7", "33.3"]
 
 

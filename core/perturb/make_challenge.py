@@ -15,7 +15,7 @@ chain, ``--param keyboard_Q.p=1.0`` sets a step's parameter. Each example gets i
 which other examples are in the file.
 
 Printed summary (NoiseQA Table 3 style): corpus CER, WER (jiwer) and BLEU (sacreBLEU, uncased) of
-the perturbed field against the original over all examples and over the perturbed ones only
+the perturbed field against the original over all written examples and over those a variant was produced for
 (:func:`core.metrics.text_distance.noise_summary`), plus the counts of perturbed / unchanged by
 chance / not applicable / incompatible examples.
 """
@@ -115,7 +115,7 @@ def summary_lines(result: ChallengeResult, total: int) -> list[str]:
     rows = [("all written examples", result.originals, result.perturbed)]
     changed = [(o, p) for o, p, a in zip(result.originals, result.perturbed, result.applied) if a]
     if changed:
-        rows.append(("perturbed only", [o for o, _ in changed], [p for _, p in changed]))
+        rows.append(("with a variant", [o for o, _ in changed], [p for _, p in changed]))
     for label, originals, perturbed in rows:
         if not originals:
             continue
