@@ -15,9 +15,9 @@ chain, ``--param keyboard_Q.p=1.0`` sets a step's parameter. Each example gets i
 which other examples are in the file.
 
 Printed summary (NoiseQA Table 3 style): corpus CER, WER (jiwer) and BLEU (sacreBLEU, uncased) of
-the perturbed field against the original over all written examples and over those a variant was produced for
-(:func:`core.metrics.text_distance.noise_summary`), plus the counts of perturbed / unchanged by
-chance / not applicable / incompatible examples.
+the perturbed field against the original, over all written examples and over those a variant was
+produced for (:func:`core.metrics.text_distance.noise_summary`), plus the counts of perturbed /
+unchanged by chance / not applicable / incompatible examples.
 """
 from __future__ import annotations
 
