@@ -12,6 +12,8 @@ init_state()
 # Only pages that are built appear here.
 PAGES = [
     st.Page("pages/ask.py", title="Ask", icon="❓", default=True, url_path="ask"),
+    st.Page("pages/variants.py", title="Variants", icon="🧪", url_path="variants"),
+    st.Page("pages/beat_the_ai.py", title="Beat the AI", icon="🥊", url_path="beat"),
 ]
 
 st.navigation(PAGES).run()

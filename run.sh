@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian machine (Python 3.11, root, package registries only).
+#   ./run.sh app    install everything, then serve the app headless on its offline default
+#   ./run.sh test   install everything (incl. browser-test packages), then run the whole test suite
+#   ./run.sh setup  install only
+# Installing is idempotent: a stamp per requirements hash skips pip when nothing changed.
+set -euo pipefail
+cd "$(dirname "$0")"
+MODE="${1:-app}"; shift || true
+
+apt_install() {
+  local pkgs=("$@") missing=()
+  for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if ((${#missing[@]})); then
+    echo "[setup] apt-get install ${missing[*]}"
+    local SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+setup() {
+  # Debian packages the app uses (speech, audio) and, for tests, the browser.
+  mapfile -t APT < <(grep -vE '^\s*(#|$)' .ci/apt-packages.txt 2>/dev/null || true)
+  [ "$MODE" = test ] && APT+=(chromium)
+  ((${#APT[@]})) && apt_install "${APT[@]}"
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  local stamp=.venv/.requirements.sha
+  local want; want="$(cat requirements.txt requirements-extra.txt 2>/dev/null | sha256sum | cut -c1-16)"
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    .venv/bin/pip install -q --upgrade pip
+    # torch first and pinned: an unpinned torch pulls several GB of CUDA wheels.
+    .venv/bin/pip install -q torch==2.13.0
+    .venv/bin/pip install -q -r requirements.txt
+    # Packages whose metadata asks for another Python but work on 3.11 (see README).
+    [ -f requirements-extra.txt ] && .venv/bin/pip install -q --ignore-requires-python -r requirements-extra.txt
+    echo "$want" > "$stamp"
+  fi
+}
+
+setup
+case "$MODE" in
+  app)   exec .venv/bin/python -m streamlit run app.py --server.headless true "$@" ;;
+  test)  exec .venv/bin/python -m pytest -q "$@" ;;
+  setup) echo "[setup] done" ;;
+  *)     echo "usage: ./run.sh [app|test|setup] [args...]" >&2; exit 2 ;;
+esac
