@@ -6,9 +6,16 @@ codes it covers, and ``translate(texts, src, tgt)`` -> one translation per text,
 Backends:
   * :class:`ApertiumTranslator` - the rule-based Apertium engine from Debian's packages
     (``apt-get install apertium apertium-eng-spa apertium-eng-cat``; more pairs are more
-    ``apertium-*`` packages). Fully offline. It covers English <-> Spanish / Catalan / Galician /
-    Basque / Esperanto, among others; NOT German or Chinese (Debian ships no such pair), so
+    ``apertium-*`` packages). Fully offline. With the packages in ``.ci/apt-packages.txt`` it
+    covers English <-> Spanish / Catalan / Galician, and Esperanto / Basque -> English
+    (``apertium-eo-en``, ``apertium-eu-en``; their reverse directions are not packaged: eo-en
+    ships en->eo too, eu-en does not). NOT German or Chinese (Debian ships no such pair), so
     German -> English -> German (Satheesh et al. 2024) cannot run on this machine with it.
+  * :class:`Seq2SeqTranslator` - a Hugging Face encoder-decoder model (``AutoModelForSeq2SeqLM``)
+    that the USER supplies as a local folder (e.g. a downloaded opus-mt-de-en), for the pairs the
+    user says it covers. No neural MT model ships its weights through a package registry
+    (argostranslate packs, opus-mt, NLLB and Firefox's models all download at run time), so none
+    is installed here; this backend is how German or Chinese can be translated offline at all.
   * :class:`MappingTranslator` - a fixed dictionary of translations (tests, demos, or translations
     cached from an online system by the user); never guesses.
 
@@ -23,8 +30,26 @@ import shutil
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["Translator", "TranslationError", "ApertiumTranslator", "MappingTranslator",
-           "default_translator", "no_backend_reason"]
+__all__ = ["Translator", "TranslationError", "ApertiumTranslator", "Seq2SeqTranslator", "MappingTranslator",
+           "default_translator", "no_backend_reason", "LANGUAGE_NAMES", "APERTIUM_PACKAGES", "language_name"]
+
+# Names for the languages the product meets (XQuAD, MLQA, Apertium's English pairs).
+LANGUAGE_NAMES = {
+    "en": "English", "es": "Spanish", "ca": "Catalan", "gl": "Galician", "eu": "Basque",
+    "eo": "Esperanto", "de": "German", "zh": "Chinese", "ar": "Arabic", "el": "Greek",
+    "hi": "Hindi", "ro": "Romanian", "ru": "Russian", "th": "Thai", "tr": "Turkish",
+    "vi": "Vietnamese", "fr": "French", "it": "Italian", "pt": "Portuguese",
+}
+
+# The Debian packages with an Apertium pair to or from English (``.ci/apt-packages.txt``):
+# spa and cat translate both ways; gl both ways; eo and eu only INTO English.
+APERTIUM_PACKAGES = {"es": "apertium-eng-spa", "ca": "apertium-eng-cat", "gl": "apertium-en-gl",
+                     "eo": "apertium-eo-en", "eu": "apertium-eu-en"}
+
+
+def language_name(code: str) -> str:
+    """"Spanish" for "es"; an unknown code is returned as it is."""
+    return LANGUAGE_NAMES.get(code, code)
 
 
 class TranslationError(RuntimeError):
@@ -141,6 +166,94 @@ class MappingTranslator(Translator):
         if missing:
             raise TranslationError(f"no {src}->{tgt} translation in the table for {missing[0]!r}")
         return [entries[t] for t in texts]
+
+
+class Seq2SeqTranslator(Translator):
+    """A Hugging Face encoder-decoder translation model, loaded from a local folder (never a hub).
+
+    ``model``: a folder holding a model ``AutoModelForSeq2SeqLM`` and ``AutoTokenizer`` load
+    (``local_files_only``: nothing is downloaded), or an already-built model (then ``tokenizer``
+    is required). ``pairs``: the ``(src, tgt)`` directions it translates, as the user states them
+    (a Marian opus-mt model is one direction; nothing in its files says which).
+
+    Optional, for the model families that need them:
+      * ``prefixes``: text put before each source, per pair (T5: "translate English to German: ");
+      * ``lang_codes``: ISO 639-1 -> the model's language token (NLLB "spa_Latn", M2M100 "__es__",
+        mBART "es_XX"): sets ``tokenizer.src_lang`` and forces the target language token as the
+        first generated token.
+
+    Decoding is deterministic: beam search (``num_beams``, 1 = greedy) without sampling, in
+    batches of ``batch_size`` under ``torch.inference_mode``; the output is the decoded text
+    without special tokens, stripped.
+    """
+
+    def __init__(self, model, pairs, *, tokenizer=None, prefixes: Mapping[tuple[str, str], str] | None = None,
+                 lang_codes: Mapping[str, str] | None = None, num_beams: int = 1, max_new_tokens: int = 256,
+                 batch_size: int = 16, name: str | None = None) -> None:
+        from pathlib import Path
+
+        self.pairs = {tuple(p) for p in pairs}
+        if not self.pairs or any(len(p) != 2 or p[0] == p[1] for p in self.pairs):
+            raise TranslationError(f"pairs must be (src, tgt) tuples of two different languages, got {pairs!r}")
+        if num_beams < 1 or max_new_tokens < 1 or batch_size < 1:
+            raise ValueError("num_beams, max_new_tokens and batch_size must be at least 1")
+        if isinstance(model, (str, Path)):
+            folder = Path(model).expanduser()
+            if not folder.is_dir():
+                raise TranslationError(f"translation model folder {str(folder)!r} does not exist "
+                                       "(give a local folder; models are never downloaded)")
+            from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+            try:
+                tokenizer = tokenizer or AutoTokenizer.from_pretrained(folder, local_files_only=True)
+                model = AutoModelForSeq2SeqLM.from_pretrained(folder, local_files_only=True)
+            except (OSError, ValueError, KeyError) as exc:
+                raise TranslationError(f"cannot load a seq2seq translation model from {folder}: {exc}") from None
+            self.name = name or f"seq2seq:{folder.name}"
+        else:
+            if tokenizer is None:
+                raise TranslationError("a model object needs its tokenizer (tokenizer=...)")
+            self.name = name or f"seq2seq:{type(model).__name__}"
+        if not getattr(model.config, "is_encoder_decoder", False):
+            raise TranslationError(f"{self.name} is not an encoder-decoder (seq2seq) model")
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.prefixes = dict(prefixes or {})
+        self.lang_codes = dict(lang_codes or {})
+        self.num_beams, self.max_new_tokens, self.batch_size = num_beams, max_new_tokens, batch_size
+        if self.lang_codes:
+            missing = sorted({lang for pair in self.pairs for lang in pair} - set(self.lang_codes))
+            if missing:
+                raise TranslationError(f"lang_codes has no model language code for {', '.join(missing)}")
+
+    def available_pairs(self) -> set[tuple[str, str]]:
+        return set(self.pairs)
+
+    def _generate_kwargs(self, tgt: str) -> dict:
+        kwargs = {"num_beams": self.num_beams, "do_sample": False, "max_new_tokens": self.max_new_tokens}
+        if self.lang_codes:
+            token_id = self.tokenizer.convert_tokens_to_ids(self.lang_codes[tgt])
+            if token_id is None or token_id == self.tokenizer.unk_token_id:
+                raise TranslationError(f"the tokenizer has no language token {self.lang_codes[tgt]!r}")
+            kwargs["forced_bos_token_id"] = token_id
+        return kwargs
+
+    def _translate(self, texts: list[str], src: str, tgt: str) -> list[str]:
+        import torch
+
+        if self.lang_codes and hasattr(self.tokenizer, "src_lang"):
+            self.tokenizer.src_lang = self.lang_codes[src]
+        prefix = self.prefixes.get((src, tgt), "")
+        kwargs = self._generate_kwargs(tgt)
+        out: list[str] = []
+        with torch.inference_mode():
+            for i in range(0, len(texts), self.batch_size):
+                batch = [prefix + t for t in texts[i:i + self.batch_size]]
+                enc = self.tokenizer(batch, return_tensors="pt", padding=True, truncation=True)
+                ids = self.model.generate(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                                          **kwargs)
+                out += [t.strip() for t in self.tokenizer.batch_decode(ids, skip_special_tokens=True)]
+        return out
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,0 +1,121 @@
+"""Guess the language of a short question (the Ask page's "auto-detect"), with the evidence shown.
+
+A small, transparent heuristic, not a statistical classifier (no language-identification model
+ships offline here):
+
+1. Script: :func:`core.datasets.detect_lang` decides for non-Latin scripts (Chinese, Japanese,
+   Korean, Arabic, Devanagari, Thai, Cyrillic, Greek).
+2. Latin script: each candidate language scores one point per word of the question found in its
+   list of function and question words (``FUNCTION_WORDS``: articles, prepositions, "what/when/
+   how many" ...) and one point per letter only it uses (``MARKER_CHARS``: Spanish ñ ¿ ¡,
+   Esperanto ĉ ĝ ŝ ŭ, German ä ß, Vietnamese ơ ư đ ...). A word shared by several languages
+   ("de", "la", "en") scores for each of them; the distinctive words decide.
+3. The best score wins; a tie is broken by the order of ``LATIN_LANGUAGES`` (English first), and
+   a question without a single cue is called English (method "default").
+
+The candidate Latin languages are those the app can meet: English, the Apertium languages
+(Spanish, Catalan, Galician, Basque, Esperanto) and the Latin-script XQuAD / MLQA languages
+(German, Romanian, Turkish, Vietnamese). Measured on XQuAD's 1,190 questions per language
+(``tests/test_translate_langid.py`` keeps bounds just below): en 99.9 %, es 99.9 %, de 98.7 %,
+ro 99.5 %, tr 98.1 %, vi 99.5 % correct. It is a guess for short texts: the page always shows what was detected and
+why, and the user can choose the language explicitly.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from core.datasets import detect_lang
+
+LATIN_LANGUAGES = ("en", "es", "ca", "gl", "eu", "eo", "de", "ro", "tr", "vi")
+
+FUNCTION_WORDS: dict[str, frozenset[str]] = {lang: frozenset(words.split()) for lang, words in {
+    "en": "the of what which who whom whose when where why how is was were are did does do in and to "
+          "an many much by for with from that this has have had been be on at",
+    "es": "el la los las de del que qué cuál cuáles quién quiénes cuándo dónde cómo cuánto cuántos "
+          "cuánta cuántas por para con en es fue fueron son y un una se su sus al lo más",
+    "ca": "el la els les de del dels que què quin quina quins quines qui quan on com quant quants "
+          "quanta quantes per amb en és va van i un una al als més",
+    "gl": "o os as de do da dos das que cal cales quen cando onde como canto cantos canta cantas por "
+          "para con en no na nos nas é foi foron son e un unha se ao á máis",
+    "eu": "zer zein zeintzuk nor noiz non nola zenbat zergatik da dira zen ziren du zuen dute zuten "
+          "eta ez bat hau hori zuen",
+    "eo": "la de kaj en al estas estis kio kiu kiuj kiam kie kial kiel kiom kies por el pri per ne "
+          "unu da tiu ĉu",
+    "de": "der die das den dem des und ist war sind waren wer was wann wo warum wie welche welcher "
+          "welches welchen welchem wen wem wessen wieso weshalb wodurch wofür womit wozu worüber "
+          "worauf woran woraus viele von im in zu mit ein eine einer einem auf für nicht hat haben "
+          "wurde wurden als bei nach aus über um",
+    "ro": "care ce cine când unde cum cât câte câți de la în și a au este era fost din pe cu un o "
+          "lui ale",
+    "tr": "ne hangi hangisi kim kimdir nedir neydi neyi nerede neden nasıl kaç tane zaman bir ve bu "
+          "için ile mi mı mu mü olan olarak göre kadar sonra önce da de",
+    "vi": "gì nào ai khi đâu sao bao nhiêu là của và có được những các một trong người",
+}.items()}
+
+MARKER_CHARS: dict[str, frozenset[str]] = {
+    "es": frozenset("ñ¿¡"),
+    "ca": frozenset("çàèòï·"),     # ç is Turkish too: it scores for both
+    "eo": frozenset("ĉĝĥĵŝŭ"),
+    "de": frozenset("äöüß"),       # ö ü score for Turkish too
+    "ro": frozenset("ăâîșț"),      # comma-below ș ț; the cedilla ş is Turkish
+    "tr": frozenset("ığşçöü"),
+    "vi": frozenset("đơư"),
+}
+
+_WORD = re.compile(r"[^\W\d_]+(?:·[^\W\d_]+)?")
+
+
+@dataclass(frozen=True)
+class LanguageGuess:
+    """The guessed ISO 639-1 ``code``, how (``method``: "script", "function words", "default"),
+    the cues that decided (``evidence``) and every candidate's score (Latin script only)."""
+
+    code: str
+    method: str
+    evidence: tuple[str, ...] = ()
+    scores: dict[str, int] = field(default_factory=dict)
+
+    def explain(self) -> str:
+        if self.method == "script":
+            return "from its script"
+        if self.method == "default":
+            return "no cue found; assumed English"
+        return "from the cues " + ", ".join(f"'{cue}'" for cue in self.evidence)
+
+
+def _is_vietnamese_letter(ch: str) -> bool:
+    # Latin Extended Additional holds the precomposed Vietnamese letters (ạ ả ế ờ ự ...); of the
+    # other candidate languages none uses them.
+    return 0x1EA0 <= ord(ch) <= 0x1EF9
+
+
+def guess_language(text: str) -> LanguageGuess:
+    """The language of ``text`` (see the module docstring for the rules).
+
+    >>> guess_language("¿Cuántos puntos dejaron escapar en defensa los Panthers?").code
+    'es'
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    by_script = detect_lang(text)
+    if by_script != "en":
+        return LanguageGuess(by_script, "script")
+    lowered = text.lower()
+    words = _WORD.findall(lowered)
+    scores: dict[str, int] = {}
+    cues: dict[str, list[str]] = {}
+    for lang in LATIN_LANGUAGES:
+        hits = [w for w in words if w in FUNCTION_WORDS[lang]]
+        hits += [ch for ch in lowered if ch in MARKER_CHARS.get(lang, ())]
+        if lang == "vi":
+            hits += [ch for ch in lowered if _is_vietnamese_letter(ch)]
+        scores[lang] = len(hits)
+        cues[lang] = hits
+    best = max(LATIN_LANGUAGES, key=lambda lang: (scores[lang], -LATIN_LANGUAGES.index(lang)))
+    if scores[best] == 0:
+        return LanguageGuess("en", "default", (), scores)
+    return LanguageGuess(best, "function words", tuple(dict.fromkeys(cues[best])), scores)
+
+
+__all__ = ["LanguageGuess", "guess_language", "LATIN_LANGUAGES", "FUNCTION_WORDS", "MARKER_CHARS"]
