@@ -1,0 +1,192 @@
+"""The model x perturbation heatmap as a Plotly figure of square scatter markers.
+
+Why markers and not ``go.Heatmap``: Streamlit's ``st.plotly_chart(on_select="rerun")`` reports
+clicked *points* of scatter traces but nothing for heatmap cells, and the page's drill-down needs
+the click. So each cell is one square marker on a numeric grid (x = column, y = model), its size
+computed from the grid so the squares tile the plot area; axis ticks carry the labels.
+
+Cells are coloured by the German paper's bands of the percentage change (SEEDS.md §4,
+core.metrics.penalty.BANDS) of the chosen metric, whatever value the cells show (% change, the
+perturbed score or the absolute drop): the colour always means the band, so the penalty written
+in each cell matches its colour. Columns are grouped by family (core.sweep_views.columns), with
+family names above the plot and thin lines between families. Each y label carries the model's
+penalty total. Trace 0 holds the cells; point i is ``plotted[i]`` of :func:`heatmap_figure`'s
+result, and its customdata starts with i, so a selection maps back to its cell.
+
+No streamlit import: unit-tested like core code.
+"""
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+
+from core.metrics.penalty import BANDS
+from core.sweep_report import Cell
+from core.sweep_views import columns
+
+__all__ = ["BAND_COLOURS", "NO_SCORE_COLOUR", "VALUES", "METRICS", "cell_value", "format_value",
+           "cell_colour", "grid_size", "heatmap_figure"]
+
+# One colour per band, highest band first (as BANDS): blues for gains, greens for the two
+# penalty-0 bands, then yellow -> dark red as the drop (and the penalty) grows.
+BAND_COLOURS: dict[str, str] = {
+    "> 10": "#2166ac",
+    "(2, 10]": "#92c5de",
+    "(0, 2]": "#1a9850",
+    "(-2, 0]": "#91cf60",
+    "(-10, -2]": "#fee08b",
+    "(-40, -10]": "#fdae61",
+    "(-70, -40]": "#f46d43",
+    "[-100, -70]": "#a50026",
+}
+NO_SCORE_COLOUR = "#d9d9d9"  # the perturbation applied to no example: nothing to compare
+assert [b[0] for b in BANDS] == list(BAND_COLOURS), "BAND_COLOURS must follow core.metrics.penalty.BANDS"
+# Text on dark cells is white, on light cells black.
+_DARK = {"#2166ac", "#1a9850", "#a50026", "#f46d43"}
+
+METRICS = {"f1": "F1", "em": "EM"}
+VALUES = {"pct": "% change", "score": "perturbed score", "drop": "absolute drop (points)"}
+
+MIN_CELL, MAX_CELL, TARGET_PLOT_WIDTH = 18, 64, 960
+
+
+def cell_value(cell: Cell, metric: str = "f1", value: str = "pct") -> float | None:
+    """The number a cell shows: % change, the perturbed score, or clean - perturbed (points)."""
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {list(METRICS)}, got {metric!r}")
+    if value == "pct":
+        return getattr(cell, f"{metric}_pct")
+    if value == "score":
+        return getattr(cell, metric)
+    if value == "drop":
+        return getattr(cell, f"{metric}_drop")
+    raise ValueError(f"value must be one of {list(VALUES)}, got {value!r}")
+
+
+def format_value(x: float | None, value: str = "pct") -> str:
+    """``-25.0`` / ``+inf`` / ``–`` (no score); % changes carry their sign."""
+    if x is None:
+        return "–"
+    if math.isinf(x):
+        return "+∞" if x > 0 else "−∞"
+    return f"{x:+.1f}" if value == "pct" else f"{x:.1f}"
+
+
+def cell_colour(cell: Cell, metric: str = "f1") -> str:
+    b = getattr(cell, f"{metric}_band")
+    return BAND_COLOURS[b] if b is not None else NO_SCORE_COLOUR
+
+
+def grid_size(n_columns: int) -> int:
+    """Pixels per cell: as large as fits TARGET_PLOT_WIDTH, within [MIN_CELL, MAX_CELL]."""
+    if n_columns < 1:
+        raise ValueError("a heatmap needs at least one column")
+    return max(MIN_CELL, min(MAX_CELL, TARGET_PLOT_WIDTH // n_columns))
+
+
+def _fmt(x: float | None) -> str:
+    return format_value(x, "score")
+
+
+def _hover(cell: Cell, metric: str) -> str:
+    m = METRICS[metric]
+    pen = getattr(cell, f"{metric}_penalty")
+    lines = [
+        f"<b>{html.escape(cell.model)}</b> · {html.escape(cell.label)}",
+        f"family: {html.escape(cell.family)} · changes the {html.escape(cell.field)}",
+        f"clean {m}: {_fmt(getattr(cell, f'clean_{metric}'))}",
+        f"perturbed {m}: {_fmt(getattr(cell, metric))}",
+        f"% change: {format_value(getattr(cell, f'{metric}_pct'))} %",
+        f"drop: {_fmt(getattr(cell, f'{metric}_drop'))} points",
+        f"band {getattr(cell, f'{metric}_band') or '–'} · penalty {'–' if pen is None else f'+{pen}'}",
+        f"N = {cell.n} examples · {cell.n_repeats} repeat(s) · {cell.n_not_applicable} n/a rows",
+    ]
+    if cell.f1_repeat_sd is not None and metric == "f1":
+        lines.append(f"SD of F1 over repeats: {cell.f1_repeat_sd:.2f}")
+    return "<br>".join(lines)
+
+
+def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "pct",
+                   totals: Mapping[str, int] | None = None,
+                   models: Sequence[str] | None = None) -> tuple[go.Figure, list[Cell]]:
+    """The heatmap figure and the cells in marker order (marker i shows ``plotted[i]``).
+
+    ``totals``: {model: penalty total} written into the y labels (pass
+    core.sweep_report.penalty_totals for the same metric). ``models``: row order (default: the
+    order of first appearance in ``cell_list``), top to bottom.
+    """
+    if not cell_list:
+        raise ValueError("no cells to draw")
+    cols = columns(cell_list)
+    col_index = {c.key: i for i, c in enumerate(cols)}
+    model_rows = list(models or dict.fromkeys(c.model for c in cell_list))
+    row_index = {m: i for i, m in enumerate(model_rows)}
+    plotted = sorted((c for c in cell_list if c.model in row_index),
+                     key=lambda c: (row_index[c.model], col_index[(c.perturbation, c.params_json)]))
+    px = grid_size(len(cols))
+    n_rows, n_cols = len(model_rows), len(cols)
+
+    xs = [col_index[(c.perturbation, c.params_json)] for c in plotted]
+    ys = [row_index[c.model] for c in plotted]
+    colours = [cell_colour(c, metric) for c in plotted]
+    texts = []
+    for c in plotted:
+        pen = getattr(c, f"{metric}_penalty")
+        texts.append(f"{format_value(cell_value(c, metric, value), value)}<br>"
+                     f"{'' if pen is None else f'+{pen}'}")
+    font_colours = ["white" if col in _DARK else "black" for col in colours]
+
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=xs, y=ys, mode="markers+text", name="cells", showlegend=False,
+        marker=dict(symbol="square", size=px - 2, color=colours, line=dict(width=0)),
+        # a selected cell stays vivid, the others fade only a little so the map stays readable
+        selected=dict(marker=dict(opacity=1.0)), unselected=dict(marker=dict(opacity=0.45)),
+        text=texts, textposition="middle center",
+        textfont=dict(size=max(7, min(12, px // 4)), color=font_colours),
+        customdata=[[i, c.model, c.perturbation, c.params_json] for i, c in enumerate(plotted)],
+        hovertext=[_hover(c, metric) for c in plotted], hovertemplate="%{hovertext}<extra></extra>",
+    ))
+    for label, *_rest, pen in BANDS:  # legend entries only: no points, so never selected
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{label}  (+{pen})",
+                                 marker=dict(symbol="square", size=12, color=BAND_COLOURS[label])))
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="no score",
+                             marker=dict(symbol="square", size=12, color=NO_SCORE_COLOUR)))
+
+    # Families: a name above each group, a line between groups.
+    start = 0
+    for i in range(1, n_cols + 1):
+        if i == n_cols or cols[i].family != cols[start].family:
+            width_px = (i - start) * px
+            fig.add_annotation(x=(start + i - 1) / 2, y=1, xref="x", yref="paper", yanchor="bottom",
+                               text=f"<b>{html.escape(cols[start].family)}</b>", showarrow=False,
+                               textangle=0 if width_px >= 9 * len(cols[start].family) else -45,
+                               font=dict(size=11))
+            if i < n_cols:
+                fig.add_shape(type="line", x0=i - 0.5, x1=i - 0.5, y0=0, y1=1, xref="x", yref="paper",
+                              line=dict(color="#444", width=1.5))
+            start = i
+
+    totals = totals or {}
+    y_labels = [f"{m}  (Σ {totals[m]})" if m in totals else m for m in model_rows]
+    x_labels = [c.label for c in cols]
+    left = 20 + 7 * max(len(s) for s in y_labels)
+    bottom = 30 + int(6.2 * max(len(s) for s in x_labels))
+    top, right = 90, 190
+    fig.update_layout(
+        width=left + n_cols * px + right, height=top + n_rows * px + bottom,
+        margin=dict(l=left, r=right, t=top, b=bottom),
+        plot_bgcolor="white", clickmode="event+select", dragmode=False,
+        legend=dict(title=dict(text=f"{METRICS[metric]} % change band (penalty)"), x=1.02, y=1,
+                    xanchor="left", yanchor="top"),
+        title=dict(text=f"{METRICS[metric]}: {VALUES[value]} (colour: band of % change)",
+                   x=0, xanchor="left", y=0.995, yanchor="top", font=dict(size=14)),
+    )
+    fig.update_xaxes(range=[-0.5, n_cols - 0.5], tickmode="array", tickvals=list(range(n_cols)),
+                     ticktext=x_labels, tickangle=-60, showgrid=False, zeroline=False, fixedrange=True)
+    fig.update_yaxes(range=[n_rows - 0.5, -0.5], tickmode="array", tickvals=list(range(n_rows)),
+                     ticktext=y_labels, showgrid=False, zeroline=False, fixedrange=True)
+    return fig, plotted

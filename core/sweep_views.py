@@ -1,0 +1,224 @@
+"""Tables for the Heatmaps page built from a stored sweep's cells (core.sweep_report.Cell).
+
+core.sweep_report computes the cells (clean vs perturbed scores, % change, band, penalty); this
+module arranges them the way the papers report them. Everything returns plain lists of dicts
+(one per table row), so the page turns them into DataFrames and CSV files as they are.
+
+  * :func:`columns`: the heatmap's perturbation columns, grouped by family (families in
+    alphabetical order, the order the Sweeps page lists them in; within a family the sweep's
+    order, so DCRQ(n_chars=1..4) stay in sequence).
+  * :func:`cell_rows`: one flat row per cell, for the CSV export of the heatmap.
+  * :func:`noiseqa_table`: NoiseQA's Table 4 layout (Ravichander et al. 2021): one row per
+    interface noise spec (keyboard / ASR / MT, synthetic or natural), and per model the clean
+    and noisy EM and F1, clean measured on the same questions as noisy.
+  * :func:`asr_breakdown`: ASR cells by TTS voice and ASR engine (``asr_Q`` parameters).
+  * :func:`mt_breakdown`: MT cells by the source language of the translation into English.
+  * :func:`penalty_rows`: core.sweep_report.penalty_table as rows.
+
+Our choices:
+  * interface of a spec = its family: "keyboard", "asr", "mt" (the registry's and
+    core.sweep's family names for files; ``translate_question`` is the German paper's
+    de -> en -> de round trip, family "sentence", and is not an interface noise);
+  * a challenge *file* is "natural" when its path says so (NoiseQA's ``Natural/`` files and
+    ``*-natural*`` names), else "synthetic" (NoiseQA's ``Synthetic/`` files); a registry
+    generator is always "synthetic";
+  * MT source language: a generator's ``pivot`` parameter (``backtranslate_Q``: English ->
+    pivot -> English, so the text translated into English is in the pivot language); for
+    ``pivot="auto"`` the pivot the generator actually used, read from the stored variants. A
+    file: the language code in its name (``...-translation-natural-th``); NoiseQA's synthetic
+    translation file, named without one, went through German (SEEDS.md §1), so "de".
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.store import Store
+from core.sweep_report import Cell
+
+__all__ = ["Column", "INTERFACES", "columns", "cell_rows", "is_file_spec", "kind_of", "noiseqa_table",
+           "asr_breakdown", "mt_breakdown", "penalty_rows"]
+
+# Family -> interface name, in Table 4's row order.
+INTERFACES = {"keyboard": "keyboard", "asr": "ASR", "mt": "MT"}
+KINDS = ("synthetic", "natural")
+# Language codes recognised in a translation file's name (XQuAD's languages and a few more).
+_LANG_CODES = {"ar", "de", "el", "es", "hi", "ro", "ru", "th", "tr", "vi", "zh", "fr", "it", "ja", "ko",
+               "pt", "nl", "pl", "sv", "fi", "id", "he", "fa", "bn", "ta", "te", "ur", "uk", "cs"}
+NOISEQA_SYNTHETIC_MT_PIVOT = "de"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One heatmap column: a perturbation spec."""
+
+    perturbation: str
+    params_json: str
+    label: str
+    family: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.perturbation, self.params_json
+
+
+def columns(cell_list: Sequence[Cell]) -> list[Column]:
+    """The distinct specs of ``cell_list``, grouped by family (alphabetical), sweep order within."""
+    seen: dict[tuple[str, str], Column] = {}
+    for c in cell_list:
+        seen.setdefault((c.perturbation, c.params_json), Column(c.perturbation, c.params_json, c.label, c.family))
+    position = {k: i for i, k in enumerate(seen)}
+    return sorted(seen.values(), key=lambda col: (col.family, position[col.key]))
+
+
+def is_file_spec(perturbation: str) -> bool:
+    return perturbation.startswith("file:")
+
+
+def kind_of(perturbation: str) -> str:
+    """"natural" for a challenge file whose path says natural, else "synthetic" (see module doc)."""
+    return "natural" if is_file_spec(perturbation) and "natural" in perturbation.lower() else "synthetic"
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 2)
+
+
+def cell_rows(cell_list: Sequence[Cell], models: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """One row per cell, models then columns in heatmap order, scores in percent (2 decimals)."""
+    order = {col.key: i for i, col in enumerate(columns(cell_list))}
+    model_order = {m: i for i, m in enumerate(models or dict.fromkeys(c.model for c in cell_list))}
+    rows = []
+    for c in sorted(cell_list, key=lambda c: (model_order.get(c.model, 0), order[(c.perturbation, c.params_json)])):
+        rows.append({
+            "model": c.model, "family": c.family, "perturbation": c.perturbation, "label": c.label,
+            "params": c.params_json, "field": c.field, "N": c.n, "repeats": c.n_repeats,
+            "n/a rows": c.n_not_applicable,
+            "clean F1": _r(c.clean_f1), "F1": _r(c.f1), "F1 % change": _r(c.f1_pct), "F1 drop": _r(c.f1_drop),
+            "F1 band": c.f1_band, "F1 penalty": c.f1_penalty, "F1 repeat SD": _r(c.f1_repeat_sd),
+            "clean EM": _r(c.clean_em), "EM": _r(c.em), "EM % change": _r(c.em_pct), "EM drop": _r(c.em_drop),
+            "EM band": c.em_band, "EM penalty": c.em_penalty,
+        })
+    return rows
+
+
+def _models(cell_list: Sequence[Cell]) -> list[str]:
+    return list(dict.fromkeys(c.model for c in cell_list))
+
+
+def noiseqa_table(cell_list: Sequence[Cell]) -> list[dict[str, Any]]:
+    """Table 4 layout: rows (interface, kind, spec), per model "<model> clean EM" / "clean F1" /
+    "noisy EM" / "noisy F1" and "<model> N". Empty when the sweep has no interface noise."""
+    models = _models(cell_list)
+    by_key = {(c.model, c.perturbation, c.params_json): c for c in cell_list}
+    cols = [col for col in columns(cell_list) if col.family in INTERFACES]
+    interface_rank = {f: i for i, f in enumerate(INTERFACES)}
+    cols.sort(key=lambda col: (interface_rank[col.family], KINDS.index(kind_of(col.perturbation))))
+    rows = []
+    for col in cols:
+        row: dict[str, Any] = {"interface": INTERFACES[col.family], "kind": kind_of(col.perturbation),
+                               "perturbation": col.label}
+        for m in models:
+            c = by_key.get((m, col.perturbation, col.params_json))
+            row[f"{m} N"] = c.n if c else 0
+            row[f"{m} clean EM"] = _r(c.clean_em) if c else None
+            row[f"{m} clean F1"] = _r(c.clean_f1) if c else None
+            row[f"{m} noisy EM"] = _r(c.em) if c else None
+            row[f"{m} noisy F1"] = _r(c.f1) if c else None
+        rows.append(row)
+    return rows
+
+
+def _score_row(c: Cell) -> dict[str, Any]:
+    return {"N": c.n, "clean EM": _r(c.clean_em), "EM": _r(c.em), "clean F1": _r(c.clean_f1), "F1": _r(c.f1),
+            "F1 % change": _r(c.f1_pct), "EM % change": _r(c.em_pct)}
+
+
+def asr_breakdown(cell_list: Sequence[Cell]) -> list[dict[str, Any]]:
+    """ASR cells with their voice and engine: {"model", "voice", "engine", "perturbation", scores}.
+
+    A generator cell takes ``voice`` / ``engine`` from its parameters; a challenge file has
+    neither (its voice is the file's name, engine "(file)")."""
+    rows = []
+    for c in cell_list:
+        if c.family != "asr":
+            continue
+        if is_file_spec(c.perturbation):
+            voice, engine = Path(c.perturbation[len("file:"):]).name, "(file)"
+        else:
+            voice, engine = str(c.params.get("voice", "?")), str(c.params.get("engine", "?"))
+        rows.append({"model": c.model, "voice": voice, "engine": engine, "perturbation": c.label,
+                     **_score_row(c)})
+    return rows
+
+
+def _file_language(perturbation: str) -> str:
+    name = Path(perturbation[len("file:"):]).name.lower()
+    codes = [t for t in re.split(r"[-_.]", name) if t in _LANG_CODES]
+    if codes:
+        return codes[-1]
+    if "synthetic" in perturbation.lower():
+        return NOISEQA_SYNTHETIC_MT_PIVOT
+    return "?"
+
+
+def _used_pivots(store: Store, sweep_id: int, perturbation: str, params_json: str) -> list[str]:
+    rows = store.conn.execute(
+        "SELECT DISTINCT v.meta_json FROM results r JOIN variants v ON v.key = r.variant_key "
+        "WHERE r.sweep_id = ? AND r.perturbation = ? AND r.params_json = ? AND r.status = 'ok'",
+        (sweep_id, perturbation, params_json)).fetchall()
+    pivots = set()
+    for (meta,) in rows:
+        try:
+            pivot = json.loads(meta or "{}").get("pivot")
+        except (json.JSONDecodeError, AttributeError):
+            pivot = None
+        if pivot:
+            pivots.add(str(pivot))
+    return sorted(pivots)
+
+
+def mt_breakdown(db: Store | str | Path, sweep: int | str, cell_list: Sequence[Cell]) -> list[dict[str, Any]]:
+    """MT cells by source language (see module doc): {"model", "source language", "perturbation",
+    "kind", scores}. Empty when the sweep has no MT spec."""
+    mt = [c for c in cell_list if c.family == "mt"]
+    if not mt:
+        return []
+    store = db if isinstance(db, Store) else Store(db)
+    try:
+        sid = store.sweep_id(sweep)
+        language: dict[tuple[str, str], str] = {}
+        for c in mt:
+            key = (c.perturbation, c.params_json)
+            if key in language:
+                continue
+            if is_file_spec(c.perturbation):
+                language[key] = _file_language(c.perturbation)
+                continue
+            pivot = c.params.get("pivot")
+            if pivot and pivot != "auto":
+                language[key] = str(pivot)
+            else:
+                language[key] = "/".join(_used_pivots(store, sid, c.perturbation, c.params_json)) or "?"
+    finally:
+        if store is not db:
+            store.close()
+    return [{"model": c.model, "source language": language[(c.perturbation, c.params_json)],
+             "perturbation": c.label, "kind": kind_of(c.perturbation), **_score_row(c)} for c in mt]
+
+
+def penalty_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """core.sweep_report.penalty_table -> rows {"model", "<param>=1", ..., "total"}."""
+    param, ns = table["param"], table["ns"]
+    rows = []
+    for model, per_n in table["rows"].items():
+        row: dict[str, Any] = {"model": model}
+        for n in ns:
+            row[f"{param}={n}"] = per_n[n]
+        row["total"] = sum(per_n.values())
+        rows.append(row)
+    return rows

@@ -1,0 +1,277 @@
+"""Heatmaps page (AppTest) and its figure builder, on a sweep with hand-computed cells.
+
+Two lookup-table engines answer a five-question toy set, so every cell is worked out by hand:
+
+clean: fake-a answers q1-q4 right and q5 half right ("Neumann" for "Balthasar Neumann": F1 2/3);
+       fake-b answers all five right.
+TUQ (upper case):      fake-a F1 (1 + 1 + 2/3 + 0 + 0)/5 vs clean (4 + 2/3)/5: -42.86 %, band (-70, -40], +3
+                       fake-b F1 (4 + 2/3)/5 vs 100: -6.67 %, band (-10, -2], +1
+RUQ (umlauts; only q5 has one): fake-a 100 vs 66.67: +50 %, band > 10, +1
+                       fake-b 0 vs 100: -100 %, band [-100, -70], +4
+drop_qmark_Q:          both answer as on the clean questions: 0 %, band (-2, 0], 0
+DCRQ(n_chars=1|2):     neither engine knows a misspelt question: F1 0, -100 %, +4 each
+Penalty totals (F1): fake-a 3 + 1 + 0 + 4 + 4 = 12, fake-b 1 + 4 + 0 + 4 + 4 = 13.
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from components.heatmap import BAND_COLOURS, NO_SCORE_COLOUR, cell_value, grid_size, heatmap_figure
+from core import sweep_report as report
+from core import sweep_views as views
+from core.datasets import Dataset
+from core.sweep import SweepConfig, parse_specs, run_sweep
+from core.types import Answer, Prediction, QAExample, Span
+
+PAGE = "../pages/heatmaps.py"
+
+
+class LookupEngine:
+    """Answers each question with a fixed text found in the context; unknown questions get no span."""
+
+    def __init__(self, answers: dict[str, str], fingerprint: str):
+        self.answers, self.fingerprint = answers, fingerprint
+
+    def predict(self, questions, contexts, n_best=5, progress=None, skip_invalid=False):
+        out = []
+        for q, c in zip(questions, contexts):
+            a = self.answers.get(q)
+            if a is None or a not in c:
+                out.append(Prediction())
+            else:
+                out.append(Prediction([Span(a, c.index(a), c.index(a) + len(a), 1.0)]))
+        return out
+
+
+def _ex(i, question, context, answer):
+    return QAExample(f"q{i}", question, context, (Answer(answer, context.index(answer)),))
+
+
+TOY = Dataset("toy", "en", [
+    _ex(1, "What is the capital of France?", "Paris is the capital of France.", "Paris"),
+    _ex(2, "When was the tower built?", "The tower was built in 1889.", "1889"),
+    _ex(3, "Which river flows through London?", "The river Thames flows through London.", "Thames"),
+    _ex(4, "How many people live in Berlin?", "Berlin has a population of three million people.", "three million"),
+    _ex(5, "Who built the palace in Würzburg?", "The palace in Würzburg was built by Balthasar Neumann.",
+        "Balthasar Neumann"),
+])
+CLEAN_A = {"What is the capital of France?": "Paris", "When was the tower built?": "1889",
+           "Which river flows through London?": "Thames", "How many people live in Berlin?": "three million",
+           "Who built the palace in Würzburg?": "Neumann"}
+ANSWERS_A = {**CLEAN_A,
+             **{q.rstrip("?"): a for q, a in CLEAN_A.items()},
+             "WHAT IS THE CAPITAL OF FRANCE?": "Paris", "WHEN WAS THE TOWER BUILT?": "1889",
+             "WHICH RIVER FLOWS THROUGH LONDON?": "river Thames", "HOW MANY PEOPLE LIVE IN BERLIN?": "Berlin",
+             "WHO BUILT THE PALACE IN WÜRZBURG?": "palace",
+             "Who built the palace in Wuerzburg?": "Balthasar Neumann"}
+CLEAN_B = {**CLEAN_A, "Who built the palace in Würzburg?": "Balthasar Neumann"}
+ANSWERS_B = {**CLEAN_B,
+             **{q.rstrip("?"): a for q, a in CLEAN_B.items()},
+             **{q.upper(): a for q, a in CLEAN_A.items()},  # TUQ: q5 half right as "Neumann"
+             "Who built the palace in Wuerzburg?": "palace"}
+SPECS = "TUQ,RUQ,drop_qmark_Q,DCRQ:n_chars=1..2"
+EXPECTED_COLUMNS = ["drop_qmark_Q", "TUQ", "RUQ", "DCRQ(n_chars=1, n_words=1)", "DCRQ(n_chars=2, n_words=1)"]
+EXPECTED_BANDS = {
+    "fake-a": ["(-2, 0]", "(-70, -40]", "> 10", "[-100, -70]", "[-100, -70]"],
+    "fake-b": ["(-2, 0]", "(-10, -2]", "[-100, -70]", "[-100, -70]", "[-100, -70]"],
+}
+EXPECTED_COLOURS = {
+    "fake-a": ["#91cf60", "#f46d43", "#2166ac", "#a50026", "#a50026"],
+    "fake-b": ["#91cf60", "#fee08b", "#a50026", "#a50026", "#a50026"],
+}
+
+
+def build_sweep(db) -> str:
+    config = SweepConfig("toy", parse_specs(SPECS), ["fake-a", "fake-b"], repeats=2, seed=1, name="toy-sweep")
+    engines = {"fake-a": LookupEngine(ANSWERS_A, "a1"), "fake-b": LookupEngine(ANSWERS_B, "b1")}
+    run = run_sweep(config, engines, db, dataset=TOY)
+    assert run.status == "done" and run.done_units == run.total_units == 2 * 5 * (1 + 1 + 1 + 1 + 2 + 2)
+    return run.name
+
+
+@pytest.fixture
+def sweep_db(tmp_path, monkeypatch):
+    db = tmp_path / "sweeps.sqlite"
+    build_sweep(db)
+    monkeypatch.setenv("QAX_SWEEP_DB", str(db))
+    return db
+
+
+# --------------------------------------------------------------------------------- figure builder
+
+
+def test_figure_markers_colours_and_labels(sweep_db):
+    cells = report.cells(sweep_db, "toy-sweep")
+    totals = report.penalty_totals(cells, "f1")
+    assert totals == {"fake-a": 12, "fake-b": 13}
+    fig, plotted = heatmap_figure(cells, "f1", "pct", totals=totals, models=["fake-a", "fake-b"])
+    trace = fig.data[0]
+    assert len(trace.x) == len(plotted) == 2 * 5          # one marker per (model, perturbation)
+    assert trace.marker.symbol == "square" and trace.marker.size == grid_size(5) - 2 == 62
+    assert [c.label for c in plotted[:5]] == EXPECTED_COLUMNS
+    assert list(fig.layout.xaxis.ticktext) == EXPECTED_COLUMNS
+    assert list(fig.layout.yaxis.ticktext) == ["fake-a  (Σ 12)", "fake-b  (Σ 13)"]
+    for m, model in enumerate(("fake-a", "fake-b")):
+        mine = plotted[5 * m:5 * m + 5]
+        assert [c.f1_band for c in mine] == EXPECTED_BANDS[model]
+        assert list(trace.marker.color[5 * m:5 * m + 5]) == EXPECTED_COLOURS[model]
+        assert list(trace.x[5 * m:5 * m + 5]) == [0, 1, 2, 3, 4] and set(trace.y[5 * m:5 * m + 5]) == {m}
+    # texts: value and penalty; hover: clean and perturbed scores and N
+    assert trace.text[1] == "-42.9<br>+3" and trace.text[2] == "+50.0<br>+1" and trace.text[0] == "+0.0<br>+0"
+    assert "clean F1: 93.3" in trace.hovertext[1] and "perturbed F1: 53.3" in trace.hovertext[1]
+    assert "N = 5 examples" in trace.hovertext[1] and "N = 1 examples" in trace.hovertext[2]
+    assert [list(d)[0] for d in trace.customdata] == list(range(10))
+    # family names above the columns, lines between families (artefact | case | character)
+    assert [a.text for a in fig.layout.annotations] == ["<b>artefact</b>", "<b>case</b>", "<b>character</b>"]
+    assert [s.x0 for s in fig.layout.shapes] == [0.5, 1.5]
+    # other values, same colours
+    fig_drop, _ = heatmap_figure(cells, "f1", "drop")
+    assert fig_drop.data[0].text[1] == "40.0<br>+3"
+    assert list(fig_drop.data[0].marker.color) == list(trace.marker.color)
+    assert cell_value(plotted[1], "em", "score") == 40.0
+    # EM: fake-a RUQ has clean EM 0 and EM 100: +inf, band > 10
+    fig_em, plotted_em = heatmap_figure(cells, "em", "pct")
+    assert fig_em.data[0].text[2] == "+∞<br>+1" and fig_em.data[0].marker.color[2] == BAND_COLOURS["> 10"]
+
+
+def test_cell_without_scores_is_grey():
+    from core.sweep_report import Cell
+
+    empty = Cell("m", "RUQ", {}, "{}", "RUQ", "character", "question", 0, 0, 5, *([None] * 13))
+    fig, _ = heatmap_figure([empty])
+    assert list(fig.data[0].marker.color) == [NO_SCORE_COLOUR] and fig.data[0].text[0] == "–<br>"
+    with pytest.raises(ValueError, match="no cells"):
+        heatmap_figure([])
+
+
+def test_views_tables(sweep_db):
+    cells = report.cells(sweep_db, "toy-sweep")
+    rows = views.cell_rows(cells, ["fake-a", "fake-b"])
+    assert [(r["model"], r["label"], r["F1 penalty"]) for r in rows[:3]] == [
+        ("fake-a", "drop_qmark_Q", 0), ("fake-a", "TUQ", 3), ("fake-a", "RUQ", 1)]
+    assert rows[1]["F1 % change"] == -42.86 and rows[1]["clean F1"] == 93.33
+    assert views.noiseqa_table(cells) == []          # no interface-noise family in this sweep
+    table = report.penalty_table(sweep_db, "toy-sweep", param="n_chars")
+    assert views.penalty_rows(table) == [{"model": "fake-a", "n_chars=1": 4, "n_chars=2": 4, "total": 8},
+                                         {"model": "fake-b", "n_chars=1": 4, "n_chars=2": 4, "total": 8}]
+
+
+# -------------------------------------------------------------------------------------------- page
+
+
+def _frame(at, column: str):
+    """The page's dataframe that has ``column`` (dataframes without selection carry no key)."""
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    assert len(found) == 1, f"{len(found)} dataframes with column {column!r}"
+    return found[0]
+
+
+def _chart_spec(at) -> dict:
+    charts = at.get("plotly_chart")
+    assert charts, "no plotly chart on the page"
+    return json.loads(charts[0].proto.spec)
+
+
+def test_page_heatmap_totals_drilldown_and_exports(sweep_db):
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not at.exception, at.exception
+    spec = _chart_spec(at)
+    cells = spec["data"][0]
+    assert cells["marker"]["symbol"] == "square" and len(cells["x"]) == 10
+    assert cells["marker"]["color"] == EXPECTED_COLOURS["fake-a"] + EXPECTED_COLOURS["fake-b"]
+    assert spec["layout"]["yaxis"]["ticktext"] == ["fake-a  (Σ 12)", "fake-b  (Σ 13)"]
+    assert spec["layout"]["xaxis"]["ticktext"] == EXPECTED_COLUMNS
+
+    penalties = _frame(at, "penalty total (F1)")
+    assert list(penalties["model"]) == ["fake-a", "fake-b"]
+    assert list(penalties["penalty total (F1)"]) == [12, 13]
+    # EM: fake-a TUQ -50 % (+3), RUQ +inf (+1), drop_qmark 0, DCRQ 2 x +4; fake-b TUQ EM 80 vs 100 (-20 %, +2)
+    assert list(penalties["penalty total (EM)"]) == [12, 14]
+
+    pen_n = _frame(at, "n_chars=1")
+    assert list(pen_n.columns) == ["model", "n_chars=1", "n_chars=2", "total"]
+    assert pen_n.to_dict("records")[0] == {"model": "fake-a", "n_chars=1": 4, "n_chars=2": 4, "total": 8}
+
+    # Drill-down through the select box (AppTest cannot click a Plotly point): fake-a x TUQ is cell 1.
+    at.selectbox(key="hm_cell").set_value(1).run()
+    assert not at.exception
+    ex = _frame(at, "F1 loss")
+    assert list(ex["example"]) == ["q4", "q5", "q3", "q1", "q2"]           # by F1 loss, largest first
+    assert list(ex["F1 loss"]) == [100.0, 66.7, 33.3, 0.0, 0.0]
+    assert list(ex["perturbed question"])[0] == "HOW MANY PEOPLE LIVE IN BERLIN?"
+    assert list(ex["clean answer"])[:2] == ["three million", "Neumann"]
+    assert list(ex["perturbed answer"])[:2] == ["Berlin", "palace"]
+    contexts = [m.value for m in at.markdown if 'class="qax-context"' in m.value]
+    assert len(contexts) == 1   # the largest loss in detail: both answers marked in one context
+    assert re.search(r'title="clean answer, gold answer">three million</mark>', contexts[0])
+    assert 'title="perturbed answer">Berlin</mark>' in contexts[0]
+    assert html.unescape(re.sub(r"<[^>]+>", "", contexts[0])) == TOY.examples[3].context
+
+    # The metric switch re-colours: EM bands (fake-b TUQ: -20 % -> (-40, -10])
+    at.radio(key="hm_metric").set_value("em").run()
+    em_colours = _chart_spec(at)["data"][0]["marker"]["color"]
+    assert em_colours[6] == BAND_COLOURS["(-40, -10]"] and em_colours[2] == BAND_COLOURS["> 10"]
+
+    labels = [b.label for b in at.get("download_button")]
+    for expected in ("⬇ CSV", "⬇ CSV of all cells", "⬇ HTML (interactive)"):
+        assert expected in labels, labels
+    assert labels.count("⬇ CSV") >= 4    # penalties, clean, examples, penalty by n
+
+    # Plain statements where the sweep has no such perturbations
+    infos = " ".join(i.value for i in at.info)
+    assert "no interface-noise perturbation" in infos
+    assert "no paraphrase-family perturbation" in infos
+
+
+def test_page_without_database(tmp_path, monkeypatch):
+    monkeypatch.setenv("QAX_SWEEP_DB", str(tmp_path / "absent.sqlite"))
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    assert any("No sweep database" in i.value for i in at.info)
+    assert not (tmp_path / "absent.sqlite").exists()      # reading must not create it
+
+
+def test_mt_and_asr_breakdowns_from_files_and_params(tmp_path):
+    """Interface-noise rows: a NoiseQA-style natural MT file (language from its name) and synthetic
+    keyboard noise, in Table 4 order; the ASR breakdown reads voice/engine from parameters."""
+    data = tmp_path / "data" / "noiseqa"
+    data.mkdir(parents=True)
+    noisy = Dataset("mt", "en", [QAExample(e.id, e.question.replace("What", "Which"), e.context, e.answers)
+                                 for e in TOY.examples])
+    noisy.to_squad_json(data / "xquad-translation-natural-th.json")
+    config = SweepConfig("toy", ["file:noiseqa/xquad-translation-natural-th", "keyboard_Q"], ["fake-a"], seed=2)
+    run = run_sweep(config, {"fake-a": LookupEngine(ANSWERS_A, "a1")}, tmp_path / "s.sqlite", dataset=TOY,
+                    data_dir=tmp_path / "data")
+    cells = report.cells(tmp_path / "s.sqlite", run.name)
+    table = views.noiseqa_table(cells)
+    assert [(r["interface"], r["kind"], r["perturbation"]) for r in table] == [
+        ("keyboard", "synthetic", "keyboard_Q(p=0.25)"), ("MT", "natural", "file:xquad-translation-natural-th")]
+    mt_row = table[1]
+    # only q1 changed ("Which is the capital of France?"), unknown to the engine: F1 (0 + 1 + 1 + 1 + 2/3)/5
+    assert (mt_row["fake-a N"], mt_row["fake-a clean F1"], mt_row["fake-a noisy F1"]) == (5, 93.33, 73.33)
+    mt = views.mt_breakdown(tmp_path / "s.sqlite", run.name, cells)
+    assert [(r["model"], r["source language"], r["kind"], r["F1"]) for r in mt] == [("fake-a", "th", "natural", 73.33)]
+    assert views.asr_breakdown(cells) == []
+
+
+def test_asr_breakdown_reads_voice_and_engine():
+    from core.sweep_report import Cell
+
+    def asr_cell(model, voice, engine, f1):
+        params = {"voice": voice, "engine": engine}
+        return Cell(model, "asr_Q", params, json.dumps(params), f"asr_Q({voice})", "asr", "question", 10, 1, 0,
+                    80.0, 70.0, f1, 50.0, None, None, None, None, None, None, None, None, None)
+
+    cells = [asr_cell("m", "flite:kal16", "pocketsphinx", 40.0), asr_cell("m", "piper:joe", "whisper-base", 60.0),
+             Cell("m", "file:noiseqa/Natural/asr-x", {}, "{}", "file:asr-x", "asr", "question", 3, 1, 0,
+                  *([None] * 13))]
+    rows = views.asr_breakdown(cells)
+    assert [(r["voice"], r["engine"], r["F1"], r["clean F1"], r["N"]) for r in rows] == [
+        ("flite:kal16", "pocketsphinx", 40.0, 80.0, 10), ("piper:joe", "whisper-base", 60.0, 80.0, 10),
+        ("asr-x", "(file)", None, None, 3)]
+    assert [r["kind"] for r in views.noiseqa_table(cells)] == ["synthetic", "synthetic", "natural"]
