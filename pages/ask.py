@@ -1,6 +1,12 @@
-"""Ask: one question, every selected model's answer side by side, spans highlighted."""
+"""Ask: one question, every selected model's answer side by side, spans highlighted.
+
+The question can be typed or spoken (browser recorder, or the server's own microphone when it has
+one; every ASR engine's transcript is shown with its WER against what the user meant to say), and
+typed in another language (machine-translated into the context's language first, both shown).
+"""
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import random
@@ -13,9 +19,12 @@ from components import loaders
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
 from components.pickers import dataset_picker, model_picker
 from components.state import init_state, sidebar_settings
-from core.datasets import detect_lang
+from core import ask_input, translate
+from core.langid import guess_language
 from core.metrics import score_answer
 from core.qa.engine import QAInputError
+from core.speech import asr, recorder
+from core.speech.audio import AudioError, to_wav_bytes
 
 init_state()
 sidebar_settings()
@@ -48,9 +57,152 @@ if source == "Dataset item":
 else:
     context = st.text_area("Context", height=180, key="ask_context",
                            placeholder="Paste a paragraph the answer should come from.")
-    lang = detect_lang(context) if context.strip() else "en"
+    lang = guess_language(context).code if context.strip() else "en"
+
+# ------------------------------------------------------------------ question language
+QLANGS = [ask_input.AUTO, "en", "es", "ca", "gl", "eu", "eo", "de", "zh", "ar", "el", "hi", "ro", "ru",
+          "th", "tr", "vi"]
+
+
+@st.cache_resource(show_spinner=False)
+def _apertium():
+    return translate.default_translator()
+
+
+@st.cache_resource(show_spinner="Loading the translation model…")
+def _user_translator(folder: str, src: str, tgt: str):
+    return translate.Seq2SeqTranslator(folder, [(src, tgt)])
+
+
+def _lang_label(code: str) -> str:
+    if code == ask_input.AUTO:
+        return "Auto-detect"
+    return f"{translate.language_name(code)} ({code})"
+
+
+qlang = st.selectbox("Question language", QLANGS, format_func=_lang_label, key="ask_qlang",
+                     help="Auto-detect guesses from the script, then from function words (the, de, la, "
+                          "was ...); choose the language if the guess is wrong. A question in another "
+                          "language than the context is machine-translated first.")
+
+
+# ------------------------------------------------------------------ speaking the question
+def _speech_panel() -> None:
+    """Browser / server recorder -> every engine's transcript; the chosen one becomes the question."""
+    names = list(asr.ENGINE_NAMES)
+    asr_lang = None if qlang == ask_input.AUTO else qlang
+    problems = {n: ask_input.engine_problem(n, asr_lang) for n in names}
+    usable = [n for n in names if problems[n] is None]
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        browser = st.audio_input("Record in the browser", key="ask_audio")
+    with c2:
+        default = "whisper-base" if "whisper-base" in usable else (usable[0] if usable else names[0])
+        chosen = st.selectbox("Recogniser for the question", names, index=names.index(default),
+                              key="ask_asr_engine",
+                              format_func=lambda n: n + ("" if problems[n] is None else " (cannot run)"))
+        if problems[chosen]:
+            st.caption(f"{chosen}: {problems[chosen]}")
+        st.text_input("What you meant to say (optional, for WER)", key="ask_reference")
+    ok, why = recorder.available()
+    if ok:
+        rc1, rc2 = st.columns([1, 2])
+        seconds = rc1.number_input("Seconds", 1, 30, 5, key="ask_server_seconds")
+        if rc2.button("Record on the server's microphone", key="ask_server_record"):
+            try:
+                with st.spinner(f"Recording {seconds} s…"):
+                    rec = recorder.record(float(seconds))
+                st.session_state["ask_latest_take"] = ("server", to_wav_bytes(rec.samples, rec.sample_rate))
+            except (recorder.RecorderError, AudioError) as e:
+                st.error(f"Server recording failed: {e}")
+    else:
+        st.caption(f"Server microphone: not available — {why}.")
+
+    # The newest take wins: a browser recording counts as new when its bytes change.
+    if browser is not None:
+        wav = browser.getvalue()
+        digest = hashlib.sha256(wav).hexdigest()
+        if st.session_state.get("ask_browser_digest") != digest:
+            st.session_state["ask_browser_digest"] = digest
+            st.session_state["ask_latest_take"] = ("browser", wav)
+    take = st.session_state.get("ask_latest_take")
+    speech = st.session_state.get("ask_speech")
+    if take is not None:
+        source, wav = take
+        key = (hashlib.sha256(wav).hexdigest(), asr_lang)
+        if speech is None or speech["key"] != key:
+            speech = {"key": key, "wav": wav, "source": source, "results": [], "error": None, "applied": None}
+            try:
+                audio = recorder.from_audio_input(wav)
+            except AudioError as e:
+                speech["error"] = str(e)
+            else:
+                with st.spinner("Transcribing…"):
+                    speech["results"] = ask_input.transcribe_all(audio, usable, asr_lang)
+            st.session_state["ask_speech"] = speech
+    if not speech:
+        st.caption("Record a question: the chosen recogniser's transcript becomes the question below.")
+        return
+    if speech["error"]:
+        st.error(f"The recording cannot be used: {speech['error']}")
+        return
+    st.audio(speech["wav"], format="audio/wav")
+    by_engine = {r.engine: r for r in speech["results"]}
+    picked = by_engine.get(chosen)
+    # Put the chosen engine's transcript into the question box once per (recording, engine).
+    if picked is not None and picked.text is not None and speech["applied"] != (speech["key"], chosen):
+        st.session_state["ask_question"] = picked.text
+        speech["applied"] = (speech["key"], chosen)
+    reference = st.session_state.get("ask_reference", "")
+    rows = []
+    for name in names:
+        r = by_engine.get(name)
+        error = r.error if r is not None else problems[name]
+        w = ask_input.wer_against(reference, r.text if r else None)
+        rows.append({"engine": name, "transcript": r.text if r and r.text is not None else "",
+                     "WER %": None if w is None else round(100 * w, 1),
+                     "seconds": None if r is None or r.seconds is None else round(r.seconds, 2),
+                     "RTF": None if r is None or r.rtf is None else round(r.rtf, 2),
+                     "problem": error or ""})
+    st.caption(f"Recording from the {speech['source']}; transcripts side by side"
+               + (" (WER against what you meant to say)" if reference.strip() else ""))
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+with st.expander("🎤 Speak the question", expanded=bool(st.session_state.get("ask_speech"))):
+    _speech_panel()
 
 question = st.text_area("Question", key="ask_question", height=68)
+
+# ------------------------------------------------------------------ translating the question
+translators = []
+user_model = st.session_state.get("ask_mt_model", "").strip()
+plan_lang = qlang if qlang != ask_input.AUTO else guess_language(question).code
+if user_model and plan_lang != lang:
+    try:
+        translators.append(_user_translator(user_model, plan_lang, lang))
+    except translate.TranslationError as e:
+        st.error(str(e))
+translators.append(_apertium())
+plan = ask_input.plan_question(question, qlang, lang, [t for t in translators if t is not None],
+                               cache=st.session_state.setdefault("ask_mt_cache", {}))
+if question.strip():
+    if plan.lang != lang or (plan.guess is not None and plan.lang != "en"):
+        how = f" — detected {plan.guess.explain()}" if plan.guess is not None else ""
+        st.caption(f"Question language: {translate.language_name(plan.lang)}{how}; "
+                   f"context language: {translate.language_name(lang)}.")
+    if plan.translated:
+        t1, t2 = st.columns(2)
+        t1.caption(f"Typed ({translate.language_name(plan.lang)})")
+        t1.text(plan.typed)
+        t2.caption(f"Asked ({translate.language_name(plan.target)}, translated by {plan.translator})")
+        t2.text(plan.asked)
+    elif plan.problem:
+        st.warning(plan.problem)
+if plan.lang != lang or qlang not in (ask_input.AUTO, "en"):
+    st.text_input("Your own translation model (optional): a local folder with a Hugging Face seq2seq model "
+                  f"translating {translate.language_name(plan.lang)} → {translate.language_name(lang)}",
+                  key="ask_mt_model")
 n_best = st.slider("n-best spans", 1, 10, 5, key="ask_nbest")
 
 if st.button("Answer", type="primary", key="ask_go", disabled=not models):
@@ -58,7 +210,7 @@ if st.button("Answer", type="primary", key="ask_go", disabled=not models):
     for name in models:
         try:
             eng = loaders.engine_for_state(name)
-            pred, secs = eng.timed_answer(question, context, n_best=n_best)
+            pred, secs = eng.timed_answer(plan.asked, context, n_best=n_best)
             results.append({"model": name, "pred": pred, "latency_s": secs})
         except QAInputError as e:
             errors.append(str(e))
@@ -66,7 +218,8 @@ if st.button("Answer", type="primary", key="ask_go", disabled=not models):
         except Exception as e:  # a model that fails to load must not take the page down
             errors.append(f"{name}: {e}")
     st.session_state["ask_result"] = {
-        "question": question, "context": context, "gold": gold, "lang": lang,
+        "question": plan.asked, "typed": question, "question_lang": plan.lang,
+        "translator": plan.translator, "context": context, "gold": gold, "lang": lang,
         "results": results, "errors": errors,
     }
 
@@ -112,8 +265,9 @@ if res and res["context"] == context:
                    "score": round(s.score, 4)} for r in res["results"] for k, s in enumerate(r["pred"].nbest)]
             st.dataframe(pd.DataFrame(nb), hide_index=True, width="stretch")
         table = pd.DataFrame(rows)
-        export = {"question": res["question"], "context": res["context"], "gold": res["gold"],
-                  "answers": rows, "nbest": nb}
+        export = {"question": res["question"], "typed_question": res.get("typed", res["question"]),
+                  "question_lang": res.get("question_lang"), "translator": res.get("translator"),
+                  "context": res["context"], "gold": res["gold"], "answers": rows, "nbest": nb}
         c1, c2 = st.columns(2)
         c1.download_button("Export CSV", table.to_csv(index=False), "ask_answers.csv", "text/csv")
         c2.download_button("Export JSON", json.dumps(export, ensure_ascii=False, indent=1),
