@@ -120,3 +120,85 @@ def test_server_microphone_absence_is_explained(tiny_env):
         assert at.button(key="ask_server_record")
     else:
         assert f"Server microphone: not available — {why}." in captions
+
+
+# ------------------------------------------------------------------------------ the trial page
+
+
+def trial_page() -> AppTest:
+    return AppTest.from_file("../pages/speech_trial.py", default_timeout=180).run()
+
+
+def shown_question(at) -> str:
+    import html as html_lib
+    import re
+
+    [block] = [m.value for m in at.markdown if "qax-trial-question" in m.value]
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", block)).strip()
+
+
+def speak(text: str) -> bytes:
+    samples, rate = tts.synthesize(text, "flite:kal16")
+    return to_wav_bytes(samples, rate)
+
+
+def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_path):
+    from core import trials
+    from core.datasets import load_squad
+
+    at = trial_page()
+    assert not at.exception
+    at.text_input(key="trial_speaker").input("Tester")
+    at.text_input(key="trial_accent").input("Scottish English")
+    at.text_input(key="trial_mic").input("flite kal16 (synthetic)")
+    at.selectbox(key="trial_dataset").set_value("demo.en")
+    at.number_input(key="trial_n").set_value(3)
+    next(b for b in at.button if b.label == "Start the trial").click().run()
+    assert not at.exception
+    [trial] = trials.list_trials()
+    assert (trial.speaker.label, trial.speaker.accent, trial.dataset, len(trial.examples)) == \
+        ("Tester", "Scottish English", "demo.en", 3)
+    first = shown_question(at)
+    assert first == trial.examples[0].question
+
+    # Bad audio: a clear message, nothing stored.
+    at.audio_input[0].set_value(("take.wav", to_wav_bytes(np.zeros(8000, dtype=np.float32), 16000), "audio/wav")).run()
+    assert any(e.value.startswith("This recording cannot be used: the recording is silent") for e in at.error)
+    assert trial.recordings() == []
+
+    # Read the question (TTS): stored at once, transcribed by both engines.
+    wav = speak(first)
+    at.audio_input[0].set_value(("take.wav", wav, "audio/wav")).run()
+    assert not at.exception
+    [rec] = trial.recordings()
+    assert rec.qid == trial.examples[0].id and rec.path.read_bytes() == wav
+    table = at.dataframe[0].value
+    assert list(table["engine"]) == ["pocketsphinx", "whisper-base"]
+    assert all(table["transcript"].str.len() > 0) and table["problem"].tolist() == ["", ""]
+    assert len(at.get("audio")) == 1
+
+    at.button(key="trial_next").click().run()                   # question 2
+    assert shown_question(at) == trial.examples[1].question
+    at.button(key="trial_skip").click().run()                   # skip it: question 3
+    assert shown_question(at) == trial.examples[2].question
+    assert trial.progress() == {"questions": 3, "recorded": 1, "skipped": 1, "attempts": 1}
+
+    # Stop and come back later, in a new session: the trial resumes at the open question.
+    again = trial_page()
+    again.radio(key="trial_mode").set_value("Resume a trial").run()
+    assert shown_question(again) == trial.examples[2].question
+    again.button(key="trial_write").click().run()
+    assert not again.exception
+    paths = again.session_state["trial_paths"]
+    assert set(paths) == {"original", "pocketsphinx", "whisper-base"}
+    spoken = load_squad(paths["pocketsphinx"])
+    assert [e.id for e in spoken.examples] == [trial.examples[0].id]
+    assert any(f"file:{paths['pocketsphinx']}" in c.value for c in again.code)
+
+    # Deleting needs the speaker label typed in.
+    assert again.button(key="trial_delete").disabled
+    again.text_input(key="trial_confirm").input("Tester").run()
+    again.button(key="trial_delete").click().run()
+    assert not again.exception
+    assert trials.list_trials() == [] and not trial.path.exists()
+    assert any("were deleted" in s.value for s in again.success)

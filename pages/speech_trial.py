@@ -1,0 +1,271 @@
+"""Speech trial: read a data set's questions aloud; the recordings become per-speaker ASR challenge sets.
+
+How NoiseQA built its natural speech set, done by our users (logic in core.trials): a seeded
+sample of questions is shown one at a time; each recording is stored on the server at once, every
+ASR engine transcribes it, and the transcripts form a SQuAD-format challenge set per speaker x
+engine that sweeps read. Speakers can re-record, skip, stop and resume, export their recordings
+and delete them.
+"""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from components import loaders
+from components.pickers import DEMO_LANGS, model_picker
+from components.state import current_data_dir, init_state, sidebar_settings
+from core import trials
+from core.datasets import DatasetError
+from core.metrics.text_distance import wer
+from core.speech import asr
+from core.speech.audio import AudioError
+
+init_state()
+sidebar_settings()
+st.title("Speech trial")
+st.caption("Read questions aloud, one at a time. Every recording is kept on this server "
+           f"(`{trials.trials_root()}`) until you delete it; each speech recogniser transcribes it, and "
+           "your transcripts become a challenge set that sweeps can evaluate models on.")
+
+ENGINES = list(asr.ENGINE_NAMES)
+
+
+def _dataset_options() -> dict[str, str]:
+    """name -> path ('' for the bundled demo sets); evaluation sets only (questions to read)."""
+    options: dict[str, str] = {}
+    d = current_data_dir()
+    if d:
+        for info in loaders.discovered(str(d)):
+            if info.role == "eval":
+                options[info.name] = str(info.path)
+    for name in DEMO_LANGS:
+        options[name] = ""
+    return options
+
+
+def _load(name: str, path: str):
+    return loaders.demo(DEMO_LANGS[name]) if name in DEMO_LANGS else loaders.dataset(path)
+
+
+def _trial_label(t: trials.Trial) -> str:
+    p = t.progress()
+    return (f"{t.speaker.label} · {t.dataset} · {p['recorded']}/{p['questions']} recorded · "
+            f"started {t.created[:16].replace('T', ' ')} · {t.id}")
+
+
+def _start_or_resume() -> None:
+    existing = trials.list_trials()
+    modes = ["Start a new trial"] + (["Resume a trial"] if existing else [])
+    # A mode switch asked for by the previous run (a widget's state can only be set before it is drawn).
+    if (wanted := st.session_state.pop("trial_mode_next", None)) in modes:
+        st.session_state["trial_mode"] = wanted
+    mode = st.radio("Trial", modes, horizontal=True, key="trial_mode")
+    if mode == "Resume a trial":
+        ids = [t.id for t in existing]
+        labels = {t.id: _trial_label(t) for t in existing}
+        current = st.session_state.get("trial_id")
+        pick = st.selectbox("Your trial", ids, index=ids.index(current) if current in ids else 0,
+                            format_func=labels.__getitem__, key="trial_pick")
+        if pick != current:
+            st.session_state["trial_id"] = pick
+            st.session_state.pop("trial_index", None)
+        return
+    options = _dataset_options()
+    names = list(options)
+    default = names.index("xquad/xquad.en") if "xquad/xquad.en" in names else 0
+    with st.form("trial_new"):
+        c1, c2, c3 = st.columns(3)
+        label = c1.text_input("Speaker (name or pseudonym)", key="trial_speaker")
+        accent = c2.text_input("Accent / first language", key="trial_accent")
+        mic = c3.text_input("Microphone", key="trial_mic", placeholder="e.g. laptop built-in, headset")
+        d1, d2, d3 = st.columns([2, 1, 1])
+        ds_name = d1.selectbox("Questions from", names, index=default, key="trial_dataset")
+        n = d2.number_input("Questions", 1, 2000, 100, key="trial_n")
+        seed = d3.number_input("Seed", 0, 10**9, 0, key="trial_seed")
+        notes = st.text_input("Notes (optional)", key="trial_notes")
+        started = st.form_submit_button("Start the trial", type="primary")
+    if started:
+        try:
+            ds = _load(ds_name, options[ds_name])
+            trial = trials.create_trial(trials.Speaker(label.strip(), accent.strip(), mic.strip(), notes.strip()),
+                                        ds, int(n), int(seed), dataset_label=ds_name)
+        except (trials.TrialError, DatasetError, OSError) as e:
+            st.error(str(e))
+            return
+        st.session_state["trial_id"] = trial.id
+        st.session_state.pop("trial_index", None)
+        st.session_state.pop("trial_pick", None)     # so that the picker shows the new trial
+        st.session_state["trial_mode_next"] = "Resume a trial"
+        st.rerun()
+
+
+def _go(index: int | None) -> None:
+    if index is not None:
+        st.session_state["trial_index"] = index
+
+
+def _transcripts_table(trial: trials.Trial, state: trials.QuestionState, results: dict | None) -> None:
+    ref = asr.normalise_transcript(state.example.question)
+    rows = []
+    for engine in ENGINES:
+        got = (results or {}).get(engine, state.transcripts.get(engine))
+        if isinstance(got, trials.StoredTranscript):
+            rows.append({"engine": engine, "transcript": got.text, "WER %": round(100 * wer(ref, got.text), 1),
+                         "seconds": round(got.seconds, 2), "problem": ""})
+        else:
+            rows.append({"engine": engine, "transcript": "", "WER %": None, "seconds": None,
+                         "problem": got if isinstance(got, str) else (trial.engine_problem(engine) or "not transcribed yet")})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def _recording_step(trial: trials.Trial) -> None:
+    states = trial.states()
+    n = len(states)
+    if "trial_index" not in st.session_state:
+        st.session_state["trial_index"] = trial.next_index() or 0
+    idx = min(int(st.session_state["trial_index"]), n - 1)
+    p = trial.progress()
+    st.progress(p["recorded"] / n, text=f"{p['recorded']} of {n} recorded · {p['skipped']} skipped · "
+                                         f"{p['attempts']} recordings in all")
+    state = states[idx]
+    ex = state.example
+    st.markdown(f"**Question {idx + 1} of {n}**" + (" · skipped" if state.skipped and not state.recordings else "")
+                + (f" · recorded {len(state.recordings)}×" if state.recordings else ""))
+    st.markdown(f'<div style="font-size:1.6rem;line-height:1.3;padding:.4rem 0" class="qax-trial-question">'
+                f"{html.escape(ex.question)}</div>", unsafe_allow_html=True)
+    st.caption("Read it aloud as you would ask it. To re-record, record again: every take is kept, the "
+               "latest one counts.")
+    audio = st.audio_input("Record your reading", key=f"trial_audio_{trial.id}_{ex.id}")
+    results = None
+    if audio is not None:
+        try:
+            rec = trial.add_recording(ex.id, audio.getvalue())
+        except AudioError as e:
+            st.error(f"This recording cannot be used: {e}. Please record again.")
+        else:
+            usable = [e for e in ENGINES if trial.engine_problem(e) is None]
+            with st.spinner("Transcribing…"):
+                results = trial.transcribe(rec, usable)
+            state = trial.states()[idx]
+    if state.latest is not None:
+        st.audio(state.latest.path.read_bytes(), format="audio/wav")
+        _transcripts_table(trial, state, results)
+    c1, c2, c3, c4 = st.columns(4)
+    if c1.button("← Back", key="trial_back", disabled=idx == 0):
+        _go(idx - 1)
+        st.rerun()
+    if c2.button("Skip", key="trial_skip"):
+        trial.skip(ex.id)
+        _go(trial.next_index(after=idx) if trial.next_index(after=idx) is not None else idx)
+        st.rerun()
+    if c3.button("Next →", key="trial_next", type="primary"):
+        nxt = trial.next_index(after=idx)
+        _go(nxt if nxt is not None else min(idx + 1, n - 1))
+        st.rerun()
+    if c4.button("First open question", key="trial_first_open"):
+        _go(trial.next_index())
+        st.rerun()
+    if trial.next_index() is None:
+        st.success("Every question is recorded or skipped. Thank you! See the results below.")
+
+
+def _results(trial: trials.Trial) -> None:
+    st.subheader("Results")
+    summary = trial.wer_summary()
+    if summary:
+        st.dataframe(pd.DataFrame([{"engine": r["engine"], "questions": r["n"], "WER %": round(r["wer"], 1),
+                                    "CER %": round(r["cer"], 1), "Table 3 CER": round(r["table3_cer"], 1),
+                                    "Table 3 WER": round(r["table3_wer"], 1),
+                                    "Table 3 BLEU": round(r["table3_bleu"], 1)} for r in summary]),
+                     hide_index=True, width="stretch")
+        st.caption("WER/CER: transcripts against the questions, both lower-cased and unpunctuated. Table 3: "
+                   "NoiseQA's CER/WER/BLEU against the questions as written.")
+    else:
+        st.caption("No transcripts yet.")
+    everyone = trials.speaker_wer(trials.list_trials())
+    if everyone:
+        with st.expander("WER per speaker (all trials on this server)"):
+            st.dataframe(pd.DataFrame([{**r, "wer": round(r["wer"], 1), "cer": round(r["cer"], 1)} for r in everyone]),
+                         hide_index=True, width="stretch")
+    c1, c2 = st.columns(2)
+    if c1.button("Transcribe what is missing", key="trial_pending",
+                 help="After an interruption, or when a recogniser was installed later."):
+        with st.spinner("Transcribing…"):
+            made = trial.transcribe_pending(ENGINES)
+        st.success(f"{made} transcripts made.")
+    if c2.button("Write challenge sets", key="trial_write", disabled=not summary):
+        paths = trial.write_challenge_sets()
+        st.session_state["trial_paths"] = {k: str(v) for k, v in paths.items()}
+    paths = st.session_state.get("trial_paths")
+    if paths and paths.get("original", "").startswith(str(trial.path)):
+        st.caption("SQuAD-format challenge sets (paired with the original by question id):")
+        for key, path in paths.items():
+            st.text(f"{key}: {path}")
+        models = st.session_state.get("selected_models") or ["MODEL"]
+        st.code(trial.sweep_command({k: Path(v) for k, v in paths.items()}, models),
+                language="bash")
+        _score(trial, paths)
+
+
+def _score(trial: trials.Trial, paths: dict[str, str]) -> None:
+    """Per-speaker F1 (NoiseQA Table 10): a sweep of the chosen models over this trial's sets."""
+    from core.sweep import SweepConfig, SweepError, run_sweep
+    from core.sweep_report import cells
+
+    models = model_picker("trial", default_all=False)
+    if not models or not st.button("Score the models on these recordings", key="trial_score"):
+        return
+    specs = [f"file:{p}" for k, p in paths.items() if k != "original"]
+    try:
+        with st.spinner("Answering…"):
+            engines = {m: loaders.engine_for_state(m) for m in models}
+            run = run_sweep(SweepConfig(paths["original"], specs, models, name=f"trial-{trial.id}"), engines,
+                            trial.path / "sweep.sqlite")
+            table = cells(trial.path / "sweep.sqlite", run.name)
+    except (SweepError, DatasetError) as e:
+        st.error(str(e))
+        return
+    st.dataframe(pd.DataFrame([{"model": c.model, "set": c.label, "questions": c.n,
+                                "F1 clean": None if c.clean_f1 is None else round(c.clean_f1, 1),
+                                "F1 spoken": None if c.f1 is None else round(c.f1, 1),
+                                "EM spoken": None if c.em is None else round(c.em, 1)} for c in table]),
+                 hide_index=True, width="stretch")
+
+
+def _export_delete(trial: trials.Trial) -> None:
+    st.subheader("Your recordings")
+    st.download_button("Download all recordings and transcripts (zip)", data=trial.export_zip,
+                       file_name=f"{trial.id}.zip", mime="application/zip", key="trial_zip")
+    with st.expander("Delete this trial"):
+        st.caption("Deletes every recording, transcript and challenge set of this trial from the server, for good.")
+        typed = st.text_input(f"Type the speaker label ({trial.speaker.label}) to confirm", key="trial_confirm")
+        if st.button("Delete the trial and its recordings", key="trial_delete", disabled=typed != trial.speaker.label):
+            trial.delete()
+            for k in ("trial_id", "trial_index", "trial_paths", "trial_confirm"):
+                st.session_state.pop(k, None)
+            st.session_state["trial_mode_next"] = "Start a new trial"
+            st.session_state["trial_deleted"] = trial.id
+            st.rerun()
+
+
+if deleted := st.session_state.pop("trial_deleted", None):
+    st.success(f"Trial {deleted} and all its recordings were deleted.")
+_start_or_resume()
+trial_id = st.session_state.get("trial_id")
+if trial_id:
+    try:
+        current = trials.open_trial(trial_id)
+    except trials.TrialError as e:
+        st.error(str(e))
+        st.session_state.pop("trial_id", None)
+        st.stop()
+    sp = current.speaker
+    st.caption(f"Speaker **{html.escape(sp.label)}**" + (f" · accent: {html.escape(sp.accent)}" if sp.accent else "")
+               + (f" · microphone: {html.escape(sp.microphone)}" if sp.microphone else "")
+               + f" · {current.dataset} ({current.lang}), seed {current.seed} · trial `{current.id}`")
+    _recording_step(current)
+    _results(current)
+    _export_delete(current)
