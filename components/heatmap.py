@@ -11,7 +11,8 @@ perturbed score or the absolute drop): the colour always means the band, so the 
 in each cell matches its colour. Columns are grouped by family (core.sweep_views.columns), with
 family names above the plot and thin lines between families. Each y label carries the model's
 penalty total. Trace 0 holds the cells; point i is ``plotted[i]`` of :func:`heatmap_figure`'s
-result, and its customdata starts with i, so a selection maps back to its cell.
+result, and its customdata starts with i, so a selection maps back to its cell (an optional
+outline trace around the chosen cell carries the same customdata).
 
 No streamlit import: unit-tested like core code.
 """
@@ -51,6 +52,7 @@ METRICS = {"f1": "F1", "em": "EM"}
 VALUES = {"pct": "% change", "score": "perturbed score", "drop": "absolute drop (points)"}
 
 MIN_CELL, MAX_CELL, TARGET_PLOT_WIDTH = 18, 64, 960
+LEGEND_HEIGHT = 250  # px: title and nine entries of the band legend
 
 
 def cell_value(cell: Cell, metric: str = "f1", value: str = "pct") -> float | None:
@@ -111,12 +113,14 @@ def _hover(cell: Cell, metric: str) -> str:
 
 def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "pct",
                    totals: Mapping[str, int] | None = None,
-                   models: Sequence[str] | None = None) -> tuple[go.Figure, list[Cell]]:
+                   models: Sequence[str] | None = None,
+                   highlight: int | None = None) -> tuple[go.Figure, list[Cell]]:
     """The heatmap figure and the cells in marker order (marker i shows ``plotted[i]``).
 
     ``totals``: {model: penalty total} written into the y labels (pass
     core.sweep_report.penalty_totals for the same metric). ``models``: row order (default: the
-    order of first appearance in ``cell_list``), top to bottom.
+    order of first appearance in ``cell_list``), top to bottom. ``highlight``: the index (in
+    marker order) of a cell to outline, the one whose examples the page shows.
     """
     if not cell_list:
         raise ValueError("no cells to draw")
@@ -138,18 +142,24 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
         texts.append(f"{format_value(cell_value(c, metric, value), value)}<br>"
                      f"{'' if pen is None else f'+{pen}'}")
     font_colours = ["white" if col in _DARK else "black" for col in colours]
+    trace_data = [[i, c.model, c.perturbation, c.params_json] for i, c in enumerate(plotted)]
 
     fig = go.Figure()
     fig.add_trace(go.Scatter(
         x=xs, y=ys, mode="markers+text", name="cells", showlegend=False,
         marker=dict(symbol="square", size=px - 2, color=colours, line=dict(width=0)),
-        # a selected cell stays vivid, the others fade only a little so the map stays readable
-        selected=dict(marker=dict(opacity=1.0)), unselected=dict(marker=dict(opacity=0.45)),
+        # no fading on selection: the chosen cell gets an outline instead (``highlight``)
+        selected=dict(marker=dict(opacity=1.0)), unselected=dict(marker=dict(opacity=1.0)),
         text=texts, textposition="middle center",
         textfont=dict(size=max(7, min(12, px // 4)), color=font_colours),
-        customdata=[[i, c.model, c.perturbation, c.params_json] for i, c in enumerate(plotted)],
+        customdata=trace_data,
         hovertext=[_hover(c, metric) for c in plotted], hovertemplate="%{hovertext}<extra></extra>",
     ))
+    if highlight is not None and 0 <= highlight < len(plotted):
+        fig.add_trace(go.Scatter(  # an open square around the chosen cell; clicking it re-selects it
+            x=[xs[highlight]], y=[ys[highlight]], mode="markers", name="chosen", showlegend=False,
+            marker=dict(symbol="square-open", size=px - 1, color="black", line=dict(width=3)),
+            customdata=[trace_data[highlight]], hoverinfo="skip"))
     for label, *_rest, pen in BANDS:  # legend entries only: no points, so never selected
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{label}  (+{pen})",
                                  marker=dict(symbol="square", size=12, color=BAND_COLOURS[label])))
@@ -161,12 +171,12 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
     for i in range(1, n_cols + 1):
         if i == n_cols or cols[i].family != cols[start].family:
             width_px = (i - start) * px
-            fig.add_annotation(x=(start + i - 1) / 2, y=1, xref="x", yref="paper", yanchor="bottom",
+            fig.add_annotation(x=(start + i - 1) / 2, y=-0.5, xref="x", yref="y", yanchor="bottom",
                                text=f"<b>{html.escape(cols[start].family)}</b>", showarrow=False,
                                textangle=0 if width_px >= 9 * len(cols[start].family) else -45,
                                font=dict(size=11))
             if i < n_cols:
-                fig.add_shape(type="line", x0=i - 0.5, x1=i - 0.5, y0=0, y1=1, xref="x", yref="paper",
+                fig.add_shape(type="line", x0=i - 0.5, x1=i - 0.5, y0=-0.5, y1=n_rows - 0.5, xref="x", yref="y",
                               line=dict(color="#444", width=1.5))
             start = i
 
@@ -174,10 +184,14 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
     y_labels = [f"{m}  (Σ {totals[m]})" if m in totals else m for m in model_rows]
     x_labels = [c.label for c in cols]
     left = 20 + 7 * max(len(s) for s in y_labels)
-    bottom = 30 + int(6.2 * max(len(s) for s in x_labels))
-    top, right = 90, 190
+    label_h = 30 + int(5.6 * max(len(s) for s in x_labels))   # x labels at -60 degrees
+    grid_h = n_rows * px
+    # The plot area holds the grid on top and the x labels below it, and is at least as tall as
+    # the legend (9 entries), which Plotly would otherwise cut and scroll.
+    area_h = max(grid_h + label_h, LEGEND_HEIGHT)
+    top, right, bottom = 90, 190, 10
     fig.update_layout(
-        width=left + n_cols * px + right, height=top + n_rows * px + bottom,
+        width=left + n_cols * px + right, height=top + area_h + bottom,
         margin=dict(l=left, r=right, t=top, b=bottom),
         plot_bgcolor="white", clickmode="event+select", dragmode=False,
         legend=dict(title=dict(text=f"{METRICS[metric]} % change band (penalty)"), x=1.02, y=1,
@@ -188,5 +202,6 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
     fig.update_xaxes(range=[-0.5, n_cols - 0.5], tickmode="array", tickvals=list(range(n_cols)),
                      ticktext=x_labels, tickangle=-60, showgrid=False, zeroline=False, fixedrange=True)
     fig.update_yaxes(range=[n_rows - 0.5, -0.5], tickmode="array", tickvals=list(range(n_rows)),
-                     ticktext=y_labels, showgrid=False, zeroline=False, fixedrange=True)
+                     ticktext=y_labels, showgrid=False, zeroline=False, fixedrange=True,
+                     domain=[1 - grid_h / area_h, 1])
     return fig, plotted

@@ -18,7 +18,9 @@ module arranges them the way the papers report them. Everything returns plain li
 Our choices:
   * interface of a spec = its family: "keyboard", "asr", "mt" (the registry's and
     core.sweep's family names for files; ``translate_question`` is the German paper's
-    de -> en -> de round trip, family "sentence", and is not an interface noise);
+    de -> en -> de round trip, family "sentence", and is not an interface noise). A challenge
+    file that core.sweep filed under another family is placed by the words of its name:
+    "keyboard", "asr", "mt" or "translation" (core.natural_mt writes ``xquad-natural-mt-es``);
   * a challenge *file* is "natural" when its path says so (NoiseQA's ``Natural/`` files and
     ``*-natural*`` names), else "synthetic" (NoiseQA's ``Synthetic/`` files); a registry
     generator is always "synthetic";
@@ -40,7 +42,7 @@ from typing import Any
 from core.store import Store
 from core.sweep_report import Cell
 
-__all__ = ["Column", "INTERFACES", "columns", "cell_rows", "is_file_spec", "kind_of", "noiseqa_table",
+__all__ = ["Column", "INTERFACES", "columns", "cell_rows", "is_file_spec", "kind_of", "interface_of", "noiseqa_table",
            "asr_breakdown", "mt_breakdown", "penalty_rows"]
 
 # Family -> interface name, in Table 4's row order.
@@ -84,6 +86,22 @@ def kind_of(perturbation: str) -> str:
     return "natural" if is_file_spec(perturbation) and "natural" in perturbation.lower() else "synthetic"
 
 
+def interface_of(perturbation: str, family: str) -> str | None:
+    """"keyboard" / "asr" / "mt" for interface noise (see module doc), else None."""
+    if family in INTERFACES:
+        return family
+    if not is_file_spec(perturbation):
+        return None
+    words = set(re.split(r"[-_.]", Path(perturbation[len("file:"):]).name.lower()))
+    if any(w.startswith("keyboard") for w in words):
+        return "keyboard"
+    if "asr" in words:
+        return "asr"
+    if words & {"mt", "translation", "translations"}:
+        return "mt"
+    return None
+
+
 def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 2)
 
@@ -115,12 +133,13 @@ def noiseqa_table(cell_list: Sequence[Cell]) -> list[dict[str, Any]]:
     "noisy EM" / "noisy F1" and "<model> N". Empty when the sweep has no interface noise."""
     models = _models(cell_list)
     by_key = {(c.model, c.perturbation, c.params_json): c for c in cell_list}
-    cols = [col for col in columns(cell_list) if col.family in INTERFACES]
     interface_rank = {f: i for i, f in enumerate(INTERFACES)}
-    cols.sort(key=lambda col: (interface_rank[col.family], KINDS.index(kind_of(col.perturbation))))
+    cols = [(interface_of(col.perturbation, col.family), col) for col in columns(cell_list)]
+    cols = sorted(((f, col) for f, col in cols if f), key=lambda fc: (interface_rank[fc[0]],
+                                                                       KINDS.index(kind_of(fc[1].perturbation))))
     rows = []
-    for col in cols:
-        row: dict[str, Any] = {"interface": INTERFACES[col.family], "kind": kind_of(col.perturbation),
+    for interface, col in cols:
+        row: dict[str, Any] = {"interface": INTERFACES[interface], "kind": kind_of(col.perturbation),
                                "perturbation": col.label}
         for m in models:
             c = by_key.get((m, col.perturbation, col.params_json))
@@ -145,7 +164,7 @@ def asr_breakdown(cell_list: Sequence[Cell]) -> list[dict[str, Any]]:
     neither (its voice is the file's name, engine "(file)")."""
     rows = []
     for c in cell_list:
-        if c.family != "asr":
+        if interface_of(c.perturbation, c.family) != "asr":
             continue
         if is_file_spec(c.perturbation):
             voice, engine = Path(c.perturbation[len("file:"):]).name, "(file)"
@@ -185,7 +204,7 @@ def _used_pivots(store: Store, sweep_id: int, perturbation: str, params_json: st
 def mt_breakdown(db: Store | str | Path, sweep: int | str, cell_list: Sequence[Cell]) -> list[dict[str, Any]]:
     """MT cells by source language (see module doc): {"model", "source language", "perturbation",
     "kind", scores}. Empty when the sweep has no MT spec."""
-    mt = [c for c in cell_list if c.family == "mt"]
+    mt = [c for c in cell_list if interface_of(c.perturbation, c.family) == "mt"]
     if not mt:
         return []
     store = db if isinstance(db, Store) else Store(db)

@@ -15,6 +15,7 @@ import re
 import pandas as pd
 import streamlit as st
 
+from components.choice import keep_valid
 from components.export import csv_download, figure_downloads, file_stem
 from components.heatmap import METRICS, VALUES, format_value, heatmap_figure
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
@@ -54,9 +55,10 @@ if not sweeps:
     st.stop()
 
 by_id = {s["id"]: s for s in sweeps}
-sweep_id = st.selectbox("Sweep", list(reversed(list(by_id))), key="hm_sweep",
-                        format_func=lambda i: f"{by_id[i]['name']} · {by_id[i]['status']} · {by_id[i]['dataset']} · "
-                                              f"{by_id[i]['n_examples']} examples")
+newest_first = list(reversed(list(by_id)))
+keep_valid("hm_sweep", newest_first)
+sweep_id = st.selectbox("Sweep", newest_first, key="hm_sweep",
+                        format_func=lambda i: f"{by_id[i]['name']} · {by_id[i]['dataset']}")
 sweep = by_id[sweep_id]
 stem = file_stem(sweep["name"])
 version = (sweep["updated_at"], sweep["done_units"])  # cache key: changes whenever rows are added
@@ -100,9 +102,29 @@ value = c2.radio("Cells show", list(VALUES), format_func=VALUES.get, horizontal=
                  help="The colour is always the band of the % change of the metric (SEEDS.md §4), and each "
                       "cell's second line its penalty.")
 totals = report.penalty_totals(cells, metric)
-fig, plotted = heatmap_figure(cells, metric, value, totals=totals, models=sweep["models"])
-event = st.plotly_chart(fig, on_select="rerun", selection_mode="points", key="hm_chart", width="content",
-                        theme=None, config={"displayModeBar": False})
+
+
+def clicked_cells() -> list[int]:
+    """Indices of the cells selected by a click on the chart (its state, read before it is redrawn,
+    so the outline and the select box below follow the click in the same rerun)."""
+    state = st.session_state.get("hm_chart") or {}
+    selection = state.get("selection") if hasattr(state, "get") else None
+    points = (selection or {}).get("points") or []
+    return [int(p["customdata"][0]) for p in points if p.get("customdata")]
+
+
+clicked = clicked_cells()
+if st.session_state.get("hm_cell_of") != sweep_id:  # another sweep: its first cell
+    st.session_state["hm_cell_of"] = sweep_id
+    st.session_state["hm_cell"] = 0
+keep_valid("hm_cell", list(range(len(cells))))
+if clicked and clicked != st.session_state.get("hm_last_click"):
+    st.session_state["hm_cell"] = clicked[0]
+st.session_state["hm_last_click"] = clicked
+fig, plotted = heatmap_figure(cells, metric, value, totals=totals, models=sweep["models"],
+                              highlight=st.session_state.get("hm_cell", 0))
+st.plotly_chart(fig, on_select="rerun", selection_mode="points", key="hm_chart", width="content",
+                theme=None, config={"displayModeBar": False})
 st.caption("Columns are grouped by family (names above the plot). The y labels carry each model's penalty total "
            "(Σ). Hover a cell for clean and perturbed scores and N; click it for its examples.")
 figure_downloads(fig, file_stem("heatmap", stem, metric, value), "hm_fig")
@@ -129,26 +151,23 @@ csv_download(cells_df, file_stem("cells", stem), "hm_cells_csv", "CSV of all cel
 # ---------------------------------------------------------------------------------------- drill-down
 
 st.subheader("A cell's examples")
-points = list(getattr(getattr(event, "selection", None), "points", []) or [])
-clicked = [p["customdata"][0] for p in points if p.get("customdata")]
-if clicked and clicked != st.session_state.get("hm_last_click"):
-    st.session_state["hm_cell"] = int(clicked[0])
-st.session_state["hm_last_click"] = clicked
-if st.session_state.get("hm_cell", 0) >= len(plotted):
-    st.session_state["hm_cell"] = 0
 
 
 def cell_label(i: int) -> str:
-    c = plotted[i]
-    return (f"{c.model} · {c.label} · N={c.n} · {METRICS[metric]} "
-            f"{format_value(getattr(c, f'{metric}_pct'))} %")
+    c = plotted[i]  # no metric-dependent numbers: the label must not change when the metric does
+    return f"{c.model} · {c.label} · N={c.n}"
 
 
 i = st.selectbox("Cell", list(range(len(plotted))), key="hm_cell", format_func=cell_label)
 cell = plotted[i]
 rows = report.cell_examples(db_path, sweep_id, cell.model, cell.perturbation, cell.params_json)
+pen = getattr(cell, f"{metric}_penalty")
 st.caption(md_escape(
-    f"{cell.model} under {cell.label} ({cell.family}, changes the {cell.field}): {len(rows)} scored rows over "
+    f"{cell.model} under {cell.label} ({cell.family}, changes the {cell.field}): {METRICS[metric]} "
+    f"{format_value(getattr(cell, f'clean_{metric}'), 'score')} clean -> "
+    f"{format_value(getattr(cell, metric), 'score')} perturbed "
+    f"({format_value(getattr(cell, f'{metric}_pct'))} %, band {getattr(cell, f'{metric}_band') or '-'}, "
+    f"penalty {'-' if pen is None else pen}). {len(rows)} scored rows over "
     f"{cell.n} examples and {cell.n_repeats} repeat(s), {cell.n_not_applicable} rows where it did not apply. "
     "Sorted by F1 loss (clean F1 − perturbed F1), largest first."))
 if not rows:
@@ -163,8 +182,10 @@ else:
         "context perturbed": r["perturbed_context"] is not None} for r in rows])
     st.dataframe(ex_df, hide_index=True, key="hm_examples", width="stretch")
     csv_download(ex_df, file_stem("examples", stem, cell.model, cell.label), "hm_examples_csv")
-    if st.session_state.get("hm_example", 0) >= len(rows):
+    if st.session_state.get("hm_example_of") != (sweep_id, i):  # another cell: start at its largest loss
+        st.session_state["hm_example_of"] = (sweep_id, i)
         st.session_state["hm_example"] = 0
+    keep_valid("hm_example", list(range(len(rows))))
     k = st.selectbox("Example in detail", list(range(len(rows))), key="hm_example",
                      format_func=lambda j: f"{j + 1}. {rows[j]['example_id']} r{rows[j]['repeat']} · "
                                            f"F1 loss {100 * rows[j]['f1_loss']:.0f}")
@@ -213,6 +234,7 @@ if not params_present:
     st.info("This sweep has no perturbation with an n_words or n_chars parameter (the German paper's "
             "character- and word-level perturbations, e.g. DCRQ with n_chars 1..4).")
 else:
+    keep_valid("hm_n_param", params_present)
     param = st.radio("n counts", params_present, horizontal=True, key="hm_n_param") \
         if len(params_present) > 1 else params_present[0]
     ptable = report.penalty_table(db_path, sweep_id, param=param, metric=metric)
@@ -263,6 +285,7 @@ else:
 st.subheader("DuReader-robust: over-sensitivity and over-stability")
 specs = report.sweep_specs(db_path, sweep_id)
 families = list(dict.fromkeys(s["family"] for s in specs))
+keep_valid("hm_dpr_families", families)
 dpr_families = st.multiselect(
     "Perturbation families counted as paraphrases for DPR", families,
     default=[f for f in families if f == "paraphrase"], key="hm_dpr_families",
@@ -295,6 +318,7 @@ else:
 
 trap_sources = {"clean": "clean questions"} | {
     json.dumps([s["perturbation"], s["params_json"]]): s["label"] for s in specs}
+keep_valid("hm_trap_source", list(trap_sources))
 trap_key = st.selectbox("F1 against question-trap similarity, for", list(trap_sources), key="hm_trap_source",
                         format_func=trap_sources.get,
                         help="A trap = a context sentence with an entity of the answer's type that is not the "

@@ -257,6 +257,11 @@ def test_mt_and_asr_breakdowns_from_files_and_params(tmp_path):
     mt = views.mt_breakdown(tmp_path / "s.sqlite", run.name, cells)
     assert [(r["model"], r["source language"], r["kind"], r["F1"]) for r in mt] == [("fake-a", "th", "natural", 73.33)]
     assert views.asr_breakdown(cells) == []
+    # core.natural_mt's file names carry "mt", not "translation" (core.sweep files them as "natural")
+    assert views.interface_of("file:/x/runs/xquad-natural-mt-es", "natural") == "mt"
+    assert views.interface_of("file:noiseqa/Natural/asr-speaker3", "natural") == "asr"
+    assert views.interface_of("file:paraphrases/gan-ng", "paraphrase") is None
+    assert views.interface_of("translate_question", "sentence") is None
 
 
 def test_asr_breakdown_reads_voice_and_engine():

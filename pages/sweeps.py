@@ -1,0 +1,307 @@
+"""Sweeps: evaluate models x perturbations over a data set, store every prediction, resume.
+
+The engine is core.sweep.run_sweep (caching, transactional chunks, resume); this page gathers the
+configuration, runs the sweep on a background thread (core.sweep_job.SweepJob) so the page stays
+responsive, polls its progress with an auto-refreshing fragment, offers Cancel, and lists the
+sweeps stored in the database with a Resume for the unfinished ones. Results are browsed on the
+Heatmaps page.
+
+Data sets are offered by the names core.sweep.load_dataset resolves (demo.<lang>, paths under the
+data directory), not uploads: a stored sweep is resumed by reloading its data set by name.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from datetime import datetime, timezone
+
+import pandas as pd
+import streamlit as st
+
+from components import loaders
+from components.choice import keep_valid
+from components.pickers import DEMO_LANGS, model_picker
+from components.state import current_data_dir, init_state, sidebar_settings
+from components.sweep_db import db_path_input
+from core import sweep_report as report
+from core.datasets import DatasetError
+from core.perturb import registry
+from core.store import StoreError
+from core.sweep import PerturbationSpec, SweepConfig, SweepError, load_dataset, sample_examples
+from core.sweep_job import SweepJob
+
+init_state()
+sidebar_settings()
+st.title("Sweeps")
+st.caption("Evaluate every selected model under many perturbations over a whole data set (or a seeded "
+           "sample). Every prediction is stored; an interrupted or cancelled sweep resumes where it "
+           "stopped, and work already done (same variants, same model) is never recomputed. "
+           "Browse the results on the **Heatmaps** page.")
+
+JOB = "sweep_job"
+
+
+def md_escape(text: str) -> str:
+    """Text shown through st.markdown literally (no markdown, no HTML)."""
+    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$])", r"\\\1", str(text))
+
+
+@st.cache_data(show_spinner="Reading dataset…", max_entries=8)
+def dataset_by_name(name: str, data_dir: str):
+    return load_dataset(name, data_dir or None)
+
+
+def scorable(ds) -> list:
+    return [ex for ex in ds.examples if ex.answers and not ex.is_impossible]
+
+
+def load_engines(names: list[str]) -> dict | None:
+    engines, errors = {}, []
+    for name in names:
+        try:
+            engines[name] = loaders.engine_for_state(name)
+        except Exception as e:  # a model that fails to load is reported, not raised
+            errors.append(f"{name}: {e}")
+    for e in errors:
+        st.error(md_escape(e))
+    return None if errors else engines
+
+
+def start_job(config: SweepConfig, ds) -> None:
+    engines = load_engines(list(config.models))
+    if engines is None:
+        return
+    d = current_data_dir()
+    st.session_state[JOB] = SweepJob(config, engines, db_path, dataset=ds, data_dir=str(d) if d else None,
+                                     chunk_size=int(st.session_state.get("sw_chunk", 128))).start()
+    st.session_state.pop("sw_job_reported", None)
+    st.rerun()
+
+
+db_path = db_path_input("sw")
+job: SweepJob | None = st.session_state.get(JOB)
+busy = bool(job and job.running)
+
+# ----------------------------------------------------------------------------------- running sweep
+
+
+@st.fragment(run_every=1.0 if busy else None)
+def job_panel() -> None:
+    job = st.session_state.get(JOB)
+    if job is None:
+        return
+    name = job.result.name if job.result else (job.config.name or job.config.dataset)
+    if job.running:
+        text = (f"Sweep on {job.config.dataset}: {job.done:,}/{job.total:,} result rows · "
+                f"{job.elapsed_s:.0f} s" if job.total else f"Preparing the sweep on {job.config.dataset}…")
+        st.progress(job.fraction, text=text)
+        if not job.cancel_requested and st.button("Cancel", key="sw_cancel"):
+            job.cancel()
+        if job.cancel_requested:
+            st.info("Cancelling: the sweep stops after the chunk in progress (everything committed is kept).")
+        return
+    if not st.session_state.get("sw_job_reported"):
+        st.session_state["sw_job_reported"] = True
+        st.rerun()  # the whole page: the stored-sweeps list below changed
+    if job.error:
+        st.error(f"The sweep stopped with an error: {md_escape(job.error)}")
+        return
+    r = job.result
+    verb = "finished" if r.status == "done" else "was cancelled (resume it below)"
+    st.success(md_escape(
+        f"Sweep '{r.name}' {verb}: {r.done_units:,}/{r.total_units:,} result rows "
+        f"({r.resumed_units:,} were already stored), {r.predictions_computed:,} predictions computed and "
+        f"{r.predictions_cached:,} taken from the cache in {r.model_calls} model calls, "
+        f"{r.variants_computed:,} variants computed, {r.elapsed_s:.1f} s.")
+        + " Open the **Heatmaps** page to see it.")
+
+
+job_panel()
+
+# ------------------------------------------------------------------------------------- new sweep
+
+st.subheader("New sweep")
+data_dir = current_data_dir()
+options = list(DEMO_LANGS)
+challenges: dict[str, list[str]] = {}  # data set name -> challenge files paired with it
+if data_dir:
+    infos = loaders.discovered(str(data_dir))
+    by_path = {str(i.path): i.name for i in infos}
+    for info in infos:
+        if info.role == "eval":
+            options.append(info.name)
+    for info in infos:
+        if info.role == "challenge" and info.original is not None and str(info.original) in by_path:
+            challenges.setdefault(by_path[str(info.original)], []).append(f"file:{info.name}")
+
+keep_valid("sw_dataset", options)
+c1, c2 = st.columns([3, 1])
+dataset_name = c1.selectbox("Dataset", options, key="sw_dataset",
+                            help="The bundled demo sets, and every evaluation set found in the data directory.")
+try:
+    ds = dataset_by_name(dataset_name, str(data_dir) if data_dir else "")
+except (SweepError, DatasetError, OSError) as e:
+    st.error(md_escape(f"Could not read {dataset_name}: {e}"))
+    st.stop()
+usable = scorable(ds)
+sample = int(c2.number_input("Sample size (0 = all)", 0, len(usable), min(100, len(usable)), key="sw_sample",
+                             help="A seeded sample: the sample of 200 contains the sample of 100 (same seed), "
+                                  "so growing a sweep reuses its work."))
+st.caption(f"{len(ds):,} questions, {len(usable):,} with a gold answer (only those can be scored), "
+           f"language `{ds.lang}`.")
+
+st.markdown("**Perturbations** (by family; parameters below)")
+families = registry.by_family()
+by_id = {p.id: p for ps in families.values() for p in ps}
+
+
+def option_label(pid: str) -> str:
+    p = by_id[pid]
+    kind = "random" if p.randomised else "once"
+    langs = f" · {'/'.join(p.languages)} only" if p.languages and ds.lang not in p.languages else ""
+    return f"{pid} · {p.field} · {kind}{langs}"
+
+
+chosen: list[str] = []
+cols = st.columns(3)
+for i, (family, members) in enumerate(families.items()):
+    with cols[i % 3]:
+        chosen += st.multiselect(family, [p.id for p in members], key=f"sw_fam_{family}",
+                                 format_func=option_label,
+                                 help="\n".join(f"- **{p.id}**: {md_escape(p.description)}" for p in members))
+keep_valid("sw_files", challenges.get(dataset_name, []))
+files = st.multiselect("Challenge files paired with this data set by question id (natural or pre-generated "
+                       "noise, compared with the clean questions like a perturbation)",
+                       challenges.get(dataset_name, []), key="sw_files")
+if not challenges.get(dataset_name):
+    st.caption(f"No challenge file in the data directory is paired with {dataset_name} "
+               "(NoiseQA's files pair with xquad/xquad.en).")
+more = st.text_input("Other challenge files (comma-separated paths, absolute or under the data directory)",
+                     key="sw_more_files", placeholder="runs/natural_mt/xquad-natural-mt-es.json",
+                     help="SQuAD files whose question ids match this data set, e.g. written by "
+                          "python -m core.natural_mt or python -m core.perturb.make_challenge.")
+files += [f"file:{p.strip().removesuffix('.json')}" for p in more.split(",") if p.strip()]
+
+
+def values_widget(pid: str, name: str, default, bounds) -> list:
+    """The values a parameter takes in the sweep: a range for integers, a choice of several for
+    enumerations, one value otherwise. The sweep runs every combination."""
+    key = f"sw_param_{pid}_{name}"
+    label = f"{pid} · {name}"
+    if isinstance(default, bool):
+        return [st.checkbox(label, value=default, key=key)]
+    if isinstance(default, int):
+        if bounds:
+            lo, hi = st.slider(f"{label} (range: one spec per value)", int(bounds[0]), int(bounds[1]),
+                               (default, default), key=key)
+            return list(range(lo, hi + 1))
+        return [int(st.number_input(label, value=default, step=1, key=key))]
+    if isinstance(default, float):
+        if bounds:
+            step = 0.01 if bounds[1] - bounds[0] <= 2 else 0.1
+            return [float(st.slider(label, float(bounds[0]), float(bounds[1]), default, step=step, key=key))]
+        return [float(st.number_input(label, value=default, key=key))]
+    if isinstance(default, str) and bounds:
+        picked = st.multiselect(f"{label} (one spec per value)", list(bounds), default=[default], key=key)
+        return picked or [default]
+    return [st.text_input(label, value=str(default), key=key)]
+
+
+specs: list[PerturbationSpec] = []
+for pid in chosen:
+    p = by_id[pid]
+    grid: list[list[tuple[str, object]]] = []
+    if p.default_params:
+        with st.container(border=True):
+            st.caption(f"**{pid}** — {md_escape(p.description)}")
+            pcols = st.columns(min(3, len(p.default_params)))
+            for j, (name, default) in enumerate(p.default_params.items()):
+                with pcols[j % len(pcols)]:
+                    grid.append([(name, v) for v in values_widget(pid, name, default, p.param_ranges.get(name))])
+    for combo in itertools.product(*grid):
+        specs.append(PerturbationSpec.make(pid, dict(combo)))
+specs += [PerturbationSpec(f) for f in files]
+specs = list(dict.fromkeys(specs))
+
+c1, c2, c3, c4 = st.columns(4)
+repeats = int(c1.number_input("Repeats (randomised)", 1, 100, 3, key="sw_repeats",
+                              help="Runs of each randomised perturbation with independent seeds, averaged "
+                                   "(the German paper uses 25). Deterministic ones and files run once."))
+seed = int(c2.number_input("Seed", 0, 2**31 - 1, 0, key="sw_seed"))
+name = c3.text_input("Name (optional)", key="sw_name", help="Default: <dataset>-<hash of the configuration>; "
+                     "the same configuration under the same name resumes.")
+c4.number_input("Chunk size", 8, 4096, 128, step=8, key="sw_chunk",
+                help="Units per committed transaction: smaller = more frequent progress and faster cancel.")
+models = model_picker("sw")
+
+n_examples = len(sample_examples(usable, sample or None, seed)) if usable else 0
+runs = sum(1 if s.is_file or not by_id[s.id].randomised else repeats for s in specs)
+total = n_examples * len(models) * (1 + runs)
+st.caption(f"{len(specs)} perturbation spec(s) × {n_examples} examples × {len(models)} model(s): "
+           f"{total:,} result rows (clean + perturbed).")
+if st.button("Start sweep", type="primary", key="sw_start", disabled=busy or not (specs and models and usable)):
+    start_job(SweepConfig(dataset_name, specs, models, repeats=repeats, seed=seed, sample=sample or None,
+                          name=name.strip() or None), ds)
+if busy:
+    st.caption("A sweep is running in this session; start another when it ends (or cancel it).")
+
+# ----------------------------------------------------------------------------------- stored sweeps
+
+st.subheader("Stored sweeps")
+if not db_path.is_file():
+    st.info(f"No sweep database at {db_path} yet: the first sweep creates it.")
+    st.stop()
+try:
+    sweeps = report.list_sweeps(db_path)
+except (StoreError, Exception) as e:  # a foreign or damaged file must not take the page down
+    st.error(md_escape(f"Cannot read {db_path}: {e}"))
+    st.stop()
+if not sweeps:
+    st.info("The database holds no sweep yet.")
+    st.stop()
+
+
+def _age_s(iso: str) -> float:
+    try:
+        return (datetime.now(timezone.utc) - datetime.fromisoformat(iso)).total_seconds()
+    except ValueError:
+        return float("inf")
+
+
+table = pd.DataFrame([{
+    "name": s["name"], "dataset": s["dataset"], "status": s["status"], "examples": s["n_examples"],
+    "rows done": s["done_units"], "rows total": s["total_units"],
+    "done %": round(100.0 * s["done_units"] / s["total_units"], 1) if s["total_units"] else 0.0,
+    "models": ", ".join(s["models"]), "perturbations": len(s["perturbations"]),
+    "repeats": s["config"].get("repeats"), "seed": s["config"].get("seed"),
+    "created": s["created_at"], "updated": s["updated_at"], "note": s["note"] or "",
+} for s in sweeps])
+st.dataframe(table, hide_index=True, width="stretch", key="sw_list")
+
+unfinished = [s for s in sweeps if s["status"] != "done" or s["done_units"] < s["total_units"]]
+if not unfinished:
+    st.caption("Every stored sweep is complete.")
+    st.stop()
+by_name = {s["name"]: s for s in unfinished}
+keep_valid("sw_resume_pick", list(by_name))
+c1, c2 = st.columns([3, 1])
+pick = c1.selectbox("Resume an unfinished sweep", list(by_name), key="sw_resume_pick")
+chosen_sweep = by_name[pick]
+c1.caption(f"{chosen_sweep['status']} · {chosen_sweep['done_units']:,}/{chosen_sweep['total_units']:,} rows · "
+           f"updated {chosen_sweep['updated_at']}")
+own = job is not None and job.running and (job.config.name == pick)
+if chosen_sweep["status"] == "running" and not own and _age_s(chosen_sweep["updated_at"]) < 120:
+    st.warning("This sweep wrote results less than two minutes ago: it may still be running elsewhere "
+               "(the CLI or another browser tab). Resuming it twice wastes work but loses nothing.")
+if c2.button("Resume", key="sw_resume", disabled=busy):
+    cfg = chosen_sweep["config"]
+    try:
+        resume_ds = dataset_by_name(cfg["dataset"], str(data_dir) if data_dir else "")
+    except (SweepError, DatasetError, OSError) as e:
+        st.error(md_escape(f"Cannot reload the data set {cfg['dataset']!r} of this sweep: {e}"))
+        st.stop()
+    resume_specs = [PerturbationSpec.make(pid, json.loads(pj)) for pid, pj, *_ in cfg["specs"]]
+    start_job(SweepConfig(cfg["dataset"], resume_specs, [m for m, _fp in cfg["models"]],
+                          repeats=int(cfg["repeats"]), seed=int(cfg["seed"]), sample=cfg["sample"],
+                          name=pick), resume_ds)

@@ -1,0 +1,143 @@
+"""AppTest: the Sweeps page configures a sweep, runs it on a background thread to completion with a
+progress panel, lists it, and cancels / resumes one (the tiny models of tests/conftest.py)."""
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core import sweep_report as report
+from core.datasets import demo_dataset
+from core.sweep import sample_examples
+
+PAGE = "../pages/sweeps.py"
+
+
+@pytest.fixture
+def env(monkeypatch, tiny_registry, tmp_path):
+    monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    db = tmp_path / "sweeps.sqlite"
+    monkeypatch.setenv("QAX_SWEEP_DB", str(db))
+    return db
+
+
+def _configure(at: AppTest, name: str) -> AppTest:
+    at.number_input(key="sw_sample").set_value(5)
+    at.multiselect(key="sw_fam_case").set_value(["TUQ"])
+    at.multiselect(key="sw_fam_word").set_value(["DRQ"]).run()
+    at.slider(key="sw_param_DRQ_n_words").set_value((1, 2))
+    at.number_input(key="sw_repeats").set_value(2)
+    at.number_input(key="sw_seed").set_value(3)
+    at.number_input(key="sw_chunk").set_value(8)
+    at.text_input(key="sw_name").set_value(name).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _wait_for_job(at: AppTest, timeout: float = 240) -> None:
+    job = at.session_state["sweep_job"]
+    assert job.wait(timeout), "the sweep did not finish in time"
+    at.run()   # the page notices the end and reruns to refresh the list
+    assert not at.exception, at.exception
+
+
+def test_sweep_runs_to_completion_and_is_stored(env):
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    assert not at.exception, at.exception
+    assert at.multiselect(key="sw_models").value == ["tiny-a", "tiny-b"]
+    _configure(at, "app-sweep")
+    # 3 specs (TUQ once; DRQ n_words=1 and 2, twice each) x 5 examples x 2 models: 5 x 2 x (1 + 1 + 2 + 2)
+    assert any("3 perturbation spec(s) × 5 examples × 2 model(s): 60 result rows" in c.value for c in at.caption)
+
+    at.button(key="sw_start").click().run()
+    assert not at.exception, at.exception
+    _wait_for_job(at)
+    job = at.session_state["sweep_job"]
+    assert job.error is None and job.result.status == "done"
+    assert any("Sweep 'app-sweep' finished: 60/60 result rows" in s.value.replace("\\", "") for s in at.success)
+
+    # Stored: the rows, the configuration, and the page's list of sweeps.
+    conn = sqlite3.connect(env)
+    assert conn.execute("SELECT COUNT(*) FROM clean_results").fetchone()[0] == 10
+    assert conn.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 50
+    assert conn.execute("SELECT perturbation, params_json, COUNT(*) FROM results GROUP BY 1, 2 ORDER BY 1, 2"
+                        ).fetchall() == [("DRQ", '{"n_words":1}', 20), ("DRQ", '{"n_words":2}', 20),
+                                         ("TUQ", "{}", 10)]
+    [sweep] = report.list_sweeps(env)
+    assert (sweep["name"], sweep["status"], sweep["done_units"], sweep["total_units"]) == ("app-sweep", "done", 60, 60)
+    assert sweep["models"] == ["tiny-a", "tiny-b"]
+    assert sweep["perturbations"] == ["TUQ", "DRQ(n_words=1)", "DRQ(n_words=2)"]
+    assert (sweep["config"]["sample"], sweep["config"]["seed"], sweep["config"]["repeats"]) == (5, 3, 2)
+    usable = [e for e in demo_dataset("en").examples if e.answers and not e.is_impossible]
+    expected_ids = [e.id for e in sample_examples(usable, 5, 3)]
+    assert [r[0] for r in conn.execute(
+        "SELECT e.id FROM sweep_examples s JOIN examples e ON e.hash = s.example_hash ORDER BY s.position")] \
+        == expected_ids
+    # TUQ upper-cases each question exactly
+    assert sorted(r[0] for r in conn.execute(
+        "SELECT DISTINCT variant_question FROM result_rows WHERE perturbation = 'TUQ'")) == \
+        sorted(e.question.upper() for e in demo_dataset("en").examples if e.id in expected_ids)
+    listed = at.dataframe[0].value
+    assert list(listed["name"]) == ["app-sweep"] and list(listed["status"]) == ["done"]
+    assert list(listed["rows done"]) == [60] and list(listed["done %"]) == [100.0]
+    assert any("Every stored sweep is complete" in c.value for c in at.caption)
+
+
+def test_cancel_then_resume(env, monkeypatch):
+    """Predictions wait on a gate, so Cancel lands while the first chunk is in flight: the sweep stops
+    after that chunk, is listed as cancelled, and Resume finishes it without redoing stored rows."""
+    from core.qa.engine import QAEngine
+
+    gate = threading.Event()
+    original = QAEngine.predict
+
+    def gated(self, *args, **kwargs):
+        assert gate.wait(120), "the test never opened the gate"
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(QAEngine, "predict", gated)
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    _configure(at, "to-cancel")
+    at.button(key="sw_start").click().run()
+    assert not at.exception, at.exception
+    job = at.session_state["sweep_job"]
+    assert job.running
+    assert any("Preparing the sweep" in p.proto.text or "result rows" in p.proto.text
+               for p in at.get("progress"))
+    at.button(key="sw_cancel").click().run()
+    assert job.cancel_requested
+    assert any("Cancelling" in i.value for i in at.info)
+    gate.set()
+    _wait_for_job(at)
+    assert job.result.status == "cancelled" and 0 < job.result.done_units < 60
+    stopped_at = job.result.done_units
+    assert any("was cancelled" in s.value for s in at.success)
+    assert list(at.dataframe[0].value["status"]) == ["cancelled"]
+
+    assert at.selectbox(key="sw_resume_pick").value == "to-cancel"
+    at.button(key="sw_resume").click().run()
+    assert not at.exception, at.exception
+    _wait_for_job(at)
+    resumed = at.session_state["sweep_job"]
+    assert resumed is not job and resumed.result.status == "done"
+    assert (resumed.result.resumed_units, resumed.result.done_units) == (stopped_at, 60)
+    conn = sqlite3.connect(env)
+    assert conn.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 50
+    assert conn.execute("SELECT COUNT(*) FROM sweeps").fetchone()[0] == 1
+    assert report.list_sweeps(env)[0]["status"] == "done"
+
+
+def test_page_without_database_or_models(tmp_path, monkeypatch):
+    missing = tmp_path / "models.toml"
+    missing.write_text('[[model]]\nname = "absent"\npath = "/no/such/folder"\nlanguages = ["en"]\n')
+    monkeypatch.setenv("QAX_MODELS_TOML", str(missing))
+    monkeypatch.setenv("QAX_SWEEP_DB", str(tmp_path / "none.sqlite"))
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception, at.exception
+    assert any("No QA model is installed" in w.value for w in at.warning)
+    assert at.button(key="sw_start").disabled
+    assert any("No sweep database" in i.value for i in at.info)
+    assert not (tmp_path / "none.sqlite").exists()

@@ -1,0 +1,78 @@
+"""End to end in real headless Chromium: clicking a heatmap cell lists that cell's examples.
+
+AppTest cannot click a Plotly point, and a go.Heatmap click reports nothing in Streamlit, which
+is why the page draws square scatter markers; this test checks the click really arrives. The page
+file is served on its own (``streamlit run pages/heatmaps.py``), so it does not depend on app.py's
+navigation.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from browser import CHROMIUM, free_port, launch_chromium
+from test_app_heatmaps import build_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.e2e
+
+
+def _serve_page(page: str, env_extra: dict, timeout: float = 90):
+    port = free_port()
+    log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / page), "--server.port", str(port),
+         "--server.headless", "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", **env_extra}, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + timeout
+    while True:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                return proc, url
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            log.seek(0)
+            raise RuntimeError(f"streamlit did not start:\n{log.read()[-3000:]}")
+        time.sleep(0.5)
+
+
+def test_click_on_a_cell_shows_its_examples(tmp_path):
+    assert os.path.exists(CHROMIUM), "Debian chromium is required (the test command installs it)"
+    db = tmp_path / "sweeps.sqlite"
+    build_sweep(db)
+    proc, url = _serve_page("pages/heatmaps.py", {"QAX_SWEEP_DB": str(db)})
+    try:
+        with launch_chromium() as browser:
+            page = browser.new_page(viewport={"width": 1400, "height": 2400})
+            page.goto(url + "/")
+            cells = page.locator(".js-plotly-plot g.trace.scatter").first.locator("path.point")
+            cells.first.wait_for(timeout=60_000)
+            assert cells.count() == 10
+            page.get_by_text("fake-a under drop_qmark_Q").wait_for(timeout=30_000)   # the first cell
+
+            cells.nth(7).click(force=True)            # fake-b x RUQ
+            page.get_by_text("fake-b under RUQ").wait_for(timeout=30_000)
+            cells = page.locator(".js-plotly-plot g.trace.scatter").first.locator("path.point")
+            cells.nth(1).click(force=True)            # fake-a x TUQ: largest loss q4, "Berlin" vs "three million"
+            page.get_by_text("fake-a under TUQ").wait_for(timeout=30_000)
+            page.get_by_text("HOW MANY PEOPLE LIVE IN BERLIN?").first.wait_for(timeout=30_000)
+            marks = page.locator("div.qax-context mark.qax-span")
+            assert sorted(m.inner_text() for m in marks.all()) == ["Berlin", "three million"]
+            page.screenshot(path=str(ROOT / ".pytest_cache" / "e2e_heatmaps.png"))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
