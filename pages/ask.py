@@ -141,7 +141,9 @@ def _speech_panel() -> None:
                     speech["results"] = ask_input.transcribe_all(audio, usable, asr_lang)
             st.session_state["ask_speech"] = speech
     if not speech:
-        st.caption("Record a question: the chosen recogniser's transcript becomes the question below.")
+        st.caption("Record a question: the chosen recogniser's transcript becomes the question below. "
+                   + ("Speech is recognised as English; choose the question language above to speak another."
+                      if asr_lang is None else f"Speech is recognised as {translate.language_name(asr_lang)}."))
         return
     if speech["error"]:
         st.error(f"The recording cannot be used: {speech['error']}")
