@@ -20,7 +20,8 @@ Our choices:
     core.sweep's family names for files; ``translate_question`` is the German paper's
     de -> en -> de round trip, family "sentence", and is not an interface noise). A challenge
     file that core.sweep filed under another family is placed by the words of its name:
-    "keyboard", "asr", "mt" or "translation" (core.natural_mt writes ``xquad-natural-mt-es``);
+    "keyboard", "asr", "mt" or "translation" (core.natural_mt writes ``xquad-natural-mt-es``),
+    or natural ASR when core.trials wrote it (``trials/<id>/challenge/<engine>.json``);
   * a challenge *file* is "natural" when its path says so (NoiseQA's ``Natural/`` files and
     ``*-natural*`` names), else "synthetic" (NoiseQA's ``Synthetic/`` files); a registry
     generator is always "synthetic";
@@ -42,7 +43,7 @@ from typing import Any
 from core.store import Store
 from core.sweep_report import Cell
 
-__all__ = ["Column", "INTERFACES", "columns", "cell_rows", "is_file_spec", "kind_of", "interface_of", "noiseqa_table",
+__all__ = ["Column", "INTERFACES", "columns", "cell_rows", "is_file_spec", "kind_of", "interface_of", "trial_file", "noiseqa_table",
            "asr_breakdown", "mt_breakdown", "penalty_rows"]
 
 # Family -> interface name, in Table 4's row order.
@@ -81,8 +82,22 @@ def is_file_spec(perturbation: str) -> bool:
     return perturbation.startswith("file:")
 
 
+def trial_file(perturbation: str) -> tuple[str, str] | None:
+    """(trial id, ASR engine) for a natural ASR set written by core.trials
+    (``.../trials/<trial id>/challenge/<engine>.json``), else None."""
+    if not is_file_spec(perturbation):
+        return None
+    parts = Path(perturbation[len("file:"):]).parts
+    if len(parts) >= 4 and parts[-2] == "challenge" and parts[-4] == "trials":
+        return parts[-3], Path(parts[-1]).name.removesuffix(".json")
+    return None
+
+
 def kind_of(perturbation: str) -> str:
-    """"natural" for a challenge file whose path says natural, else "synthetic" (see module doc)."""
+    """"natural" for a challenge file whose path says natural (or a recorded trial's file), else
+    "synthetic" (see module doc)."""
+    if trial_file(perturbation) is not None:
+        return "natural"
     return "natural" if is_file_spec(perturbation) and "natural" in perturbation.lower() else "synthetic"
 
 
@@ -92,6 +107,8 @@ def interface_of(perturbation: str, family: str) -> str | None:
         return family
     if not is_file_spec(perturbation):
         return None
+    if trial_file(perturbation) is not None:
+        return "asr"
     words = set(re.split(r"[-_.]", Path(perturbation[len("file:"):]).name.lower()))
     if any(w.startswith("keyboard") for w in words):
         return "keyboard"
@@ -161,12 +178,16 @@ def asr_breakdown(cell_list: Sequence[Cell]) -> list[dict[str, Any]]:
     """ASR cells with their voice and engine: {"model", "voice", "engine", "perturbation", scores}.
 
     A generator cell takes ``voice`` / ``engine`` from its parameters; a challenge file has
-    neither (its voice is the file's name, engine "(file)")."""
+    neither (its voice is the file's name, engine "(file)"), except a recorded trial's set
+    (core.trials): voice "speaker <trial id>", engine from the file name."""
     rows = []
     for c in cell_list:
         if interface_of(c.perturbation, c.family) != "asr":
             continue
-        if is_file_spec(c.perturbation):
+        trial = trial_file(c.perturbation)
+        if trial is not None:
+            voice, engine = f"speaker {trial[0]}", trial[1]
+        elif is_file_spec(c.perturbation):
             voice, engine = Path(c.perturbation[len("file:"):]).name, "(file)"
         else:
             voice, engine = str(c.params.get("voice", "?")), str(c.params.get("engine", "?"))

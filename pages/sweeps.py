@@ -145,6 +145,8 @@ except (SweepError, DatasetError, OSError) as e:
     st.error(md_escape(f"Could not read {dataset_name}: {e}"))
     st.stop()
 usable = scorable(ds)
+if st.session_state.get("sw_sample", 0) > len(usable):  # a smaller data set than the last one chosen
+    st.session_state["sw_sample"] = len(usable)
 sample = int(c2.number_input("Sample size (0 = all)", 0, len(usable), min(100, len(usable)), key="sw_sample",
                              help="A seeded sample: the sample of 200 contains the sample of 100 (same seed), "
                                   "so growing a sweep reuses its work."))

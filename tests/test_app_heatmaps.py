@@ -261,6 +261,9 @@ def test_mt_and_asr_breakdowns_from_files_and_params(tmp_path):
     assert views.interface_of("file:/x/runs/xquad-natural-mt-es", "natural") == "mt"
     assert views.interface_of("file:noiseqa/Natural/asr-speaker3", "natural") == "asr"
     assert views.interface_of("file:paraphrases/gan-ng", "paraphrase") is None
+    trial = "file:/home/u/.cache/trials/anna-2026/challenge/whisper-base"   # core.trials' layout
+    assert (views.interface_of(trial, "natural"), views.kind_of(trial)) == ("asr", "natural")
+    assert views.trial_file(trial) == ("anna-2026", "whisper-base")
     assert views.interface_of("translate_question", "sentence") is None
 
 
@@ -274,9 +277,73 @@ def test_asr_breakdown_reads_voice_and_engine():
 
     cells = [asr_cell("m", "flite:kal16", "pocketsphinx", 40.0), asr_cell("m", "piper:joe", "whisper-base", 60.0),
              Cell("m", "file:noiseqa/Natural/asr-x", {}, "{}", "file:asr-x", "asr", "question", 3, 1, 0,
-                  *([None] * 13))]
+                  *([None] * 13)),
+             Cell("m", "file:/c/trials/t1/challenge/pocketsphinx", {}, "{}", "file:pocketsphinx", "natural",
+                  "question", 4, 1, 0, *([None] * 13))]
     rows = views.asr_breakdown(cells)
     assert [(r["voice"], r["engine"], r["F1"], r["clean F1"], r["N"]) for r in rows] == [
         ("flite:kal16", "pocketsphinx", 40.0, 80.0, 10), ("piper:joe", "whisper-base", 60.0, 80.0, 10),
-        ("asr-x", "(file)", None, None, 3)]
-    assert [r["kind"] for r in views.noiseqa_table(cells)] == ["synthetic", "synthetic", "natural"]
+        ("asr-x", "(file)", None, None, 3), ("speaker t1", "pocketsphinx", None, None, 4)]
+    assert [r["kind"] for r in views.noiseqa_table(cells)] == ["synthetic", "synthetic", "natural", "natural"]
+
+
+def test_page_noiseqa_and_dureader_views(tmp_path, monkeypatch):
+    """A sweep with interface noise from files: Table 4 rows, the ASR and MT plots, DPR and traps."""
+    data = tmp_path / "data" / "noiseqa"
+    data.mkdir(parents=True)
+    Dataset("asr", "en", [QAExample(e.id, e.question.lower().rstrip("?"), e.context, e.answers)
+                          for e in TOY.examples]).to_squad_json(data / "xquad-asr-natural.json")
+    Dataset("mt", "en", [QAExample(e.id, e.question.replace("What", "Which"), e.context, e.answers)
+                         for e in TOY.examples]).to_squad_json(data / "xquad-translation-natural-th.json")
+    db = tmp_path / "s.sqlite"
+    config = SweepConfig("toy", ["file:noiseqa/xquad-asr-natural", "file:noiseqa/xquad-translation-natural-th"],
+                         ["fake-a"], name="noise")
+    run_sweep(config, {"fake-a": LookupEngine(ANSWERS_A, "a1")}, db, dataset=TOY, data_dir=tmp_path / "data")
+    monkeypatch.setenv("QAX_SWEEP_DB", str(db))
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not at.exception, at.exception
+
+    table4 = _frame(at, "fake-a noisy F1")
+    assert table4[["interface", "kind", "perturbation"]].values.tolist() == [
+        ["ASR", "natural", "file:xquad-asr-natural"], ["MT", "natural", "file:xquad-translation-natural-th"]]
+    # lower-cased questions without "?" are unknown to the engine: F1 0; MT changed q1 only
+    assert table4["fake-a noisy F1"].tolist() == [0.0, 73.33]
+    assert table4["fake-a clean F1"].tolist() == [93.33, 93.33]
+
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    titles = [c["layout"].get("title", {}).get("text", "") for c in charts]
+    asr = charts[titles.index("ASR noise: F1 per voice and ASR engine")]
+    assert asr["data"][0]["x"] == ["xquad-asr-natural"] and asr["data"][0]["y"] == [0.0]
+    assert asr["data"][1]["y"] == [93.33]                                  # the clean marker
+    mt = charts[titles.index("MT noise: F1 per language translated into English")]
+    assert mt["data"][0]["x"] == ["th"] and mt["data"][0]["y"] == [73.33]
+
+    # DPR over the ASR file: every answer changed (empty vs the clean answer): 100 %
+    at.multiselect(key="hm_dpr_families").set_value(["asr"]).run()
+    assert not at.exception, at.exception
+    dpr = _frame(at, "DPR %")
+    assert dpr.values.tolist() == [["fake-a", "file:xquad-asr-natural", 5, 100.0], ["fake-a", "(all)", 5, 100.0]]
+    assert "DPR against question similarity" in [
+        json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    trap_caption = [c.value for c in at.caption if "have a trap sentence" in c.value]
+    assert len(trap_caption) == 1 and re.search(r"(\d+) examples have a trap sentence, (\d+) none", trap_caption[0])
+    found = re.search(r"(\d+) examples have a trap sentence, (\d+) none", trap_caption[0]).groups()
+    assert int(found[0]) + int(found[1]) == 5
+
+
+def test_png_and_html_export_of_the_heatmap(sweep_db):
+    """PNG through kaleido + Chromium at the figure's own size (x2); HTML self-contained."""
+    import struct
+
+    from components.export import figure_html, figure_png, png_problem
+
+    fig, _ = heatmap_figure(report.cells(sweep_db, "toy-sweep"))
+    page = figure_html(fig)
+    assert page.startswith("<!doctype html>") and "plotly.js v" in page   # plotly.js inlined
+    assert "<script src=" not in page and len(page) > 1_000_000               # nothing fetched when opened
+    if png_problem() is not None:
+        pytest.skip(png_problem())
+    png = figure_png(fig)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", png[16:24])
+    assert (width, height) == (2 * fig.layout.width, 2 * fig.layout.height)
