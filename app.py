@@ -14,6 +14,7 @@ PAGES = [
     st.Page("pages/ask.py", title="Ask", icon="❓", default=True, url_path="ask"),
     st.Page("pages/variants.py", title="Variants", icon="🧪", url_path="variants"),
     st.Page("pages/beat_the_ai.py", title="Beat the AI", icon="🥊", url_path="beat"),
+    st.Page("pages/speech_trial.py", title="Speech trial", icon="🎙️", url_path="trial"),
 ]
 
 st.navigation(PAGES).run()

@@ -5,6 +5,7 @@
 #   ./run.sh setup  install only
 # Installing is idempotent: a stamp per requirements hash skips pip when nothing changed.
 set -euo pipefail
+trap 'echo "[run.sh] failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")"
 MODE="${1:-app}"; shift || true
 
@@ -22,18 +23,16 @@ apt_install() {
 setup() {
   # Debian packages the app uses (speech, audio) and, for tests, the browser.
   mapfile -t APT < <(grep -vE '^\s*(#|$)' .ci/apt-packages.txt 2>/dev/null || true)
-  [ "$MODE" = test ] && APT+=(chromium)
-  ((${#APT[@]})) && apt_install "${APT[@]}"
+  if [ "$MODE" = test ]; then APT+=(chromium); fi
+  if ((${#APT[@]})); then apt_install "${APT[@]}"; fi
   [ -x .venv/bin/python ] || python3 -m venv .venv
   local stamp=.venv/.requirements.sha
-  local want; want="$(cat requirements.txt requirements-extra.txt 2>/dev/null | sha256sum | cut -c1-16)"
+  local want; want="$(sha256sum requirements.txt | cut -c1-16)"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     .venv/bin/pip install -q --upgrade pip
     # torch first and pinned: an unpinned torch pulls several GB of CUDA wheels.
     .venv/bin/pip install -q torch==2.13.0
     .venv/bin/pip install -q -r requirements.txt
-    # Packages whose metadata asks for another Python but work on 3.11 (see README).
-    [ -f requirements-extra.txt ] && .venv/bin/pip install -q --ignore-requires-python -r requirements-extra.txt
     echo "$want" > "$stamp"
   fi
 }
