@@ -52,6 +52,7 @@ METRICS = {"f1": "F1", "em": "EM"}
 VALUES = {"pct": "% change", "score": "perturbed score", "drop": "absolute drop (points)"}
 
 MIN_CELL, MAX_CELL, TARGET_PLOT_WIDTH = 18, 64, 960
+FULL_TEXT_CELL = 40  # px: narrower cells show their penalty only
 LEGEND_HEIGHT = 250  # px: title and nine entries of the band legend
 
 
@@ -139,8 +140,10 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
     texts = []
     for c in plotted:
         pen = getattr(c, f"{metric}_penalty")
-        texts.append(f"{format_value(cell_value(c, metric, value), value)}<br>"
-                     f"{'' if pen is None else f'+{pen}'}")
+        pen_text = "" if pen is None else f"+{pen}"
+        # A cell narrower than FULL_TEXT_CELL px has room for the penalty only (the value is in the hover).
+        texts.append(f"{format_value(cell_value(c, metric, value), value)}<br>{pen_text}"
+                     if px >= FULL_TEXT_CELL else pen_text)
     font_colours = ["white" if col in _DARK else "black" for col in colours]
     trace_data = [[i, c.model, c.perturbation, c.params_json] for i, c in enumerate(plotted)]
 

@@ -139,6 +139,18 @@ def test_figure_markers_colours_and_labels(sweep_db):
     assert fig_em.data[0].text[2] == "+∞<br>+1" and fig_em.data[0].marker.color[2] == BAND_COLOURS["> 10"]
 
 
+def test_many_columns_give_small_cells_with_penalty_only(sweep_db):
+    import dataclasses
+
+    cells = report.cells(sweep_db, "toy-sweep")
+    many = [dataclasses.replace(c, params_json=f"{c.params_json}#{k}", label=f"{c.label}#{k}")
+            for k in range(12) for c in cells]                     # 60 columns
+    fig, plotted = heatmap_figure(many)
+    assert grid_size(60) == 18 and fig.data[0].marker.size == 16 and len(plotted) == 120
+    assert fig.data[0].text[12] == "+3"            # fake-a TUQ#0, after the 12 artefact columns: penalty only
+    assert fig.layout.width == fig.layout.margin.l + 60 * 18 + fig.layout.margin.r
+
+
 def test_cell_without_scores_is_grey():
     from core.sweep_report import Cell
 
