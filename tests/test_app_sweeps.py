@@ -141,3 +141,32 @@ def test_page_without_database_or_models(tmp_path, monkeypatch):
     assert at.button(key="sw_start").disabled
     assert any("No sweep database" in i.value for i in at.info)
     assert not (tmp_path / "none.sqlite").exists()
+
+
+def test_sweep_job_reports_errors_and_results(tmp_path):
+    """SweepJob: a run_sweep error becomes a message (the thread never dies silently); a good run
+    fills done/total and result."""
+    from core.datasets import Dataset
+    from core.sweep import SweepConfig
+    from core.sweep_job import SweepJob
+    from core.types import Answer, Prediction, QAExample, Span
+
+    class Echo:
+        fingerprint = "echo-1"
+
+        def predict(self, questions, contexts, **kw):
+            return [Prediction([Span(c.split()[0], 0, len(c.split()[0]), 1.0)]) for c in contexts]
+
+    toy = Dataset("toy", "en", [QAExample("q1", "Who?", "Anna came.", (Answer("Anna", 0),)),
+                                QAExample("q2", "What came?", "Bob came.", (Answer("Bob", 0),))])
+    bad = SweepJob(SweepConfig("toy", ["NOPE"], ["echo"]), {"echo": Echo()}, tmp_path / "s.sqlite", dataset=toy)
+    assert not bad.running and bad.fraction == 0.0
+    assert bad.start().wait(30) and not bad.running
+    assert bad.result is None and bad.error.startswith("SweepError: unknown perturbation id 'NOPE'")
+    with pytest.raises(RuntimeError, match="already started"):
+        bad.start()
+    good = SweepJob(SweepConfig("toy", ["TUQ", "drop_qmark_Q"], ["echo"], name="ok"), {"echo": Echo()},
+                    tmp_path / "s.sqlite", dataset=toy).start()
+    assert good.wait(30) and good.error is None
+    assert (good.result.status, good.done, good.total, good.fraction) == ("done", 6, 6, 1.0)
+    assert report.cells(tmp_path / "s.sqlite", "ok")[0].f1 == 100.0   # the first word is the answer
