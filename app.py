@@ -13,6 +13,8 @@ init_state()
 PAGES = [
     st.Page("pages/ask.py", title="Ask", icon="❓", default=True, url_path="ask"),
     st.Page("pages/variants.py", title="Variants", icon="🧪", url_path="variants"),
+    st.Page("pages/sweeps.py", title="Sweeps", icon="🧹", url_path="sweeps"),
+    st.Page("pages/heatmaps.py", title="Heatmaps", icon="🟥", url_path="heatmaps"),
     st.Page("pages/beat_the_ai.py", title="Beat the AI", icon="🥊", url_path="beat"),
     st.Page("pages/speech_trial.py", title="Speech trial", icon="🎙️", url_path="trial"),
 ]
