@@ -7,11 +7,14 @@ root, so the app finds the CLI's sweeps whatever folder it was started from.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import streamlit as st
 
+from core import sweep_report as report
 from core.config import repo_root
+from core.store import StoreError
 from core.sweep import DEFAULT_DB
 
 STATE_KEY = "sweep_db"
@@ -38,3 +41,25 @@ def db_path_input(key: str) -> Path:
                                "(the CLI's default). Relative paths start at the repository root.")
     st.session_state[STATE_KEY] = value.strip() or default_db_path()
     return resolve(st.session_state[STATE_KEY])
+
+
+def md_escape(text: str) -> str:
+    """Text shown through st.markdown literally (no markdown, no HTML)."""
+    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$])", r"\\\1", str(text))
+
+
+def stored_sweeps_or_stop(db_path: Path, missing: str) -> list:
+    """The sweeps stored in ``db_path``; otherwise say why there are none (``missing`` when the
+    file does not exist) and stop the page."""
+    if not db_path.is_file():
+        st.info(missing)
+        st.stop()
+    try:
+        sweeps = report.list_sweeps(db_path)
+    except (StoreError, Exception) as e:  # a foreign or damaged file must not take the page down
+        st.error(md_escape(f"Cannot read {db_path}: {e}"))
+        st.stop()
+    if not sweeps:
+        st.info("The database holds no sweep yet.")
+        st.stop()
+    return sweeps

@@ -41,19 +41,7 @@ class EngineResult:
     error: str | None = None
 
 
-def engine_problem(engine: str, language: str | None) -> str | None:
-    """None when ``engine`` can transcribe ``language`` (None = English) here, else why not."""
-    try:
-        eng = asr.get_engine(engine)
-    except KeyError as exc:
-        return str(exc.args[0])
-    ok, reason = eng.available()
-    if not ok:
-        return reason
-    lang = language or "en"
-    if eng.languages is not None and lang not in eng.languages:
-        return f"{eng.name} recognises {', '.join(eng.languages)} only, not {translate.language_name(lang)}"
-    return None
+engine_problem = asr.engine_problem  # re-exported: the page asks it per engine
 
 
 def transcribe_all(audio: Audio, engines: Sequence[str], language: str | None = None) -> list[EngineResult]:

@@ -32,21 +32,22 @@ and asks for a third validator), ``flagged`` when any validation disagrees.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import os
 import random
 import re
 import sqlite3
+
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from core import config
+from core.sqlite_db import SQLiteFile
 from core.datasets import Dataset
 from core.metrics import score_answer
 from core.types import Answer, QAExample, Span
@@ -439,7 +440,7 @@ def _name_key(name: str) -> str:
     return " ".join(name.split()).casefold()
 
 
-class BeatStore:
+class BeatStore(SQLiteFile):
     """Every attempt and validation in one SQLite file (stdlib ``sqlite3``).
 
     Each :meth:`record_attempt` / :meth:`record_validation` is one transaction, committed before
@@ -449,17 +450,17 @@ class BeatStore:
     ``path``: the file (default :func:`default_db_path`); its folder is created.
     """
 
+    synchronous = "FULL"
+
     def __init__(self, path: str | Path | None = None, *, timeout: float = 30.0):
         self.path = Path(path).expanduser() if path is not None else default_db_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None,
-                                    check_same_thread=False)
-        self.conn.row_factory = sqlite3.Row
         try:
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=FULL")
-            self.conn.execute("PRAGMA foreign_keys=ON")
-            with self._transaction() as c:
+            self._connect(self.path, timeout)
+        except sqlite3.DatabaseError as e:
+            raise ValueError(f"{self.path} is not a usable Beat-the-AI database: {e}") from e
+        try:
+            with self.transaction() as c:
                 # one by one: executescript() would COMMIT the open transaction
                 for stmt in filter(str.strip, SCHEMA.split(";")):
                     c.execute(stmt)
@@ -476,24 +477,6 @@ class BeatStore:
             self.conn.close()
             raise
 
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def __enter__(self) -> "BeatStore":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -515,7 +498,7 @@ class BeatStore:
         verdicts, outcome = judge(answer, model_spans, passage.lang, threshold)
         user = " ".join(user.split()) or "anonymous"
         created = now or _now()
-        with self._transaction() as c:
+        with self.transaction() as c:
             c.execute("INSERT OR IGNORE INTO passages VALUES (?, ?)", (passage.id, passage.context))
             cur = c.execute(
                 "INSERT INTO attempts (created_at, user, session, passage_id, dataset, title, lang,"
@@ -557,7 +540,7 @@ class BeatStore:
             text = attempt.context[start:end]
             f1 = answer_f1(text, attempt.answer_text, attempt.lang)
         agrees = f1 >= threshold
-        with self._transaction() as c:
+        with self.transaction() as c:
             if c.execute("SELECT 1 FROM validations WHERE attempt_id=? AND validator_key=?",
                          (attempt_id, key)).fetchone():
                 raise ValueError(f"{validator!r} has already validated question #{attempt_id}")

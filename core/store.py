@@ -34,13 +34,14 @@ primary keys and every insert is ``INSERT OR IGNORE``, so re-running a unit of w
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from core.sqlite_db import SQLiteFile
 
 SCHEMA_VERSION = "1"
 
@@ -195,7 +196,7 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-class Store:
+class Store(SQLiteFile):
     """An open sweep database. Use as a context manager, or call :meth:`close`.
 
     Reads go straight through ``self.conn``; writes go inside ``with store.transaction():`` so that
@@ -206,15 +207,11 @@ class Store:
         self.path = Path(path)
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: no implicit transactions; transaction() opens them explicitly.
-        self.conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None,
-                                    check_same_thread=False)
-        self.conn.row_factory = sqlite3.Row
         try:
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            self._connect(path, timeout)
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{path}: not a usable SQLite sweep database ({e})") from e
+        try:
             self._init_schema()
         except sqlite3.DatabaseError as e:
             self.conn.close()
@@ -234,26 +231,6 @@ class Store:
                     f"{SCHEMA_VERSION}; use a new --db file")
 
     # ------------------------------------------------------------------------------ plumbing
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on any exception): all or nothing."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def __enter__(self) -> "Store":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def fetch_by_keys(self, table: str, key_column: str, keys: Iterable[str],
                       columns: str = "*") -> dict[str, sqlite3.Row]:

@@ -416,16 +416,7 @@ class Trial:
 
     def engine_problem(self, engine: str) -> str | None:
         """None when ``engine`` can transcribe this trial's language here, else why not."""
-        try:
-            eng = asr.get_engine(engine)
-        except KeyError as exc:
-            return str(exc.args[0])
-        ok, reason = eng.available()
-        if not ok:
-            return reason
-        if eng.languages is not None and self.lang not in eng.languages:
-            return f"{engine} recognises {', '.join(eng.languages)} only; this trial is in {self.lang}"
-        return None
+        return asr.engine_problem(engine, self.lang)
 
     def transcribe(self, rec: Recording, engines: Sequence[str]) -> dict[str, StoredTranscript | str]:
         """Transcribe one recording with each engine (engine -> stored transcript, or why not).

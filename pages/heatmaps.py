@@ -10,7 +10,6 @@ without a mouse.
 from __future__ import annotations
 
 import json
-import re
 
 import pandas as pd
 import streamlit as st
@@ -20,11 +19,10 @@ from components.export import csv_download, figure_downloads, file_stem
 from components.heatmap import METRICS, VALUES, format_value, heatmap_figure
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
 from components.state import init_state, sidebar_settings
-from components.sweep_db import db_path_input
+from components.sweep_db import db_path_input, md_escape, stored_sweeps_or_stop
 from components.sweep_figures import breakdown_figure, bucket_figure
 from core import sweep_report as report
 from core import sweep_views as views
-from core.store import StoreError
 
 init_state()
 sidebar_settings()
@@ -35,24 +33,10 @@ st.caption("How much each model's score moves under each perturbation of a store
            "it below) to see its examples. Run sweeps on the **Sweeps** page or with `python -m core.sweep`.")
 
 
-def md_escape(text: str) -> str:
-    """Text shown through st.markdown literally (no markdown, no HTML)."""
-    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$])", r"\\\1", str(text))
-
-
 db_path = db_path_input("hm")
-if not db_path.is_file():
-    st.info(f"No sweep database at {db_path}. Run a sweep first (Sweeps page, or "
-            "`python -m core.sweep --dataset ... --perturbations ... --models ...`).")
-    st.stop()
-try:
-    sweeps = report.list_sweeps(db_path)
-except (StoreError, Exception) as e:  # a foreign or damaged file must not take the page down
-    st.error(md_escape(f"Cannot read {db_path}: {e}"))
-    st.stop()
-if not sweeps:
-    st.info("The database holds no sweep yet.")
-    st.stop()
+sweeps = stored_sweeps_or_stop(
+    db_path, f"No sweep database at {db_path}. Run a sweep first (Sweeps page, or "
+             "`python -m core.sweep --dataset ... --perturbations ... --models ...`).")
 
 by_id = {s["id"]: s for s in sweeps}
 newest_first = list(reversed(list(by_id)))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from datetime import datetime, timezone
 
 import pandas as pd
@@ -23,11 +22,10 @@ from components import loaders
 from components.choice import keep_valid
 from components.pickers import DEMO_LANGS, model_picker
 from components.state import current_data_dir, init_state, sidebar_settings
-from components.sweep_db import db_path_input
+from components.sweep_db import db_path_input, md_escape, stored_sweeps_or_stop
 from core import sweep_report as report
 from core.datasets import DatasetError
 from core.perturb import registry
-from core.store import StoreError
 from core.sweep import PerturbationSpec, SweepConfig, SweepError, load_dataset, sample_examples
 from core.sweep_job import SweepJob
 
@@ -40,11 +38,6 @@ st.caption("Evaluate every selected model under many perturbations over a whole 
            "Browse the results on the **Heatmaps** page.")
 
 JOB = "sweep_job"
-
-
-def md_escape(text: str) -> str:
-    """Text shown through st.markdown literally (no markdown, no HTML)."""
-    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$])", r"\\\1", str(text))
 
 
 @st.cache_data(show_spinner="Reading dataset…", max_entries=8)
@@ -251,17 +244,7 @@ if busy:
 # ----------------------------------------------------------------------------------- stored sweeps
 
 st.subheader("Stored sweeps")
-if not db_path.is_file():
-    st.info(f"No sweep database at {db_path} yet: the first sweep creates it.")
-    st.stop()
-try:
-    sweeps = report.list_sweeps(db_path)
-except (StoreError, Exception) as e:  # a foreign or damaged file must not take the page down
-    st.error(md_escape(f"Cannot read {db_path}: {e}"))
-    st.stop()
-if not sweeps:
-    st.info("The database holds no sweep yet.")
-    st.stop()
+sweeps = stored_sweeps_or_stop(db_path, f"No sweep database at {db_path} yet: the first sweep creates it.")
 
 
 def _age_s(iso: str) -> float:

@@ -17,7 +17,7 @@ def test_browser_asks_and_sees_highlighted_span(tiny_registry):
         page = browser.new_page()
         page.goto(url + "/")  # open / first: app.py builds navigation and state
         page.get_by_text("Ask", exact=True).first.wait_for(timeout=60_000)
-        question = page.get_by_label("Question")
+        question = page.locator('textarea[aria-label="Question"]')
         question.wait_for(timeout=60_000)
         question.fill("what is the capital of france ?")
         page.get_by_role("button", name="Answer").click()

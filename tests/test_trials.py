@@ -203,7 +203,7 @@ def test_engine_language_problem(tmp_path):
     es = Dataset("toy.es", "es", [QAExample("e1", "¿Dónde está la torre?", "La torre está en París.",
                                             (Answer("París", 17),), lang="es")])
     trial = trials.create_trial(trials.Speaker("Luis"), es, 1, 0, root=tmp_path)
-    assert trial.engine_problem("pocketsphinx") == "pocketsphinx recognises en only; this trial is in es"
+    assert trial.engine_problem("pocketsphinx") == "pocketsphinx recognises en only, not Spanish"
 
 
 class FakeEngine:

@@ -133,8 +133,14 @@ def load_model_and_tokenizer(entry: ModelEntry):
         src, kwargs = str(d), {"local_files_only": True}
     else:
         src, kwargs = entry.hf_id, {}
+    import torch
+
+    # Shipped weights are fp16 to stay small; on a CPU compute in fp32 (fp16 CPU kernels are
+    # no faster here and lose precision), on a GPU keep the stored precision.
+    if not torch.cuda.is_available():
+        kwargs["dtype"] = torch.float32
     try:
-        tok = AutoTokenizer.from_pretrained(src, **kwargs)
+        tok = AutoTokenizer.from_pretrained(src, **{k: v for k, v in kwargs.items() if k != "dtype"})
         model = AutoModelForQuestionAnswering.from_pretrained(src, **kwargs)
     except Exception as e:  # network errors, missing files, wrong architecture: all end here
         if entry.hf_id:

@@ -327,6 +327,23 @@ def get_engine(name: str) -> ASREngine:
         return _ENGINES[name]
 
 
+def engine_problem(name: str, language: str | None = None) -> str | None:
+    """None when engine ``name`` can transcribe ``language`` (None = English) here, else why not."""
+    from core.translate import language_name
+
+    try:
+        eng = get_engine(name)
+    except KeyError as exc:
+        return str(exc.args[0])
+    ok, reason = eng.available()
+    if not ok:
+        return reason
+    lang = language or "en"
+    if eng.languages is not None and lang not in eng.languages:
+        return f"{eng.name} recognises {', '.join(eng.languages)} only, not {language_name(lang)}"
+    return None
+
+
 def engines() -> list[ASREngine]:
     """Every known engine, installed or not (ask each one ``available()``)."""
     return [get_engine(n) for n in ENGINE_NAMES]
