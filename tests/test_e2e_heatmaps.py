@@ -66,7 +66,8 @@ def test_click_on_a_cell_shows_its_examples(tmp_path):
             cells = page.locator(".js-plotly-plot g.trace.scatter").first.locator("path.point")
             cells.nth(1).click(force=True)            # fake-a x TUQ: largest loss q4, "Berlin" vs "three million"
             page.get_by_text("fake-a under TUQ").wait_for(timeout=30_000)
-            page.get_by_text("HOW MANY PEOPLE LIVE IN BERLIN?").first.wait_for(timeout=30_000)
+            # the data grid also holds the text in a hidden accessibility cell: wait for a visible one
+            page.get_by_text("HOW MANY PEOPLE LIVE IN BERLIN?").filter(visible=True).first.wait_for(timeout=60_000)
             marks = page.locator("div.qax-context mark.qax-span")
             assert sorted(m.inner_text() for m in marks.all()) == ["Berlin", "three million"]
             page.screenshot(path=str(ROOT / ".pytest_cache" / "e2e_heatmaps.png"))
