@@ -12,7 +12,7 @@ SHIPPED = ["minilm-squad", "minilm-squad-noise"]
 
 KNOWN = [
     # (xquad id, gold answer)
-    ("56beb7953aeaaa14008c92ad", "New England Patriots"),  # Who won Super Bowl XLIX?
+    ("56beb4343aeaaa14008c925c", "136"),  # How many career sacks did Jared Allen have?
     ("56beb86b3aeaaa14008c92bd", "39"),  # How old was Peyton Manning when he played in Super Bowl 50?
     ("56bf3fd53aeaaa14008c9592", "John Elway"),  # Who is the General Manager for the Broncos?
 ]
