@@ -92,9 +92,11 @@ def test_cancel_then_resume(env, monkeypatch):
     from core.qa.engine import QAEngine
 
     gate = threading.Event()
+    entered = threading.Event()  # the sweep thread has reached its first prediction
     original = QAEngine.predict
 
     def gated(self, *args, **kwargs):
+        entered.set()
         assert gate.wait(120), "the test never opened the gate"
         return original(self, *args, **kwargs)
 
@@ -107,6 +109,8 @@ def test_cancel_then_resume(env, monkeypatch):
     assert job.running
     assert any("Preparing the sweep" in p.proto.text or "result rows" in p.proto.text
                for p in at.get("progress"))
+    # Cancel only once the first chunk is in flight: before that, cancelling stops at 0 rows.
+    assert entered.wait(120), "the sweep never reached its first prediction"
     at.button(key="sw_cancel").click().run()
     assert job.cancel_requested
     assert any("Cancelling" in i.value for i in at.info)
