@@ -27,7 +27,7 @@ def test_browser_plays_beat_the_ai(tiny_registry, tmp_path):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url + "/")  # open / first: app.py builds navigation and state
         page.get_by_role("link", name="Beat the AI").click()
-        page.get_by_role("heading", name="Beat the AI").wait_for(timeout=60_000)
+        page.get_by_role("heading", name="Beat the AI").wait_for(timeout=180_000)
 
         context = page.locator("div.qax-context").first
         context.wait_for(timeout=60_000)
