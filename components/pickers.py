@@ -67,3 +67,26 @@ def model_picker(key: str, default_all: bool = True) -> list[str]:
                             help="Installed models from models.toml.")
     st.session_state["selected_models"] = chosen
     return chosen
+
+
+def item_picker(key: str):
+    """Pick a dataset item (number input + "Random item"); returns (dataset, example) or stops.
+
+    When the item changes, the page's question box (``<key>_question``) is reset to its question.
+    """
+    import random
+    import time
+
+    ds = dataset_picker(key)
+    if ds is None or len(ds) == 0:
+        st.stop()
+    n = len(ds)
+    c1, c2 = st.columns([3, 1])
+    if c2.button("Random item", key=f"{key}_random"):
+        st.session_state[f"{key}_item"] = random.Random(time.time_ns()).randrange(n)
+    idx = c1.number_input(f"Item (0–{n - 1})", 0, n - 1, key=f"{key}_item")
+    ex = ds.examples[int(idx)]
+    if st.session_state.get(f"{key}_item_id") != (ds.name, ex.id):
+        st.session_state[f"{key}_item_id"] = (ds.name, ex.id)
+        st.session_state[f"{key}_question"] = ex.question
+    return ds, ex

@@ -9,15 +9,13 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import random
-import time
 
 import pandas as pd
 import streamlit as st
 
 from components import loaders
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
-from components.pickers import dataset_picker, model_picker
+from components.pickers import item_picker, model_picker
 from components.state import init_state, sidebar_settings
 from core import ask_input, translate
 from core.langid import guess_language
@@ -38,21 +36,9 @@ source = st.radio("Context", ["Dataset item", "Paste a context"], horizontal=Tru
 gold: list[tuple[str, int]] = []
 lang = "en"
 if source == "Dataset item":
-    ds = dataset_picker("ask")
-    if ds is None or len(ds) == 0:
-        st.stop()
-    n = len(ds)
-    c1, c2 = st.columns([3, 1])
-    if c2.button("Random item", key="ask_random"):
-        st.session_state["ask_item"] = random.Random(time.time_ns()).randrange(n)
-    idx = c1.number_input(f"Item (0–{n - 1})", 0, n - 1, key="ask_item")
-    ex = ds.examples[int(idx)]
+    ds, ex = item_picker("ask")
     context, lang = ex.context, ex.lang
     gold = [(a.text, a.answer_start) for a in ex.answers]
-    # A new item resets the question box to that item's question.
-    if st.session_state.get("ask_item_id") != (ds.name, ex.id):
-        st.session_state["ask_item_id"] = (ds.name, ex.id)
-        st.session_state["ask_question"] = ex.question
     st.caption(f"{ds.name} · id `{ex.id}` · {ex.title}")
 else:
     context = st.text_area("Context", height=180, key="ask_context",

@@ -10,7 +10,6 @@ import dataclasses
 import html
 import random
 import re
-import time
 
 import pandas as pd
 import streamlit as st
@@ -18,7 +17,7 @@ import streamlit as st
 from components import loaders
 from components.edits import edits_html
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
-from components.pickers import dataset_picker, model_picker
+from components.pickers import item_picker, model_picker
 from components.state import init_state, sidebar_settings
 from core import variants as cv
 from core.datasets import detect_lang
@@ -44,18 +43,7 @@ models = model_picker("var")
 source = st.radio("Input", ["Dataset item", "Type a question and context"], horizontal=True, key="var_source")
 
 if source == "Dataset item":
-    ds = dataset_picker("var")
-    if ds is None or len(ds) == 0:
-        st.stop()
-    n = len(ds)
-    c1, c2 = st.columns([3, 1])
-    if c2.button("Random item", key="var_random"):
-        st.session_state["var_item"] = random.Random(time.time_ns()).randrange(n)
-    idx = c1.number_input(f"Item (0–{n - 1})", 0, n - 1, key="var_item")
-    item = ds.examples[int(idx)]
-    if st.session_state.get("var_item_id") != (ds.name, item.id):
-        st.session_state["var_item_id"] = (ds.name, item.id)
-        st.session_state["var_question"] = item.question
+    ds, item = item_picker("var")
     st.caption(f"{ds.name} · id `{item.id}` · {item.title} · language `{item.lang}`")
     with st.expander("Context"):
         st.text(item.context)
