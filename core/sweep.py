@@ -48,6 +48,7 @@ import hashlib
 import itertools
 import json
 import random
+import re
 import sys
 import threading
 import time
@@ -135,6 +136,10 @@ def _expand_values(key: str, text: str) -> list[Any]:
     return [_parse_value(v) for v in text.split("|")]
 
 
+# A parameter begins at ":key="; any other colon belongs to the value before it.
+_PARAM_START = re.compile(r":(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
+
+
 def parse_specs(text: str) -> list[PerturbationSpec]:
     """Parse the CLI's ``--perturbations`` value into specs.
 
@@ -142,10 +147,13 @@ def parse_specs(text: str) -> list[PerturbationSpec]:
     ``file:PATH`` (a SQuAD file under the data directory, ``.json`` optional). Values are JSON
     (``2``, ``0.1``, ``true``) or plain strings; ``a..b`` is an integer range and ``x|y`` a list,
     and several keys expand to their product: ``DCRQ:n_chars=1..4`` gives four specs.
-    ``family:NAME`` expands to every registered perturbation of that family.
+    ``family:NAME`` expands to every registered perturbation of that family. A value may hold
+    colons (TTS voice ids do: ``flite:kal16``): a new parameter starts only at ``:key=``.
 
     >>> [str(s) for s in parse_specs("TLQ, DCRQ:n_chars=1..2, file:noiseqa/x.json")]
     ['TLQ', 'DCRQ(n_chars=1)', 'DCRQ(n_chars=2)', 'file:noiseqa/x']
+    >>> [str(s) for s in parse_specs("asr_Q:voice=flite:slt|espeak-ng:en-us:engine=whisper")]
+    ['asr_Q(engine=whisper, voice=flite:slt)', 'asr_Q(engine=whisper, voice=espeak-ng:en-us)']
     """
     specs: list[PerturbationSpec] = []
     for item in (part.strip() for part in text.split(",")):
@@ -167,7 +175,10 @@ def parse_specs(text: str) -> list[PerturbationSpec]:
                                  f"{', '.join(registry.by_family())}")
             specs.extend(PerturbationSpec(p.id) for p in members)
             continue
-        pid, *assignments = item.split(":")
+        pid, *assignments = _PARAM_START.split(item)
+        if ":" in pid:
+            raise SweepError(f"{item!r}: parameters are written key=value, got "
+                             f"{pid.partition(':')[2]!r}")
         grid: list[list[tuple[str, Any]]] = []
         for assignment in assignments:
             key, eq, value = assignment.partition("=")

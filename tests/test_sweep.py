@@ -173,6 +173,11 @@ def test_parse_specs_expands_ranges_lists_and_files():
         ["TLQ"] + [f"DCRQ(n_chars={c}, n_words={w})" for c in (1, 2, 3) for w in (1, 2)]
         + ["file:noiseqa/Synthetic/x"])
     assert parse_specs("typo_Q:rate=0.2:layout=qwerty")[0].params_dict == {"rate": 0.2, "layout": "qwerty"}
+    # voice ids hold colons: only ":key=" starts a new parameter
+    voices = parse_specs("asr_Q:voice=flite:slt|espeak-ng:en-us+f3:engine=pocketsphinx")
+    assert [s.params_dict for s in voices] == [
+        {"voice": "flite:slt", "engine": "pocketsphinx"},
+        {"voice": "espeak-ng:en-us+f3", "engine": "pocketsphinx"}]
     with pytest.raises(SweepError, match="key=value"):
         parse_specs("DCRQ:n_chars")
     with pytest.raises(SweepError, match="empty range"):
