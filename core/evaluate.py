@@ -68,6 +68,13 @@ def render_card_markdown(card: dict) -> str:
     if base := card.get("base"):
         lines += ["## Base encoder", "", f"- package: `{base.get('package')}` (licence {base.get('licence')})",
                   f"- model: {base.get('model')}", ""]
+    if fmt := card.get("format"):
+        lines += ["## Weights", "", f"- format: {fmt}"]
+        if size := card.get("size_on_disk"):
+            lines.append(f"- size on disk: {size}")
+        for k, v in (card.get("adapter") or {}).items():
+            lines.append(f"- {k}: {', '.join(map(str, v)) if isinstance(v, list) else v}")
+        lines.append("")
     if tr := card.get("training"):
         lines += ["## Training", ""]
         for k, v in tr.items():

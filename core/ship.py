@@ -1,10 +1,16 @@
 """Ship a trained model: copy it into ``assets/models/<name>`` and write its model card.
 
-    python -m core.ship --run runs/minilm-squad --name minilm-squad --description "..."
+    python -m core.ship --run runs/minilm-squad --name minilm-squad --description "..." [--register]
 
 The card records the base package==version and licence, the training data and counts, steps,
 hardware and wall time from the run's ``train_log.json``; ``python -m core.evaluate --card``
 then adds measured EM/F1 and latency.
+
+A LoRA run (``core.train --lora-rank R``) ships only what training changed: the adapter
+(``adapter_config.json`` + ``adapter_model.safetensors``, holding the LoRA matrices and the QA
+head) and the tokenizer; its registry entry names the base (``base = "minilm"``) and the adapter
+folder (``adapter = "assets/models/<name>"``). ``--register`` appends the entry to models.toml
+(or ``QAX_MODELS_TOML``); without it the entry is printed.
 """
 from __future__ import annotations
 
@@ -30,26 +36,64 @@ BASES = {
     },
 }
 
-SHIPPED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
-                 "special_tokens_map.json", "vocab.txt")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
+SHIPPED_FILES = ("config.json", "model.safetensors", *TOKENIZER_FILES)
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", *TOKENIZER_FILES)
 
 
-def ship(run_dir: Path, name: str, description: str, notes: list[str]) -> Path:
+def _human_size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
+
+
+def _train_command(a: dict) -> str:
+    parts = []
+    for k, v in a.items():
+        if v in (None, False, [], "") or k == "output":
+            continue
+        flag = f"--{k.replace('_', '-')}"
+        parts.append(flag if v is True else f"{flag} {' '.join(map(str, v)) if isinstance(v, list) else v}")
+    return "python -m core.train " + " ".join(parts)
+
+
+def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Path | None = None) -> Path:
     log = json.loads((run_dir / "train_log.json").read_text())
-    target = repo_root() / "assets" / "models" / name
+    lora = log.get("lora")
+    target = (dest or repo_root() / "assets" / "models") / name
     target.mkdir(parents=True, exist_ok=True)
-    for f in SHIPPED_FILES:
-        if (run_dir / "model" / f).is_file():
-            shutil.copy2(run_dir / "model" / f, target / f)
+    src = run_dir / ("adapter" if lora else "model")
+    for f in ADAPTER_FILES if lora else SHIPPED_FILES:
+        if (src / f).is_file():
+            shutil.copy2(src / f, target / f)
+            (target / f).chmod(0o644)  # peft writes its safetensors 0600
+    if lora:
+        # the base is named by its registry key, not by this machine's site-packages path
+        cfg_path = target / "adapter_config.json"
+        cfg = json.loads(cfg_path.read_text())
+        cfg["base_model_name_or_path"] = log["base"]
+        cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
+    weights = sorted(target.glob("*.safetensors"))
+    size = sum(f.stat().st_size for f in weights)
+    folder = sum(f.stat().st_size for f in target.iterdir() if f.is_file() and f.name not in ("model_card.json", "README.md"))
     a = log["args"]
     card = {
         "name": name,
         "description": description,
+        "format": "lora-adapter" if lora else "full",
         "base": BASES.get(log["base"], {"package": log["base"], "licence": "see base", "model": log["base"]}),
+        "size_on_disk": f"{_human_size(size)} ({size} bytes: {', '.join(f.name for f in weights)}; "
+                        f"{_human_size(folder)} with the tokenizer files)",
+    }
+    if lora:
+        card["adapter"] = {
+            "library": "peft==" + _peft_version(),
+            "rank": lora["rank"], "alpha": lora["alpha"], "dropout": lora["dropout"],
+            "target_modules": lora["target_modules"], "modules_to_save": lora["modules_to_save"],
+            "trainable_params": log["trainable_params"], "total_params": log["total_params"],
+            "loading": "base from the package, adapter applied with peft and merged (merge_and_unload)",
+        }
+    card |= {
         "training": {
-            "command": "python -m core.train " + " ".join(
-                f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
-                for k, v in a.items() if v not in (None, False, [], "") and k != "output"),
+            "command": _train_command(a),
             "data": {k: v for k, v in log["data_counts"].items()},
             "augmentation": log.get("augmentation_counts") or "none",
             "training_questions": log["training_questions"],
@@ -60,7 +104,8 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str]) -> Path:
             "learning_rate": a["lr"],
             "max_length / stride": f"{a['max_length']} / {a['stride']}",
             "seed": a["seed"],
-            "precision": f"{log.get('autocast') or 'fp32'} training; weights saved as {a['save_dtype']}",
+            "precision": f"{log.get('autocast') or 'fp32'} training; "
+                         f"{'adapter' if lora else 'weights'} saved as {a['save_dtype']}",
             "hardware": log["hardware"],
             "wall_time": log.get("wall_time_note") or f"{log['wall_time_s_this_run']} s in the final (resumed) process",
             "final_loss_mean_last_100_steps": log["final_loss_mean_last_100"],
@@ -75,6 +120,41 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str]) -> Path:
     return target
 
 
+def _peft_version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("peft")
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+def registry_entry(target: Path, name: str, description: str, base: str | None, languages=("en",)) -> str:
+    """The models.toml ``[[model]]`` block for a shipped model (``base`` only for adapters)."""
+    root = repo_root().resolve()
+    t = target.resolve()
+    rel = str(t.relative_to(root)) if t.is_relative_to(root) else str(t)
+    lines = ["[[model]]", f"name = {json.dumps(name)}"]
+    if base is not None:
+        lines += [f"base = {json.dumps(base)}", f"adapter = {json.dumps(rel)}"]
+    else:
+        lines.append(f"path = {json.dumps(rel)}")
+    lines += [f"languages = {json.dumps(list(languages))}", f"description = {json.dumps(description, ensure_ascii=False)}"]
+    return "\n".join(lines) + "\n"
+
+
+def register(entry: str, name: str, toml_path: Path) -> bool:
+    """Append ``entry`` to the registry unless a model of that name is there already."""
+    from core.qa.registry import load_registry
+
+    if toml_path.is_file() and any(m.name == name for m in load_registry(toml_path)):
+        return False
+    text = toml_path.read_text(encoding="utf-8") if toml_path.is_file() else ""
+    toml_path.write_text(text.rstrip("\n") + ("\n\n" if text.strip() else "") + entry, encoding="utf-8")
+    load_registry(toml_path)  # still valid
+    return True
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m core.ship", description=__doc__.splitlines()[0])
     ap.add_argument("--run", required=True, type=Path)
@@ -82,13 +162,28 @@ def main(argv=None) -> int:
     ap.add_argument("--description", required=True)
     ap.add_argument("--note", action="append", default=[])
     ap.add_argument("--wall-time", help="total wall time across resumed processes, for the card")
+    ap.add_argument("--dest", type=Path, help="folder to ship into (default: assets/models)")
+    ap.add_argument("--languages", default="en", help="comma-separated, for the registry entry")
+    ap.add_argument("--register", action="store_true",
+                    help="append the entry to models.toml (QAX_MODELS_TOML when set)")
     args = ap.parse_args(argv)
     if args.wall_time:
         log_path = args.run / "train_log.json"
         log = json.loads(log_path.read_text())
         log["wall_time_note"] = args.wall_time
         log_path.write_text(json.dumps(log, indent=1))
-    print(ship(args.run, args.name, args.description, args.note))
+    target = ship(args.run, args.name, args.description, args.note, args.dest)
+    print(target)
+    log = json.loads((args.run / "train_log.json").read_text())
+    entry = registry_entry(target, args.name, args.description,
+                           log["base"] if log.get("lora") else None, args.languages.split(","))
+    if args.register:
+        from core.qa.registry import registry_path
+
+        added = register(entry, args.name, registry_path())
+        print(f"{'registered in' if added else 'already registered in'} {registry_path()}")
+    else:
+        print("models.toml entry (or pass --register):\n" + entry)
     return 0
 
 

