@@ -31,13 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from core.metrics.dpr import bucket_by, predictions_differ
+from core.metrics.text_distance import noise_summary
 from core.metrics.penalty import band, pct_change, penalty
 from core.store import Store
 from core.traps import find_trap, question_similarity
 
 __all__ = [
     "Cell", "DEFAULT_EDGES", "list_sweeps", "sweep_specs", "clean_scores", "cells", "penalty_totals",
-    "cell_examples", "dpr_table", "dpr_by_similarity", "f1_by_trap_similarity", "penalty_table",
+    "cell_examples", "noise_rates", "dpr_table", "dpr_by_similarity", "f1_by_trap_similarity", "penalty_table",
     "format_table", "format_report", "format_sweep_list",
 ]
 
@@ -269,6 +270,30 @@ def cell_examples(db: Store | str | Path, sweep: int | str, model: str, perturba
             d["f1_loss"] = d["clean_f1"] - d["f1"] if d["f1"] is not None and d["clean_f1"] is not None else None
             out.append(d)
         return out
+
+
+def noise_rates(db: Store | str | Path, sweep: int | str) -> dict[tuple[str, str], dict[str, float]]:
+    """NoiseQA Table 3 for a sweep: how far each question perturbation moved the questions.
+
+    {(perturbation, params_json): {"n", "cer", "wer", "bleu"}}: corpus CER and WER (percent) and
+    BLEU of the perturbed questions against the originals (:func:`core.metrics.text_distance.
+    noise_summary`), over the distinct variants the sweep scored (every repeat counts once, however
+    many models answered it). Context-only perturbations are left out: their question is the
+    original.
+    """
+    with _store(db) as store:
+        sid = store.sweep_id(sweep)
+        pairs: dict[tuple[str, str], tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
+        for r in store.conn.execute(
+                "SELECT DISTINCT r.perturbation, r.params_json, r.variant_key, e.question AS original, "
+                "v.question AS noisy FROM results r JOIN examples e ON e.hash = r.example_hash "
+                "JOIN variants v ON v.key = r.variant_key "
+                "WHERE r.sweep_id = ? AND r.status = 'ok' AND v.field IN ('question', 'both') "
+                "ORDER BY r.perturbation, r.params_json, r.variant_key", (sid,)):
+            originals, noisy = pairs[(r["perturbation"], r["params_json"])]
+            originals.append(r["original"])
+            noisy.append(r["noisy"] or "")
+    return {key: {"n": len(o), **noise_summary(o, h)} for key, (o, h) in pairs.items()}
 
 
 def _ok_rows(store: Store, sid: int, families: Sequence[str] | None,

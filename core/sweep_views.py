@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,9 +145,22 @@ def _models(cell_list: Sequence[Cell]) -> list[str]:
     return list(dict.fromkeys(c.model for c in cell_list))
 
 
-def noiseqa_table(cell_list: Sequence[Cell]) -> list[dict[str, Any]]:
+def _rate_columns(rates: Mapping[tuple[str, str], Mapping[str, float]] | None,
+                  perturbation: str, params_json: str) -> dict[str, Any]:
+    """"CER %", "WER %", "BLEU" of a spec from core.sweep_report.noise_rates (None when unknown)."""
+    if rates is None:
+        return {}
+    r = rates.get((perturbation, params_json))
+    return {"CER %": _r(r["cer"]) if r else None, "WER %": _r(r["wer"]) if r else None,
+            "BLEU": _r(r["bleu"]) if r else None}
+
+
+def noiseqa_table(cell_list: Sequence[Cell],
+                  rates: Mapping[tuple[str, str], Mapping[str, float]] | None = None) -> list[dict[str, Any]]:
     """Table 4 layout: rows (interface, kind, spec), per model "<model> clean EM" / "clean F1" /
-    "noisy EM" / "noisy F1" and "<model> N". Empty when the sweep has no interface noise."""
+    "noisy EM" / "noisy F1" and "<model> N". Empty when the sweep has no interface noise. With
+    ``rates`` (core.sweep_report.noise_rates) each row also carries the set's CER, WER and BLEU
+    against the original questions (Table 3)."""
     models = _models(cell_list)
     by_key = {(c.model, c.perturbation, c.params_json): c for c in cell_list}
     interface_rank = {f: i for i, f in enumerate(INTERFACES)}
@@ -157,7 +170,8 @@ def noiseqa_table(cell_list: Sequence[Cell]) -> list[dict[str, Any]]:
     rows = []
     for interface, col in cols:
         row: dict[str, Any] = {"interface": INTERFACES[interface], "kind": kind_of(col.perturbation),
-                               "perturbation": col.label}
+                               "perturbation": col.label,
+                               **_rate_columns(rates, col.perturbation, col.params_json)}
         for m in models:
             c = by_key.get((m, col.perturbation, col.params_json))
             row[f"{m} N"] = c.n if c else 0
@@ -174,8 +188,10 @@ def _score_row(c: Cell) -> dict[str, Any]:
             "F1 % change": _r(c.f1_pct), "EM % change": _r(c.em_pct)}
 
 
-def asr_breakdown(cell_list: Sequence[Cell]) -> list[dict[str, Any]]:
-    """ASR cells with their voice and engine: {"model", "voice", "engine", "perturbation", scores}.
+def asr_breakdown(cell_list: Sequence[Cell],
+                  rates: Mapping[tuple[str, str], Mapping[str, float]] | None = None) -> list[dict[str, Any]]:
+    """ASR cells with their voice and engine: {"model", "voice", "engine", "perturbation", scores},
+    plus the transcripts' CER / WER / BLEU against the questions when ``rates`` is given.
 
     A generator cell takes ``voice`` / ``engine`` from its parameters; a challenge file has
     neither (its voice is the file's name, engine "(file)"), except a recorded trial's set
@@ -192,7 +208,7 @@ def asr_breakdown(cell_list: Sequence[Cell]) -> list[dict[str, Any]]:
         else:
             voice, engine = str(c.params.get("voice", "?")), str(c.params.get("engine", "?"))
         rows.append({"model": c.model, "voice": voice, "engine": engine, "perturbation": c.label,
-                     **_score_row(c)})
+                     **_score_row(c), **_rate_columns(rates, c.perturbation, c.params_json)})
     return rows
 
 

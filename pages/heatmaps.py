@@ -57,12 +57,12 @@ if sweep["done_units"] < sweep["total_units"]:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def load_cells(db: str, sid: int, _version) -> list:
+def load_cells(db: str, sid: int, version) -> list:
     return report.cells(db, sid)
 
 
 @st.cache_data(show_spinner="Finding trap sentences…", max_entries=16)
-def load_traps(db: str, sid: int, _version, perturbation: str | None, params_json: str | None) -> dict:
+def load_traps(db: str, sid: int, version, perturbation: str | None, params_json: str | None) -> dict:
     return report.f1_by_trap_similarity(db, sid, perturbation=perturbation, params=params_json)
 
 
@@ -231,17 +231,24 @@ else:
 # --------------------------------------------------------------------------------------------- NoiseQA
 
 st.subheader("NoiseQA: interface noise")
-noise_rows = views.noiseqa_table(cells)
+@st.cache_data(show_spinner="Measuring CER / WER / BLEU of the noisy questions…", max_entries=16)
+def load_noise_rates(db: str, sid: int, version) -> dict:
+    return report.noise_rates(db, sid)
+
+
+noise_rates = load_noise_rates(str(db_path), sweep_id, version)
+noise_rows = views.noiseqa_table(cells, noise_rates)
 if not noise_rows:
     st.info("This sweep has no interface-noise perturbation (keyboard, ASR or MT family: keyboard_Q, misspell_Q, "
             "typo_Q, asr_Q, backtranslate_Q, or a NoiseQA challenge file).")
 else:
-    st.markdown("**Clean vs noisy EM / F1** (Table 4 layout; clean = the same questions without noise)")
+    st.markdown("**Clean vs noisy EM / F1** (Table 4 layout; clean = the same questions without noise), with "
+                "each noisy set's CER / WER / BLEU against the original questions (Table 3)")
     noise_df = pd.DataFrame(noise_rows)
     st.dataframe(noise_df, hide_index=True, key="hm_noiseqa")
     csv_download(noise_df, file_stem("noiseqa-table4", stem), "hm_noiseqa_csv")
 
-    asr_rows = views.asr_breakdown(cells)
+    asr_rows = views.asr_breakdown(cells, noise_rates)
     if not asr_rows:
         st.info("This sweep has no ASR perturbation (asr_Q or an ASR challenge file): no per-voice plot.")
     else:

@@ -269,6 +269,15 @@ def test_mt_and_asr_breakdowns_from_files_and_params(tmp_path):
     mt = views.mt_breakdown(tmp_path / "s.sqlite", run.name, cells)
     assert [(r["model"], r["source language"], r["kind"], r["F1"]) for r in mt] == [("fake-a", "th", "natural", 73.33)]
     assert views.asr_breakdown(cells) == []
+    # Table 3 beside Table 4: only q1 changed, "What" -> "Which" (3 character edits, 1 word) over the
+    # 152 characters / 28 words of the five original questions
+    rates = report.noise_rates(tmp_path / "s.sqlite", run.name)
+    mt_rates = rates[("file:noiseqa/xquad-translation-natural-th", "{}")]
+    assert mt_rates["n"] == 5
+    assert (round(mt_rates["cer"], 2), round(mt_rates["wer"], 2)) == (1.97, 3.57)
+    with_rates = views.noiseqa_table(cells, rates)
+    assert (with_rates[1]["CER %"], with_rates[1]["WER %"]) == (1.97, 3.57)
+    assert with_rates[0]["WER %"] > 0 and with_rates[0]["perturbation"] == "keyboard_Q(p=0.25)"
     # core.natural_mt's file names carry "mt", not "translation" (core.sweep files them as "natural")
     assert views.interface_of("file:/x/runs/xquad-natural-mt-es", "natural") == "mt"
     assert views.interface_of("file:noiseqa/Natural/asr-speaker3", "natural") == "asr"
@@ -321,6 +330,8 @@ def test_page_noiseqa_and_dureader_views(tmp_path, monkeypatch):
     # lower-cased questions without "?" are unknown to the engine: F1 0; MT changed q1 only
     assert table4["fake-a noisy F1"].tolist() == [0.0, 73.33]
     assert table4["fake-a clean F1"].tolist() == [93.33, 93.33]
+    # lower-casing and dropping "?" changes the first and the last word of each question: 10 / 28
+    assert table4["WER %"].tolist() == [35.71, 3.57]
 
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     titles = [c["layout"].get("title", {}).get("text", "") for c in charts]
