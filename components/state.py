@@ -21,6 +21,9 @@ DEFAULTS = {
 
 
 def init_state() -> None:
+    # Every page says it is wide: a page opened straight by its URL, or served on its own, would
+    # otherwise fall back to Streamlit's narrow centred column (736 px), which squeezes the heatmap.
+    st.set_page_config(page_title="QA Robustness Explorer", page_icon="🔎", layout="wide")
     for key, value in DEFAULTS.items():
         if key not in st.session_state:
             st.session_state[key] = value.copy() if isinstance(value, dict) else value
