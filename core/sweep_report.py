@@ -406,13 +406,16 @@ def _fmt(x: float | None, spec: str = ".1f") -> str:
 
 
 def format_table(cell_list: Sequence[Cell], metric: str = "f1") -> str:
-    """A plain-text table of the cells and each model's penalty total."""
-    head = (f"{'model':24s} {'perturbation':34s} {'N':>5s} {'rep':>3s} {'clean':>6s} {'pert':>6s} "
+    """A plain-text table of the cells and each model's penalty total. Names are never cut: the
+    model and perturbation columns are as wide as their longest entry (ASR labels name a voice)."""
+    mw = max([len("model")] + [len(c.model) for c in cell_list])
+    pw = max([len("perturbation")] + [len(c.label) for c in cell_list])
+    head = (f"{'model':{mw}s} {'perturbation':{pw}s} {'N':>5s} {'rep':>3s} {'clean':>6s} {'pert':>6s} "
             f"{'%chg':>7s} {'drop':>6s} {'band':>11s} {'pen':>3s}")
     lines = [head, "-" * len(head)]
     for c in cell_list:
         lines.append(
-            f"{c.model[:24]:24s} {c.label[:34]:34s} {c.n:5d} {c.n_repeats:3d} "
+            f"{c.model:{mw}s} {c.label:{pw}s} {c.n:5d} {c.n_repeats:3d} "
             f"{_fmt(getattr(c, 'clean_' + metric)):>6s} {_fmt(getattr(c, metric)):>6s} "
             f"{_fmt(getattr(c, metric + '_pct'), '+.1f'):>7s} {_fmt(getattr(c, metric + '_drop')):>6s} "
             f"{getattr(c, metric + '_band') or '-':>11s} "

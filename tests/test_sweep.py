@@ -8,6 +8,8 @@ Two kinds of model:
 """
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 import re
@@ -280,7 +282,13 @@ def test_cells_percent_change_band_penalty_hand_computed(tmp_path):
     assert report.penalty_totals(list(by_label.values()), "f1") == {"fake": 4}
     assert report.penalty_totals(list(by_label.values()), "em") == {"fake": 4}
     assert report.clean_scores(db, run.name) == {"fake": {"em": 80.0, "f1": pytest.approx(280 / 3), "n": 5}}
-    assert "penalty total (F1) fake: 4" in report.format_report(db, run.name)
+    text = report.format_report(db, run.name)
+    assert "penalty total (F1) fake: 4" in text
+    # long labels are printed whole, and the columns stay aligned
+    long_cell = dataclasses.replace(tuq, label="asr_Q(engine=pocketsphinx, voice=espeak-ng:en-gb-scotland)")
+    table = report.format_table([tuq, long_cell]).splitlines()
+    assert "voice=espeak-ng:en-gb-scotland)" in table[3]
+    assert table[0].index(" N ") == table[2].index(" 5 ") == table[3].index(" 5 ")
 
 
 def test_repeats_are_averaged_per_repeat_then_over_repeats(tmp_path):
