@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from core.metrics.dpr import bucket_by, predictions_differ
-from core.metrics.text_distance import noise_summary
+from core.metrics.text_distance import corpus_wer_normalised, noise_summary
 from core.metrics.penalty import band, pct_change, penalty
 from core.store import Store
 from core.traps import find_trap, question_similarity
@@ -275,11 +275,12 @@ def cell_examples(db: Store | str | Path, sweep: int | str, model: str, perturba
 def noise_rates(db: Store | str | Path, sweep: int | str) -> dict[tuple[str, str], dict[str, float]]:
     """NoiseQA Table 3 for a sweep: how far each question perturbation moved the questions.
 
-    {(perturbation, params_json): {"n", "cer", "wer", "bleu"}}: corpus CER and WER (percent) and
-    BLEU of the perturbed questions against the originals (:func:`core.metrics.text_distance.
-    noise_summary`), over the distinct variants the sweep scored (every repeat counts once, however
-    many models answered it). Context-only perturbations are left out: their question is the
-    original.
+    {(perturbation, params_json): {"n", "cer", "wer", "bleu", "wer_norm"}}: corpus CER and WER
+    (percent) and BLEU of the perturbed questions against the originals as written
+    (:func:`core.metrics.text_distance.noise_summary`, the paper's convention), and ``wer_norm``,
+    the WER with both sides lower-cased and unpunctuated (what an ASR engine can get right), over
+    the distinct variants the sweep scored (every repeat counts once, however many models
+    answered it). Context-only perturbations are left out: their question is the original.
     """
     with _store(db) as store:
         sid = store.sweep_id(sweep)
@@ -293,7 +294,8 @@ def noise_rates(db: Store | str | Path, sweep: int | str) -> dict[tuple[str, str
             originals, noisy = pairs[(r["perturbation"], r["params_json"])]
             originals.append(r["original"])
             noisy.append(r["noisy"] or "")
-    return {key: {"n": len(o), **noise_summary(o, h)} for key, (o, h) in pairs.items()}
+    return {key: {"n": len(o), **noise_summary(o, h), "wer_norm": 100.0 * corpus_wer_normalised(o, h)}
+            for key, (o, h) in pairs.items()}
 
 
 def _ok_rows(store: Store, sid: int, families: Sequence[str] | None,

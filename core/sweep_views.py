@@ -147,12 +147,14 @@ def _models(cell_list: Sequence[Cell]) -> list[str]:
 
 def _rate_columns(rates: Mapping[tuple[str, str], Mapping[str, float]] | None,
                   perturbation: str, params_json: str) -> dict[str, Any]:
-    """"CER %", "WER %", "BLEU" of a spec from core.sweep_report.noise_rates (None when unknown)."""
+    """"CER %", "WER %", "BLEU" of a spec from core.sweep_report.noise_rates, and "WER % (lower-case,
+    no punct.)" (None when unknown)."""
     if rates is None:
         return {}
     r = rates.get((perturbation, params_json))
     return {"CER %": _r(r["cer"]) if r else None, "WER %": _r(r["wer"]) if r else None,
-            "BLEU": _r(r["bleu"]) if r else None}
+            "BLEU": _r(r["bleu"]) if r else None,
+            "WER % (lower-case, no punct.)": _r(r["wer_norm"]) if r else None}
 
 
 def noiseqa_table(cell_list: Sequence[Cell],

@@ -332,6 +332,7 @@ def test_page_noiseqa_and_dureader_views(tmp_path, monkeypatch):
     assert table4["fake-a clean F1"].tolist() == [93.33, 93.33]
     # lower-casing and dropping "?" changes the first and the last word of each question: 10 / 28
     assert table4["WER %"].tolist() == [35.71, 3.57]
+    assert table4["WER % (lower-case, no punct.)"].tolist() == [0.0, 3.57]   # ...which ASR never writes
 
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     titles = [c["layout"].get("title", {}).get("text", "") for c in charts]

@@ -39,7 +39,8 @@ from collections.abc import Sequence
 import jiwer
 from sacrebleu.metrics import BLEU
 
-__all__ = ["cer", "wer", "corpus_cer", "corpus_wer", "bleu", "noise_summary"]
+__all__ = ["cer", "wer", "corpus_cer", "corpus_wer", "bleu", "noise_summary", "asr_normalise",
+           "corpus_wer_normalised"]
 
 
 def _check_pairs(references: Sequence[str], hypotheses: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -97,6 +98,33 @@ def corpus_wer(references: Sequence[str], hypotheses: Sequence[str]) -> float:
     0.4
     """
     return _corpus_rate(references, hypotheses, jiwer.process_words)
+
+
+# ASR engines write lower-case words without punctuation (SEEDS.md §1): for "how many words did
+# the recogniser get wrong" both sides are brought to that form first.
+_ASR_FORM = jiwer.Compose([jiwer.ToLowerCase(), jiwer.RemovePunctuation(), jiwer.RemoveMultipleSpaces(),
+                           jiwer.Strip()])
+
+
+def asr_normalise(text: str) -> str:
+    """Lower-case, punctuation removed, spaces collapsed: the form ASR output takes.
+
+    >>> asr_normalise("  Who won Super Bowl XLIX? ")
+    'who won super bowl xlix'
+    """
+    return _ASR_FORM(text)
+
+
+def corpus_wer_normalised(references: Sequence[str], hypotheses: Sequence[str]) -> float:
+    """Corpus WER after :func:`asr_normalise` on both sides: recognition errors only, where
+    :func:`corpus_wer` also counts the case and punctuation an ASR engine never writes.
+
+    >>> ref, hyp = ["Who led the Panthers in sacks?"], ["who led the panthers and sacks"]
+    >>> corpus_wer(ref, hyp), corpus_wer_normalised(ref, hyp)  # Who, Panthers, in, sacks? vs in
+    (0.6666666666666666, 0.16666666666666666)
+    """
+    references, hypotheses = _check_pairs(references, hypotheses)
+    return corpus_wer([asr_normalise(r) for r in references], [asr_normalise(h) for h in hypotheses])
 
 
 def cer(reference: str, hypothesis: str) -> float:
