@@ -127,3 +127,10 @@ def test_registry_rejects_malformed_toml(tmp_path):
     bad.write_text("[[model]\n")
     with pytest.raises(registry.ModelLoadError, match="not valid TOML"):
         registry.load_registry(bad)
+    # a LoRA entry: 'adapter' needs 'base', and stands instead of 'path' / 'hf_id'
+    bad.write_text('[[model]]\nname = "x"\nadapter = "a"\n')
+    with pytest.raises(registry.ModelLoadError, match="'adapter' and 'base' go together"):
+        registry.load_registry(bad)
+    bad.write_text('[[model]]\nname = "x"\npath = "p"\nadapter = "a"\nbase = "minilm"\n')
+    with pytest.raises(registry.ModelLoadError, match="exactly one of"):
+        registry.load_registry(bad)
