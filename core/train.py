@@ -151,6 +151,21 @@ def forward_module(model):
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
 
+def extend_vocab_for(tok, model, examples: list[QAExample], min_count: int) -> dict:
+    """Add the frequent [UNK] characters of the training texts to ``tok`` and ``model``
+    (core.qa.vocab); a pure function of the examples, so a resumed run adds the same tokens."""
+    from core.qa.vocab import extend_vocabulary, unk_share, unknown_characters
+
+    contexts = sorted({e.context for e in examples})
+    texts = contexts + [e.question for e in examples]
+    before = unk_share(tok, contexts)
+    chars = unknown_characters(tok, texts, min_count)
+    added = extend_vocabulary(tok, model, [c for c, _ in chars])
+    return {"min_count": min_count, "added": added, "unk_share_before": round(before, 4),
+            "unk_share_after": round(unk_share(tok, contexts), 4),
+            "most_frequent": "".join(c for c, _ in chars[:50])}
+
+
 def count_params(model) -> tuple[int, int]:
     """(trainable, total) parameters; for a peft model the total is the base plus the adapter."""
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -205,9 +220,15 @@ def main(argv=None) -> int:
     ap.add_argument("--lora-targets", default=None,
                     help="comma-separated module names (default by architecture: BERT/MiniLM "
                          "query,key,value,dense; MPNet q,k,v,o,dense)")
+    ap.add_argument("--extend-vocab-min-count", type=int, default=0,
+                    help="add every character of the training texts that the tokenizer maps to "
+                         "[UNK] and that occurs at least this often as a new token (0 = off; "
+                         "for Chinese on an English vocabulary)")
     args = ap.parse_args(argv)
     if args.lora_rank < 0:
         ap.error("--lora-rank must be >= 0")
+    if args.extend_vocab_min_count and args.lora_rank:
+        ap.error("--extend-vocab-min-count needs a full fine-tune: new embedding rows are not a LoRA adapter")
 
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
@@ -227,6 +248,17 @@ def main(argv=None) -> int:
     base_path = resolve_base(args.base)
     tok = AutoTokenizer.from_pretrained(base_path)
     model = AutoModelForQuestionAnswering.from_pretrained(base_path)
+    examples, counts = load_training_examples(
+        args.train, args.squad_dev_minus_xquad, data_dir(), args.drop_eval_overlap
+    )
+    if not examples:
+        raise TrainingDataError("no training examples")
+    vocab_info = None
+    if args.extend_vocab_min_count:
+        vocab_info = extend_vocab_for(tok, model, examples, args.extend_vocab_min_count)
+        print(f"vocabulary: {vocab_info['added']} characters added "
+              f"([UNK] share of training contexts {vocab_info['unk_share_before']:.1%} -> "
+              f"{vocab_info['unk_share_after']:.1%})", flush=True)
     lora = None
     if args.lora_rank:
         lora = lora_settings(model.config.model_type, args.lora_rank, args.lora_alpha,
@@ -235,11 +267,6 @@ def main(argv=None) -> int:
     trainable_params, total_params = count_params(model)
     if lora:
         print(f"LoRA {lora}: {trainable_params:,} of {total_params:,} parameters trainable", flush=True)
-    examples, counts = load_training_examples(
-        args.train, args.squad_dev_minus_xquad, data_dir(), args.drop_eval_overlap
-    )
-    if not examples:
-        raise TrainingDataError("no training examples")
     aug_counts = {}
     if args.augment_share > 0:
         added, aug_counts = augment_examples(examples, args.augment_share, args.augment.split(","), random.Random(args.seed + 1))
@@ -366,6 +393,7 @@ def main(argv=None) -> int:
         "args": vars(args),
         "data_counts": counts,
         "augmentation_counts": aug_counts,
+        "vocabulary_extension": vocab_info,
         "training_questions": len(examples),
         "windows": len(windows),
         "steps": total_steps,

@@ -23,7 +23,8 @@ def build_tiny_qa(folder: Path, seed: int = 0):
     folder.mkdir(parents=True, exist_ok=True)
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(WORDS))
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    tok = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True)
+    # transformers 5 takes the vocabulary itself (vocab=...); a vocab_file argument is ignored
+    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=True)
     torch.manual_seed(seed)
     cfg = BertConfig(
         vocab_size=len(vocab),

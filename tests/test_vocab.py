@@ -1,0 +1,100 @@
+"""Vocabulary extension for Chinese on an English vocabulary (core.qa.vocab, core.train
+--extend-vocab-min-count): the characters the tokenizer maps to [UNK] become tokens, the model
+grows embedding rows to match, and the trained model saves and loads with them."""
+import doctest
+import json
+
+import pytest
+
+from tiny_model import build_tiny_qa
+
+# Every CJK character and full-width mark below is outside the tiny model's vocabulary.
+CONTEXTS = ["埃菲尔铁塔 在 paris ， 建于 1889 年 。", "柏林 是 germany 的 首都 。"]
+QAS = [(0, "埃菲尔铁塔 建于 哪 年 ？", "1889"), (0, "埃菲尔铁塔 在 哪 ？", "paris"),
+       (1, "germany 的 首都 是 什么 ？", "柏林")]
+
+
+def test_doctests():
+    from core.qa import vocab
+
+    result = doctest.testmod(vocab, verbose=False)
+    assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.fixture
+def zh_env(tmp_path, monkeypatch):
+    base = tmp_path / "base"
+    build_tiny_qa(base)
+    paragraphs = {}
+    for i, (c, q, a) in enumerate(QAS):
+        paragraphs.setdefault(c, []).append(
+            {"id": f"z{i}", "question": q, "answers": [{"text": a, "answer_start": CONTEXTS[c].index(a)}]})
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": [
+        {"context": CONTEXTS[c], "qas": qas} for c, qas in paragraphs.items()]}]}, ensure_ascii=False))
+    data = tmp_path / "data"  # the trainer checks training contexts against the eval sets
+    (data / "xquad").mkdir(parents=True)
+    (data / "xquad" / "xquad.zh.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "e", "paragraphs": [
+        {"context": "一 二 三 。", "qas": [{"id": "e0", "question": "什么 ？", "answers": [{"text": "二", "answer_start": 2}]}]}]}]}))
+    monkeypatch.setenv("QAX_DATA_DIR", str(data))
+    return base, train
+
+
+def _run(base, train, out, *extra):
+    import torch
+
+    from core import train as core_train
+
+    with torch.random.fork_rng(devices=[]):
+        return core_train.main(["--base", str(base), "--train", str(train), "--output", str(out),
+                                "--batch-size", "2", "--max-length", "48", "--stride", "16",
+                                "--max-steps", "2", "--cpu-bf16", "off", "--save-dtype", "float32", *extra])
+
+
+def test_training_adds_unknown_characters_and_saves_them(zh_env, tmp_path):
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    base, train = zh_env
+    before = AutoTokenizer.from_pretrained(base)
+    unknown = {ch for text in CONTEXTS + [q for _, q, _ in QAS] for ch in text if ord(ch) > 127}
+    assert all(before(ch, add_special_tokens=False)["input_ids"] == [before.unk_token_id] for ch in unknown)
+
+    out = tmp_path / "run"
+    assert _run(base, train, out, "--extend-vocab-min-count", "1") == 0
+    info = json.loads((out / "train_log.json").read_text())["vocabulary_extension"]
+    assert info["added"] == len(unknown) == 21
+    assert info["unk_share_after"] == 0.0
+    # 18 of the 34 non-space context characters are CJK or full-width (hand-counted); the letters
+    # of "germany" stay: the tiny vocabulary knows the word, though not each letter alone
+    assert info["unk_share_before"] == round(18 / 34, 4)
+    # the most frequent first: 埃菲尔铁塔 occurs 3 times (1 context, 2 questions)
+    assert info["most_frequent"].startswith("埃")
+
+    tok = AutoTokenizer.from_pretrained(out / "model")
+    model = AutoModelForQuestionAnswering.from_pretrained(out / "model")
+    assert model.get_input_embeddings().weight.shape[0] == len(tok) == len(before) + 21
+    ids = tok("柏林", add_special_tokens=False)["input_ids"]
+    assert len(ids) == 2 and tok.unk_token_id not in ids
+
+
+def test_same_data_adds_the_same_tokens(zh_env, tmp_path):
+    """A resumed run must rebuild the identical vocabulary: the extension depends on the data only."""
+    from transformers import AutoTokenizer
+
+    base, train = zh_env
+    for name in ("a", "b"):
+        assert _run(base, train, tmp_path / name, "--extend-vocab-min-count", "2") == 0
+    a = AutoTokenizer.from_pretrained(tmp_path / "a" / "model").get_vocab()
+    b = AutoTokenizer.from_pretrained(tmp_path / "b" / "model").get_vocab()
+    assert a == b
+    # min count 2 keeps the characters seen in two texts or more (contexts and questions):
+    # 埃菲尔铁塔 ？ (3x); 在 建于 年 。 是 的 首都 哪 (2x); not ， 柏林 什么 (1x)
+    added = sorted(set(a) - set(AutoTokenizer.from_pretrained(base).get_vocab()))
+    assert "".join(added) == "".join(sorted("埃菲尔铁塔？在建于年。是的首都哪"))
+
+
+def test_extension_refuses_lora(zh_env, tmp_path, capsys):
+    base, train = zh_env
+    with pytest.raises(SystemExit):
+        _run(base, train, tmp_path / "x", "--extend-vocab-min-count", "1", "--lora-rank", "4")
+    assert "needs a full fine-tune" in capsys.readouterr().err
