@@ -61,10 +61,16 @@ def model_picker(key: str, default_all: bool = True) -> list[str]:
         )
         return []
     names = [m.name for m in installed]
+    langs = {m.name: m.languages for m in installed}
+    # Until the user chooses, the English models answer (the app's questions start in English);
+    # a model for another language (the Chinese one) is one click away, tagged with its language.
+    english = [n for n in names if "en" in langs[n]] or names
     sel = st.session_state.get("selected_models")
-    default = [n for n in (sel or names) if n in names] if default_all else names[:1]
+    default = [n for n in (sel or english) if n in names] if default_all else english[:1]
     chosen = st.multiselect("Models", names, default=default, key=f"{key}_models",
-                            help="Installed models from models.toml.")
+                            format_func=lambda n: n if "en" in langs[n] else f"{n} ({'/'.join(langs[n])})",
+                            help="Installed models from models.toml; a language tag marks a model "
+                                 "trained for another language.")
     st.session_state["selected_models"] = chosen
     return chosen
 

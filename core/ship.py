@@ -112,6 +112,12 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
         },
         "notes": notes,
     }
+    if log.get("vocabulary_extension"):
+        v = log["vocabulary_extension"]
+        card["training"]["vocabulary_extension"] = (
+            f"{v['added']} characters of the training texts that the base vocabulary maps to [UNK] "
+            f"(seen >= {v['min_count']} times) added as tokens with new embedding rows; [UNK] share of "
+            f"the training contexts' characters {v['unk_share_before']:.1%} -> {v['unk_share_after']:.1%}")
     old = target / "model_card.json"
     if old.is_file():  # keep evaluations measured earlier for the same weights
         card["evaluations"] = json.loads(old.read_text()).get("evaluations", {})

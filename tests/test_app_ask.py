@@ -52,3 +52,23 @@ def test_app_says_plainly_when_no_model_is_installed(monkeypatch, tmp_path):
     at = AppTest.from_file("../app.py", default_timeout=60).run()
     assert not at.exception
     assert any("No QA model is installed" in w.value for w in at.warning)
+
+
+def test_models_for_other_languages_are_offered_but_not_preselected(monkeypatch, tmp_path, tiny_registry):
+    """A Chinese model is listed with its language tag; the English models answer by default."""
+    from tiny_model import build_tiny_qa
+
+    zh = tmp_path / "zh"
+    build_tiny_qa(zh)
+    reg = tmp_path / "models.toml"
+    reg.write_text(tiny_registry.read_text() + f'\n[[model]]\nname = "tiny-zh"\npath = "{zh}"\nlanguages = ["zh"]\n')
+    monkeypatch.setenv("QAX_MODELS_TOML", str(reg))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    at = AppTest.from_file("../app.py", default_timeout=120).run()
+    assert not at.exception
+    picker = at.multiselect(key="ask_models")
+    assert picker.value == ["tiny-a", "tiny-b"]
+    assert "tiny-zh (zh)" in picker.options
+    picker.set_value(["tiny-a", "tiny-zh"]).run()
+    at.button(key="ask_go").click().run()
+    assert not at.exception and "tiny-zh" in _html(at)
