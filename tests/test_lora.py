@@ -11,7 +11,7 @@ import torch
 
 pytest.importorskip("peft")
 
-from tiny_model import build_tiny_qa  # noqa: E402
+from tiny_model import build_tiny_qa, squad_file  # noqa: E402
 
 CONTEXTS = [
     "the eiffel tower in paris was built in 1889 and completed in 1889 .",
@@ -39,14 +39,8 @@ def lora_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("lora")
     base = root / "base"
     build_tiny_qa(base)
-    paragraphs = {}
-    for i, (c, q, a) in enumerate(QAS):
-        paragraphs.setdefault(c, []).append(
-            {"id": f"q{i}", "question": q, "answers": [{"text": a, "answer_start": CONTEXTS[c].index(a)}]})
-    squad = {"version": "1.1", "data": [{"title": "t", "paragraphs": [
-        {"context": CONTEXTS[c], "qas": qas} for c, qas in paragraphs.items()]}]}
     train = root / "train.json"
-    train.write_text(json.dumps(squad))
+    train.write_text(json.dumps(squad_file(CONTEXTS, QAS)))
     data = root / "data"
     (data / "xquad").mkdir(parents=True)
     (data / "xquad" / "xquad.en.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "e", "paragraphs": [

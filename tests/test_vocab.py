@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tiny_model import build_tiny_qa
+from tiny_model import build_tiny_qa, squad_file
 
 # Every CJK character and full-width mark below is outside the tiny model's vocabulary.
 CONTEXTS = ["埃菲尔铁塔 在 paris ， 建于 1889 年 。", "柏林 是 germany 的 首都 。"]
@@ -25,13 +25,8 @@ def test_doctests():
 def zh_env(tmp_path, monkeypatch):
     base = tmp_path / "base"
     build_tiny_qa(base)
-    paragraphs = {}
-    for i, (c, q, a) in enumerate(QAS):
-        paragraphs.setdefault(c, []).append(
-            {"id": f"z{i}", "question": q, "answers": [{"text": a, "answer_start": CONTEXTS[c].index(a)}]})
     train = tmp_path / "train.json"
-    train.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": [
-        {"context": CONTEXTS[c], "qas": qas} for c, qas in paragraphs.items()]}]}, ensure_ascii=False))
+    train.write_text(json.dumps(squad_file(CONTEXTS, QAS, "z"), ensure_ascii=False))
     data = tmp_path / "data"  # the trainer checks training contexts against the eval sets
     (data / "xquad").mkdir(parents=True)
     (data / "xquad" / "xquad.zh.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "e", "paragraphs": [

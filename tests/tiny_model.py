@@ -39,3 +39,14 @@ def build_tiny_qa(folder: Path, seed: int = 0):
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return model, tok
+
+
+def squad_file(contexts: list[str], qas: list[tuple[int, str, str]], id_prefix: str = "q") -> dict:
+    """A SQuAD v1.1 dict from contexts and (context index, question, answer) triples; each
+    answer's offset is its first occurrence in its context."""
+    paragraphs: dict[int, list] = {}
+    for i, (c, q, a) in enumerate(qas):
+        paragraphs.setdefault(c, []).append(
+            {"id": f"{id_prefix}{i}", "question": q, "answers": [{"text": a, "answer_start": contexts[c].index(a)}]})
+    return {"version": "1.1", "data": [{"title": "t", "paragraphs": [
+        {"context": contexts[c], "qas": items} for c, items in paragraphs.items()]}]}
