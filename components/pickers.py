@@ -96,3 +96,20 @@ def item_picker(key: str):
         st.session_state[f"{key}_item_id"] = (ds.name, ex.id)
         st.session_state[f"{key}_question"] = ex.question
     return ds, ex
+
+
+def language_mismatch_note(models: list[str], lang: str) -> None:
+    """A caption naming the selected models that were not trained for the context's language,
+    and the installed ones that were: an English model on a Chinese context answers poorly."""
+    from core.translate import language_name
+
+    installed, _, _ = loaders.model_entries()
+    langs = {m.name: m.languages for m in installed}
+    off = [n for n in models if n in langs and lang not in langs[n]]
+    if not off:
+        return
+    fits = [n for n, ls in langs.items() if lang in ls and n not in models]
+    st.caption(f"The context is {language_name(lang)}; {', '.join(off)} "
+               f"{'was' if len(off) == 1 else 'were'} trained for "
+               f"{'/'.join(sorted({language_name(x) for n in off for x in langs[n]}))} and will answer poorly."
+               + (f" Trained for {language_name(lang)}: {', '.join(fits)}." if fits else ""))

@@ -15,7 +15,7 @@ import streamlit as st
 
 from components import loaders
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
-from components.pickers import item_picker, model_picker
+from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.state import init_state, sidebar_settings
 from core import ask_input, translate
 from core.langid import guess_language
@@ -192,6 +192,7 @@ if plan.lang != lang or qlang not in (ask_input.AUTO, "en"):
                   f"translating {translate.language_name(plan.lang)} → {translate.language_name(lang)}",
                   key="ask_mt_model")
 n_best = st.slider("n-best spans", 1, 10, 5, key="ask_nbest")
+language_mismatch_note(models, lang)
 
 if st.button("Answer", type="primary", key="ask_go", disabled=not models):
     results, errors = [], []

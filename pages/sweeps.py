@@ -20,7 +20,7 @@ import streamlit as st
 
 from components import loaders
 from components.choice import keep_valid
-from components.pickers import DEMO_LANGS, model_picker
+from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir, init_state, sidebar_settings
 from components.sweep_db import db_path_input, md_escape, stored_sweeps_or_stop
 from core import sweep_report as report
@@ -229,6 +229,7 @@ name = c3.text_input("Name (optional)", key="sw_name", help="Default: <dataset>-
 c4.number_input("Chunk size", 8, 4096, 128, step=8, key="sw_chunk",
                 help="Units per committed transaction: smaller = more frequent progress and faster cancel.")
 models = model_picker("sw")
+language_mismatch_note(models, ds.lang)
 
 n_examples = len(sample_examples(usable, sample or None, seed)) if usable else 0
 runs = sum(1 if s.is_file or not by_id[s.id].randomised else repeats for s in specs)

@@ -17,7 +17,7 @@ import streamlit as st
 from components import loaders
 from components.edits import edits_html
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
-from components.pickers import item_picker, model_picker
+from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.state import init_state, sidebar_settings
 from core import variants as cv
 from core.datasets import detect_lang
@@ -57,6 +57,7 @@ else:
     example = QAExample(id="typed", question=question, context=context, lang=lang)
     st.caption(f"Language detected from the context: `{lang}`. Without a gold answer there is no EM/F1.")
 
+language_mismatch_note(models, example.lang)
 if warning := tagger_warning(example.lang):
     st.warning(md_escape(warning))
 

@@ -70,5 +70,10 @@ def test_models_for_other_languages_are_offered_but_not_preselected(monkeypatch,
     assert picker.value == ["tiny-a", "tiny-b"]
     assert "tiny-zh (zh)" in picker.options
     picker.set_value(["tiny-a", "tiny-zh"]).run()
+    at.radio(key="ask_source").set_value("Paste a context").run()
+    at.text_area(key="ask_context").input("埃菲尔铁塔位于巴黎，建于1889年。").run()
+    at.text_area(key="ask_question").input("埃菲尔铁塔建于哪一年？").run()
+    notes = [c.value for c in at.caption if "will answer poorly" in c.value]
+    assert notes == ["The context is Chinese; tiny-a was trained for English and will answer poorly."]
     at.button(key="ask_go").click().run()
     assert not at.exception and "tiny-zh" in _html(at)
