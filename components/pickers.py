@@ -103,13 +103,16 @@ def language_mismatch_note(models: list[str], lang: str) -> None:
     and the installed ones that were: an English model on a Chinese context answers poorly."""
     from core.translate import language_name
 
+    # The slot is there on every run, note or not, so the elements after it keep their place
+    # in Streamlit's element tree across reruns (no stale duplicates while a rerun renders).
+    slot = st.empty()
     installed, _, _ = loaders.model_entries()
     langs = {m.name: m.languages for m in installed}
     off = [n for n in models if n in langs and lang not in langs[n]]
     if not off:
         return
     fits = [n for n, ls in langs.items() if lang in ls and n not in models]
-    st.caption(f"The context is {language_name(lang)}; {', '.join(off)} "
+    slot.caption(f"The context is {language_name(lang)}; {', '.join(off)} "
                f"{'was' if len(off) == 1 else 'were'} trained for "
                f"{'/'.join(sorted({language_name(x) for n in off for x in langs[n]}))} and will answer poorly."
                + (f" Trained for {language_name(lang)}: {', '.join(fits)}." if fits else ""))
