@@ -121,16 +121,14 @@ def test_registry_rejects_malformed_toml(tmp_path):
     from core.qa import registry
 
     bad = tmp_path / "m.toml"
-    bad.write_text('[[model]]\nname = "x"\n')
-    with pytest.raises(registry.ModelLoadError, match="exactly one of 'path' or 'hf_id'"):
-        registry.load_registry(bad)
-    bad.write_text("[[model]\n")
-    with pytest.raises(registry.ModelLoadError, match="not valid TOML"):
-        registry.load_registry(bad)
-    # a LoRA entry: 'adapter' needs 'base', and stands instead of 'path' / 'hf_id'
-    bad.write_text('[[model]]\nname = "x"\nadapter = "a"\n')
-    with pytest.raises(registry.ModelLoadError, match="'adapter' and 'base' go together"):
-        registry.load_registry(bad)
-    bad.write_text('[[model]]\nname = "x"\npath = "p"\nadapter = "a"\nbase = "minilm"\n')
-    with pytest.raises(registry.ModelLoadError, match="exactly one of"):
-        registry.load_registry(bad)
+    cases = [
+        ('[[model]]\nname = "x"\n', "exactly one of 'path' or 'hf_id'"),
+        ("[[model]\n", "not valid TOML"),
+        # a LoRA entry: 'adapter' needs 'base', and stands instead of 'path' / 'hf_id'
+        ('[[model]]\nname = "x"\nadapter = "a"\n', "'adapter' and 'base' go together"),
+        ('[[model]]\nname = "x"\npath = "p"\nadapter = "a"\nbase = "minilm"\n', "exactly one of"),
+    ]
+    for text, message in cases:
+        bad.write_text(text)
+        with pytest.raises(registry.ModelLoadError, match=message):
+            registry.load_registry(bad)
