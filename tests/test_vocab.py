@@ -71,6 +71,15 @@ def test_training_adds_unknown_characters_and_saves_them(zh_env, tmp_path):
     ids = tok("柏林", add_special_tokens=False)["input_ids"]
     assert len(ids) == 2 and tok.unk_token_id not in ids
 
+    # shipping carries the added tokens and says so on the card
+    from core.ship import ship
+
+    target = ship(out, "tiny-zh", "tiny", [], dest=tmp_path / "shipped")
+    card = json.loads((target / "model_card.json").read_text())
+    assert card["training"]["vocabulary_extension"].startswith("21 characters")
+    assert "52.9% -> 0.0%" in card["training"]["vocabulary_extension"]
+    assert len(AutoTokenizer.from_pretrained(target)) == len(tok)
+
 
 def test_same_data_adds_the_same_tokens(zh_env, tmp_path):
     """A resumed run must rebuild the identical vocabulary: the extension depends on the data only."""
