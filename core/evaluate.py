@@ -81,6 +81,9 @@ def render_card_markdown(card: dict) -> str:
             if k == "data":
                 lines.append("- data:")
                 lines += [f"  - {name}: {v2}" for name, v2 in v.items()]
+            elif isinstance(v, list):
+                lines.append(f"- {k}:")
+                lines += [f"  {i}. {item}" for i, item in enumerate(v, 1)]
             else:
                 lines.append(f"- {k}: {v}")
         lines.append("")

@@ -15,6 +15,7 @@ folder (``adapter = "assets/models/<name>"``). ``--register`` appends the entry 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 import sys
@@ -55,11 +56,36 @@ def _train_command(a: dict) -> str:
     return "python -m core.train " + " ".join(parts)
 
 
+def _weights_digest(folder: Path) -> str | None:
+    """sha256 over a folder's safetensors files (None when it holds none)."""
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode())
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def earlier_stages(init_from: dict | None) -> list[str]:
+    """The training stages before this run (oldest first) of a run started with --init-from."""
+    stages = []
+    while init_from:
+        steps = f"{init_from['steps']} steps, {init_from['training_questions']} questions: " if init_from.get("steps") else ""
+        stages.insert(0, f"{steps}{init_from.get('command') or 'unrecorded training'} (weights then in {init_from['path']})")
+        init_from = init_from.get("earlier")
+    return stages
+
+
 def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Path | None = None) -> Path:
     log = json.loads((run_dir / "train_log.json").read_text())
     lora = log.get("lora")
     target = (dest or repo_root() / "assets" / "models") / name
     target.mkdir(parents=True, exist_ok=True)
+    digest_before = _weights_digest(target)
     src = run_dir / ("adapter" if lora else "model")
     for f in ADAPTER_FILES if lora else SHIPPED_FILES:
         if (src / f).is_file():
@@ -72,6 +98,7 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
         cfg["base_model_name_or_path"] = log["base"]
         cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
     weights = sorted(target.glob("*.safetensors"))
+    digest = _weights_digest(target)
     size = sum(f.stat().st_size for f in weights)
     folder = sum(f.stat().st_size for f in target.iterdir() if f.is_file() and f.name not in ("model_card.json", "README.md"))
     a = log["args"]
@@ -80,6 +107,7 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
         "description": description,
         "format": "lora-adapter" if lora else "full",
         "base": BASES.get(log["base"], {"package": log["base"], "licence": "see base", "model": log["base"]}),
+        "weights_sha256": digest,
         "size_on_disk": f"{_human_size(size)} ({size} bytes: {', '.join(f.name for f in weights)}; "
                         f"{_human_size(folder)} with the tokenizer files)",
     }
@@ -112,6 +140,8 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
         },
         "notes": notes,
     }
+    if log.get("init_from"):
+        card["training"]["earlier_stages"] = earlier_stages(log["init_from"])
     if log.get("vocabulary_extension"):
         v = log["vocabulary_extension"]
         card["training"]["vocabulary_extension"] = (
@@ -119,7 +149,8 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
             f"(seen >= {v['min_count']} times) added as tokens with new embedding rows; [UNK] share of "
             f"the training contexts' characters {v['unk_share_before']:.1%} -> {v['unk_share_after']:.1%}")
     old = target / "model_card.json"
-    if old.is_file():  # keep evaluations measured earlier for the same weights
+    if old.is_file() and digest_before == digest:
+        # re-shipping the same weights keeps what was measured; new weights start unmeasured
         card["evaluations"] = json.loads(old.read_text()).get("evaluations", {})
     old.write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
     (target / "README.md").write_text(render_card_markdown(card))

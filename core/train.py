@@ -103,6 +103,28 @@ def augment_examples(examples: list[QAExample], share: float, ids: list[str], rn
     return added, per_id
 
 
+def describe_init(folder: str) -> dict:
+    """What an ``--init-from`` folder holds: its path and the training that made it (from the
+    ``train_log.json`` beside a run's ``model/`` or a shipped model's ``model_card.json``), so a
+    multi-stage model's card lists every stage."""
+    path = Path(folder)
+    if not (path / "config.json").is_file():
+        raise SystemExit(f"--init-from {folder}: no config.json there (expected a trained model folder)")
+    for log_file in (path.parent / "train_log.json", path / "model_card.json"):
+        if log_file.is_file():
+            prior = json.loads(log_file.read_text())
+            if "training" in prior:  # a shipped card
+                t = prior["training"]
+                return {"path": folder, "command": t.get("command"), "steps": t.get("steps"),
+                        "training_questions": t.get("training_questions"),
+                        "earlier": t.get("continued_from")}
+            from core.ship import _train_command
+
+            return {"path": folder, "command": _train_command(prior["args"]), "steps": prior["steps"],
+                    "training_questions": prior["training_questions"], "earlier": prior.get("init_from")}
+    return {"path": folder, "command": None, "steps": None, "training_questions": None, "earlier": None}
+
+
 # LoRA target modules per architecture (the nn.Linear names inside each encoder layer).
 LORA_TARGETS = {
     "bert": ["query", "key", "value", "dense"],  # MiniLM is a BERT
@@ -220,6 +242,10 @@ def main(argv=None) -> int:
     ap.add_argument("--lora-targets", default=None,
                     help="comma-separated module names (default by architecture: BERT/MiniLM "
                          "query,key,value,dense; MPNet q,k,v,o,dense)")
+    ap.add_argument("--init-from", default=None,
+                    help="start from this trained QA model folder (a run's model/ or a shipped full "
+                         "model) instead of the base's fresh QA head: a further training stage; "
+                         "--base still names the encoder the weights descend from")
     ap.add_argument("--extend-vocab-min-count", type=int, default=0,
                     help="add every character of the training texts that the tokenizer maps to "
                          "[UNK] and that occurs at least this often as a new token (0 = off; "
@@ -227,6 +253,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.lora_rank < 0:
         ap.error("--lora-rank must be >= 0")
+    if args.init_from and (args.lora_rank or args.extend_vocab_min_count):
+        ap.error("--init-from continues a full fine-tune: it cannot be combined with --lora-rank "
+                 "or --extend-vocab-min-count")
     if args.extend_vocab_min_count and args.lora_rank:
         ap.error("--extend-vocab-min-count needs a full fine-tune: new embedding rows are not a LoRA adapter")
 
@@ -246,8 +275,10 @@ def main(argv=None) -> int:
     ckpt = out / "checkpoint.pt"
 
     base_path = resolve_base(args.base)
-    tok = AutoTokenizer.from_pretrained(base_path)
-    model = AutoModelForQuestionAnswering.from_pretrained(base_path)
+    init_from = describe_init(args.init_from) if args.init_from else None
+    weights_path = args.init_from or base_path
+    tok = AutoTokenizer.from_pretrained(weights_path)
+    model = AutoModelForQuestionAnswering.from_pretrained(weights_path, dtype=torch.float32)
     examples, counts = load_training_examples(
         args.train, args.squad_dev_minus_xquad, data_dir(), args.drop_eval_overlap
     )
@@ -385,6 +416,7 @@ def main(argv=None) -> int:
     info = {
         "base": args.base,
         "base_path": str(base_path),
+        "init_from": init_from,
         "format": "lora-adapter" if lora else "full",
         "saved": saved.name,
         "lora": lora,

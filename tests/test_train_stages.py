@@ -1,0 +1,98 @@
+"""Multi-stage training (core.train --init-from) and what shipping does with it: the second
+stage starts from the first stage's trained weights, its card lists every earlier stage, and a
+card keeps the evaluations measured earlier only while the weights are the same bytes."""
+import json
+
+import pytest
+from safetensors.torch import load_file
+
+from tiny_model import build_tiny_qa, squad_file
+
+CONTEXTS = ["the eiffel tower in paris was built in 1889 .", "berlin is the capital of germany ."]
+QAS = [(0, "when was the eiffel tower built ?", "1889"), (0, "where is the eiffel tower ?", "paris"),
+       (1, "what is the capital of germany ?", "berlin")]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("stages")
+    build_tiny_qa(root / "base")
+    (root / "train.json").write_text(json.dumps(squad_file(CONTEXTS, QAS)))
+    data = root / "data"  # the trainer checks training contexts against the eval sets
+    (data / "xquad").mkdir(parents=True)
+    (data / "xquad" / "xquad.en.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "e", "paragraphs": [
+        {"context": "one two three .", "qas": [{"id": "e0", "question": "what ?", "answers": [{"text": "two", "answer_start": 4}]}]}]}]}))
+    return root
+
+
+def _train(env, out, monkeypatch, *extra):
+    import torch
+
+    from core import train
+
+    monkeypatch.setenv("QAX_DATA_DIR", str(env / "data"))
+    with torch.random.fork_rng(devices=[]):
+        rc = train.main(["--base", str(env / "base"), "--train", str(env / "train.json"), "--output", str(out),
+                         "--batch-size", "2", "--max-length", "48", "--stride", "16", "--max-steps", "2",
+                         "--cpu-bf16", "off", "--save-dtype", "float32", *extra])
+    assert rc == 0
+    return json.loads((out / "train_log.json").read_text())
+
+
+def _weights(run):
+    return load_file(str(run / "model" / "model.safetensors"))
+
+
+def test_second_stage_starts_from_the_first(env, tmp_path, monkeypatch):
+    stage1 = tmp_path / "s1"
+    log1 = _train(env, stage1, monkeypatch, "--lr", "1e-2")
+    # learning rate 0: AdamW moves nothing, so the second stage saves exactly what it loaded
+    stage2 = tmp_path / "s2"
+    log2 = _train(env, stage2, monkeypatch, "--init-from", str(stage1 / "model"), "--lr", "0", "--seed", "14")
+    w0 = load_file(str(env / "base" / "model.safetensors"))
+    w1, w2 = _weights(stage1), _weights(stage2)
+    assert set(w1) == set(w2)
+    assert all((w1[k] == w2[k]).all() for k in w1)
+    assert not (w0["qa_outputs.weight"] == w1["qa_outputs.weight"]).all()  # stage 1 trained the head
+    assert log2["base"] == str(env / "base")
+    assert log2["init_from"]["path"] == str(stage1 / "model")
+    assert log2["init_from"]["steps"] == log1["steps"] == 2
+    assert "--lr 0.01" in log2["init_from"]["command"] and log2["init_from"]["earlier"] is None
+
+
+def test_card_lists_earlier_stages_and_drops_stale_evaluations(env, tmp_path, monkeypatch):
+    from core.evaluate import write_card
+    from core.ship import ship
+
+    s1, s2 = tmp_path / "s1", tmp_path / "s2"
+    _train(env, s1, monkeypatch)
+    _train(env, s2, monkeypatch, "--init-from", str(s1 / "model"), "--seed", "14")
+    dest = tmp_path / "models"
+    target = ship(s1, "tiny", "tiny", [], dest=dest)
+    measured = {"dataset": "xquad/xquad.en", "lang": "en", "n": 1, "exact_match": 100.0, "f1": 100.0,
+                "ms_per_question": 1.0, "questions_per_second": 1.0, "date": "2026-11-22"}
+    write_card(target, [measured])
+
+    ship(s1, "tiny", "tiny", [], dest=dest)  # the same weights again: what was measured stays
+    card = json.loads((target / "model_card.json").read_text())
+    assert list(card["evaluations"]) == ["xquad/xquad.en"]
+    assert "earlier_stages" not in card["training"]
+
+    ship(s2, "tiny", "tiny", [], dest=dest)  # new weights: nothing measured yet
+    card = json.loads((target / "model_card.json").read_text())
+    assert "evaluations" not in card
+    assert len(card["weights_sha256"]) == 64
+    [stage] = card["training"]["earlier_stages"]
+    assert stage.startswith("2 steps, 3 questions: python -m core.train --base ")
+    assert stage.endswith(f"(weights then in {s1 / 'model'})")
+    assert "--init-from" in card["training"]["command"]
+    readme = (target / "README.md").read_text()
+    assert "- earlier_stages:\n  1. 2 steps, 3 questions: python -m core.train" in readme
+
+
+def test_init_from_refuses_what_it_cannot_continue(env, tmp_path, monkeypatch, capsys):
+    with pytest.raises(SystemExit, match="no config.json"):
+        _train(env, tmp_path / "x", monkeypatch, "--init-from", str(tmp_path))
+    with pytest.raises(SystemExit):
+        _train(env, tmp_path / "y", monkeypatch, "--init-from", str(env / "base"), "--lora-rank", "4")
+    assert "--init-from continues a full fine-tune" in capsys.readouterr().err
