@@ -23,6 +23,7 @@ from pathlib import Path
 
 from core.config import repo_root
 from core.evaluate import render_card_markdown
+from core.train import train_command
 
 BASES = {
     "minilm": {
@@ -44,16 +45,6 @@ ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", *TOKENIZER_
 
 def _human_size(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
-
-
-def _train_command(a: dict) -> str:
-    parts = []
-    for k, v in a.items():
-        if v in (None, False, [], "") or k == "output":
-            continue
-        flag = f"--{k.replace('_', '-')}"
-        parts.append(flag if v is True else f"{flag} {' '.join(map(str, v)) if isinstance(v, list) else v}")
-    return "python -m core.train " + " ".join(parts)
 
 
 def _weights_digest(folder: Path) -> str | None:
@@ -121,7 +112,7 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
         }
     card |= {
         "training": {
-            "command": _train_command(a),
+            "command": train_command(a),
             "data": {k: v for k, v in log["data_counts"].items()},
             "augmentation": log.get("augmentation_counts") or "none",
             "training_questions": log["training_questions"],

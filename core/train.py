@@ -103,6 +103,25 @@ def augment_examples(examples: list[QAExample], share: float, ids: list[str], rn
     return added, per_id
 
 
+def train_command(args: dict) -> str:
+    """The ``python -m core.train`` command line that repeats a run, from its parsed arguments.
+
+    Zeros stay (``--warmup 0`` is not the default); unset and off options and the output folder
+    go (the output is wherever the user wants it).
+
+    >>> train_command({"base": "minilm", "train": ["a.json", "b.json"], "squad_dev_minus_xquad": True,
+    ...                "output": "runs/x", "warmup": 0.0, "lora_alpha": None, "drop_eval_overlap": False})
+    'python -m core.train --base minilm --train a.json b.json --squad-dev-minus-xquad --warmup 0.0'
+    """
+    parts = []
+    for k, v in args.items():
+        if k == "output" or v is None or v is False or v == "" or v == []:
+            continue
+        flag = f"--{k.replace('_', '-')}"
+        parts.append(flag if v is True else f"{flag} {' '.join(map(str, v)) if isinstance(v, list) else v}")
+    return "python -m core.train " + " ".join(parts)
+
+
 def describe_init(folder: str) -> dict:
     """What an ``--init-from`` folder holds: its path and the training that made it (from the
     ``train_log.json`` beside a run's ``model/`` or a shipped model's ``model_card.json``), so a
@@ -118,9 +137,7 @@ def describe_init(folder: str) -> dict:
                 return {"path": folder, "command": t.get("command"), "steps": t.get("steps"),
                         "training_questions": t.get("training_questions"),
                         "earlier": t.get("continued_from")}
-            from core.ship import _train_command
-
-            return {"path": folder, "command": _train_command(prior["args"]), "steps": prior["steps"],
+            return {"path": folder, "command": train_command(prior["args"]), "steps": prior["steps"],
                     "training_questions": prior["training_questions"], "earlier": prior.get("init_from")}
     return {"path": folder, "command": None, "steps": None, "training_questions": None, "earlier": None}
 

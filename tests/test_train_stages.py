@@ -96,3 +96,12 @@ def test_init_from_refuses_what_it_cannot_continue(env, tmp_path, monkeypatch, c
     with pytest.raises(SystemExit):
         _train(env, tmp_path / "y", monkeypatch, "--init-from", str(env / "base"), "--lora-rank", "4")
     assert "--init-from continues a full fine-tune" in capsys.readouterr().err
+
+
+def test_doctests():
+    import doctest
+
+    from core import train
+
+    result = doctest.testmod(train, verbose=False)
+    assert result.attempted > 0 and result.failed == 0
