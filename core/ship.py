@@ -67,6 +67,7 @@ def earlier_stages(init_from: dict | None) -> list[str]:
     while init_from:
         steps = f"{init_from['steps']} steps, {init_from['training_questions']} questions: " if init_from.get("steps") else ""
         stages.insert(0, f"{steps}{init_from.get('command') or 'unrecorded training'} (weights then in {init_from['path']})")
+        stages[:0] = init_from.get("earlier_stages", [])  # a shipped card's own list, oldest first
         init_from = init_from.get("earlier")
     return stages
 

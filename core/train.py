@@ -136,7 +136,7 @@ def describe_init(folder: str) -> dict:
                 t = prior["training"]
                 return {"path": folder, "command": t.get("command"), "steps": t.get("steps"),
                         "training_questions": t.get("training_questions"),
-                        "earlier": t.get("continued_from")}
+                        "earlier": None, "earlier_stages": t.get("earlier_stages", [])}
             return {"path": folder, "command": train_command(prior["args"]), "steps": prior["steps"],
                     "training_questions": prior["training_questions"], "earlier": prior.get("init_from")}
     return {"path": folder, "command": None, "steps": None, "training_questions": None, "earlier": None}

@@ -89,6 +89,14 @@ def test_card_lists_earlier_stages_and_drops_stale_evaluations(env, tmp_path, mo
     readme = (target / "README.md").read_text()
     assert "- earlier_stages:\n  1. 2 steps, 3 questions: python -m core.train" in readme
 
+    # a third stage from the shipped two-stage model keeps the whole chain, oldest first
+    s3 = tmp_path / "s3"
+    _train(env, s3, monkeypatch, "--init-from", str(target), "--seed", "15")
+    ship(s3, "tiny3", "tiny", [], dest=dest)
+    first, second = json.loads((dest / "tiny3" / "model_card.json").read_text())["training"]["earlier_stages"]
+    assert first == stage
+    assert "--init-from" in second and second.endswith(f"(weights then in {target})")
+
 
 def test_init_from_refuses_what_it_cannot_continue(env, tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit, match="no config.json"):
