@@ -109,7 +109,8 @@ def test_init_from_refuses_what_it_cannot_continue(env, tmp_path, monkeypatch, c
 def test_doctests():
     import doctest
 
-    from core import train
+    from core import ship, train
 
-    result = doctest.testmod(train, verbose=False)
-    assert result.attempted > 0 and result.failed == 0
+    for module in (train, ship):
+        result = doctest.testmod(module, verbose=False)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
