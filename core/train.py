@@ -205,6 +205,18 @@ def extend_vocab_for(tok, model, examples: list[QAExample], min_count: int) -> d
             "most_frequent": "".join(c for c, _ in chars[:50])}
 
 
+def param_groups(model, lr: float, embedding_lr: float | None) -> list[dict]:
+    """The optimizer's parameter groups: every trainable parameter at ``lr``, or, with
+    ``embedding_lr``, the input word-embedding matrix in a group of its own at that rate (the
+    schedule scales both groups alike)."""
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    if embedding_lr is None:
+        return [{"params": trainable, "lr": lr}]
+    emb = model.get_input_embeddings().weight
+    return [{"params": [p for p in trainable if p is not emb], "lr": lr},
+            {"params": [emb], "lr": embedding_lr}]
+
+
 def count_params(model) -> tuple[int, int]:
     """(trainable, total) parameters; for a peft model the total is the base plus the adapter."""
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -266,15 +278,21 @@ def main(argv=None) -> int:
     ap.add_argument("--extend-vocab-min-count", type=int, default=0,
                     help="add every character of the training texts that the tokenizer maps to "
                          "[UNK] and that occurs at least this often as a new token (0 = off; "
-                         "for Chinese on an English vocabulary)")
+                         "for Chinese on an English vocabulary; with --init-from, characters the "
+                         "trained model already has are not added again)")
+    ap.add_argument("--embedding-lr", type=float, default=None,
+                    help="peak learning rate of the input word embeddings (default: --lr); a higher "
+                         "one lets rows added by --extend-vocab-min-count move away from their "
+                         "mean-embedding start within a short run")
     args = ap.parse_args(argv)
     if args.lora_rank < 0:
         ap.error("--lora-rank must be >= 0")
-    if args.init_from and (args.lora_rank or args.extend_vocab_min_count):
-        ap.error("--init-from continues a full fine-tune: it cannot be combined with --lora-rank "
-                 "or --extend-vocab-min-count")
+    if args.init_from and args.lora_rank:
+        ap.error("--init-from continues a full fine-tune: it cannot be combined with --lora-rank")
     if args.extend_vocab_min_count and args.lora_rank:
         ap.error("--extend-vocab-min-count needs a full fine-tune: new embedding rows are not a LoRA adapter")
+    if args.embedding_lr is not None and args.lora_rank:
+        ap.error("--embedding-lr needs a full fine-tune: a LoRA adapter does not train the embeddings")
 
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
@@ -349,7 +367,7 @@ def main(argv=None) -> int:
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device)
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr, weight_decay=0.01)
+    opt = torch.optim.AdamW(param_groups(model, args.lr, args.embedding_lr), weight_decay=0.01)
     warm = int(args.warmup * total_steps)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / max(1, warm)) * max(0.0, (total_steps - s) / max(1, total_steps - warm)) if s >= warm else (s + 1) / max(1, warm)

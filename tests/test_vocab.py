@@ -102,3 +102,46 @@ def test_extension_refuses_lora(zh_env, tmp_path, capsys):
     with pytest.raises(SystemExit):
         _run(base, train, tmp_path / "x", "--extend-vocab-min-count", "1", "--lora-rank", "4")
     assert "needs a full fine-tune" in capsys.readouterr().err
+
+
+def test_a_further_stage_extends_a_trained_model(zh_env, tmp_path):
+    """--init-from with --extend-vocab-min-count: a model trained on English QA gets the Chinese
+    characters as a further stage; characters it already has are not added twice."""
+    from transformers import AutoTokenizer
+
+    base, train = zh_env
+    assert _run(base, train, tmp_path / "s1") == 0  # a stage without extension
+    assert _run(base, train, tmp_path / "s2", "--init-from", str(tmp_path / "s1" / "model"),
+                "--extend-vocab-min-count", "2", "--embedding-lr", "0.05") == 0
+    log = json.loads((tmp_path / "s2" / "train_log.json").read_text())
+    assert log["vocabulary_extension"]["added"] == len("埃菲尔铁塔？在建于年。是的首都哪") == 16
+    assert log["init_from"]["path"] == str(tmp_path / "s1" / "model")
+    assert log["args"]["embedding_lr"] == 0.05
+    # a third stage from the extended model finds nothing new to add
+    assert _run(base, train, tmp_path / "s3", "--init-from", str(tmp_path / "s2" / "model"),
+                "--extend-vocab-min-count", "2") == 0
+    log3 = json.loads((tmp_path / "s3" / "train_log.json").read_text())
+    assert log3["vocabulary_extension"]["added"] == 0
+    assert len(AutoTokenizer.from_pretrained(tmp_path / "s3" / "model")) == len(
+        AutoTokenizer.from_pretrained(tmp_path / "s2" / "model"))
+
+
+def test_embedding_lr_puts_the_embeddings_in_their_own_group():
+    import torch
+
+    from core.train import param_groups
+
+    model = torch.nn.Sequential(torch.nn.Embedding(5, 3), torch.nn.Linear(3, 2))
+    model.get_input_embeddings = lambda: model[0]
+    plain = param_groups(model, 0.1, None)
+    assert len(plain) == 1 and len(plain[0]["params"]) == 3 and plain[0]["lr"] == 0.1
+    rest, emb = param_groups(model, 0.1, 0.5)
+    assert emb["params"][0] is model[0].weight and emb["lr"] == 0.5
+    assert [p.shape for p in rest["params"]] == [(2, 3), (2,)] and rest["lr"] == 0.1
+
+
+def test_embedding_lr_refuses_lora(zh_env, tmp_path, capsys):
+    base, train = zh_env
+    with pytest.raises(SystemExit):
+        _run(base, train, tmp_path / "x", "--embedding-lr", "0.01", "--lora-rank", "4")
+    assert "--embedding-lr needs a full fine-tune" in capsys.readouterr().err
