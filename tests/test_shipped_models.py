@@ -18,6 +18,16 @@ KNOWN = [
 ]
 
 
+def _assert_answers(eng, ds, known):
+    """The engine's best span is each gold answer, at a place in the context that holds it."""
+    for qid, gold in known:
+        ex = ds.by_id[qid]
+        assert gold in ex.answer_texts
+        pred = eng.answer(ex.question, ex.context)
+        assert pred.text == gold, (ex.question, pred.nbest[:3])
+        assert ex.context[pred.best.start : pred.best.end] == gold
+
+
 def _shipped_installed():
     entries = {m.name: m for m in registry.load_registry()}
     return [n for n in SHIPPED if n in entries and entries[n].is_installed()]
@@ -41,12 +51,7 @@ def test_shipped_model_answers_known_xquad_question(name, monkeypatch):
         pytest.fail(f"{name} is not installed")
     ds = load_dataset("xquad/xquad.en")
     eng = registry.load_engine(name)
-    for qid, gold in KNOWN:
-        ex = ds.by_id[qid]
-        assert gold in ex.answer_texts
-        pred = eng.answer(ex.question, ex.context)
-        assert pred.text == gold, (ex.question, pred.nbest[:3])
-        assert ex.context[pred.best.start : pred.best.end] == gold
+    _assert_answers(eng, ds, KNOWN)
 
 
 def test_shipped_adapter_is_only_what_training_changed():
@@ -92,9 +97,4 @@ def test_chinese_model_answers_known_xquad_zh_questions(monkeypatch):
 
     ds = load_dataset("xquad/xquad.zh")
     eng = registry.load_engine("minilm-cmrc-zh")
-    for qid, gold in KNOWN_ZH:
-        ex = ds.by_id[qid]
-        assert gold in ex.answer_texts
-        pred = eng.answer(ex.question, ex.context)
-        assert pred.text == gold, (ex.question, pred.nbest[:3])
-        assert ex.context[pred.best.start : pred.best.end] == gold
+    _assert_answers(eng, ds, KNOWN_ZH)
