@@ -145,12 +145,14 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
         },
         "notes": notes,
     }
+    if a.get("embedding_lr") is not None:
+        card["training"]["embedding_learning_rate"] = a["embedding_lr"]
     if log.get("init_from"):
         card["training"]["earlier_stages"] = earlier_stages(log["init_from"])
     if log.get("vocabulary_extension"):
         v = log["vocabulary_extension"]
         card["training"]["vocabulary_extension"] = (
-            f"{v['added']} characters of the training texts that the base vocabulary maps to [UNK] "
+            f"{v['added']} characters of the training texts that the starting vocabulary maps to [UNK] "
             f"(seen >= {v['min_count']} times) added as tokens with new embedding rows; [UNK] share of "
             f"the training contexts' characters {v['unk_share_before']:.1%} -> {v['unk_share_after']:.1%}")
     old = target / "model_card.json"

@@ -117,6 +117,11 @@ def test_a_further_stage_extends_a_trained_model(zh_env, tmp_path):
     assert log["vocabulary_extension"]["added"] == len("埃菲尔铁塔？在建于年。是的首都哪") == 16
     assert log["init_from"]["path"] == str(tmp_path / "s1" / "model")
     assert log["args"]["embedding_lr"] == 0.05
+    from core.ship import ship
+
+    card = json.loads((ship(tmp_path / "s2", "tiny-s2", "tiny", [], dest=tmp_path / "shipped")
+                       / "model_card.json").read_text())["training"]
+    assert card["embedding_learning_rate"] == 0.05 and card["learning_rate"] == 8e-5  # --lr, the default
     # a third stage from the extended model finds nothing new to add
     assert _run(base, train, tmp_path / "s3", "--init-from", str(tmp_path / "s2" / "model"),
                 "--extend-vocab-min-count", "2") == 0
