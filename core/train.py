@@ -127,8 +127,9 @@ def describe_init(folder: str) -> dict:
     ``train_log.json`` beside a run's ``model/`` or a shipped model's ``model_card.json``), so a
     multi-stage model's card lists every stage."""
     path = Path(folder)
-    if not (path / "config.json").is_file():
-        raise SystemExit(f"--init-from {folder}: no config.json there (expected a trained model folder)")
+    if not (path / "config.json").is_file() and not is_adapter_folder(path):
+        raise SystemExit(f"--init-from {folder}: no config.json there (expected a trained model folder) "
+                         "and no adapter_config.json (a LoRA adapter)")
     for log_file in (path.parent / "train_log.json", path / "model_card.json"):
         if log_file.is_file():
             prior = json.loads(log_file.read_text())
@@ -140,6 +141,21 @@ def describe_init(folder: str) -> dict:
             return {"path": folder, "command": train_command(prior["args"]), "steps": prior["steps"],
                     "training_questions": prior["training_questions"], "earlier": prior.get("init_from")}
     return {"path": folder, "command": None, "steps": None, "training_questions": None, "earlier": None}
+
+
+def is_adapter_folder(path: Path) -> bool:
+    """A peft LoRA adapter folder (a run's ``adapter/`` or a shipped adapter model)."""
+    return (path / "adapter_config.json").is_file()
+
+
+def adapter_lora_settings(folder: str) -> dict:
+    """The LoRA settings an adapter folder was trained with, in ``lora_settings`` form, so a
+    further stage on it continues with exactly those (rank, alpha, targets, head)."""
+    cfg = json.loads((Path(folder) / "adapter_config.json").read_text())
+    targets = cfg["target_modules"]
+    return {"rank": cfg["r"], "alpha": cfg["lora_alpha"], "dropout": cfg["lora_dropout"],
+            "target_modules": sorted(targets) if isinstance(targets, list) else targets,
+            "modules_to_save": list(cfg.get("modules_to_save") or LORA_HEAD)}
 
 
 # LoRA target modules per architecture (the nn.Linear names inside each encoder layer).
@@ -287,8 +303,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.lora_rank < 0:
         ap.error("--lora-rank must be >= 0")
-    if args.init_from and args.lora_rank:
-        ap.error("--init-from continues a full fine-tune: it cannot be combined with --lora-rank")
+    init_adapter = bool(args.init_from) and is_adapter_folder(Path(args.init_from))
+    if args.init_from and args.lora_rank and not init_adapter:
+        ap.error("--init-from with --lora-rank continues a LoRA adapter, and this folder is a full "
+                 "fine-tune (no adapter_config.json): drop --lora-rank to continue it in full")
+    if init_adapter and not args.lora_rank:
+        ap.error("--init-from names a LoRA adapter: continue it with --lora-rank set to its rank")
     if args.extend_vocab_min_count and args.lora_rank:
         ap.error("--extend-vocab-min-count needs a full fine-tune: new embedding rows are not a LoRA adapter")
     if args.embedding_lr is not None and args.lora_rank:
@@ -311,8 +331,9 @@ def main(argv=None) -> int:
 
     base_path = resolve_base(args.base)
     init_from = describe_init(args.init_from) if args.init_from else None
-    weights_path = args.init_from or base_path
-    tok = AutoTokenizer.from_pretrained(weights_path)
+    # A LoRA stage on an earlier adapter loads the packaged base and puts the adapter on it.
+    weights_path = base_path if init_adapter else (args.init_from or base_path)
+    tok = AutoTokenizer.from_pretrained(args.init_from or base_path)
     model = AutoModelForQuestionAnswering.from_pretrained(weights_path, dtype=torch.float32)
     examples, counts = load_training_examples(
         args.train, args.squad_dev_minus_xquad, data_dir(), args.drop_eval_overlap
@@ -326,7 +347,15 @@ def main(argv=None) -> int:
               f"([UNK] share of training contexts {vocab_info['unk_share_before']:.1%} -> "
               f"{vocab_info['unk_share_after']:.1%})", flush=True)
     lora = None
-    if args.lora_rank:
+    if init_adapter:
+        lora = adapter_lora_settings(args.init_from)
+        if args.lora_rank != lora["rank"] or (args.lora_alpha is not None and args.lora_alpha != lora["alpha"]):
+            raise SystemExit(f"--init-from {args.init_from}: the adapter has rank {lora['rank']} and alpha "
+                             f"{lora['alpha']}; a further stage keeps them (pass --lora-rank {lora['rank']})")
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, args.init_from, is_trainable=True)
+    elif args.lora_rank:
         lora = lora_settings(model.config.model_type, args.lora_rank, args.lora_alpha,
                              args.lora_dropout, args.lora_targets)
         model = wrap_lora(model, lora)

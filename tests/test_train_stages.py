@@ -103,7 +103,36 @@ def test_init_from_refuses_what_it_cannot_continue(env, tmp_path, monkeypatch, c
         _train(env, tmp_path / "x", monkeypatch, "--init-from", str(tmp_path))
     with pytest.raises(SystemExit):
         _train(env, tmp_path / "y", monkeypatch, "--init-from", str(env / "base"), "--lora-rank", "4")
-    assert "--init-from continues a full fine-tune" in capsys.readouterr().err
+    assert "this folder is a full fine-tune" in capsys.readouterr().err
+
+
+def _adapter_weights(run):
+    return load_file(str(run / "adapter" / "adapter_model.safetensors"))
+
+
+def test_lora_stage_continues_an_adapter(env, tmp_path, monkeypatch, capsys):
+    """A LoRA run may start from an earlier LoRA adapter (MPNet trains in stages across CPU
+    sessions): it loads the base, puts the adapter on it and trains that adapter further."""
+    s1, s2 = tmp_path / "s1", tmp_path / "s2"
+    _train(env, s1, monkeypatch, "--lora-rank", "4", "--lr", "1e-2")
+    log2 = _train(env, s2, monkeypatch, "--init-from", str(s1 / "adapter"), "--lora-rank", "4", "--lr", "0")
+    w1, w2 = _adapter_weights(s1), _adapter_weights(s2)
+    assert set(w1) == set(w2) and any("lora_B" in k for k in w1)
+    assert all((w1[k] == w2[k]).all() for k in w1)  # lr 0 saves exactly the adapter it loaded
+    assert any(not (w1[k] == 0).all() for k in w1 if "lora_B" in k)  # stage 1 moved LoRA B off zero
+    assert log2["format"] == "lora-adapter" and log2["lora"]["rank"] == 4
+    assert log2["init_from"]["path"] == str(s1 / "adapter") and log2["init_from"]["steps"] == 2
+
+    s3 = tmp_path / "s3"  # and with a learning rate it moves on from there
+    _train(env, s3, monkeypatch, "--init-from", str(s1 / "adapter"), "--lora-rank", "4", "--lr", "1e-2")
+    w3 = _adapter_weights(s3)
+    assert any(not (w1[k] == w3[k]).all() for k in w1)
+
+    with pytest.raises(SystemExit, match="rank 4"):
+        _train(env, tmp_path / "x", monkeypatch, "--init-from", str(s1 / "adapter"), "--lora-rank", "8")
+    with pytest.raises(SystemExit):
+        _train(env, tmp_path / "y", monkeypatch, "--init-from", str(s1 / "adapter"))
+    assert "continue it with --lora-rank" in capsys.readouterr().err
 
 
 def test_doctests():
