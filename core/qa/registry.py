@@ -39,6 +39,9 @@ class ModelEntry:
     card: str | None = None  # model card file, relative to the model folder
     adapter: str | None = None  # a LoRA adapter folder (with ``base``)
     base: str | None = None  # 'minilm', 'mpnet' or a local model folder, for ``adapter``
+    # False keeps the model out of the pickers' default choice (still one click away): for a
+    # model too slow on CPU to answer every question of a live demo or a sweep by default.
+    preselect: bool = True
 
     @property
     def source(self) -> str:
@@ -128,6 +131,8 @@ def load_registry(path: Path | None = None) -> list[ModelEntry]:
         if bool(m.get("adapter")) != bool(m.get("base")):
             raise ModelLoadError(f"{path}: model {name!r}: 'adapter' and 'base' go together "
                                  "(base = \"minilm\", \"mpnet\" or a local model folder)")
+        if not isinstance(m.get("preselect", True), bool):
+            raise ModelLoadError(f"{path}: model {name!r}: 'preselect' is true or false")
         seen.add(name)
         entries.append(
             ModelEntry(
@@ -139,6 +144,7 @@ def load_registry(path: Path | None = None) -> list[ModelEntry]:
                 card=m.get("card"),
                 adapter=m.get("adapter"),
                 base=m.get("base"),
+                preselect=m.get("preselect", True),
             )
         )
     return entries
