@@ -155,7 +155,18 @@ def adapter_lora_settings(folder: str) -> dict:
     targets = cfg["target_modules"]
     return {"rank": cfg["r"], "alpha": cfg["lora_alpha"], "dropout": cfg["lora_dropout"],
             "target_modules": sorted(targets) if isinstance(targets, list) else targets,
-            "modules_to_save": list(cfg.get("modules_to_save") or LORA_HEAD)}
+            "modules_to_save": list(dict.fromkeys(cfg.get("modules_to_save") or LORA_HEAD))}
+
+
+def tidy_adapter_config(folder: Path) -> None:
+    """Keep ``modules_to_save`` unique in a saved adapter's config. peft's question-answering
+    task adds ``qa_outputs`` to the list each time a model is wrapped or an adapter is loaded, so a
+    staged adapter's config would otherwise grow one duplicate per stage (harmless, but wrong)."""
+    path = Path(folder) / "adapter_config.json"
+    cfg = json.loads(path.read_text())
+    if cfg.get("modules_to_save"):
+        cfg["modules_to_save"] = list(dict.fromkeys(cfg["modules_to_save"]))
+        path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
 
 
 # LoRA target modules per architecture (the nn.Linear names inside each encoder layer).
@@ -476,6 +487,8 @@ def main(argv=None) -> int:
     saved = out / ("adapter" if lora else "model")
     # peft saves only the adapter tensors and the trained copy of the QA head (modules_to_save)
     model.save_pretrained(saved, safe_serialization=True)
+    if lora:
+        tidy_adapter_config(saved)
     tok.save_pretrained(saved)
     info = {
         "base": args.base,

@@ -121,6 +121,8 @@ def test_lora_stage_continues_an_adapter(env, tmp_path, monkeypatch, capsys):
     assert all((w1[k] == w2[k]).all() for k in w1)  # lr 0 saves exactly the adapter it loaded
     assert any(not (w1[k] == 0).all() for k in w1 if "lora_B" in k)  # stage 1 moved LoRA B off zero
     assert log2["format"] == "lora-adapter" and log2["lora"]["rank"] == 4
+    config2 = json.loads((s2 / "adapter" / "adapter_config.json").read_text())
+    assert config2["modules_to_save"] == ["qa_outputs"]  # not one more duplicate per stage
     assert log2["init_from"]["path"] == str(s1 / "adapter") and log2["init_from"]["steps"] == 2
 
     s3 = tmp_path / "s3"  # and with a learning rate it moves on from there
