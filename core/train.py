@@ -158,15 +158,13 @@ def adapter_lora_settings(folder: str) -> dict:
             "modules_to_save": list(dict.fromkeys(cfg.get("modules_to_save") or LORA_HEAD))}
 
 
-def tidy_adapter_config(folder: Path) -> None:
-    """Keep ``modules_to_save`` unique in a saved adapter's config. peft's question-answering
-    task adds ``qa_outputs`` to the list each time a model is wrapped or an adapter is loaded, so a
-    staged adapter's config would otherwise grow one duplicate per stage (harmless, but wrong)."""
-    path = Path(folder) / "adapter_config.json"
-    cfg = json.loads(path.read_text())
-    if cfg.get("modules_to_save"):
-        cfg["modules_to_save"] = list(dict.fromkeys(cfg["modules_to_save"]))
-        path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+def unique_modules_to_save(model) -> None:
+    """Drop repeats from a peft model's ``modules_to_save``. peft's question-answering task appends
+    ``qa_outputs`` each time a model is wrapped or an adapter is loaded, so without this a staged
+    adapter's saved config would grow one duplicate per stage (harmless, but wrong)."""
+    for cfg in model.peft_config.values():
+        if cfg.modules_to_save:
+            cfg.modules_to_save = list(dict.fromkeys(cfg.modules_to_save))
 
 
 # LoRA target modules per architecture (the nn.Linear names inside each encoder layer).
@@ -381,6 +379,8 @@ def main(argv=None) -> int:
         lora = lora_settings(model.config.model_type, args.lora_rank, args.lora_alpha,
                              args.lora_dropout, args.lora_targets)
         model = wrap_lora(model, lora)
+    if lora:
+        unique_modules_to_save(model)
     trainable_params, total_params = count_params(model)
     if lora:
         print(f"LoRA {lora}: {trainable_params:,} of {total_params:,} parameters trainable", flush=True)
@@ -499,8 +499,6 @@ def main(argv=None) -> int:
     saved = out / ("adapter" if lora else "model")
     # peft saves only the adapter tensors and the trained copy of the QA head (modules_to_save)
     model.save_pretrained(saved, safe_serialization=True)
-    if lora:
-        tidy_adapter_config(saved)
     tok.save_pretrained(saved)
     info = {
         "base": args.base,
