@@ -82,24 +82,93 @@ def load_training_examples(
     return examples, counts
 
 
-def augment_examples(examples: list[QAExample], share: float, ids: list[str], rng: random.Random):
-    """Add ``share`` x len(examples) perturbed copies (question-only perturbations)."""
+def parse_augment_spec(spec: str) -> tuple[list[tuple[str, dict[str, str]]], list[float] | None]:
+    """``--augment`` as (perturbation id, params) pairs and optional relative weights.
+
+    An entry is ``id``, ``id:weight`` or ``id[param=value;...]:weight``. Without any weight every
+    entry is equally likely (None), as in the first noise-augmented runs; a weight lets a slow
+    perturbation (TTS -> ASR, ~2 s a question on one core) take a small share.
+
+    >>> parse_augment_spec("keyboard_Q,misspell_Q")
+    ([('keyboard_Q', {}), ('misspell_Q', {})], None)
+    >>> parse_augment_spec("asr_Q[engine=whisper-base;voice=flite:kal16]:1, keyboard_Q:4.5,misspell_Q")
+    ([('asr_Q', {'engine': 'whisper-base', 'voice': 'flite:kal16'}), ('keyboard_Q', {}), ('misspell_Q', {})], [1.0, 4.5, 1.0])
+    >>> parse_augment_spec("asr_Q:-1")
+    Traceback (most recent call last):
+    ...
+    ValueError: --augment: weight of 'asr_Q' must be a positive number, not '-1'
+    """
+    entries: list[tuple[str, dict[str, str]]] = []
+    weights: list[float] = []
+    weighted = False
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        head, bracket, tail = part.rpartition("]")
+        head, tail = (head + bracket, tail) if bracket else (part, "")
+        if bracket:
+            _, sep, weight = tail.partition(":")
+        else:
+            head, sep, weight = part.partition(":")
+        name, _, param_text = head.partition("[")
+        params = dict(kv.split("=", 1) for kv in param_text.rstrip("]").split(";") if "=" in kv)
+        try:
+            value = float(weight) if sep else 1.0
+        except ValueError:
+            value = -1.0
+        if not value > 0:
+            raise ValueError(f"--augment: weight of {name!r} must be a positive number, not {weight!r}")
+        weighted = weighted or bool(sep)
+        entries.append((name, params))
+        weights.append(value)
+    if not entries:
+        raise ValueError("--augment: no perturbation ids")
+    return entries, (weights if weighted else None)
+
+
+def augment_examples(examples: list[QAExample], share: float, ids: list, rng: random.Random,
+                     weights: list[float] | None = None, log=print):
+    """Add ``share`` x len(examples) perturbed copies (question-only perturbations).
+
+    ``ids`` are perturbation ids or (id, params) pairs (:func:`parse_augment_spec`). Each sampled
+    question gets one perturbation, drawn uniformly (``weights`` None, the rule of the first
+    augmented runs, kept so their commands still reproduce) or by ``weights``. Perturbations that
+    translate in batches (``prepare``) see all sampled questions first, so round-trip MT is two
+    Apertium calls rather than one per question; progress is logged for slow ones (TTS -> ASR).
+    Returns the new examples and how many each entry made.
+    """
     from core.perturb import registry
+    from core.speech.asr import ASRError
+    from core.speech.tts import TTSError
+    from core.translate import TranslationError
 
     registry.load_all()
-    perturbations = [registry.get(i) for i in ids]
+    entries = [(i, {}) if isinstance(i, str) else (i[0], dict(i[1])) for i in ids]
+    choices = [(registry.get(i), params) for i, params in entries]
+    labels = [i + ("[" + ";".join(f"{k}={v}" for k, v in params.items()) + "]" if params else "")
+              for i, params in entries]
     k = int(round(share * len(examples)))
+    sample = rng.sample(examples, k)
+    for p, params in choices:
+        if hasattr(p, "prepare"):
+            p.prepare([ex for ex in sample if p.is_compatible(ex)], **params)
     added: list[QAExample] = []
-    per_id = {i: 0 for i in ids}
-    for ex in rng.sample(examples, k):
-        p = rng.choice(perturbations)
-        if not p.is_compatible(ex):
-            continue
-        variants = p.apply(ex, rng)
-        if variants:
-            v = variants[0]
-            added.append(v.example)
-            per_id[p.id] += 1
+    per_id = {label: 0 for label in labels}
+    started = time.time()
+    for n, ex in enumerate(sample, 1):
+        index = rng.randrange(len(choices)) if weights is None else rng.choices(range(len(choices)), weights=weights)[0]
+        p, params = choices[index]
+        if p.is_compatible(ex):
+            try:
+                variants = p.apply(ex, rng, **params)
+            except (TTSError, ASRError, TranslationError) as exc:   # e.g. a question with nothing to speak
+                log(f"augmentation skipped {ex.id} ({labels[index]}): {exc}")
+                variants = None
+            if variants and variants[0].example.question.strip():   # an empty ASR transcript teaches nothing
+                added.append(variants[0].example)
+                per_id[labels[index]] += 1
+        if n % 1000 == 0:
+            log(f"augmented {n}/{k} questions ({time.time() - started:.0f} s; {per_id})")
     return added, per_id
 
 
@@ -296,7 +365,7 @@ def main(argv=None) -> int:
     ap.add_argument("--save-every", type=int, default=200)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--augment-share", type=float, default=0.0)
-    ap.add_argument("--augment", default="keyboard_Q", help="comma-separated perturbation ids")
+    ap.add_argument("--augment", default="keyboard_Q", help="comma-separated perturbation ids, each optionally id:weight (relative share)")
     ap.add_argument("--drop-eval-overlap", action="store_true",
                     help="drop (and log) training contexts that occur in an eval set instead of refusing the file")
     ap.add_argument("--cpu-bf16", choices=["auto", "on", "off"], default="auto")
@@ -386,7 +455,9 @@ def main(argv=None) -> int:
         print(f"LoRA {lora}: {trainable_params:,} of {total_params:,} parameters trainable", flush=True)
     aug_counts = {}
     if args.augment_share > 0:
-        added, aug_counts = augment_examples(examples, args.augment_share, args.augment.split(","), random.Random(args.seed + 1))
+        ids, weights = parse_augment_spec(args.augment)
+        added, aug_counts = augment_examples(examples, args.augment_share, ids, random.Random(args.seed + 1),
+                                             weights, log=lambda m: print(m, flush=True))
         examples = examples + added
     print(f"training questions: {len(examples)} ({counts}; augmentation {aug_counts})", flush=True)
 
@@ -482,7 +553,7 @@ def main(argv=None) -> int:
         log["losses"].append([step, round(float(loss.detach()), 4)])
         if step % 20 == 0:
             rate = (time.time() - t0) / seen
-            print(f"step {step}/{total_steps} loss {float(loss):.3f} {rate:.2f}s/step eta {rate*(total_steps-step)/60:.0f} min", flush=True)
+            print(f"step {step}/{total_steps} loss {loss.item():.3f} {rate:.2f}s/step eta {rate*(total_steps-step)/60:.0f} min", flush=True)
         if step % args.save_every == 0 or step == total_steps:
             tmp = out / "checkpoint.pt.tmp"
             weights = ({n: p.detach() for n, p in model.named_parameters() if p.requires_grad}
