@@ -5,7 +5,12 @@
 EM/F1 use the language's scorer (SQuAD v1.1 for most languages, character-level for Chinese,
 see core.metrics). Latency is the batched engine's wall time per question and questions/second.
 With ``--card`` the figures are written into the model's ``model_card.json`` (under
-``evaluations``, keyed by data set) and its README.md is regenerated from it.
+``evaluations``, keyed by data set) and its README.md is regenerated from it. With two models and
+``--paired`` it also says whether the second is really better than the first on each data set:
+the mean per-question F1 difference with a 95% paired-bootstrap interval (core.metrics.paired).
+
+    python -m core.evaluate --model minilm-squad minilm-squad-noise --paired \
+        --dataset noiseqa/Synthetic/xquad-asr-synthetic --json runs/paired.json
 """
 from __future__ import annotations
 
@@ -18,12 +23,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from core.datasets import Dataset
-from core.metrics import chinese_scores, is_chinese_lang, squad_scores
+from core.metrics import chinese_scores, is_chinese_lang, score_answer, squad_scores
+from core.metrics.paired import paired_difference
 from core.qa.engine import EngineSettings, QAEngine
 
 
-def evaluate(engine: QAEngine, ds: Dataset, progress=None) -> dict:
-    """EM/F1 (x100) and latency of one engine on one data set (questions with a gold answer)."""
+def evaluate(engine: QAEngine, ds: Dataset, progress=None, per_question: bool = False) -> dict:
+    """EM/F1 (x100) and latency of one engine on one data set (questions with a gold answer).
+
+    ``per_question``: also return ``per_question_f1``, {question id: F1 in [0, 1]}, for paired
+    comparisons of two models (:mod:`core.metrics.paired`)."""
     examples = [e for e in ds.examples if e.answers]
     if not examples:
         raise ValueError(f"{ds.name}: no question has a gold answer")
@@ -35,7 +44,7 @@ def evaluate(engine: QAEngine, ds: Dataset, progress=None) -> dict:
     references = {e.id: e.answer_texts for e in examples}
     scorer = chinese_scores if is_chinese_lang(ds.lang) else squad_scores
     s = scorer(predictions, references)
-    return {
+    result = {
         "dataset": ds.name,
         "lang": ds.lang,
         "n": len(examples),
@@ -50,6 +59,25 @@ def evaluate(engine: QAEngine, ds: Dataset, progress=None) -> dict:
         "hardware": f"{platform.machine()}, {__import__('os').cpu_count()} cores",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
     }
+    if per_question:
+        result["per_question_f1"] = {e.id: score_answer(predictions[e.id], e.answer_texts, ds.lang)[1]
+                                     for e in examples}
+    return result
+
+
+def compare_paired(result_a: dict, result_b: dict, seed: int = 0) -> dict:
+    """B - A in F1 points on one data set, with a 95% paired-bootstrap interval, from two
+    :func:`evaluate` results made with ``per_question=True`` on the same questions."""
+    ids = list(result_a["per_question_f1"])
+    if set(ids) != set(result_b["per_question_f1"]):
+        raise ValueError(f"{result_a['dataset']}: the two results do not cover the same questions")
+    r = paired_difference([result_a["per_question_f1"][i] for i in ids],
+                          [result_b["per_question_f1"][i] for i in ids], seed=seed)
+    points = {k: round(100 * r[k], 2) for k in ("mean_a", "mean_b", "difference", "ci_low", "ci_high")}
+    return {"dataset": result_a["dataset"], "model_a": result_a.get("model"), "model_b": result_b.get("model"),
+            "f1_a": points["mean_a"], "f1_b": points["mean_b"], "difference": points["difference"],
+            "ci95": [points["ci_low"], points["ci_high"]], "significant": r["significant"], "n": r["n"],
+            "bootstrap": {"n_resamples": r["n_resamples"], "seed": r["seed"], "method": "paired percentile (scipy)"}}
 
 
 def write_card(model_dir: Path, results: list[dict]) -> Path:
@@ -113,7 +141,12 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--card", action="store_true", help="write results into the model card")
     ap.add_argument("--json", help="also write all results to this JSON file")
+    ap.add_argument("--paired", action="store_true",
+                    help="with exactly two models: the second minus the first in F1 on each data set, "
+                         "with a 95%% paired-bootstrap interval over questions")
     args = ap.parse_args(argv)
+    if args.paired and len(args.model) != 2:
+        ap.error("--paired compares exactly two models (--model A B)")
 
     all_results = []
     for name in args.model:
@@ -128,7 +161,7 @@ def main(argv=None) -> int:
                     bar.total = total
                     bar.n = done
                     bar.refresh()
-                r = evaluate(engine, ds, progress)
+                r = evaluate(engine, ds, progress, per_question=args.paired)
             r["model"] = name
             print(f"{name:24s} {dname:40s} n={r['n']:5d} EM={r['exact_match']:6.2f} F1={r['f1']:6.2f} "
                   f"{r['ms_per_question']:.1f} ms/q", flush=True)
@@ -137,10 +170,19 @@ def main(argv=None) -> int:
             if entry.local_dir() is None:
                 print(f"{name}: hub model, no local model card to write", file=sys.stderr)
             else:
-                write_card(entry.local_dir(), results)
+                write_card(entry.local_dir(), [{k: v for k, v in r.items() if k != "per_question_f1"} for r in results])
         all_results += results
+    output: dict | list = all_results
+    if args.paired:
+        n = len(args.dataset)
+        comparisons = [compare_paired(a, b) for a, b in zip(all_results[:n], all_results[n:])]
+        for c in comparisons:
+            print(f"{c['model_b']} - {c['model_a']} on {c['dataset']}: F1 {c['difference']:+.2f} "
+                  f"(95% CI {c['ci95'][0]:+.2f} to {c['ci95'][1]:+.2f}; "
+                  f"{'significant' if c['significant'] else 'not significant'}; n={c['n']})", flush=True)
+        output = {"results": all_results, "paired": comparisons}
     if args.json:
-        Path(args.json).write_text(json.dumps(all_results, indent=1, ensure_ascii=False))
+        Path(args.json).write_text(json.dumps(output, indent=1, ensure_ascii=False))
     return 0
 
 
