@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from core.metrics.dpr import bucket_by, predictions_differ
+from core.metrics.paired import paired_difference
 from core.metrics.text_distance import corpus_wer_normalised, noise_summary
 from core.metrics.penalty import band, pct_change, penalty
 from core.store import Store
@@ -39,7 +40,7 @@ from core.traps import find_trap, question_similarity
 __all__ = [
     "Cell", "DEFAULT_EDGES", "list_sweeps", "sweep_specs", "clean_scores", "cells", "penalty_totals",
     "cell_examples", "noise_rates", "dpr_table", "dpr_by_similarity", "f1_by_trap_similarity", "penalty_table",
-    "format_table", "format_report", "format_sweep_list",
+    "format_table", "format_report", "format_sweep_list", "model_differences",
 ]
 
 DEFAULT_EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -160,6 +161,51 @@ def cells(db: Store | str | Path, sweep: int | str) -> list[Cell]:
                 out.append(_make_cell(model, s, per_repeat.get(key, []), distinct.get(key, 0),
                                       skipped.get(key, 0)))
         return out
+
+
+def model_differences(db: Store | str | Path, sweep: int | str, model_a: str, model_b: str,
+                      seed: int = 0) -> list[dict[str, Any]]:
+    """Is ``model_b`` really better than ``model_a``? One row for clean and one per spec: B - A in
+    F1 points over the examples both models were scored on (each example's F1 averaged over its
+    repeats first), with a 95% paired-bootstrap interval over examples (:mod:`core.metrics.paired`)
+    and whether it excludes 0. Rows with fewer than two shared examples have no interval."""
+    if model_a == model_b:
+        raise ValueError("compare two different models")
+    with _store(db) as store:
+        sid = store.sweep_id(sweep)
+        models = _models(store, sid)
+        for m in (model_a, model_b):
+            if m not in models:
+                raise ValueError(f"model {m!r} is not in this sweep (it has {', '.join(models)})")
+        per_key: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = defaultdict(
+            lambda: {model_a: defaultdict(list), model_b: defaultdict(list)})
+        for r in store.conn.execute(
+                "SELECT model, example_hash, f1 FROM clean_results WHERE sweep_id = ? AND model IN (?, ?)",
+                (sid, model_a, model_b)):
+            per_key[("", "")][r["model"]][r["example_hash"]].append(r["f1"])
+        for r in store.conn.execute(
+                "SELECT model, perturbation, params_json, example_hash, f1 FROM results "
+                "WHERE sweep_id = ? AND status = 'ok' AND model IN (?, ?)", (sid, model_a, model_b)):
+            per_key[(r["perturbation"], r["params_json"])][r["model"]][r["example_hash"]].append(r["f1"])
+        specs = [("", "", "clean", "clean")] + [(x["perturbation"], x["params_json"], x["label"], x["family"])
+                                                for x in sweep_specs(store, sid)]
+    rows = []
+    for perturbation, params_json, label, family in specs:
+        by_model = per_key.get((perturbation, params_json), {model_a: {}, model_b: {}})
+        shared = sorted(set(by_model[model_a]) & set(by_model[model_b]))
+        a = [_mean(by_model[model_a][h]) for h in shared]
+        b = [_mean(by_model[model_b][h]) for h in shared]
+        row: dict[str, Any] = {"spec": label, "family": family, "perturbation": perturbation or None,
+                               "params_json": params_json or None, "n": len(shared),
+                               f"F1 {model_a}": None, f"F1 {model_b}": None, "difference": None,
+                               "ci95_low": None, "ci95_high": None, "significant": None}
+        if len(shared) >= 2:
+            d = paired_difference(a, b, seed=seed)
+            row.update({f"F1 {model_a}": round(100 * d["mean_a"], 2), f"F1 {model_b}": round(100 * d["mean_b"], 2),
+                        "difference": round(100 * d["difference"], 2), "ci95_low": round(100 * d["ci_low"], 2),
+                        "ci95_high": round(100 * d["ci_high"], 2), "significant": d["significant"]})
+        rows.append(row)
+    return rows
 
 
 def _mean(xs: Sequence[float]) -> float:

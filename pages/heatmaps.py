@@ -132,6 +132,31 @@ with st.expander("All cells as a table"):
     st.dataframe(cells_df, hide_index=True, key="hm_cells")
 csv_download(cells_df, file_stem("cells", stem), "hm_cells_csv", "CSV of all cells")
 
+# ------------------------------------------------------------------------------------ model vs model
+
+@st.cache_data(show_spinner="Resampling examples (paired bootstrap)…", max_entries=16)
+def load_differences(db: str, sid: int, version, model_a: str, model_b: str) -> list:
+    return report.model_differences(db, sid, model_a, model_b)
+
+
+if len(sweep["models"]) >= 2:
+    st.subheader("Model vs model: which differences are real?")
+    st.caption("B − A in F1 points on the examples both models were scored on, with a 95% paired-bootstrap "
+               "interval over those examples (2,000 resamples, seed 0). **Significant** = the interval excludes 0. "
+               "It says how much the choice of questions alone could move the difference, not how much "
+               "retraining with another seed would.")
+    c1, c2 = st.columns(2)
+    model_a = c1.selectbox("Model A", sweep["models"], index=0, key="hm_diff_a")
+    model_b = c2.selectbox("Model B", [m for m in sweep["models"] if m != model_a], index=0, key="hm_diff_b")
+    diff_df = pd.DataFrame(load_differences(str(db_path), sweep_id, version, model_a, model_b))
+    st.dataframe(diff_df.drop(columns=["perturbation", "params_json"]), hide_index=True, key="hm_diff")
+    d1, d2, _ = st.columns([1, 1, 6])
+    with d1:
+        csv_download(diff_df, file_stem("model-differences", stem, model_a, model_b), "hm_diff_csv")
+    d2.download_button("⬇ JSON", diff_df.to_json(orient="records", indent=1),
+                       file_name=f"{file_stem('model-differences', stem, model_a, model_b)}.json",
+                       mime="application/json", key="hm_diff_json")
+
 # ---------------------------------------------------------------------------------------- drill-down
 
 st.subheader("A cell's examples")

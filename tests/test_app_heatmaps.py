@@ -240,6 +240,22 @@ def test_page_heatmap_totals_drilldown_and_exports(sweep_db):
     assert "no paraphrase-family perturbation" in infos
 
 
+def test_page_model_vs_model_paired_differences(sweep_db):
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not at.exception, at.exception
+    diff = _frame(at, "F1 fake-b").set_index("spec")
+    # clean: fake-b gains 1/3 on q5 only -> +6.67; TUQ: 53.33 -> 93.33 -> +40.00
+    assert (diff.loc["clean", "n"], diff.loc["clean", "difference"]) == (5, 6.67)
+    assert (diff.loc["TUQ", "F1 fake-a"], diff.loc["TUQ", "F1 fake-b"], diff.loc["TUQ", "difference"]) == (53.33, 93.33, 40.0)
+    assert diff.loc["TUQ", "ci95_low"] <= 40.0 <= diff.loc["TUQ", "ci95_high"]
+    assert diff.loc["RUQ", "n"] == 1 and diff.loc["RUQ", "difference"] != diff.loc["RUQ", "difference"]  # NaN: no interval
+    # B picked as fake-a the other way round: the signs flip
+    at.selectbox(key="hm_diff_a").set_value("fake-b").run()
+    flipped = _frame(at, "F1 fake-a").set_index("spec")
+    assert flipped.loc["TUQ", "difference"] == -40.0
+    assert "⬇ JSON" in [b.label for b in at.get("download_button")]
+
+
 def test_page_without_database(tmp_path, monkeypatch):
     monkeypatch.setenv("QAX_SWEEP_DB", str(tmp_path / "absent.sqlite"))
     at = AppTest.from_file(PAGE, default_timeout=60).run()

@@ -575,3 +575,25 @@ def test_doctests(module_name):
 
     result = doctest.testmod(importlib.import_module(module_name), verbose=False)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_model_differences_paired_by_example(tmp_path):
+    """B answers clean q5 whole ("Balthasar Neumann": F1 1 against 2/3) and TUQ's q4 right."""
+    better = dict(ANSWERS, **{"Who built the palace in Würzburg?": "Balthasar Neumann",
+                              "HOW MANY PEOPLE LIVE IN BERLIN?": "three million"})
+    db = tmp_path / "s.sqlite"
+    config = SweepConfig("toy", parse_specs("TUQ,RUQ"), ["fake", "better"])
+    run = run_sweep(config, {"fake": FakeEngine(ANSWERS), "better": FakeEngine(better)}, db, dataset=TOY)
+    rows = {r["spec"]: r for r in report.model_differences(db, run.name, "fake", "better")}
+    assert list(rows) == ["clean", "TUQ", "RUQ"]
+    clean, tuq, ruq = rows["clean"], rows["TUQ"], rows["RUQ"]
+    # clean: per-example differences 0, 0, 0, 0, 1/3 -> +6.67 points
+    assert (clean["n"], clean["F1 fake"], clean["F1 better"], clean["difference"]) == (5, 93.33, 100.0, 6.67)
+    # TUQ: 0, 0, 0, 1, 0 -> +20; a resample without q4 (p = 0.8^5) makes the interval start at 0
+    assert (tuq["n"], tuq["difference"], tuq["ci95_low"], tuq["significant"]) == (5, 20.0, 0.0, False)
+    assert tuq["ci95_high"] <= 100
+    assert ruq["n"] == 1 and ruq["difference"] is None   # one shared example: no interval
+    with pytest.raises(ValueError, match="not in this sweep"):
+        report.model_differences(db, run.name, "fake", "nobody")
+    with pytest.raises(ValueError, match="two different"):
+        report.model_differences(db, run.name, "fake", "fake")
