@@ -814,6 +814,8 @@ def _build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--metric", choices=("f1", "em"), default="f1", help="metric of the printed table")
     ap.add_argument("--list", action="store_true", help="list the sweeps stored in --db and exit")
     ap.add_argument("--show", metavar="NAME", help="print the table of a stored sweep and exit")
+    ap.add_argument("--compare", metavar="A,B", help="with --show: model B - model A in F1 per spec, with a 95%% "
+                                                     "paired-bootstrap interval over examples")
     ap.add_argument("--list-perturbations", action="store_true", help="list registered perturbations and exit")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     return ap
@@ -839,7 +841,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.show:
         with Store(args.db) as store:
-            print(report.format_report(store, args.show, metric=args.metric))
+            if args.compare:
+                models = [m.strip() for m in args.compare.split(",")]
+                if len(models) != 2:
+                    print("error: --compare takes two model names, A,B", file=sys.stderr)
+                    return 2
+                try:
+                    rows = report.model_differences(store, args.show, *models)
+                except ValueError as exc:
+                    print(f"error: {exc}", file=sys.stderr)
+                    return 2
+                print(report.format_differences(rows, *models))
+            else:
+                print(report.format_report(store, args.show, metric=args.metric))
         return 0
     missing = [flag for flag, value in (("--dataset", args.dataset), ("--perturbations", args.perturbations),
                                         ("--models", args.models)) if not value]

@@ -41,6 +41,7 @@ __all__ = [
     "Cell", "DEFAULT_EDGES", "list_sweeps", "sweep_specs", "clean_scores", "cells", "penalty_totals",
     "cell_examples", "noise_rates", "dpr_table", "dpr_by_similarity", "f1_by_trap_similarity", "penalty_table",
     "format_table", "format_report", "format_sweep_list", "model_differences",
+    "format_differences",
 ]
 
 DEFAULT_EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -206,6 +207,31 @@ def model_differences(db: Store | str | Path, sweep: int | str, model_a: str, mo
                         "ci95_high": round(100 * d["ci_high"], 2), "significant": d["significant"]})
         rows.append(row)
     return rows
+
+
+def format_differences(rows: Sequence[dict[str, Any]], model_a: str, model_b: str) -> str:
+    """:func:`model_differences` as a plain-text table.
+
+    >>> print(format_differences([{"spec": "clean", "n": 5, "F1 a": 93.33, "F1 b": 100.0, "difference": 6.67,
+    ...                            "ci95_low": 0.0, "ci95_high": 20.0, "significant": False},
+    ...                           {"spec": "RUQ", "n": 1, "F1 a": None, "F1 b": None, "difference": None,
+    ...                            "ci95_low": None, "ci95_high": None, "significant": None}], "a", "b"))
+    B = b, A = a: B - A in F1 points, 95% paired-bootstrap interval over examples
+    spec      N       A       B     B-A  95% interval
+    clean     5    93.3   100.0   +6.67  +0.00 to +20.00
+    RUQ       1       -       -       -  -
+    """
+    width = max([len("spec")] + [len(r["spec"]) for r in rows])
+    lines = [f"B = {model_b}, A = {model_a}: B - A in F1 points, 95% paired-bootstrap interval over examples",
+             f"{'spec':<{width}}  {'N':>4}  {'A':>6}  {'B':>6}  {'B-A':>6}  95% interval"]
+    for r in rows:
+        if r["difference"] is None:
+            lines.append(f"{r['spec']:<{width}}  {r['n']:>4}  {'-':>6}  {'-':>6}  {'-':>6}  -")
+            continue
+        mark = "  significant" if r["significant"] else ""
+        lines.append(f"{r['spec']:<{width}}  {r['n']:>4}  {r[f'F1 {model_a}']:>6.1f}  {r[f'F1 {model_b}']:>6.1f}  "
+                     f"{r['difference']:>+6.2f}  {r['ci95_low']:+.2f} to {r['ci95_high']:+.2f}{mark}")
+    return "\n".join(lines)
 
 
 def _mean(xs: Sequence[float]) -> float:

@@ -568,7 +568,7 @@ def test_cli_list_and_show(tmp_path, capsys):
     assert "--perturbations, --models required" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("module_name", ["core.sweep", "core.traps"])
+@pytest.mark.parametrize("module_name", ["core.sweep", "core.traps", "core.sweep_report"])
 def test_doctests(module_name):
     import doctest
     import importlib
@@ -597,3 +597,19 @@ def test_model_differences_paired_by_example(tmp_path):
         report.model_differences(db, run.name, "fake", "nobody")
     with pytest.raises(ValueError, match="two different"):
         report.model_differences(db, run.name, "fake", "fake")
+
+
+def test_cli_compare_two_models(tmp_path, capsys):
+    from core.sweep import main
+
+    better = dict(ANSWERS, **{"Who built the palace in Würzburg?": "Balthasar Neumann"})
+    db = tmp_path / "s.sqlite"
+    config = SweepConfig("toy", parse_specs("TUQ"), ["fake", "better"], name="pair")
+    run_sweep(config, {"fake": FakeEngine(ANSWERS), "better": FakeEngine(better)}, db, dataset=TOY)
+    assert main(["--db", str(db), "--show", "pair", "--compare", "fake,better"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("B = better, A = fake: B - A in F1 points")
+    assert out[2].split()[:5] == ["clean", "5", "93.3", "100.0", "+6.67"]
+    assert main(["--db", str(db), "--show", "pair", "--compare", "fake,nobody"]) == 2
+    assert "'nobody' is not in this sweep" in capsys.readouterr().err
+    assert main(["--db", str(db), "--show", "pair", "--compare", "fake"]) == 2
