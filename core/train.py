@@ -82,48 +82,56 @@ def load_training_examples(
     return examples, counts
 
 
-def parse_augment_spec(spec: str) -> tuple[list[tuple[str, dict[str, str]]], list[float] | None]:
+def parse_augment_spec(spec: str) -> tuple[list[tuple[str, dict]], list[float] | None]:
     """``--augment`` as (perturbation id, params) pairs and optional relative weights.
 
-    An entry is ``id``, ``id:weight`` or ``id[param=value;...]:weight``. Without any weight every
-    entry is equally likely (None), as in the first noise-augmented runs; a weight lets a slow
-    perturbation (TTS -> ASR, ~2 s a question on one core) take a small share.
+    The entries use the sweep's spec syntax (:func:`core.sweep.parse_specs`: ``ID``,
+    ``ID:key=value[:key=value...]``, typed values, ``a..b`` ranges and ``x|y`` lists), plus one
+    extra key, ``weight``: the entry's relative share. Without any weight every entry is equally
+    likely (None), as in the first noise-augmented runs; a weight lets a slow perturbation
+    (TTS -> ASR, ~1-2 s a question on one core) take a small share. Ids and parameters are checked
+    here, before a model is loaded.
 
     >>> parse_augment_spec("keyboard_Q,misspell_Q")
     ([('keyboard_Q', {}), ('misspell_Q', {})], None)
-    >>> parse_augment_spec("asr_Q[engine=whisper-base;voice=flite:kal16]:1, keyboard_Q:4.5,misspell_Q")
-    ([('asr_Q', {'engine': 'whisper-base', 'voice': 'flite:kal16'}), ('keyboard_Q', {}), ('misspell_Q', {})], [1.0, 4.5, 1.0])
-    >>> parse_augment_spec("asr_Q:-1")
+    >>> parse_augment_spec("asr_Q:engine=whisper-base:voice=flite:kal16:weight=1, keyboard_Q:p=0.1:weight=4.5,misspell_Q")
+    ([('asr_Q', {'engine': 'whisper-base', 'voice': 'flite:kal16'}), ('keyboard_Q', {'p': 0.1}), ('misspell_Q', {})], [1.0, 4.5, 1.0])
+    >>> parse_augment_spec("asr_Q:weight=-1")
     Traceback (most recent call last):
     ...
-    ValueError: --augment: weight of 'asr_Q' must be a positive number, not '-1'
+    ValueError: --augment: weight of 'asr_Q' must be a positive number, not -1
+    >>> parse_augment_spec("asr_Q:engin=whisper-base")
+    Traceback (most recent call last):
+    ...
+    ValueError: --augment: asr_Q: unknown parameter(s) ['engin']; accepted: ['engine', 'voice']
     """
-    entries: list[tuple[str, dict[str, str]]] = []
+    from core.perturb import registry
+    from core.perturb.base import PerturbationError
+    from core.sweep import SweepError, parse_specs
+
+    registry.load_all()
+    try:
+        specs = parse_specs(spec)
+    except SweepError as exc:
+        raise ValueError(f"--augment: {exc}") from exc
+    entries: list[tuple[str, dict]] = []
     weights: list[float] = []
-    weighted = False
-    for part in (p.strip() for p in spec.split(",")):
-        if not part:
-            continue
-        head, bracket, tail = part.rpartition("]")
-        head, tail = (head + bracket, tail) if bracket else (part, "")
-        if bracket:
-            _, sep, weight = tail.partition(":")
-        else:
-            head, sep, weight = part.partition(":")
-        name, _, param_text = head.partition("[")
-        params = dict(kv.split("=", 1) for kv in param_text.rstrip("]").split(";") if "=" in kv)
+    for s in specs:
+        if s.is_file:
+            raise ValueError(f"--augment: {s.id} is a challenge set, not a perturbation")
+        params = s.params_dict
+        weight = params.pop("weight", None)
+        if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0):
+            raise ValueError(f"--augment: weight of {s.id!r} must be a positive number, not {weight!r}")
         try:
-            value = float(weight) if sep else 1.0
-        except ValueError:
-            value = -1.0
-        if not value > 0:
-            raise ValueError(f"--augment: weight of {name!r} must be a positive number, not {weight!r}")
-        weighted = weighted or bool(sep)
-        entries.append((name, params))
-        weights.append(value)
-    if not entries:
-        raise ValueError("--augment: no perturbation ids")
-    return entries, (weights if weighted else None)
+            registry.get(s.id).resolve_params(params)
+        except (KeyError, PerturbationError) as exc:
+            raise ValueError(f"--augment: {exc.args[0] if exc.args else exc}") from exc
+        entries.append((s.id, params))
+        weights.append(None if weight is None else float(weight))
+    if all(w is None for w in weights):
+        return entries, None
+    return entries, [1.0 if w is None else w for w in weights]
 
 
 def augment_examples(examples: list[QAExample], share: float, ids: list, rng: random.Random,
@@ -140,13 +148,13 @@ def augment_examples(examples: list[QAExample], share: float, ids: list, rng: ra
     from core.perturb import registry
     from core.speech.asr import ASRError
     from core.speech.tts import TTSError
+    from core.sweep import spec_label
     from core.translate import TranslationError
 
     registry.load_all()
     entries = [(i, {}) if isinstance(i, str) else (i[0], dict(i[1])) for i in ids]
     choices = [(registry.get(i), params) for i, params in entries]
-    labels = [i + ("[" + ";".join(f"{k}={v}" for k, v in params.items()) + "]" if params else "")
-              for i, params in entries]
+    labels = [spec_label(i, params) for i, params in entries]
     k = int(round(share * len(examples)))
     sample = rng.sample(examples, k)
     for p, params in choices:
@@ -365,7 +373,8 @@ def main(argv=None) -> int:
     ap.add_argument("--save-every", type=int, default=200)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--augment-share", type=float, default=0.0)
-    ap.add_argument("--augment", default="keyboard_Q", help="comma-separated perturbation ids, each optionally id:weight (relative share)")
+    ap.add_argument("--augment", default="keyboard_Q", help="comma-separated perturbations in the sweep's spec syntax (ID:key=value...), each "
+                         "optionally with :weight=W, its relative share")
     ap.add_argument("--drop-eval-overlap", action="store_true",
                     help="drop (and log) training contexts that occur in an eval set instead of refusing the file")
     ap.add_argument("--cpu-bf16", choices=["auto", "on", "off"], default="auto")
@@ -402,6 +411,12 @@ def main(argv=None) -> int:
         ap.error("--extend-vocab-min-count needs a full fine-tune: new embedding rows are not a LoRA adapter")
     if args.embedding_lr is not None and args.lora_rank:
         ap.error("--embedding-lr needs a full fine-tune: a LoRA adapter does not train the embeddings")
+    augment_ids, augment_weights = [], None
+    if args.augment_share > 0:
+        try:
+            augment_ids, augment_weights = parse_augment_spec(args.augment)
+        except ValueError as exc:
+            ap.error(str(exc))
 
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
@@ -455,9 +470,8 @@ def main(argv=None) -> int:
         print(f"LoRA {lora}: {trainable_params:,} of {total_params:,} parameters trainable", flush=True)
     aug_counts = {}
     if args.augment_share > 0:
-        ids, weights = parse_augment_spec(args.augment)
-        added, aug_counts = augment_examples(examples, args.augment_share, ids, random.Random(args.seed + 1),
-                                             weights, log=lambda m: print(m, flush=True))
+        added, aug_counts = augment_examples(examples, args.augment_share, augment_ids, random.Random(args.seed + 1),
+                                             augment_weights, log=lambda m: print(m, flush=True))
         examples = examples + added
     print(f"training questions: {len(examples)} ({counts}; augmentation {aug_counts})", flush=True)
 

@@ -41,7 +41,7 @@ def test_same_seed_same_questions_and_uniform_rule_kept():
 
 def test_weights_decide_the_share():
     ex = _examples()
-    entries, weights = parse_augment_spec("keyboard_Q:1000000,misspell_Q:0.000001")
+    entries, weights = parse_augment_spec("keyboard_Q:weight=1000000,misspell_Q:weight=0.000001")
     added, counts = augment_examples(ex, 1.0, entries, random.Random(3), weights)
     assert counts == {"keyboard_Q": 6, "misspell_Q": 0}
     assert len(added) == 6
@@ -61,8 +61,19 @@ def test_unspeakable_question_is_skipped_not_fatal():
     pytest.importorskip("pocketsphinx")
     ex = _examples(["...", "How many points did the Panthers defense surrender?"])
     logged = []
-    entries, weights = parse_augment_spec("asr_Q[engine=pocketsphinx;voice=flite:kal16]")
+    entries, weights = parse_augment_spec("asr_Q:engine=pocketsphinx:voice=flite:kal16")
     added, counts = augment_examples(ex, 1.0, entries, random.Random(0), weights, log=logged.append)
-    assert counts == {"asr_Q[engine=pocketsphinx;voice=flite:kal16]": 1}
+    assert counts == {"asr_Q(engine=pocketsphinx, voice=flite:kal16)": 1}
     assert added[0].question.startswith("how many points")
     assert any("augmentation skipped q0" in line and "no audio" in line for line in logged)
+
+
+def test_bad_augment_spec_stops_training_before_any_model_loads(capsys):
+    from core import train
+
+    with pytest.raises(SystemExit):
+        train.main(["--base", "minilm", "--train", "x.json", "--output", "unused", "--augment-share", "0.3",
+                    "--augment", "keyboard_Q:q=0.5"])
+    assert "keyboard_Q: unknown parameter(s) ['q']" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="challenge set"):
+        parse_augment_spec("file:noiseqa/x")
