@@ -437,3 +437,17 @@ def test_recorder_records_from_a_capture_device(tmp_path, kal16_question):
     assert np.array_equal(recorded[: len(pcm)], pcm.astype(np.float32) / 32768)
     text = asr.get_engine("pocketsphinx").transcribe(recorded, 16000).text
     assert text == "what is the capital of france"
+
+
+def test_loading_whisper_keeps_torch_threads():
+    """CTranslate2 resets the process's OpenMP thread count when it loads Whisper (measured: a
+    ``core.train --threads 1`` run trained on 2 threads after TTS -> ASR augmentation). The
+    engine restores torch's setting. A fresh process, so that nothing is loaded already."""
+    code = ("import torch; torch.set_num_threads(1)\n"
+            "assert torch.get_num_threads() == 1\n"   # starts OpenMP, as a loaded QA model has
+            "from core.speech import asr\n"
+            "asr.WhisperEngine().model()\n"
+            "print(torch.get_num_threads())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.split()[-1] == "1"

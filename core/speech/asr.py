@@ -24,12 +24,14 @@ Transcripts are normalised like NoiseQA's ASR output: lower-cased and unpunctuat
 from __future__ import annotations
 
 import abc
+import contextlib
 import importlib.metadata
 import importlib.util
 import json
 import os
 import re
 import shutil
+import sys
 import threading
 import time
 import unicodedata
@@ -152,6 +154,18 @@ class ASREngine(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+@contextlib.contextmanager
+def _keep_torch_threads():
+    """Restore torch's intra-op thread count afterwards, if torch is loaded at all."""
+    torch = sys.modules.get("torch")
+    previous = torch.get_num_threads() if torch is not None else None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            torch.set_num_threads(previous)
 
 
 def _dist_version(name: str) -> str | None:
@@ -297,10 +311,14 @@ class WhisperEngine(ASREngine):
         from faster_whisper import WhisperModel
 
         model_dir = prepare_whisper_model()
-        try:
-            return WhisperModel(str(model_dir), device="cpu", compute_type="int8")
-        except Exception as exc:  # CTranslate2 raises RuntimeError/ValueError for a broken model folder
-            raise ASRError(f"cannot load the Whisper model from {model_dir}: {exc}") from exc
+        # Loading a CTranslate2 model resets the process-wide OpenMP thread count that torch
+        # uses (1 -> all cores, measured): a `core.train --threads 1` run that augments with
+        # TTS -> ASR then trained on 2 threads. Keep the caller's setting.
+        with _keep_torch_threads():
+            try:
+                return WhisperModel(str(model_dir), device="cpu", compute_type="int8")
+            except Exception as exc:  # CTranslate2 raises RuntimeError/ValueError for a broken model folder
+                raise ASRError(f"cannot load the Whisper model from {model_dir}: {exc}") from exc
 
     def _decode(self, model, samples_16k: np.ndarray, language: str | None) -> str:
         segments, _info = model.transcribe(
