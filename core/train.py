@@ -473,8 +473,6 @@ def main(argv=None) -> int:
         added, aug_counts = augment_examples(examples, args.augment_share, augment_ids, random.Random(args.seed + 1),
                                              augment_weights, log=lambda m: print(m, flush=True))
         examples = examples + added
-        if args.threads:   # augmentation backends (CTranslate2, OpenMP users) may have changed it
-            torch.set_num_threads(args.threads)
     print(f"training questions: {len(examples)} ({counts}; augmentation {aug_counts})", flush=True)
 
     answers = []
