@@ -18,6 +18,8 @@ default) is a full fine-tune saved in ``OUTPUT/model/``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -30,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from core.qa.distill import batch_distill_kl, distill_targets
 from core.qa.features import build_windows
 from core.types import QAExample
 
@@ -375,6 +378,11 @@ def main(argv=None) -> int:
     ap.add_argument("--augment-share", type=float, default=0.0)
     ap.add_argument("--augment", default="keyboard_Q", help="comma-separated perturbations in the sweep's spec syntax (ID:key=value...), each "
                          "optionally with :weight=W, its relative share")
+    ap.add_argument("--distill-weight", type=float, default=0.0,
+                    help="with --augment-share: also train each perturbed question towards the answer "
+                         "distribution the starting model gives its clean question (KL, core.qa.distill), "
+                         "at this weight beside the gold-span loss (0 = off)")
+    ap.add_argument("--distill-temperature", type=float, default=1.0)
     ap.add_argument("--drop-eval-overlap", action="store_true",
                     help="drop (and log) training contexts that occur in an eval set instead of refusing the file")
     ap.add_argument("--cpu-bf16", choices=["auto", "on", "off"], default="auto")
@@ -411,6 +419,10 @@ def main(argv=None) -> int:
         ap.error("--extend-vocab-min-count needs a full fine-tune: new embedding rows are not a LoRA adapter")
     if args.embedding_lr is not None and args.lora_rank:
         ap.error("--embedding-lr needs a full fine-tune: a LoRA adapter does not train the embeddings")
+    if args.distill_weight < 0 or args.distill_temperature <= 0:
+        ap.error("--distill-weight must be >= 0 and --distill-temperature > 0")
+    if args.distill_weight and not args.augment_share:
+        ap.error("--distill-weight needs --augment-share: it teaches perturbed questions their clean answers")
     augment_ids, augment_weights = [], None
     if args.augment_share > 0:
         try:
@@ -469,6 +481,7 @@ def main(argv=None) -> int:
     if lora:
         print(f"LoRA {lora}: {trainable_params:,} of {total_params:,} parameters trainable", flush=True)
     aug_counts = {}
+    n_clean = len(examples)
     if args.augment_share > 0:
         added, aug_counts = augment_examples(examples, args.augment_share, augment_ids, random.Random(args.seed + 1),
                                              augment_weights, log=lambda m: print(m, flush=True))
@@ -482,7 +495,8 @@ def main(argv=None) -> int:
     windows = []
     for b in range(0, len(examples), 2000):
         windows.extend(
-            w for w in build_windows(
+            # pair_index counts within the chunk: make it the example's index in ``examples``
+            dataclasses.replace(w, pair_index=b + w.pair_index) for w in build_windows(
                 tok,
                 [e.question for e in examples[b : b + 2000]],
                 [e.context for e in examples[b : b + 2000]],
@@ -503,12 +517,19 @@ def main(argv=None) -> int:
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device)
+    targets = {}
+    if args.distill_weight:  # the teacher is the model as it starts, before any checkpoint is resumed
+        t_teacher = time.time()
+        targets = distill_targets(forward_module(model), tok, examples[:n_clean], examples[n_clean:], n_clean,
+                                  windows, args.max_length, args.stride, device)
+        print(f"distillation targets: {len(targets)} windows of perturbed questions "
+              f"({time.time() - t_teacher:.0f} s)", flush=True)
     opt = torch.optim.AdamW(param_groups(model, args.lr, args.embedding_lr), weight_decay=0.01)
     warm = int(args.warmup * total_steps)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / max(1, warm)) * max(0.0, (total_steps - s) / max(1, total_steps - warm)) if s >= warm else (s + 1) / max(1, warm)
     )
-    step, log = 0, {"losses": []}
+    step, log = 0, {"losses": [], "distill_kl": []}
     if ckpt.exists():
         state = torch.load(ckpt, map_location=device, weights_only=False)
         if state.get("lora") != lora:
@@ -552,11 +573,15 @@ def main(argv=None) -> int:
         enc = {k: v.to(device) for k, v in enc.items()}
         enc["start_positions"] = torch.tensor([w.start_position for w in batch], device=device)
         enc["end_positions"] = torch.tensor([w.end_position for w in batch], device=device)
-        if amp is not None:
-            with amp:
-                loss = fwd(**enc).loss
-        else:
-            loss = fwd(**enc).loss
+        rows = [r for r, i in enumerate(schedule[step]) if i in targets]
+        with amp if amp is not None else contextlib.nullcontext():
+            res = fwd(**enc)
+        loss = res.loss
+        if rows:
+            kl = batch_distill_kl(res.start_logits, res.end_logits, rows,
+                                  [targets[schedule[step][r]] for r in rows], args.distill_temperature)
+            loss = loss + args.distill_weight * kl
+            log.setdefault("distill_kl", []).append([step + 1, round(float(kl.detach()), 4)])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -598,6 +623,11 @@ def main(argv=None) -> int:
         "data_counts": counts,
         "augmentation_counts": aug_counts,
         "vocabulary_extension": vocab_info,
+        "distillation": ({"weight": args.distill_weight, "temperature": args.distill_temperature,
+                          "teacher": args.init_from or str(base_path), "windows": len(targets),
+                          "kl_mean_last_100": round(float(np.mean([v for _, v in log["distill_kl"][-100:]])), 4)
+                          if log.get("distill_kl") else None}
+                         if args.distill_weight else None),
         "training_questions": len(examples),
         "windows": len(windows),
         "steps": total_steps,
