@@ -9,6 +9,8 @@ of MiniLM feasible. On a GPU, bf16/fp16 autocast is used.
 
 Noise augmentation (NoiseQA §4.2, Gan & Ng §4.2): ``--augment-share 0.3 --augment keyboard_Q,...``
 adds that share of training questions again, perturbed by the project's own perturbations.
+``--distill-weight 1.0`` also trains each perturbed question towards the answer distribution that
+the starting model gives its clean question (consistency distillation, :mod:`core.qa.distill`).
 
 LoRA (``--lora-rank R``, peft): only low-rank adapters on the attention and feed-forward
 projections plus the QA head (``modules_to_save=["qa_outputs"]``) are trained and saved, in
