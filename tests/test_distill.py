@@ -5,23 +5,12 @@ import json
 
 import pytest
 
-from tiny_model import build_tiny_qa, squad_file
-
-CONTEXTS = ["the eiffel tower in paris was built in 1889 .", "berlin is the capital of germany ."]
-QAS = [(0, "when was the eiffel tower built ?", "1889"), (0, "where is the eiffel tower ?", "paris"),
-       (1, "what is the capital of germany ?", "berlin")]
+from tiny_model import TRAIN_CONTEXTS, build_training_env
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    root = tmp_path_factory.mktemp("distill")
-    build_tiny_qa(root / "base")
-    (root / "train.json").write_text(json.dumps(squad_file(CONTEXTS, QAS)))
-    data = root / "data"  # the trainer checks training contexts against the eval sets
-    (data / "xquad").mkdir(parents=True)
-    (data / "xquad" / "xquad.en.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "e", "paragraphs": [
-        {"context": "one two three .", "qas": [{"id": "e0", "question": "what ?", "answers": [{"text": "two", "answer_start": 4}]}]}]}]}))
-    return root
+    return build_training_env(tmp_path_factory.mktemp("distill"))
 
 
 def test_teacher_logits_follow_the_context_tokens_into_the_noisy_window(env):
@@ -33,7 +22,7 @@ def test_teacher_logits_follow_the_context_tokens_into_the_noisy_window(env):
 
     tok = AutoTokenizer.from_pretrained(env / "base")
     model = AutoModelForQuestionAnswering.from_pretrained(env / "base")
-    context = CONTEXTS[0]
+    context = TRAIN_CONTEXTS[0]
     clean, noisy = "when was the eiffel tower built ?", "when was it built"   # 3 tokens shorter
     by_char = teacher_logits_by_char(model, tok, [clean], [context], max_length=48, stride=16)[0]
     (clean_w,) = build_windows(tok, [clean], [context], max_length=48, stride=16)

@@ -50,3 +50,23 @@ def squad_file(contexts: list[str], qas: list[tuple[int, str, str]], id_prefix: 
             {"id": f"{id_prefix}{i}", "question": q, "answers": [{"text": a, "answer_start": contexts[c].index(a)}]})
     return {"version": "1.1", "data": [{"title": "t", "paragraphs": [
         {"context": contexts[c], "qas": items} for c, items in paragraphs.items()]}]}
+
+
+TRAIN_CONTEXTS = ["the eiffel tower in paris was built in 1889 .", "berlin is the capital of germany ."]
+TRAIN_QAS = [(0, "when was the eiffel tower built ?", "1889"), (0, "where is the eiffel tower ?", "paris"),
+             (1, "what is the capital of germany ?", "berlin")]
+
+
+def build_training_env(root: Path) -> Path:
+    """``root`` with a tiny base model (``base/``), a three-question training file (``train.json``)
+    and a data folder (``data/``, for QAX_DATA_DIR) whose only eval set shares no context with it:
+    the trainer checks training contexts against the eval sets."""
+    import json
+
+    root = Path(root)
+    build_tiny_qa(root / "base")
+    (root / "train.json").write_text(json.dumps(squad_file(TRAIN_CONTEXTS, TRAIN_QAS)))
+    xquad = root / "data" / "xquad"
+    xquad.mkdir(parents=True)
+    (xquad / "xquad.en.json").write_text(json.dumps(squad_file(["one two three ."], [(0, "what ?", "two")], "e")))
+    return root
