@@ -5,6 +5,7 @@ UI tests need; tests of real answers use the shipped models.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 WORDS = (
@@ -61,8 +62,6 @@ def build_training_env(root: Path) -> Path:
     """``root`` with a tiny base model (``base/``), a three-question training file (``train.json``)
     and a data folder (``data/``, for QAX_DATA_DIR) whose only eval set shares no context with it:
     the trainer checks training contexts against the eval sets."""
-    import json
-
     root = Path(root)
     build_tiny_qa(root / "base")
     (root / "train.json").write_text(json.dumps(squad_file(TRAIN_CONTEXTS, TRAIN_QAS)))
