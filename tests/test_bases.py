@@ -41,6 +41,43 @@ def test_mpnet_pieces_are_joined_unpacked_and_checked_once(tmp_path, monkeypatch
     assert bases.mpnet_path() == folder
 
 
+def test_mpnet_unpacked_once_when_two_callers_start_together(tmp_path, monkeypatch):
+    """The app and the tests starting together on a fresh machine: without the lock the second
+    caller deleted the first one's half-written folder (FileNotFoundError on the joined zip)."""
+    import threading
+    import time
+
+    monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path / "cache"))
+    parts = _split_zip(tmp_path, {"all-mpnet-base-v2/config.json": b'{"model_type": "mpnet"}'})
+    reads = []
+    monkeypatch.setattr(bases, "_mpnet_parts", lambda: reads.append(1) or parts)
+    real_extract = zipfile.ZipFile.extractall
+
+    def slow_extract(self, *a, **k):   # widen the window in which the two would overlap
+        time.sleep(0.3)
+        return real_extract(self, *a, **k)
+
+    monkeypatch.setattr(zipfile.ZipFile, "extractall", slow_extract)
+    start, results = threading.Barrier(2), []
+
+    def call():
+        start.wait()
+        try:
+            results.append(bases.mpnet_path())
+        except Exception as e:  # noqa: BLE001 - the assertion below shows it
+            results.append(e)
+
+    threads = [threading.Thread(target=call) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 2 and all(isinstance(r, str) for r in results), results
+    assert results[0] == results[1] and results[0].endswith("all-mpnet-base-v2")
+    assert len(reads) == 1   # the second caller waited and reused the first one's folder
+    assert (tmp_path / "cache" / "bases" / "all-mpnet-base-v2" / ".complete").read_text() == "ok"
+
+
 def test_mpnet_corrupt_piece_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path / "cache"))
     parts = _split_zip(tmp_path, {"all-mpnet-base-v2/config.json": b'{"model_type": "mpnet"}' * 2000})

