@@ -48,6 +48,7 @@ def test_shipped_model_is_registered_and_installed(name):
     assert "xquad/xquad.en" in card.get("evaluations", {}), "model card lacks the measured XQuAD-en score"
 
 
+@pytest.mark.needs_data("xquad/xquad.en.json")
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_model_answers_known_xquad_question(name, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -113,6 +114,7 @@ def test_chinese_model_is_registered_for_chinese_with_its_measured_figures():
     assert evals["xquad/xquad.zh"]["f1"] > 30  # the English models score ~15 there
 
 
+@pytest.mark.needs_data("xquad/xquad.zh.json")
 def test_chinese_model_answers_known_xquad_zh_questions(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from core.sweep import load_dataset

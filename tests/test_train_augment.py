@@ -20,6 +20,7 @@ def _examples(questions=QUESTIONS):
             for i, q in enumerate(questions)]
 
 
+@pytest.mark.needs_data("misspellings/wikipedia.json")   # misspell_Q draws from Wikipedia's list
 def test_same_seed_same_questions_and_uniform_rule_kept():
     from core.perturb import registry
 
