@@ -17,6 +17,7 @@ PAGES = [
     st.Page("pages/heatmaps.py", title="Heatmaps", icon="🟥", url_path="heatmaps"),
     st.Page("pages/beat_the_ai.py", title="Beat the AI", icon="🥊", url_path="beat"),
     st.Page("pages/speech_trial.py", title="Speech trial", icon="🎙️", url_path="trial"),
+    st.Page("pages/models.py", title="Models", icon="🧠", url_path="models"),
 ]
 
 st.navigation(PAGES).run()

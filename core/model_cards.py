@@ -1,0 +1,76 @@
+"""The measured figures of the registered models, read from their model cards.
+
+``python -m core.evaluate --card`` writes each evaluation into the model's ``model_card.json``
+under ``evaluations`` (keyed by data set). This module turns the cards of several models into one
+tidy table (a row per model x data set) and a data-set x model matrix of one metric, so the app can
+show every model's measured quality side by side without re-running anything.
+
+>>> cards = {
+...     "a": {"evaluations": {"xquad/xquad.en": {"n": 1190, "exact_match": 57.0, "f1": 71.2,
+...                                              "ms_per_question": 65.3, "threads": 1}}},
+...     "b": {"evaluations": {"xquad/xquad.en": {"n": 1190, "exact_match": 67.8, "f1": 80.9},
+...                           "../shared/data/train/cmrc2018/cmrc2018_dev.json": {"n": 3219, "f1": 47.3}}},
+...     "c": None,
+... }
+>>> [(r["model"], r["dataset"], r["f1"]) for r in evaluation_rows(cards)]
+[('a', 'xquad/xquad.en', 71.2), ('b', 'xquad/xquad.en', 80.9), ('b', 'train/cmrc2018/cmrc2018_dev', 47.3)]
+>>> evaluation_matrix(evaluation_rows(cards), "f1").to_dict()
+{'a': {'xquad/xquad.en': 71.2, 'train/cmrc2018/cmrc2018_dev': nan}, 'b': {'xquad/xquad.en': 80.9, 'train/cmrc2018/cmrc2018_dev': 47.3}}
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+__all__ = ["FIELDS", "METRICS", "dataset_label", "evaluation_rows", "evaluation_matrix"]
+
+# The columns of a tidy row, in order; a card that lacks one leaves it None.
+FIELDS = ("model", "dataset", "lang", "n", "exact_match", "f1", "ms_per_question", "threads", "hardware", "date")
+METRICS = {"f1": "F1", "exact_match": "EM", "ms_per_question": "ms / question"}
+
+
+def dataset_label(key: str) -> str:
+    """A card's data-set key as the app names data sets: relative to the data directory, no ``.json``.
+
+    Most keys already are (``xquad/xquad.en``); a file evaluated by path keeps only what follows
+    its ``data/`` folder.
+
+    >>> dataset_label("../shared/data/train/cmrc2018/cmrc2018_dev.json")
+    'train/cmrc2018/cmrc2018_dev'
+    >>> dataset_label("noiseqa/Synthetic/xquad-asr-synthetic")
+    'noiseqa/Synthetic/xquad-asr-synthetic'
+    """
+    k = key.replace("\\", "/")
+    if "/data/" in k:
+        k = k.split("/data/", 1)[1]
+    return k[: -len(".json")] if k.endswith(".json") else k
+
+
+def evaluation_rows(cards: dict[str, dict | None]) -> list[dict]:
+    """One row per (model, data set) measured, models in the given order, data sets in card order.
+
+    ``cards`` maps a model name to its card (None for a model without one, e.g. a hub model: it
+    gives no rows). Values a card does not hold are None.
+    """
+    rows = []
+    for model, card in cards.items():
+        for key, ev in ((card or {}).get("evaluations") or {}).items():
+            if not isinstance(ev, dict):
+                continue
+            row = {f: ev.get(f) for f in FIELDS}
+            row.update(model=model, dataset=dataset_label(key))
+            rows.append(row)
+    return rows
+
+
+def evaluation_matrix(rows: list[dict], metric: str = "f1") -> pd.DataFrame:
+    """Data sets (rows, in first-seen order) x models (columns, in first-seen order) of ``metric``;
+    NaN where a model was not measured on a data set."""
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}: one of {', '.join(METRICS)}")
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    table = pd.DataFrame(index=datasets, columns=models, dtype=float)
+    for r in rows:
+        if r.get(metric) is not None:
+            table.loc[r["dataset"], r["model"]] = float(r[metric])
+    return table

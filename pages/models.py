@@ -1,0 +1,105 @@
+"""Models: what each registered model is and how well it measured, from its model card.
+
+The registry (models.toml) says where each model comes from and whether it is installed; each
+shipped model's card (written by core.train / core.ship, figures by ``core.evaluate --card``)
+says what it was trained from and on, and what it scored on every data set it was evaluated on.
+Nothing is computed here: the page reads the cards (core.model_cards) and shows them side by side.
+"""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from components.export import csv_download, file_stem
+from components.state import init_state, sidebar_settings
+from core import model_cards
+from core.evaluate import render_card_markdown
+from core.qa import registry
+
+init_state()
+sidebar_settings()
+st.title("Models")
+st.caption("Every model in the registry (models.toml): where it loads from, whether it is installed, and "
+           "the figures its model card holds, measured with `python -m core.evaluate --card` on the "
+           "evaluation sets. Shipped models were trained by this project from encoders that PyPI "
+           "packages carry; a hub model needs internet on its first load.")
+
+try:
+    entries = registry.load_registry()
+except registry.ModelLoadError as e:
+    st.error(f"The model registry cannot be read: {e}")
+    st.stop()
+
+
+def _card(entry) -> dict | None:
+    try:
+        return entry.model_card()
+    except (OSError, ValueError) as e:  # a malformed card is reported, the rest still shows
+        st.warning(f"{entry.name}: its model card cannot be read ({e}).")
+        return None
+
+
+cards = {m.name: _card(m) for m in entries}
+
+# ------------------------------------------------------------------------------------- registry
+st.subheader("Registry")
+registry_table = pd.DataFrame([{
+    "model": m.name,
+    "languages": ", ".join(m.languages),
+    "status": m.status(),
+    "source": m.source,
+    "base package": ((cards[m.name] or {}).get("base") or {}).get("package", ""),
+    # as the model pickers choose: installed English models unless models.toml says preselect = false
+    "ticked by default": m.preselect and "en" in m.languages and m.is_installed(),
+    "description": m.description,
+} for m in entries])
+st.dataframe(registry_table, hide_index=True, width="stretch")
+csv_download(registry_table, "models_registry", key="models_registry_csv")
+
+# ------------------------------------------------------------------------------------- measured
+st.subheader("Measured")
+rows = model_cards.evaluation_rows(cards)
+if not rows:
+    st.info("No model card holds measured figures yet: run "
+            "`python -m core.evaluate --model NAME --dataset xquad/xquad.en --card`.")
+else:
+    metric = st.radio("Metric", list(model_cards.METRICS), format_func=model_cards.METRICS.get,
+                      horizontal=True, key="models_metric")
+    matrix = model_cards.evaluation_matrix(rows, metric)
+    st.dataframe(matrix.style.format(precision=1, na_rep="–"), width="stretch")
+    st.caption("A dash: the model was not evaluated on that data set. NoiseQA's synthetic sets are XQuAD-en's "
+               "questions with keyboard, ASR and MT noise; the Chinese scores use the character-level "
+               "scorer. Latency is as measured, on the CPU and thread count each card records "
+               "(see the full table).")
+    tidy = pd.DataFrame(rows, columns=list(model_cards.FIELDS))
+    with st.expander("Full table (one row per model and data set)"):
+        st.dataframe(tidy, hide_index=True, width="stretch")
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        csv_download(matrix.reset_index(names="dataset"), file_stem("models", metric), key="models_matrix_csv",
+                     label=f"CSV ({model_cards.METRICS[metric]} matrix)")
+    with c2:
+        csv_download(tidy, "models_evaluations", key="models_tidy_csv", label="CSV (full table)")
+    with c3:
+        st.download_button("⬇ JSON (full table)", json.dumps(rows, indent=1, ensure_ascii=False).encode("utf-8"),
+                           "models_evaluations.json", "application/json", key="models_tidy_json",
+                           on_click="ignore")
+
+# ------------------------------------------------------------------------------------- cards
+st.subheader("Model cards")
+for m in entries:
+    card = cards[m.name]
+    with st.expander(f"{m.name}: {m.status()}"):
+        if card is None:
+            st.markdown(f"No model card. Source: `{m.source}`.")
+            continue
+        # Cards are plain text rendered as Markdown; Streamlit escapes any HTML in them.
+        try:
+            st.markdown(render_card_markdown(card))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            st.warning(f"{m.name}: the model card is not in the expected form ({e!r}); its JSON is below.")
+        st.download_button("⬇ model_card.json", json.dumps(card, indent=1, ensure_ascii=False).encode("utf-8"),
+                           f"{file_stem(m.name, 'model_card')}.json", "application/json",
+                           key=f"models_card_{m.name}", on_click="ignore")

@@ -1,0 +1,91 @@
+"""AppTest: the Models page shows the registry and every model card's measured figures, side by side."""
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.qa import registry
+
+PAGE = "../pages/models.py"
+
+
+def _page() -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_shipped_registry_and_measured_figures_from_the_cards():
+    at = _page()
+    reg = at.dataframe[0].value
+    assert list(reg["model"]) == [m.name for m in registry.load_registry()]
+    status = dict(zip(reg["model"], reg["status"]))
+    assert status["minilm-squad"] == "installed"
+    assert status["mpnet-squad-lora"] == "installed (LoRA adapter)"
+    assert status["roberta-base-squad2 (hub)"] == "hub (needs internet on first load)"
+    ticked = dict(zip(reg["model"], reg["ticked by default"]))
+    assert ticked["minilm-squad"] and not ticked["mpnet-squad-lora"] and not ticked["minilm-cmrc-zh"]
+
+    # The F1 matrix holds exactly what the cards hold; a model never run on a set has no value.
+    f1 = at.dataframe[1].value
+    card = registry.get_entry("minilm-squad").model_card()["evaluations"]
+    assert f1.loc["xquad/xquad.en", "minilm-squad"] == card["xquad/xquad.en"]["f1"] == 71.2
+    assert f1.loc["xquad/xquad.en", "mpnet-squad-lora"] == 80.93
+    assert f1.loc["train/cmrc2018/cmrc2018_dev", "minilm-cmrc-zh"] == 47.32   # a card key given as a path
+    assert f1["minilm-cmrc-zh"].isna()["noiseqa/Synthetic/xquad-keyboard-synthetic"]
+    assert "roberta-base-squad2 (hub)" not in f1.columns   # no card, no figures
+
+    at.radio(key="models_metric").set_value("exact_match").run()
+    assert at.dataframe[1].value.loc["xquad/xquad.en", "minilm-squad"] == 56.97
+    labels = [b.label for b in at.get("download_button")]
+    for expected in ("⬇ CSV", "⬇ CSV (EM matrix)", "⬇ CSV (full table)", "⬇ JSON (full table)", "⬇ model_card.json"):
+        assert expected in labels, labels
+    assert [e.label for e in at.expander][1:3] == ["minilm-squad: installed", "minilm-squad-noise: installed"]
+
+
+def test_model_without_card_malformed_card_and_bad_registry(monkeypatch, tmp_path, tiny_qa_dir):
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(tiny_qa_dir, bad)
+    (bad / "model_card.json").write_text("{not json")
+    reg = tmp_path / "models.toml"
+    reg.write_text(f'[[model]]\nname = "tiny"\npath = "{tiny_qa_dir}"\n\n'
+                   f'[[model]]\nname = "tiny-bad-card"\npath = "{bad}"\n')
+    monkeypatch.setenv("QAX_MODELS_TOML", str(reg))
+    at = _page()
+    assert list(at.dataframe[0].value["model"]) == ["tiny", "tiny-bad-card"]
+    assert any("tiny-bad-card: its model card cannot be read" in w.value for w in at.warning)
+    assert any("No model card holds measured figures yet" in i.value for i in at.info)
+
+    reg.write_text('[[model]]\nname = "broken"\npath = \n')
+    at = _page()
+    assert at.error and "The model registry cannot be read" in at.error[0].value
+
+
+def test_card_figures_reach_the_matrix(monkeypatch, tmp_path, tiny_qa_dir):
+    import shutil
+
+    d = tmp_path / "m"
+    shutil.copytree(tiny_qa_dir, d)
+    ev = {"demo.en": {"dataset": "demo.en", "lang": "en", "n": 12, "exact_match": 50.0, "f1": 62.5,
+                      "ms_per_question": 3.1, "questions_per_second": 322.6, "threads": 1,
+                      "hardware": "x86_64, 2 cores", "date": "2026-11-24"}}
+    (d / "model_card.json").write_text(json.dumps({"name": "m", "description": "<b>bold?</b>", "evaluations": ev}))
+    reg = tmp_path / "models.toml"
+    reg.write_text(f'[[model]]\nname = "m"\npath = "{d}"\n')
+    monkeypatch.setenv("QAX_MODELS_TOML", str(reg))
+    at = _page()
+    assert at.dataframe[1].value.loc["demo.en", "m"] == 62.5
+    assert at.dataframe[2].value.to_dict("records")[0]["n"] == 12
+    card_md = [m.value for m in at.markdown if m.value.startswith("# m")]
+    assert card_md and "| demo.en | en | 12 | 50.0 | 62.5 |" in card_md[0]
+
+
+@pytest.mark.parametrize("module", ["core.model_cards"])
+def test_doctests(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), verbose=False)
+    assert result.attempted > 0 and result.failed == 0
