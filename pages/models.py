@@ -68,8 +68,9 @@ else:
     metric = st.radio("Metric", list(model_cards.METRICS), format_func=model_cards.METRICS.get,
                       horizontal=True, key="models_metric")
     matrix = model_cards.evaluation_matrix(rows, metric)
-    st.dataframe(matrix.style.format(precision=1, na_rep="–"), width="stretch")
-    st.caption("A dash: the model was not evaluated on that data set. NoiseQA's synthetic sets are XQuAD-en's "
+    st.dataframe(matrix.round(2), width="stretch",
+                 column_config={m: st.column_config.NumberColumn(format="%.1f") for m in matrix.columns})
+    st.caption("None: the model was not evaluated on that data set. NoiseQA's synthetic sets are XQuAD-en's "
                "questions with keyboard, ASR and MT noise; the Chinese scores use the character-level "
                "scorer. Latency is as measured, on the CPU and thread count each card records "
                "(see the full table).")
