@@ -39,6 +39,14 @@ def highlight_html(context: str, marks: list[Mark], gold: list[tuple[int, int]] 
 
     >>> highlight_html("a <b> c", [Mark("m1", 2, 5, "#E69F00")])
     '<div class="qax-context">a <mark class="qax-span" style="background:#E69F0080;" title="m1">&lt;b&gt;</mark> c</div>'
+
+    Gold text that no model predicted is underlined only, with no background:
+
+    >>> tail = highlight_html("in 1889 too", [Mark("m1", 0, 7, "#E69F00")], gold=[(3, 11)]).split("</mark>")[-1]
+    >>> tail.startswith('<span class="qax-gold" style="text-decoration:underline;') and "background" not in tail
+    True
+    >>> tail.endswith('title="gold answer"> too</span></div>')
+    True
     """
     gold = gold or []
     n = len(context)
@@ -64,9 +72,11 @@ def highlight_html(context: str, marks: list[Mark], gold: list[tuple[int, int]] 
             style += "text-decoration:underline;text-decoration-thickness:3px;text-underline-offset:3px;"
             title.append("gold answer")
         if style:
-            cls = "qax-span" if covering else "qax-gold"
+            # gold text no model predicted is a plain <span>: a <mark> without a background of its
+            # own takes the browser's default yellow, which reads as one more model's span
+            tag, cls = ("mark", "qax-span") if covering else ("span", "qax-gold")
             out.append(
-                f'<mark class="{cls}" style="{style}" title="{html.escape(", ".join(title))}">{text}</mark>'
+                f'<{tag} class="{cls}" style="{style}" title="{html.escape(", ".join(title))}">{text}</{tag}>'
             )
         else:
             out.append(text)

@@ -1,0 +1,12 @@
+"""The reusable renderers' doctests (escaping, span marks, edit marks) run with the suite."""
+import doctest
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize("module", ["components.highlight", "components.edits"])
+def test_doctests(module):
+    result = doctest.testmod(importlib.import_module(module), verbose=False)
+    assert result.attempted > 0, f"{module} has no doctests"
+    assert result.failed == 0
