@@ -15,8 +15,8 @@ PAGES = [
     st.Page("pages/variants.py", title="Variants", icon="🧪", url_path="variants"),
     st.Page("pages/sweeps.py", title="Sweeps", icon="🧹", url_path="sweeps"),
     st.Page("pages/heatmaps.py", title="Heatmaps", icon="🟥", url_path="heatmaps"),
-    st.Page("pages/beat_the_ai.py", title="Beat the AI", icon="🥊", url_path="beat"),
-    st.Page("pages/speech_trial.py", title="Speech trial", icon="🎙️", url_path="trial"),
+    st.Page("pages/beat_the_ai.py", title="Beat the AI", icon="🥊", url_path="beat_the_ai"),
+    st.Page("pages/speech_trial.py", title="Speech trial", icon="🎙️", url_path="speech_trial"),
     st.Page("pages/models.py", title="Models", icon="🧠", url_path="models"),
 ]
 
