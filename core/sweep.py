@@ -667,7 +667,8 @@ def _open_store(db: str | Path | Store) -> tuple[Store, bool]:
 def run_sweep(config: SweepConfig, engines: Mapping[str, Any], db: str | Path | Store = DEFAULT_DB, *,
               dataset: Dataset | None = None, data_dir: str | Path | None = None,
               progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-              chunk_size: int = 256, catalogue: Callable[[str], Any] | None = None) -> SweepRun:
+              chunk_size: int = 256, catalogue: Callable[[str], Any] | None = None,
+              on_start: Callable[[SweepRun], None] | None = None) -> SweepRun:
     """Run (or resume, or finish) a sweep; every result lands in the database ``db``.
 
     ``engines``: {model name: engine} for every name in ``config.models``. ``dataset``: an already
@@ -675,7 +676,8 @@ def run_sweep(config: SweepConfig, engines: Mapping[str, Any], db: str | Path | 
     total)`` is called after each committed chunk, counting result rows (clean + perturbed, all
     models); ``cancel`` is checked between chunks: when set the sweep stops with status
     'cancelled' and a later call resumes it. ``catalogue``: id -> Perturbation (default: the
-    perturbation registry).
+    perturbation registry). ``on_start(run)`` is called once, before the first chunk, with the
+    sweep's resolved name and totals (a caller that left the name to the default learns it).
 
     The sweep is identified by ``config.name`` (default: ``<dataset>-<config hash>``): the same
     configuration resumes; a different configuration under an existing name is an error.
@@ -736,6 +738,8 @@ def run_sweep(config: SweepConfig, engines: Mapping[str, Any], db: str | Path | 
         already = store.done_units(sweep_id)
         run = SweepRun(sweep_id, name, "running", total, already, already)
         runner = _Runner(store, sweep_id, examples, specs, engines, fingerprints, config.seed, run, progress)
+        if on_start is not None:
+            on_start(run)
         runner._tick()
         try:
             finished = (runner.clean_phase(chunk_size, cancel)

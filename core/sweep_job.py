@@ -35,6 +35,7 @@ class SweepJob:
         self.done = 0
         self.total = 0
         self.result: SweepRun | None = None
+        self.name: str | None = config.name  # the stored sweep's name, known once it has started
         self.error: str | None = None
         self.started_at: float | None = None
         self.finished_at: float | None = None
@@ -54,10 +55,13 @@ class SweepJob:
     def _progress(self, done: int, total: int) -> None:
         self.done, self.total = done, total
 
+    def _started(self, run: SweepRun) -> None:
+        self.name = run.name
+
     def _run(self) -> None:
         try:
             self.result = run_sweep(self.config, self._engines, self.db, progress=self._progress,
-                                    cancel=self._cancel, **self._kwargs)
+                                    cancel=self._cancel, on_start=self._started, **self._kwargs)
             self.done, self.total = self.result.done_units, self.result.total_units
         except BaseException as e:  # shown on the page; the thread must not die silently
             self.error = f"{type(e).__name__}: {e}"

@@ -138,9 +138,12 @@ except (SweepError, DatasetError, OSError) as e:
     st.error(md_escape(f"Could not read {dataset_name}: {e}"))
     st.stop()
 usable = scorable(ds)
-if st.session_state.get("sw_sample", 0) > len(usable):  # a smaller data set than the last one chosen
-    st.session_state["sw_sample"] = len(usable)
-sample = int(c2.number_input("Sample size (0 = all)", 0, len(usable), min(100, len(usable)), key="sw_sample",
+if st.session_state.get("sw_sample_for") != dataset_name:
+    # a sample chosen for the last data set means nothing for this one: back to the default
+    # (otherwise the demo set's 12 stayed put for XQuAD's 1,190, a sweep of 12 by mistake)
+    st.session_state["sw_sample_for"] = dataset_name
+    st.session_state["sw_sample"] = min(100, len(usable))
+sample = int(c2.number_input("Sample size (0 = all)", 0, len(usable), key="sw_sample",   # value: set above
                              help="A seeded sample: the sample of 200 contains the sample of 100 (same seed), "
                                   "so growing a sweep reuses its work."))
 st.caption(f"{len(ds):,} questions, {len(usable):,} with a gold answer (only those can be scored), "
@@ -276,7 +279,7 @@ pick = c1.selectbox("Resume an unfinished sweep", list(by_name), key="sw_resume_
 chosen_sweep = by_name[pick]
 c1.caption(f"{chosen_sweep['status']} · {chosen_sweep['done_units']:,}/{chosen_sweep['total_units']:,} rows · "
            f"updated {chosen_sweep['updated_at']}")
-own = job is not None and job.running and (job.config.name == pick)
+own = job is not None and job.running and job.name == pick   # this session's sweep, named or not
 if chosen_sweep["status"] == "running" and not own and _age_s(chosen_sweep["updated_at"]) < 120:
     st.warning("This sweep wrote results less than two minutes ago: it may still be running elsewhere "
                "(the CLI or another browser tab). Resuming it twice wastes work but loses nothing.")

@@ -147,6 +147,19 @@ def test_page_without_database_or_models(tmp_path, monkeypatch):
     assert not (tmp_path / "none.sqlite").exists()
 
 
+def test_sample_size_returns_to_the_default_when_the_data_set_changes(env):
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    assert at.selectbox(key="sw_dataset").value == "demo.en"
+    assert at.number_input(key="sw_sample").value == 12          # min(100, the 12 demo questions)
+    at.number_input(key="sw_sample").set_value(5).run()
+    at.selectbox(key="sw_dataset").set_value("demo.de").run()
+    assert not at.exception, at.exception
+    n_de = at.number_input(key="sw_sample").max
+    assert at.number_input(key="sw_sample").value == min(100, n_de) != 5
+    at.number_input(key="sw_sample").set_value(3).run()          # kept while the data set stays
+    assert at.number_input(key="sw_sample").value == 3
+
+
 def test_sweep_job_reports_errors_and_results(tmp_path):
     """SweepJob: a run_sweep error becomes a message (the thread never dies silently); a good run
     fills done/total and result."""
@@ -174,3 +187,19 @@ def test_sweep_job_reports_errors_and_results(tmp_path):
     assert good.wait(30) and good.error is None
     assert (good.result.status, good.done, good.total, good.fraction) == ("done", 6, 6, 1.0)
     assert report.cells(tmp_path / "s.sqlite", "ok")[0].f1 == 100.0   # the first word is the answer
+
+    # Left unnamed, the job learns the stored sweep's name as it starts (the page compares it with
+    # the stored sweeps to tell its own running sweep from one running elsewhere).
+    seen = []
+
+    class Watching(SweepJob):
+        def _progress(self, done, total):
+            seen.append(self.name)
+            super()._progress(done, total)
+
+    unnamed = Watching(SweepConfig("toy", ["TUQ"], ["echo"]), {"echo": Echo()}, tmp_path / "s.sqlite",
+                       dataset=toy)
+    assert unnamed.name is None
+    assert unnamed.start().wait(30) and unnamed.error is None
+    assert unnamed.name == unnamed.result.name and unnamed.name.startswith("toy-") and len(unnamed.name) == 12
+    assert seen and set(seen) == {unnamed.name}   # known from the first progress report on
