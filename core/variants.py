@@ -352,18 +352,13 @@ def results_table(
     table = []
     for i, row in enumerate(rows):
         window = context_window if row.field == "context" else None
+        # Column order: what changed and how each model answered come first, so they are in view
+        # without scrolling; the edit statistics and the full texts follow.
         record: dict[str, Any] = {
             "#": i,
             "perturbation": row.perturbation,
             "params": params_label(row.params),
-            "field": row.field or "",
-            "repeat": row.repeat,
             "variant (edits marked)": marked_text(row.original_text, row.edits, window),
-            "n edits": len(row.edits),
-            "CER %": _pct(row.cer),
-            "WER %": _pct(row.wer),
-            "question": row.example.question,
-            "text": row.text,
         }
         golds = row.example.answer_texts
         for name, preds in predictions.items():
@@ -376,5 +371,14 @@ def results_table(
                 record[f"{name}: EM"], record[f"{name}: F1"] = _pct(em), _pct(f1)
             else:
                 record[f"{name}: EM"] = record[f"{name}: F1"] = None
+        record.update({
+            "field": row.field or "",
+            "repeat": row.repeat,
+            "n edits": len(row.edits),
+            "CER %": _pct(row.cer),
+            "WER %": _pct(row.wer),
+            "question": row.example.question,
+            "text": row.text,
+        })
         table.append(record)
     return table

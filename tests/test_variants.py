@@ -161,6 +161,10 @@ def test_results_table_marks_changes_and_scores_against_gold():
     assert [t["variant (edits marked)"] for t in table] == [
         "Who built it?", "W⟦ho→HO⟧ ⟦built→BUILT⟧ ⟦it→IT⟧?", "Who built⟦− it⟧?"]
     assert [t["CER %"] for t in table] == [0.0, 69.2, 23.1]   # 9 and 3 of 13 characters
+    # the answers come right after the variant, before the edit statistics and the full texts
+    assert list(table[0])[:8] == ["#", "perturbation", "params", "variant (edits marked)",
+                                  "m: answer", "m: changed", "m: EM", "m: F1"]
+    assert list(table[0])[-3:] == ["WER %", "question", "text"]
 
     typed = QAExample("t", "Who built it?", "Ann built it.", lang="en")   # no gold: no EM/F1
     rows, _ = generate_variants(typed, [], 0, 1)
