@@ -145,6 +145,10 @@ repeats = int(c2.number_input("Repeat N times", 1, cv.MAX_REPEATS, 3, key="var_r
 # ----------------------------------------------------------------------------- generate & answer
 
 signature = (example, repr(choices), seed, repeats, tuple(models))
+if not (models and choices):
+    st.caption("Choose " + " and ".join(w for w, missing in (("at least one perturbation", not choices),
+                                                            ("at least one model", not models)) if missing)
+               + " to generate variants.")
 if st.button("Generate & answer", type="primary", key="var_go", disabled=not (models and choices)):
     try:
         validate_pair(example.question, example.context)

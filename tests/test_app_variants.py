@@ -180,3 +180,12 @@ def test_chain_row_uses_the_step_parameters(tiny_env):
     assert list(df["params"])[1:] == ["keyboard_Q.p=0.5"] * 2
     assert list(df["text"])[1:] == ["whrn was xarrow point lughthouse first lit?",
                                     "whwn eas carroq point lighthouse fitst lut?"]
+
+
+def test_generate_button_says_what_it_waits_for(tiny_env):
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    assert not at.exception and at.button(key="var_go").disabled
+    assert "Choose at least one perturbation to generate variants." in [c.value for c in at.caption]
+    at.multiselect(key="var_fam_case").set_value(["TLQ"]).run()
+    assert not at.button(key="var_go").disabled
+    assert not any(c.value.startswith("Choose at least") for c in at.caption)

@@ -161,7 +161,8 @@ class TypoQ(QuestionPerturbation):
     id = "typo_Q"
     family = "keyboard"
     randomised = True
-    description = "Keyboard typos: each letter replaced by a neighbouring key with probability rate"
+    description = ("Keyboard typos (the German paper's typo_Q, so a German QWERTZ keyboard by default; "
+                   "set layout=qwerty for English): each letter replaced by a neighbouring key with probability rate")
     default_params = {"rate": 0.1, "layout": "qwertz"}
     param_ranges = {"rate": (0.0, 1.0), "layout": tuple(sorted(keyboards.LAYOUTS))}
 
