@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from components import loaders
+from components.export import csv_download, file_stem
 from components.pickers import DEMO_LANGS, model_picker
 from components.state import current_data_dir, init_state, sidebar_settings
 from core import trials
@@ -127,9 +128,8 @@ def _recording_step(trial: trials.Trial) -> None:
     if "trial_index" not in st.session_state:
         st.session_state["trial_index"] = trial.next_index() or 0
     idx = min(int(st.session_state["trial_index"]), n - 1)
-    p = trial.progress()
-    st.progress(p["recorded"] / n, text=f"{p['recorded']} of {n} recorded · {p['skipped']} skipped · "
-                                         f"{p['attempts']} recordings in all")
+    # filled at the end of this run, so a take recorded in this run is already counted
+    progress_slot = st.empty()
     state = states[idx]
     ex = state.example
     st.markdown(f"**Question {idx + 1} of {n}**" + (" · skipped" if state.skipped and not state.recordings else "")
@@ -170,6 +170,9 @@ def _recording_step(trial: trials.Trial) -> None:
         st.rerun()
     if trial.next_index() is None:
         st.success("Every question is recorded or skipped. Thank you! See the results below.")
+    p = trial.progress()
+    progress_slot.progress(p["recorded"] / n, text=f"{p['recorded']} of {n} recorded · {p['skipped']} skipped · "
+                                                   f"{p['attempts']} recordings in all")
 
 
 def _results(trial: trials.Trial) -> None:
@@ -216,23 +219,25 @@ def _score(trial: trials.Trial, paths: dict[str, str]) -> None:
     from core.sweep_report import cells
 
     models = model_picker("trial", default_all=False)
-    if not models or not st.button("Score the models on these recordings", key="trial_score"):
-        return
-    specs = [f"file:{p}" for k, p in paths.items() if k != "original"]
-    try:
-        with st.spinner("Answering…"):
-            engines = {m: loaders.engine_for_state(m) for m in models}
-            run = run_sweep(SweepConfig(paths["original"], specs, models, name=f"trial-{trial.id}"), engines,
-                            trial.path / "sweep.sqlite")
-            table = cells(trial.path / "sweep.sqlite", run.name)
-    except (SweepError, DatasetError) as e:
-        st.error(str(e))
-        return
-    st.dataframe(pd.DataFrame([{"model": c.model, "set": c.label, "questions": c.n,
-                                "F1 clean": None if c.clean_f1 is None else round(c.clean_f1, 1),
-                                "F1 spoken": None if c.f1 is None else round(c.f1, 1),
-                                "EM spoken": None if c.em is None else round(c.em, 1)} for c in table]),
-                 hide_index=True, width="stretch")
+    scores = st.session_state.setdefault("trial_scores", {})   # trial id -> the last scores, kept across reruns
+    if models and st.button("Score the models on these recordings", key="trial_score"):
+        specs = [f"file:{p}" for k, p in paths.items() if k != "original"]
+        try:
+            with st.spinner("Answering…"):
+                engines = {m: loaders.engine_for_state(m) for m in models}
+                run = run_sweep(SweepConfig(paths["original"], specs, models, name=f"trial-{trial.id}"), engines,
+                                trial.path / "sweep.sqlite")
+                table = cells(trial.path / "sweep.sqlite", run.name)
+        except (SweepError, DatasetError) as e:
+            st.error(str(e))
+            return
+        scores[trial.id] = pd.DataFrame([{"model": c.model, "set": c.label, "questions": c.n,
+                                          "F1 clean": None if c.clean_f1 is None else round(c.clean_f1, 1),
+                                          "F1 spoken": None if c.f1 is None else round(c.f1, 1),
+                                          "EM spoken": None if c.em is None else round(c.em, 1)} for c in table])
+    if trial.id in scores:
+        st.dataframe(scores[trial.id], hide_index=True, width="stretch")
+        csv_download(scores[trial.id], file_stem("trial", trial.id, "scores"), key="trial_scores_csv")
 
 
 def _export_delete(trial: trials.Trial) -> None:

@@ -176,6 +176,8 @@ def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_
     assert list(table["engine"]) == ["pocketsphinx", "whisper-base"]
     assert all(table["transcript"].str.len() > 0) and table["problem"].tolist() == ["", ""]
     assert len(at.get("audio")) == 1
+    # the progress line counts the take in the run that stored it, not one click later
+    assert [b.proto.text for b in at.get("progress")] == ["1 of 3 recorded · 0 skipped · 1 recordings in all"]
 
     at.button(key="trial_next").click().run()                   # question 2
     assert shown_question(at) == trial.examples[1].question
@@ -194,6 +196,16 @@ def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_
     spoken = load_squad(paths["pocketsphinx"])
     assert [e.id for e in spoken.examples] == [trial.examples[0].id]
     assert any(f"file:{paths['pocketsphinx']}" in c.value for c in again.code)
+
+    # Score a model on the spoken sets: the table stays on the page across later reruns.
+    again.multiselect(key="trial_models").set_value(["tiny-a"]).run()
+    again.button(key="trial_score").click().run()
+    assert not again.exception, again.exception
+    scores = again.dataframe[-1].value
+    assert list(scores["set"]) == ["file:pocketsphinx", "file:whisper-base"]
+    assert list(scores["questions"]) == [1, 1] and list(scores["model"]) == ["tiny-a", "tiny-a"]
+    again.run()
+    assert again.dataframe[-1].value.equals(scores)
 
     # Deleting needs the speaker label typed in.
     assert again.button(key="trial_delete").disabled
