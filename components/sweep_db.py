@@ -7,11 +7,11 @@ root, so the app finds the CLI's sweeps whatever folder it was started from.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import streamlit as st
 
+from components.text import md_escape
 from core import sweep_report as report
 from core.config import repo_root
 from core.store import StoreError
@@ -41,11 +41,6 @@ def db_path_input(key: str) -> Path:
                                "(the CLI's default). Relative paths start at the repository root.")
     st.session_state[STATE_KEY] = value.strip() or default_db_path()
     return resolve(st.session_state[STATE_KEY])
-
-
-def md_escape(text: str) -> str:
-    """Text shown through st.markdown literally (no markdown, no HTML)."""
-    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$])", r"\\\1", str(text))
 
 
 def stored_sweeps_or_stop(db_path: Path, missing: str) -> list:

@@ -17,6 +17,7 @@ from components import loaders
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.state import init_state, sidebar_settings
+from components.text import md_escape
 from core import ask_input, translate
 from core.langid import guess_language
 from core.metrics import score_answer
@@ -39,7 +40,8 @@ if source == "Dataset item":
     ds, ex = item_picker("ask")
     context, lang = ex.context, ex.lang
     gold = [(a.text, a.answer_start) for a in ex.answers]
-    st.caption(f"{ds.name} · id `{ex.id}` · {ex.title}")
+    # Wikipedia titles come with underscores ("Fresno,_California")
+    st.caption(f"{md_escape(ds.name)} · id `{ex.id}` · {md_escape(ex.title.replace('_', ' '))}")
 else:
     context = st.text_area("Context", height=180, key="ask_context",
                            placeholder="Paste a paragraph the answer should come from.")

@@ -20,6 +20,7 @@ from components.highlight import CSS, Mark, color_for, highlight_html, legend_ht
 from components.pickers import dataset_picker, model_picker
 from components.span_picker import span_keys, span_picker
 from components.state import init_state, sidebar_settings
+from components.text import count
 from core import beat
 from core.qa.engine import QAInputError
 from core.types import Span
@@ -171,7 +172,7 @@ with tab_play:
         st.subheader("Attempts on this passage")
         if here:
             won = sum(a.human_won for a in here)
-            st.caption(f"{len(here)} attempts · {won} won by people · {len(here) - won} by the AI")
+            st.caption(f"{count(len(here), 'attempt')} · {won} won by people · {len(here) - won} by the AI")
             st.dataframe(attempts_table(here), hide_index=True, width="stretch")
         else:
             st.caption("No attempts yet: be the first.")
@@ -252,7 +253,7 @@ with tab_collected:
                            "text/csv", key="beat_table_csv")
         flagged = [a for a in everything if a.flagged]
         if flagged:
-            with st.expander(f"Disagreements ({len(flagged)} flagged questions)"):
+            with st.expander(f"Disagreements ({count(len(flagged), 'flagged question')})"):
                 for a in flagged:
                     st.markdown(f"**#{a.id}** {html.escape(a.question)} — author: "
                                 f"“{html.escape(a.answer_text)}”")
@@ -268,7 +269,7 @@ with tab_collected:
                              key="beat_exp_validated")
     exported = store.export_squad(validated_only=only_valid, human_won_only=only_won)
     n_exp = sum(len(p["qas"]) for a in exported["data"] for p in a["paragraphs"])
-    st.caption(f"{n_exp} questions; the file loads as a dataset anywhere in this app "
+    st.caption(f"{count(n_exp, 'question')}; the file loads as a dataset anywhere in this app "
                "(upload it in the dataset picker, or put it in the data directory).")
     d1, d2 = st.columns(2)
     d1.download_button("Download SQuAD JSON", json.dumps(exported, ensure_ascii=False, indent=1),

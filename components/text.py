@@ -1,0 +1,24 @@
+"""Small text helpers for what the pages write through Streamlit's Markdown."""
+from __future__ import annotations
+
+import re
+
+__all__ = ["md_escape", "count"]
+
+
+def md_escape(text: str) -> str:
+    r"""Text shown through st.markdown literally (no markdown, no HTML).
+
+    >>> md_escape("Fresno,_California <b>")
+    'Fresno,\\_California \\<b\\>'
+    """
+    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$])", r"\\\1", str(text))
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """A number with its noun in the right form, thousands separated.
+
+    >>> count(1, "attempt"), count(3, "attempt"), count(1190, "question"), count(0, "query", "queries")
+    ('1 attempt', '3 attempts', '1,190 questions', '0 queries')
+    """
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
