@@ -237,8 +237,13 @@ language_mismatch_note(models, ds.lang)
 n_examples = len(sample_examples(usable, sample or None, seed)) if usable else 0
 runs = sum(1 if s.is_file or not by_id[s.id].randomised else repeats for s in specs)
 total = n_examples * len(models) * (1 + runs)
-st.caption(f"{len(specs)} perturbation spec(s) × {n_examples} examples × {len(models)} model(s): "
-           f"{total:,} result rows (clean + perturbed).")
+if specs and models:
+    st.caption(f"{len(specs)} perturbation spec(s) × {n_examples} examples × {len(models)} model(s): "
+               f"{total:,} result rows (clean + perturbed).")
+else:
+    st.caption("Choose " + " and ".join(w for w, missing in (("at least one perturbation", not specs),
+                                                            ("at least one model", not models)) if missing)
+               + " to start a sweep.")
 if st.button("Start sweep", type="primary", key="sw_start", disabled=busy or not (specs and models and usable)):
     start_job(SweepConfig(dataset_name, specs, models, repeats=repeats, seed=seed, sample=sample or None,
                           name=name.strip() or None), ds)

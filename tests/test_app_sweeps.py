@@ -48,6 +48,7 @@ def test_sweep_runs_to_completion_and_is_stored(env):
     at = AppTest.from_file(PAGE, default_timeout=180).run()
     assert not at.exception, at.exception
     assert at.multiselect(key="sw_models").value == ["tiny-a", "tiny-b"]
+    assert "Choose at least one perturbation to start a sweep." in [c.value for c in at.caption]
     _configure(at, "app-sweep")
     # 3 specs (TUQ once; DRQ n_words=1 and 2, twice each) x 5 examples x 2 models: 5 x 2 x (1 + 1 + 2 + 2)
     assert any("3 perturbation spec(s) × 5 examples × 2 model(s): 60 result rows" in c.value for c in at.caption)
