@@ -138,7 +138,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dataset", nargs="+", required=True,
                     help="files, demo.<lang>, or names under the data dir (xquad/xquad.en)")
     ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--batch-size", type=int, default=None, help="windows per forward pass (default: 8 on CPU, 32 on GPU)")
     ap.add_argument("--card", action="store_true", help="write results into the model card")
     ap.add_argument("--json", help="also write all results to this JSON file")
     ap.add_argument("--paired", action="store_true",

@@ -133,3 +133,21 @@ def test_registry_rejects_malformed_toml(tmp_path):
         bad.write_text(text)
         with pytest.raises(registry.ModelLoadError, match=message):
             registry.load_registry(bad)
+
+
+def test_batch_size_defaults_by_device_and_does_not_change_answers(tiny_qa_dir):
+    """8 windows per pass on CPU (faster there than 32: see EngineSettings), the same answers at any size."""
+    from core.qa import registry
+    from core.qa.engine import EngineSettings, QAEngine
+
+    model, tok = registry.load_model_and_tokenizer(registry.ModelEntry(name="t", path=str(tiny_qa_dir)))
+    eng = QAEngine(model, tok, EngineSettings(max_length=64, stride=16), device="cpu")
+    assert eng.settings.batch_size == 8
+    ctx = " ".join(f"Item {i} is made of material number {i * 7}." for i in range(40))   # several windows
+    qs = [f"What is item {i} made of?" for i in range(12)]
+    at_default = [p.nbest for p in eng.predict(qs, [ctx] * len(qs))]
+    eng.settings.batch_size = 1
+    one_by_one = [p.nbest for p in eng.predict(qs, [ctx] * len(qs))]
+    assert [[s.text for s in n] for n in at_default] == [[s.text for s in n] for n in one_by_one]
+    with pytest.raises(ValueError, match="batch_size must be at least 1"):
+        QAEngine(model, tok, EngineSettings(batch_size=0), device="cpu")
