@@ -59,17 +59,34 @@ def breakdown_figure(rows: Sequence[Mapping[str, Any]], category: str, metric: s
 
 def bucket_figure(buckets: Mapping[str, Sequence[Mapping[str, Any]]], y_title: str, x_title: str,
                   title: str = "") -> go.Figure:
-    """One line per model: bucket label -> bucket mean (gaps for empty buckets), "n=" on each point."""
+    """One line per model: bucket label -> bucket mean (gaps for empty buckets), "n=" over each bucket.
+
+    >>> same = [{"label": "0-0.2", "mean": 100.0, "n": 3}, {"label": "0.2-0.4", "mean": None, "n": 0}]
+    >>> fig = bucket_figure({"a": same, "b": same, "c": [{**same[0], "n": 2}, same[1]]}, "F1", "sim")
+    >>> [list(t.text) for t in fig.data]
+    [['n=3', ''], ['', ''], ['n=2', '']]
+    >>> fig.data[0].cliponaxis   # a label over a point at 100 is not cut off
+    False
+    """
     if not buckets:
         raise ValueError("no buckets to plot")
     fig = go.Figure()
+    # Models scored on the same questions have the same n per bucket: one label per bucket (on the
+    # first model's point) instead of a stack of identical, overlapping ones; a model whose n
+    # differs there gets its own.
+    labelled: set[tuple[str, int]] = set()
     for k, (model, bs) in enumerate(buckets.items()):
+        labels = []
+        for b in bs:
+            new = bool(b["n"]) and (b["label"], b["n"]) not in labelled
+            labelled.add((b["label"], b["n"]))
+            labels.append(f"n={b['n']}" if new else "")
         fig.add_trace(go.Scatter(
             x=[b["label"] for b in bs], y=[b["mean"] for b in bs], mode="lines+markers+text", name=model,
-            text=[f"n={b['n']}" if b["n"] else "" for b in bs], textposition="top center",
+            text=labels, textposition="top center", cliponaxis=False,
             marker=dict(color=color_for(k), size=9), line=dict(color=color_for(k)),
             customdata=[b["n"] for b in bs],
             hovertemplate=f"<b>{model}</b><br>%{{x}}: %{{y:.1f}}<br>n = %{{customdata}}<extra></extra>"))
     fig.update_layout(title=title, height=400, xaxis_title=x_title, yaxis_title=y_title,
-                      yaxis_range=[0, 105], legend=dict(orientation="h", y=-0.25))
+                      yaxis_range=[0, 108], legend=dict(orientation="h", y=-0.25))
     return fig

@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("module", ["components.highlight", "components.edits", "components.text"])
+@pytest.mark.parametrize("module", ["components.highlight", "components.edits", "components.text", "components.sweep_figures"])
 def test_doctests(module):
     result = doctest.testmod(importlib.import_module(module), verbose=False)
     assert result.attempted > 0, f"{module} has no doctests"
