@@ -8,6 +8,7 @@ import streamlit as st
 from components import loaders
 from components.state import current_data_dir
 from core.datasets import DatasetError, load_squad
+from core.qa import registry
 
 DEMO_LANGS = {"demo.en": "en", "demo.de": "de", "demo.zh": "zh"}
 
@@ -62,11 +63,9 @@ def model_picker(key: str, default_all: bool = True) -> list[str]:
         return []
     names = [m.name for m in installed]
     langs = {m.name: m.languages for m in installed}
-    # Until the user chooses, the English models answer (the app's questions start in English);
-    # a model for another language (the Chinese one) is one click away, tagged with its language,
-    # and so is a model whose registry entry says preselect = false (too slow on CPU for a default).
-    preselect = {m.name: m.preselect for m in installed}
-    english = [n for n in names if "en" in langs[n] and preselect[n]] or names
+    # Until the user chooses, the English models answer (core.qa.registry.default_choice); a model
+    # for another language is one click away, tagged with its language.
+    english = registry.default_choice(installed)
     sel = st.session_state.get("selected_models")
     default = [n for n in (sel or english) if n in names] if default_all else english[:1]
     chosen = st.multiselect("Models", names, default=default, key=f"{key}_models",

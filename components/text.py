@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["md_escape", "count"]
+__all__ = ["md_escape", "count", "choose_hint"]
 
 
 def md_escape(text: str) -> str:
@@ -22,3 +22,17 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
     ('1 attempt', '3 attempts', '1,190 questions', '0 queries')
     """
     return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def choose_hint(missing: dict[str, bool], action: str) -> str | None:
+    """What a disabled button waits for, or None when nothing is missing.
+
+    >>> choose_hint({"at least one perturbation": True, "at least one model": False}, "to start a sweep")
+    'Choose at least one perturbation to start a sweep.'
+    >>> choose_hint({"a data set": True, "a model": True}, "first")
+    'Choose a data set and a model first.'
+    >>> choose_hint({"a model": False}, "first") is None
+    True
+    """
+    wanted = [what for what, is_missing in missing.items() if is_missing]
+    return f"Choose {' and '.join(wanted)} {action}." if wanted else None

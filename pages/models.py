@@ -42,17 +42,18 @@ def _card(entry) -> dict | None:
 
 
 cards = {m.name: _card(m) for m in entries}
+status = {m.name: m.status() for m in entries}
+ticked = set(registry.default_choice([m for m in entries if m.is_installed()]))
 
 # ------------------------------------------------------------------------------------- registry
 st.subheader("Registry")
 registry_table = pd.DataFrame([{
     "model": m.name,
     "languages": ", ".join(m.languages),
-    "status": m.status(),
+    "status": status[m.name],
     "source": m.source,
     "base package": ((cards[m.name] or {}).get("base") or {}).get("package", ""),
-    # as the model pickers choose: installed English models unless models.toml says preselect = false
-    "ticked by default": m.preselect and "en" in m.languages and m.is_installed(),
+    "ticked by default": m.name in ticked,   # as the model pickers choose
     "description": m.description,
 } for m in entries])
 st.dataframe(registry_table, hide_index=True, width="stretch")
@@ -92,7 +93,7 @@ else:
 st.subheader("Model cards")
 for m in entries:
     card = cards[m.name]
-    with st.expander(f"{m.name}: {m.status()}"):
+    with st.expander(f"{m.name}: {status[m.name]}"):
         if card is None:
             st.markdown(f"No model card. Source: `{m.source}`.")
             continue

@@ -23,6 +23,7 @@ from components.choice import keep_valid
 from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir, init_state, sidebar_settings
 from components.sweep_db import db_path_input, md_escape, stored_sweeps_or_stop
+from components.text import choose_hint
 from core import sweep_report as report
 from core.datasets import DatasetError
 from core.perturb import registry
@@ -241,9 +242,8 @@ if specs and models:
     st.caption(f"{len(specs)} perturbation spec(s) × {n_examples} examples × {len(models)} model(s): "
                f"{total:,} result rows (clean + perturbed).")
 else:
-    st.caption("Choose " + " and ".join(w for w, missing in (("at least one perturbation", not specs),
-                                                            ("at least one model", not models)) if missing)
-               + " to start a sweep.")
+    st.caption(choose_hint({"at least one perturbation": not specs, "at least one model": not models},
+                           "to start a sweep"))
 if st.button("Start sweep", type="primary", key="sw_start", disabled=busy or not (specs and models and usable)):
     start_job(SweepConfig(dataset_name, specs, models, repeats=repeats, seed=seed, sample=sample or None,
                           name=name.strip() or None), ds)

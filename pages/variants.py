@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import html
 import random
-import re
 
 import pandas as pd
 import streamlit as st
@@ -19,6 +18,7 @@ from components.edits import edits_html
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.state import init_state, sidebar_settings
+from components.text import choose_hint, md_escape
 from core import variants as cv
 from core.datasets import detect_lang
 from core.perturb import registry
@@ -32,11 +32,6 @@ st.markdown(CSS, unsafe_allow_html=True)
 st.title("Variants")
 st.caption("Perturb one question many ways and see how every selected model's answer moves. "
            "Pick perturbations by family, set a seed, press **Generate & answer**, click a row.")
-
-
-def md_escape(text: str) -> str:
-    """Text shown through st.markdown/st.info literally (no markdown, no HTML)."""
-    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$])", r"\\\1", text)
 
 
 models = model_picker("var")
@@ -145,10 +140,9 @@ repeats = int(c2.number_input("Repeat N times", 1, cv.MAX_REPEATS, 3, key="var_r
 # ----------------------------------------------------------------------------- generate & answer
 
 signature = (example, repr(choices), seed, repeats, tuple(models))
-if not (models and choices):
-    st.caption("Choose " + " and ".join(w for w, missing in (("at least one perturbation", not choices),
-                                                            ("at least one model", not models)) if missing)
-               + " to generate variants.")
+if hint := choose_hint({"at least one perturbation": not choices, "at least one model": not models},
+                       "to generate variants"):
+    st.caption(hint)
 if st.button("Generate & answer", type="primary", key="var_go", disabled=not (models and choices)):
     try:
         validate_pair(example.question, example.context)

@@ -155,6 +155,19 @@ def installed_models(path: Path | None = None) -> list[ModelEntry]:
     return [m for m in load_registry(path) if m.is_installed()]
 
 
+def default_choice(installed: list[ModelEntry]) -> list[str]:
+    """The models a picker ticks until the user chooses: the installed English ones whose entry does
+    not say ``preselect = false`` (the app's questions start in English; a model for another
+    language, or one too slow on CPU, is one click away), or every installed one if none qualifies.
+
+    >>> en, zh = ModelEntry("a", path="x"), ModelEntry("b", path="y", languages=("zh",))
+    >>> slow = ModelEntry("c", path="z", preselect=False)
+    >>> default_choice([en, zh, slow]), default_choice([zh])
+    (['a'], ['b'])
+    """
+    return [m.name for m in installed if "en" in m.languages and m.preselect] or [m.name for m in installed]
+
+
 def get_entry(name: str, path: Path | None = None) -> ModelEntry:
     for m in load_registry(path):
         if m.name == name:
