@@ -1,18 +1,61 @@
-"""Small text helpers for what the pages write through Streamlit's Markdown."""
+"""How untrusted text reaches the screen, and small text helpers for the pages.
+
+One rule (docs/SECURITY.md): text that came from a visitor, a dataset file, a store, a model or
+``models.toml`` (questions, answers, titles, ids, names, sweep names, transcripts, error
+messages that quote them) never reaches Streamlit's Markdown as it is. ``html.escape`` alone is
+not enough: Markdown still turns ``![x](http://host/p.png)`` into an image the browser fetches
+(a tracking pixel) and ``[t](http://...)`` into a link. So:
+
+- :func:`md_escape` for text inside Markdown (``st.markdown``, ``st.caption``, ``st.info``,
+  widget labels, expander titles): every ASCII punctuation character is backslash-escaped,
+  which CommonMark defines as "this character, literally", so no image, link, autolink,
+  emphasis, code, heading, list, table, LaTeX or Streamlit directive can start.
+- :func:`html_text` for text inside HTML that is rendered with ``unsafe_allow_html``: HTML-escaped,
+  every ASCII punctuation character written as a numeric character reference (CommonMark never
+  reads a reference as Markdown syntax) and line breaks as ``<br>``, so a blank line cannot end
+  the surrounding HTML block and put the rest back into Markdown.
+
+Where neither fits, render plain text (``st.text``, ``st.code``, ``st.dataframe``).
+"""
 from __future__ import annotations
 
+import html
 import re
 
-__all__ = ["md_escape", "count", "choose_hint"]
+__all__ = ["md_escape", "html_text", "count", "choose_hint"]
+
+# Every ASCII punctuation character: all of them may be backslash-escaped in CommonMark.
+_ASCII_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")
 
 
-def md_escape(text: str) -> str:
-    r"""Text shown through st.markdown literally (no markdown, no HTML).
+def md_escape(text: object) -> str:
+    r"""Text shown through Markdown literally (no Markdown, no HTML, no links, no images).
 
     >>> md_escape("Fresno,_California <b>")
-    'Fresno,\\_California \\<b\\>'
+    'Fresno\\,\\_California \\<b\\>'
+    >>> md_escape("![x](http://host/p.png) [t](http://h) www.h.com `id` $x$ :red[a]")
+    '\\!\\[x\\]\\(http\\:\\/\\/host\\/p\\.png\\) \\[t\\]\\(http\\:\\/\\/h\\) www\\.h\\.com \\`id\\` \\$x\\$ \\:red\\[a\\]'
+    >>> md_escape(None), md_escape(3.5)
+    ('None', '3\\.5')
     """
-    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$])", r"\\\1", str(text))
+    return _ASCII_PUNCT.sub(r"\\\1", str(text))
+
+
+def html_text(text: object) -> str:
+    """Text placed inside HTML that Streamlit renders with ``unsafe_allow_html``: neither HTML
+    nor Markdown, a line break stays a line break.
+
+    >>> html_text('a <b> & "c"')
+    'a &#60;b&#62; &#38; &#34;c&#34;'
+    >>> html_text("![x](http://h/p.png)")
+    '&#33;&#91;x&#93;&#40;http&#58;&#47;&#47;h&#47;p&#46;png&#41;'
+    >>> html_text("one\\n\\n# two")
+    'one<br><br>&#35; two'
+    >>> html_text("Zürich 北京")
+    'Zürich 北京'
+    """
+    s = str(text).replace("\r\n", "\n").replace("\r", "\n")
+    return _ASCII_PUNCT.sub(lambda m: f"&#{ord(m.group(1))};", s).replace("\n", "<br>")
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
