@@ -29,6 +29,14 @@ says the passage does not answer it. The validator **agrees** when the F1 betwee
 answers is >= :data:`AGREE_THRESHOLD` (0.4, configurable). Per attempt: ``answerable`` when a
 strict majority of its validations agree (one agreeing validation is enough; a 1-1 tie is not,
 and asks for a third validator), ``flagged`` when any validation disagrees.
+
+Who is "another person" (core/identity.py): an author can never validate their own question.
+Each attempt and validation keeps the writer's display name and the hash of their browser's
+token; a validation is refused when its browser token matches the author's, or when the names
+have the same :func:`core.identity.name_key` (case, accents, invisible characters and
+look-alikes such as ``a1ice`` / ``alice`` ignored), and a person (by name key or by browser)
+validates a question once. Names are not authentication: this stops honest mistakes and cheap
+tricks, not a visitor who clears their cookies and invents a new name.
 """
 from __future__ import annotations
 
@@ -46,7 +54,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from core import config
+from core import config, identity
 from core.sqlite_db import SQLiteFile
 from core.datasets import Dataset
 from core.metrics import score_answer
@@ -318,6 +326,7 @@ class Attempt:
     models: tuple[ModelVerdict, ...] = ()
     validations: int = 0
     agreements: int = 0
+    browser: str = ""  # identity.token_key of the author's browser token ("" before schema 2)
 
     @property
     def human_won(self) -> bool:
@@ -362,12 +371,13 @@ class Validation:
     f1: float
     threshold: float
     agrees: bool
+    browser: str = ""  # identity.token_key of the validator's browser token
 
 
 # ----------------------------------------------------------------------------------------------
 # The store
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: attempts.browser and validations.browser (1 is upgraded on open)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -393,6 +403,7 @@ CREATE TABLE IF NOT EXISTS attempts (
     answer_text  TEXT NOT NULL,
     threshold    REAL NOT NULL,          -- a model won when its F1 > threshold
     outcome      TEXT NOT NULL CHECK (outcome IN ('human', 'model')),
+    browser      TEXT NOT NULL DEFAULT '',  -- identity.token_key(browser token), '' = unknown
     CHECK (0 <= answer_start AND answer_start < answer_end)
 );
 CREATE INDEX IF NOT EXISTS attempts_passage ON attempts (passage_id);
@@ -413,7 +424,7 @@ CREATE TABLE IF NOT EXISTS validations (
     attempt_id   INTEGER NOT NULL REFERENCES attempts(id),
     created_at   TEXT NOT NULL,
     validator    TEXT NOT NULL,
-    validator_key TEXT NOT NULL,         -- casefolded name: one validation per person
+    validator_key TEXT NOT NULL,         -- identity.name_key (schema 1: casefolded name)
     session      TEXT NOT NULL,
     answer_start INTEGER,                -- NULL: "the passage does not answer this question"
     answer_end   INTEGER,
@@ -421,6 +432,7 @@ CREATE TABLE IF NOT EXISTS validations (
     f1           REAL NOT NULL,
     threshold    REAL NOT NULL,          -- agrees when f1 >= threshold
     agrees       INTEGER NOT NULL CHECK (agrees IN (0, 1)),
+    browser      TEXT NOT NULL DEFAULT '',  -- identity.token_key(browser token), '' = unknown
     UNIQUE (attempt_id, validator_key)
 );
 """
@@ -436,8 +448,12 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _name_key(name: str) -> str:
-    return " ".join(name.split()).casefold()
+def _same_person(name_a: str, browser_a: str, name_b: str, browser_b: str) -> bool:
+    """Same browser token (both known), or names with the same identity.name_key."""
+    if browser_a and browser_a == browser_b:
+        return True
+    key = identity.name_key(name_a)
+    return bool(key) and key == identity.name_key(name_b)
 
 
 class BeatStore(SQLiteFile):
@@ -465,7 +481,17 @@ class BeatStore(SQLiteFile):
                 for stmt in filter(str.strip, SCHEMA.split(";")):
                     c.execute(stmt)
                 row = c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-                if row is None:
+                if row is not None and row[0] == "1":
+                    # Schema 1 had no browser column: old rows get '' (unknown browser) and
+                    # keep working; the name comparison covers them.
+                    for table in ("attempts", "validations"):
+                        cols = {r[1] for r in c.execute(f"PRAGMA table_info({table})")}
+                        if "browser" not in cols:
+                            c.execute(f"ALTER TABLE {table} ADD COLUMN browser TEXT NOT NULL "
+                                      f"DEFAULT ''")
+                    c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                              (SCHEMA_VERSION,))
+                elif row is None:
                     c.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
                 elif row[0] != SCHEMA_VERSION:
                     raise ValueError(f"{self.path}: Beat-the-AI schema version {row[0]}, this "
@@ -482,12 +508,14 @@ class BeatStore(SQLiteFile):
 
     def record_attempt(self, passage: Passage, question: str, span: Sequence[int],
                        model_spans: Mapping[str, Span | None], *, user: str, session: str,
-                       threshold: float = WIN_THRESHOLD, now: str | None = None) -> Attempt:
+                       threshold: float = WIN_THRESHOLD, now: str | None = None,
+                       browser: str | None = None) -> Attempt:
         """Judge and store one attempt (committed on return); returns it as stored.
 
         ``span``: the person's answer, character offsets [start, end) into ``passage.context``.
         ``model_spans``: model name -> its best span (None: it gave no answer), in the order
-        the models were chosen. ``user``: the player's name (blank -> "anonymous").
+        the models were chosen. ``user``: the player's name (:func:`core.identity.display_name`;
+        blank -> "anonymous"). ``browser``: the player's browser token (only its hash is kept).
         """
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question is empty")
@@ -496,16 +524,17 @@ class BeatStore(SQLiteFile):
         start, end = _check_span(passage.context, span, "the answer span", passage.lang)
         answer = passage.context[start:end]
         verdicts, outcome = judge(answer, model_spans, passage.lang, threshold)
-        user = " ".join(user.split()) or "anonymous"
+        user = identity.display_name(user) or "anonymous"
         created = now or _now()
         with self.transaction() as c:
             c.execute("INSERT OR IGNORE INTO passages VALUES (?, ?)", (passage.id, passage.context))
             cur = c.execute(
                 "INSERT INTO attempts (created_at, user, session, passage_id, dataset, title, lang,"
-                " question, answer_start, answer_end, answer_text, threshold, outcome)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " question, answer_start, answer_end, answer_text, threshold, outcome, browser)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (created, user, session, passage.id, passage.dataset, passage.title, passage.lang,
-                 question.strip(), start, end, answer, float(threshold), outcome))
+                 question.strip(), start, end, answer, float(threshold), outcome,
+                 identity.token_key(browser)))
             attempt_id = int(cur.lastrowid)
             c.executemany(
                 "INSERT INTO model_answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -515,22 +544,35 @@ class BeatStore(SQLiteFile):
 
     def record_validation(self, attempt_id: int, validator: str, span: Sequence[int] | None, *,
                           session: str, threshold: float = AGREE_THRESHOLD,
-                          now: str | None = None) -> Validation:
+                          now: str | None = None, browser: str | None = None) -> Validation:
         """Store a validator's answer to attempt ``attempt_id`` (committed on return).
 
         ``span``: the validator's answer as character offsets, or None for "the passage does not
-        answer this question" (F1 0, a disagreement). The author cannot validate their own
-        question, and each person validates a question once (by name, case-insensitive).
+        answer this question" (F1 0, a disagreement). ``browser``: the validator's browser
+        token. The author cannot validate their own question (same browser, or a name with the
+        same :func:`core.identity.name_key`), and each person (by name key or by browser)
+        validates a question once.
         """
         threshold = _check_threshold(threshold, "the agreement threshold", allow_zero=False,
                                      allow_one=True)
-        key = _name_key(validator or "")
+        name = identity.display_name(validator)
+        key = identity.name_key(name)
         if not key:
-            raise ValueError("a validation needs the validator's name")
+            raise ValueError("a validation needs the validator's name (with at least one letter "
+                             "or digit)")
+        bkey = identity.token_key(browser)
         attempt = self.attempt(attempt_id)
-        if key == _name_key(attempt.user):
-            raise ValueError(f"{validator!r} wrote question #{attempt_id}: another person must "
-                             f"validate it")
+        if bkey and bkey == attempt.browser:
+            raise ValueError(f"question #{attempt_id} was written in this browser: another "
+                             f"person must validate it, from their own browser")
+        if key == identity.name_key(attempt.user):
+            if name.casefold() == attempt.user.casefold():
+                raise ValueError(f"{name!r} wrote question #{attempt_id}: another person must "
+                                 f"validate it")
+            raise ValueError(f"{name!r} reads as {attempt.user!r}, who wrote question "
+                             f"#{attempt_id} (names are compared ignoring case, accents, "
+                             f"invisible characters and look-alike letters such as 1/l, 0/o): "
+                             f"another person must validate it")
         if span is None:
             start = end = None
             text, f1 = "", 0.0
@@ -541,15 +583,22 @@ class BeatStore(SQLiteFile):
             f1 = answer_f1(text, attempt.answer_text, attempt.lang)
         agrees = f1 >= threshold
         with self.transaction() as c:
-            if c.execute("SELECT 1 FROM validations WHERE attempt_id=? AND validator_key=?",
-                         (attempt_id, key)).fetchone():
-                raise ValueError(f"{validator!r} has already validated question #{attempt_id}")
+            # Checked inside the write transaction, so two tabs cannot both get through. Names
+            # are compared by today's key (old rows stored a plain casefolded name).
+            for prev, prev_browser in c.execute(
+                    "SELECT validator, browser FROM validations WHERE attempt_id=?", (attempt_id,)):
+                if bkey and bkey == prev_browser:
+                    raise ValueError(f"this browser has already validated question "
+                                     f"#{attempt_id} (as {prev!r})")
+                if identity.name_key(prev) == key:
+                    raise ValueError(f"{name!r} has already validated question #{attempt_id}"
+                                     + ("" if prev == name else f" (as {prev!r})"))
             cur = c.execute(
                 "INSERT INTO validations (attempt_id, created_at, validator, validator_key, session,"
-                " answer_start, answer_end, answer_text, f1, threshold, agrees)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (attempt_id, now or _now(), " ".join(validator.split()), key, session, start, end,
-                 text, f1, threshold, int(agrees)))
+                " answer_start, answer_end, answer_text, f1, threshold, agrees, browser)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (attempt_id, now or _now(), name, key, session, start, end,
+                 text, f1, threshold, int(agrees), bkey))
             vid = int(cur.lastrowid)
         return self.validations(attempt_id=attempt_id, validation_id=vid)[0]
 
@@ -589,7 +638,7 @@ class BeatStore(SQLiteFile):
             context=r["context"], question=r["question"], answer_start=r["answer_start"],
             answer_end=r["answer_end"], answer_text=r["answer_text"], threshold=r["threshold"],
             outcome=r["outcome"], models=tuple(verdicts.get(r["id"], ())),
-            validations=r["n_val"], agreements=r["n_agree"]) for r in rows]
+            validations=r["n_val"], agreements=r["n_agree"], browser=r["browser"]) for r in rows]
 
     def attempt(self, attempt_id: int) -> Attempt:
         found = self.attempts(attempt_id=int(attempt_id))
@@ -610,20 +659,24 @@ class BeatStore(SQLiteFile):
         sql = "SELECT * FROM validations" + (" WHERE " + " AND ".join(where) if where else "")
         return [Validation(r["id"], r["attempt_id"], r["created_at"], r["validator"], r["session"],
                            r["answer_start"], r["answer_end"], r["answer_text"], r["f1"],
-                           r["threshold"], bool(r["agrees"]))
+                           r["threshold"], bool(r["agrees"]), r["browser"])
                 for r in self.conn.execute(sql + " ORDER BY id", args)]
 
-    def validation_queue(self, validator: str, *, human_won_only: bool = True) -> list[Attempt]:
-        """Questions ``validator`` may validate: not their own, not yet validated by them
-        (human-won ones only by default, as in the paper). Fewest validations first, then
+    def validation_queue(self, validator: str, *, human_won_only: bool = True,
+                         browser: str | None = None) -> list[Attempt]:
+        """Questions ``validator`` (in the browser of token ``browser``) may validate: not their
+        own, not yet validated by them (the same-person rule of :meth:`record_validation`;
+        human-won ones only by default, as in the paper). Fewest validations first, then
         disputed ones (they need a tie-breaker), then oldest."""
-        key = _name_key(validator or "")
-        if not key:
+        name = identity.display_name(validator)
+        if not identity.name_key(name):
             return []
-        done = {r[0] for r in self.conn.execute(
-            "SELECT attempt_id FROM validations WHERE validator_key = ?", (key,))}
+        bkey = identity.token_key(browser)
+        done = {r[0] for r in self.conn.execute("SELECT attempt_id, validator, browser FROM "
+                                                "validations")
+                if _same_person(name, bkey, r[1], r[2])}
         todo = [a for a in self.attempts(outcome="human" if human_won_only else None)
-                if a.id not in done and _name_key(a.user) != key]
+                if a.id not in done and not _same_person(name, bkey, a.user, a.browser)]
         return sorted(todo, key=lambda a: (a.validations, not a.flagged, a.id))
 
     # -- export --------------------------------------------------------------------------------
@@ -671,11 +724,13 @@ class BeatStore(SQLiteFile):
         for a in self.attempts():
             d = asdict(a)
             d.pop("context")
+            d.pop("browser")  # a hash of someone's cookie: nobody else's business
             d["models"] = [asdict(m) for m in a.models]
             d["validation_status"] = a.validation_status
             out.append(d)
         ctx = {r[0]: r[1] for r in self.conn.execute("SELECT id, context FROM passages")}
-        return {"attempts": out, "validations": [asdict(v) for v in self.validations()],
+        vals = [{k: x for k, x in asdict(v).items() if k != "browser"} for v in self.validations()]
+        return {"attempts": out, "validations": vals,
                 "passages": ctx}
 
 
