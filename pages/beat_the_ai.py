@@ -2,10 +2,12 @@
 
 All logic lives in core/beat.py; this page only lays it out. Every attempt is stored the moment
 the models have answered (core.beat.BeatStore; database file from $QAX_BEAT_DB or the cache).
+Everything a visitor, a dataset or the store supplies is shown escaped (components/text.py) and
+every CSV goes through core.csv_export. Who is who: the typed name plus a per-browser token
+(components/browser_id.py); core.beat refuses an author's validation of their own question.
 """
 from __future__ import annotations
 
-import html
 import json
 import random
 import time
@@ -16,12 +18,14 @@ import plotly.express as px
 import streamlit as st
 
 from components import loaders
+from components.browser_id import browser_token
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
 from components.pickers import dataset_picker, model_picker
 from components.span_picker import span_keys, span_picker
 from components.state import init_state, sidebar_settings
-from components.text import count
-from core import beat
+from components.text import count, html_text, md_escape
+from core import beat, identity
+from core.csv_export import csv_bytes
 from core.qa.engine import QAInputError
 from core.types import Span
 
@@ -36,14 +40,18 @@ st.caption("Write a question about the passage and mark its answer. The models a
 if "beat_session" not in st.session_state:
     st.session_state["beat_session"] = uuid.uuid4().hex
 SESSION = st.session_state["beat_session"]
+BROWSER = browser_token()  # the same visitor across reloads: see components/browser_id.py
 YOU = "#0072B2"  # the player's own span in previews (models get the palette colours)
 
 c1, c2 = st.columns([3, 2])
 with c1:
     models = model_picker("beat")
 with c2:
-    user = st.text_input("Your name", key="beat_user",
+    user = st.text_input("Your name", key="beat_user", max_chars=identity.MAX_NAME_CHARS,
                          help="Stored with your questions; validators must be someone else.")
+    st.caption("Names are not authentication: anyone can type any name. The app also remembers "
+               "this browser (a random cookie), and neither the same browser nor a look-alike "
+               "name can validate a question written here.")
 with st.expander("Rules"):
     threshold = st.number_input("A model wins when its F1 with your answer is above", 0.0, 0.99,
                                 beat.WIN_THRESHOLD, 0.05, key="beat_threshold",
@@ -56,9 +64,9 @@ ds = dataset_picker("beat")
 try:
     store = beat.BeatStore()
 except (ValueError, OSError) as e:
-    st.error(f"Cannot open the Beat-the-AI database: {e}")
+    st.error(f"Cannot open the Beat-the-AI database: {md_escape(e)}")
     st.stop()
-st.caption(f"Database: `{store.path}`")
+st.caption(f"Database: {md_escape(store.path)}")
 
 
 def attempts_table(attempts: list[beat.Attempt]) -> pd.DataFrame:
@@ -97,8 +105,8 @@ with tab_play:
             s["beat_passage_id"] = passage.id
             for k in ["beat_question", *span_keys("beat")]:
                 s.pop(k, None)
-        st.caption(f"{ds.name} · {passage.title or 'untitled'} · passage "
-                   f"{s['beat_passage_idx'] + 1} of {len(plist)} · id `{passage.id}`")
+        st.caption(f"{md_escape(ds.name)} · {md_escape(passage.title or 'untitled')} · passage "
+                   f"{s['beat_passage_idx'] + 1} of {len(plist)} · id {md_escape(passage.id)}")
 
         question = st.text_area("Your question", key="beat_question", height=68,
                                 placeholder="Ask something the passage answers, but that a "
@@ -106,7 +114,7 @@ with tab_play:
         span = span_picker("beat", passage.context)
         if span:
             st.caption(f"Your answer: characters {span[0]}–{span[1]} · "
-                       f"“{passage.context[span[0]:span[1]]}”")
+                       f"“{md_escape(passage.context[span[0]:span[1]])}”")
         # The passage, with the marked answer highlighted before anything is submitted.
         marks = [Mark("your answer", span[0], span[1], YOU)] if span else []
         st.markdown(highlight_html(passage.context, marks), unsafe_allow_html=True)
@@ -129,14 +137,15 @@ with tab_play:
                     error = f"{name}: {e}"
                     break
             if error:
-                st.error(f"Not recorded: {error}")
+                st.error(f"Not recorded: {md_escape(error)}")
             else:
                 try:
                     att = store.record_attempt(passage, question, span, spans, user=user,
-                                               session=SESSION, threshold=threshold)
+                                               session=SESSION, threshold=threshold,
+                                               browser=BROWSER)
                     s["beat_last_attempt"] = att.id
                 except ValueError as e:
-                    st.error(f"Not recorded: {e}")
+                    st.error(f"Not recorded: {md_escape(e)}")
 
         last = s.get("beat_last_attempt")
         att = store.attempt(last) if last else None
@@ -146,7 +155,7 @@ with tab_play:
                 st.success(f"🎉 You beat the AI! No model matched your answer (every F1 ≤ "
                            f"{att.threshold:.2f}).")
             else:
-                won = ", ".join(f"{m.model} (F1 {m.f1:.2f})" for m in att.models if m.won)
+                won = ", ".join(f"{md_escape(m.model)} (F1 {m.f1:.2f})" for m in att.models if m.won)
                 st.error(f"🤖 The AI wins: {won} matched your answer (F1 > {att.threshold:.2f}). "
                          "Try a harder question about the same passage.")
             cols = st.columns(len(att.models))
@@ -154,7 +163,7 @@ with tab_play:
             for i, (col, m) in enumerate(zip(cols, att.models)):
                 with col:
                     st.markdown(f'<div style="border-left:6px solid {color_for(i)};'
-                                f'padding-left:.5rem"><b>{html.escape(m.model)}</b></div>',
+                                f'padding-left:.5rem"><b>{html_text(m.model)}</b></div>',
                                 unsafe_allow_html=True)
                     st.text(f"Answer: {m.answer}" if m.answer else "No answer")
                     st.caption(f"F1 {m.f1:.2f} · {'wins' if m.won else 'fooled'}")
@@ -188,10 +197,10 @@ with tab_validate:
     st.caption("Answer someone else's winning question without seeing their answer. It counts "
                "as answerable when your answer matches theirs; disagreements are flagged.")
     vs = st.session_state
-    if not user.strip():
-        st.info("Enter your name above to validate questions.")
+    if not identity.name_key(user):
+        st.info("Enter your name (with at least one letter or digit) above to validate questions.")
     else:
-        queue = store.validation_queue(user)
+        queue = store.validation_queue(user, browser=BROWSER)
         if not queue:
             st.info("Nothing to validate: no winning question by someone else is waiting for you.")
         else:
@@ -204,7 +213,7 @@ with tab_validate:
                 vs["beat_val_for"] = target.id
                 for k in ["beat_val_none", *span_keys("beat_val")]:
                     vs.pop(k, None)
-            st.markdown(f"**Question:** {html.escape(target.question)}")
+            st.markdown(f"**Question:** {md_escape(target.question)}")
             st.markdown(highlight_html(target.context, []), unsafe_allow_html=True)
             none = st.checkbox("The passage does not answer this question", key="beat_val_none")
             vspan = None if none else span_picker("beat_val", target.context)
@@ -216,11 +225,12 @@ with tab_validate:
                          disabled=not (none or vspan)):
                 try:
                     v = store.record_validation(target.id, user, None if none else vspan,
-                                                session=SESSION, threshold=agree_threshold)
+                                                session=SESSION, threshold=agree_threshold,
+                                                browser=BROWSER)
                     vs["beat_val_last"] = v.id
                     st.rerun()
                 except ValueError as e:
-                    st.error(str(e))
+                    st.error(md_escape(e))
         vid = vs.get("beat_val_last")
         found = store.validations(validation_id=vid) if vid else []
         if found:
@@ -249,14 +259,14 @@ with tab_collected:
         table["dataset"] = [a.dataset for a in everything]
         table["validation"] = [a.validation_status for a in everything]
         st.dataframe(table, hide_index=True, width="stretch")
-        st.download_button("Table as CSV", table.to_csv(index=False), "beat_the_ai_attempts.csv",
+        st.download_button("Table as CSV", csv_bytes(table), "beat_the_ai_attempts.csv",
                            "text/csv", key="beat_table_csv")
         flagged = [a for a in everything if a.flagged]
         if flagged:
             with st.expander(f"Disagreements ({count(len(flagged), 'flagged question')})"):
                 for a in flagged:
-                    st.markdown(f"**#{a.id}** {html.escape(a.question)} — author: "
-                                f"“{html.escape(a.answer_text)}”")
+                    st.markdown(f"**#{a.id}** {md_escape(a.question)} — author: "
+                                f"“{md_escape(a.answer_text)}”")
                     for v in store.validations(attempt_id=a.id):
                         st.text(f"   {v.validator}: {v.answer_text or '(not answerable)'} · "
                                 f"F1 {v.f1:.2f} · {'agrees' if v.agrees else 'disagrees'}")
@@ -288,7 +298,7 @@ def source_statistics(name: str, n: int, _dataset) -> beat.SetStatistics:
 
 def chart_with_csv(fig, rows: list[dict], name: str) -> None:
     st.plotly_chart(fig, key=f"beat_fig_{name}")
-    st.download_button(f"{name} as CSV", pd.DataFrame(rows).to_csv(index=False),
+    st.download_button(f"{name} as CSV", csv_bytes(rows),
                        f"beat_the_ai_{name}.csv", "text/csv", key=f"beat_csv_{name}")
 
 
@@ -317,7 +327,7 @@ with tab_stats:
                "collected questions.")
     summary = beat.comparison_rows(sets, by_set)
     st.dataframe(pd.DataFrame(summary).round(3), hide_index=True, width="stretch")
-    st.download_button("summary as CSV", pd.DataFrame(summary).to_csv(index=False),
+    st.download_button("summary as CSV", csv_bytes(summary),
                        "beat_the_ai_summary.csv", "text/csv", key="beat_csv_summary")
 
     wh = beat.wh_rows(sets)

@@ -53,7 +53,8 @@ def test_play_lose_then_win_is_stored_and_exported(beat_env):
     assert any(f"characters {start}–{start + len(model_answer)}" in c.value for c in at.caption)
     at.button(key="beat_submit").click().run()
     assert not at.exception
-    assert any("The AI wins: tiny-a (F1 1.00), tiny-b (F1 1.00)" in e.value for e in at.error)
+    # Model names come from models.toml: shown escaped (components.text.md_escape).
+    assert any("The AI wins: tiny\\-a (F1 1.00), tiny\\-b (F1 1.00)" in e.value for e in at.error)
 
     # A second try with an answer sharing no word with the model's: the player wins.
     other = next(w for w in beat.word_tokens(p.context)
