@@ -1,13 +1,15 @@
 """Render a variant's edits as HTML: deletions struck through in red, insertions in green.
 
-Every piece of text is HTML-escaped. Offsets of the edits refer to the original text (as in
+Every piece of text goes through ``components.text.html_text`` (neither HTML nor Markdown).
+Offsets of the edits refer to the original text (as in
 ``core.perturb.base.Edit``); a replacement shows the old text deleted, then the new inserted.
 No streamlit import, so it is unit-tested like core code.
 """
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
+
+from components.text import html_text
 
 from core.perturb.base import Edit
 from core.variants import edit_segments
@@ -19,7 +21,7 @@ VISIBLE_SPACE = "␣"
 
 
 def _show(text: str) -> str:
-    return html.escape(text.replace(" ", VISIBLE_SPACE))
+    return html_text(text.replace(" ", VISIBLE_SPACE))
 
 
 def edits_html(original: str, edits: Sequence[Edit], window: int | None = None) -> str:
@@ -28,8 +30,8 @@ def edits_html(original: str, edits: Sequence[Edit], window: int | None = None) 
 
     >>> edits_html("a <b> c", [Edit(2, 5, "<i>", "x"), Edit(7, 7, " d", "y")])  # doctest: +NORMALIZE_WHITESPACE
     '<div class="qax-edits">a <del style="background:#f8d0d0;color:#8b0000;text-decoration:line-through;"
-    title="x">&lt;b&gt;</del><ins style="background:#cdeccd;color:#0b5d0b;text-decoration:none;"
-    title="x">&lt;i&gt;</ins> c<ins style="background:#cdeccd;color:#0b5d0b;text-decoration:none;"
+    title="x">&#60;b&#62;</del><ins style="background:#cdeccd;color:#0b5d0b;text-decoration:none;"
+    title="x">&#60;i&#62;</ins> c<ins style="background:#cdeccd;color:#0b5d0b;text-decoration:none;"
     title="y">␣d</ins></div>'
     """
     out = []
@@ -37,10 +39,10 @@ def edits_html(original: str, edits: Sequence[Edit], window: int | None = None) 
         if seg[0] == "gap":
             out.append("…")
         elif seg[0] == "text":
-            out.append(html.escape(seg[1]))
+            out.append(html_text(seg[1]))
         else:
             _, old, new, kind = seg
-            title = html.escape(kind)
+            title = html_text(" ".join(kind.split()))
             if old:
                 out.append(f'<del style="{DEL_STYLE}" title="{title}">{_show(old)}</del>')
             if new:

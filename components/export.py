@@ -20,6 +20,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from core.csv_export import csv_bytes
+
 __all__ = ["figure_html", "figure_png", "png_problem", "csv_download", "figure_downloads", "file_stem"]
 
 _BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
@@ -57,8 +59,8 @@ def figure_png(fig: go.Figure, scale: float = 2.0) -> bytes:
 
 
 def csv_download(df: pd.DataFrame, stem: str, key: str, label: str = "CSV") -> None:
-    """A CSV download of ``df`` (UTF-8, no index)."""
-    st.download_button(f"⬇ {label}", df.to_csv(index=False).encode("utf-8"), f"{stem}.csv", "text/csv",
+    """A CSV download of ``df`` (UTF-8, no index, spreadsheet formulas neutralised: core.csv_export)."""
+    st.download_button(f"⬇ {label}", csv_bytes(df), f"{stem}.csv", "text/csv",
                        key=key, on_click="ignore")
 
 

@@ -184,8 +184,9 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
             start = i
 
     totals = totals or {}
-    y_labels = [f"{m}  (Σ {totals[m]})" if m in totals else m for m in model_rows]
-    x_labels = [c.label for c in cols]
+    # Plotly reads tick text as its own small HTML (<a href> included): names are escaped
+    y_labels = [html.escape(f"{m}  (Σ {totals[m]})" if m in totals else m) for m in model_rows]
+    x_labels = [html.escape(c.label) for c in cols]
     left = 20 + 7 * max(len(s) for s in y_labels)
     label_h = 30 + int(5.6 * max(len(s) for s in x_labels))   # x labels at -60 degrees
     grid_h = n_rows * px

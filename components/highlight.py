@@ -6,8 +6,9 @@ is drawn as a thick underline, independent of the highlight colours.
 """
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
+
+from components.text import html_text
 
 # Colour-blind-friendly (Okabe-Ito) light tints, one per model, in selection order.
 PALETTE = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#CC79A7", "#0072B2", "#D55E00", "#999999"]
@@ -25,6 +26,11 @@ class Mark:
     color: str
 
 
+def _attr(text: str) -> str:
+    """Text for a title attribute: one line, neither HTML nor Markdown."""
+    return html_text(" ".join(text.split()))
+
+
 def _background(colors: list[str]) -> str:
     if len(colors) == 1:
         return f"background:{colors[0]}80;"
@@ -38,7 +44,14 @@ def highlight_html(context: str, marks: list[Mark], gold: list[tuple[int, int]] 
     """HTML of ``context`` with ``marks`` highlighted and ``gold`` spans underlined.
 
     >>> highlight_html("a <b> c", [Mark("m1", 2, 5, "#E69F00")])
-    '<div class="qax-context">a <mark class="qax-span" style="background:#E69F0080;" title="m1">&lt;b&gt;</mark> c</div>'
+    '<div class="qax-context">a <mark class="qax-span" style="background:#E69F0080;" title="m1">&#60;b&#62;</mark> c</div>'
+
+    A passage or a model name holding Markdown stays text (no image, no link):
+
+    >>> "<img" in highlight_html("![x](http://h/p.png)", [Mark("[m](http://h)", 0, 2, "#E69F00")])
+    False
+    >>> "](" in highlight_html("![x](http://h/p.png)", [Mark("[m](http://h)", 0, 2, "#E69F00")])
+    False
 
     Gold text that no model predicted is underlined only, with no background:
 
@@ -60,7 +73,7 @@ def highlight_html(context: str, marks: list[Mark], gold: list[tuple[int, int]] 
     for a, b in zip(bounds, bounds[1:]):
         if a == b:
             continue
-        text = html.escape(context[a:b])
+        text = html_text(context[a:b])
         covering = [m for m in marks if m.start <= a and b <= m.end]
         in_gold = any(ga <= a and b <= gb for ga, gb in gold)
         style = ""
@@ -76,7 +89,7 @@ def highlight_html(context: str, marks: list[Mark], gold: list[tuple[int, int]] 
             # own takes the browser's default yellow, which reads as one more model's span
             tag, cls = ("mark", "qax-span") if covering else ("span", "qax-gold")
             out.append(
-                f'<{tag} class="{cls}" style="{style}" title="{html.escape(", ".join(title))}">{text}</{tag}>'
+                f'<{tag} class="{cls}" style="{style}" title="{_attr(", ".join(title))}">{text}</{tag}>'
             )
         else:
             out.append(text)
@@ -86,7 +99,7 @@ def highlight_html(context: str, marks: list[Mark], gold: list[tuple[int, int]] 
 def legend_html(items: list[tuple[str, str]], with_gold: bool = True) -> str:
     parts = [
         f'<span style="background:{c}80;padding:1px 6px;border-radius:3px;margin-right:8px">'
-        f"{html.escape(label)}</span>"
+        f"{html_text(label)}</span>"
         for label, c in items
     ]
     if with_gold:

@@ -94,7 +94,7 @@ def write_card(model_dir: Path, results: list[dict]) -> Path:
 def render_card_markdown(card: dict) -> str:
     lines = [f"# {card.get('name', 'model')}", "", card.get("description", ""), ""]
     if base := card.get("base"):
-        lines += ["## Base encoder", "", f"- package: `{base.get('package')}` (licence {base.get('licence')})",
+        lines += ["## Base encoder", "", f"- package: {base.get('package')} (licence {base.get('licence')})",
                   f"- model: {base.get('model')}", ""]
     if fmt := card.get("format"):
         lines += ["## Weights", "", f"- format: {fmt}"]

@@ -7,7 +7,6 @@ typed in another language (machine-translated into the context's language first,
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 
 import pandas as pd
@@ -17,7 +16,8 @@ from components import loaders
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.state import init_state, sidebar_settings
-from components.text import md_escape
+from components.text import html_text, md_escape
+from core.csv_export import csv_bytes
 from core import ask_input, translate
 from core.langid import guess_language
 from core.metrics import score_answer
@@ -41,7 +41,7 @@ if source == "Dataset item":
     context, lang = ex.context, ex.lang
     gold = [(a.text, a.answer_start) for a in ex.answers]
     # Wikipedia titles come with underscores ("Fresno,_California")
-    st.caption(f"{md_escape(ds.name)} · id `{ex.id}` · {md_escape(ex.title.replace('_', ' '))}")
+    st.caption(f"{md_escape(ds.name)} · id {md_escape(ex.id)} · {md_escape(ex.title.replace('_', ' '))}")
 else:
     context = st.text_area("Context", height=180, key="ask_context",
                            placeholder="Paste a paragraph the answer should come from.")
@@ -90,7 +90,7 @@ def _speech_panel() -> None:
                               key="ask_asr_engine",
                               format_func=lambda n: n + ("" if problems[n] is None else " (cannot run)"))
         if problems[chosen]:
-            st.caption(f"{chosen}: {problems[chosen]}")
+            st.caption(md_escape(f"{chosen}: {problems[chosen]}"))
         st.text_input("What you meant to say (optional, for WER)", key="ask_reference")
     ok, why = recorder.available()
     if ok:
@@ -102,9 +102,9 @@ def _speech_panel() -> None:
                     rec = recorder.record(float(seconds))
                 st.session_state["ask_latest_take"] = ("server", to_wav_bytes(rec.samples, rec.sample_rate))
             except (recorder.RecorderError, AudioError) as e:
-                st.error(f"Server recording failed: {e}")
+                st.error(f"Server recording failed: {md_escape(e)}")
     else:
-        st.caption(f"Server microphone: not available — {why}.")
+        st.caption(f"Server microphone: not available — {md_escape(why)}.")
 
     # The newest take wins: a browser recording counts as new when its bytes change.
     if browser is not None:
@@ -134,7 +134,7 @@ def _speech_panel() -> None:
                       if asr_lang is None else f"Speech is recognised as {translate.language_name(asr_lang)}."))
         return
     if speech["error"]:
-        st.error(f"The recording cannot be used: {speech['error']}")
+        st.error(f"The recording cannot be used: {md_escape(speech['error'])}")
         return
     st.audio(speech["wav"], format="audio/wav")
     by_engine = {r.engine: r for r in speech["results"]}
@@ -172,15 +172,15 @@ if user_model and plan_lang != lang:
     try:
         translators.append(_user_translator(user_model, plan_lang, lang))
     except translate.TranslationError as e:
-        st.error(str(e))
+        st.error(md_escape(e))
 translators.append(_apertium())
 plan = ask_input.plan_question(question, qlang, lang, [t for t in translators if t is not None],
                                cache=st.session_state.setdefault("ask_mt_cache", {}))
 if question.strip():
     if plan.lang != lang or (plan.guess is not None and plan.lang != "en"):
         how = f" — detected {plan.guess.explain()}" if plan.guess is not None else ""
-        st.caption(f"Question language: {translate.language_name(plan.lang)}{how}; "
-                   f"context language: {translate.language_name(lang)}.")
+        st.caption(md_escape(f"Question language: {translate.language_name(plan.lang)}{how}; "
+                             f"context language: {translate.language_name(lang)}."))
     if plan.translated:
         t1, t2 = st.columns(2)
         t1.caption(f"Typed ({translate.language_name(plan.lang)})")
@@ -188,7 +188,7 @@ if question.strip():
         t2.caption(f"Asked ({translate.language_name(plan.target)}, translated by {plan.translator})")
         t2.text(plan.asked)
     elif plan.problem:
-        st.warning(plan.problem)
+        st.warning(md_escape(plan.problem))
 if plan.lang != lang or qlang not in (ask_input.AUTO, "en"):
     st.text_input("Your own translation model (optional): a local folder with a Hugging Face seq2seq model "
                   f"translating {translate.language_name(plan.lang)} → {translate.language_name(lang)}",
@@ -217,7 +217,7 @@ if st.button("Answer", type="primary", key="ask_go", disabled=not models):
 res = st.session_state.get("ask_result")
 if res and res["context"] == context:
     for e in res["errors"]:
-        st.error(e)
+        st.error(md_escape(e))
     if res["results"]:
         cols = st.columns(len(res["results"]))
         rows, marks = [], []
@@ -227,7 +227,7 @@ if res and res["context"] == context:
             with col:
                 st.markdown(
                     f'<div style="border-left:6px solid {colour};padding-left:.5rem">'
-                    f"<b>{html.escape(r['model'])}</b></div>",
+                    f"<b>{html_text(r['model'])}</b></div>",
                     unsafe_allow_html=True,
                 )
                 # st.text, not markdown: answers are data and must not be interpreted.
@@ -250,7 +250,7 @@ if res and res["context"] == context:
         gold_spans = [(s, s + len(t)) for t, s in res["gold"]]
         st.markdown(highlight_html(res["context"], marks, gold_spans), unsafe_allow_html=True)
         if res["gold"]:
-            st.caption("Gold: " + " | ".join(dict.fromkeys(t for t, _ in res["gold"])))
+            st.caption("Gold: " + " | ".join(md_escape(t) for t in dict.fromkeys(t for t, _ in res["gold"])))
         with st.expander("n-best spans"):
             nb = [{"model": r["model"], "rank": k + 1, "answer": s.text, "start": s.start, "end": s.end,
                    "score": round(s.score, 4)} for r in res["results"] for k, s in enumerate(r["pred"].nbest)]
@@ -260,6 +260,6 @@ if res and res["context"] == context:
                   "question_lang": res.get("question_lang"), "translator": res.get("translator"),
                   "context": res["context"], "gold": res["gold"], "answers": rows, "nbest": nb}
         c1, c2 = st.columns(2)
-        c1.download_button("Export CSV", table.to_csv(index=False), "ask_answers.csv", "text/csv")
+        c1.download_button("Export CSV", csv_bytes(table), "ask_answers.csv", "text/csv")
         c2.download_button("Export JSON", json.dumps(export, ensure_ascii=False, indent=1),
                            "ask_answers.json", "application/json")

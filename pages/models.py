@@ -14,6 +14,7 @@ import streamlit as st
 
 from components.export import csv_download, file_stem
 from components.state import init_state, sidebar_settings
+from components.text import md_escape
 from core import model_cards
 from core.evaluate import render_card_markdown
 from core.qa import registry
@@ -29,15 +30,36 @@ st.caption("Every model in the registry (models.toml): where it loads from, whet
 try:
     entries = registry.load_registry()
 except registry.ModelLoadError as e:
-    st.error(f"The model registry cannot be read: {e}")
+    st.error(f"The model registry cannot be read: {md_escape(e)}")
     st.stop()
+
+
+def _escaped(value, keys: bool = False):
+    """``value`` with every string in it Markdown-escaped (and dict keys too when ``keys``: only
+    where the renderer prints them); numbers untouched."""
+    if isinstance(value, str):
+        return md_escape(value)
+    if isinstance(value, dict):
+        return {(md_escape(k) if keys and isinstance(k, str) else k): _escaped(v, keys) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escaped(v, keys) for v in value]
+    return value
+
+
+def _escaped_card(card: dict) -> dict:
+    """The card with its text escaped; the training and adapter sections print their keys."""
+    out = _escaped(card)
+    for section in ("training", "adapter"):
+        if isinstance(card.get(section), dict):
+            out[section] = _escaped(card[section], keys=True)
+    return out
 
 
 def _card(entry) -> dict | None:
     try:
         return entry.model_card()
     except (OSError, ValueError) as e:  # a malformed card is reported, the rest still shows
-        st.warning(f"{entry.name}: its model card cannot be read ({e}).")
+        st.warning(md_escape(f"{entry.name}: its model card cannot be read ({e})."))
         return None
 
 
@@ -93,15 +115,16 @@ else:
 st.subheader("Model cards")
 for m in entries:
     card = cards[m.name]
-    with st.expander(f"{m.name}: {status[m.name]}"):
+    with st.expander(md_escape(f"{m.name}: {status[m.name]}")):
         if card is None:
-            st.markdown(f"No model card. Source: `{m.source}`.")
+            st.markdown(f"No model card. Source: {md_escape(m.source)}.")
             continue
-        # Cards are plain text rendered as Markdown; Streamlit escapes any HTML in them.
+        # A card is data (a user's model folder may bring its own): its text is escaped before the
+        # renderer lays it out as Markdown, so it cannot add an image or a link.
         try:
-            st.markdown(render_card_markdown(card))
+            st.markdown(render_card_markdown(_escaped_card(card)))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
-            st.warning(f"{m.name}: the model card is not in the expected form ({e!r}); its JSON is below.")
+            st.warning(md_escape(f"{m.name}: the model card is not in the expected form ({e!r}); its JSON is below."))
         st.download_button("⬇ model_card.json", json.dumps(card, indent=1, ensure_ascii=False).encode("utf-8"),
                            f"{file_stem(m.name, 'model_card')}.json", "application/json",
                            key=f"models_card_{m.name}", on_click="ignore")

@@ -8,7 +8,6 @@ and delete them.
 """
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +17,7 @@ from components import loaders
 from components.export import csv_download, file_stem
 from components.pickers import DEMO_LANGS, model_picker
 from components.state import current_data_dir, init_state, sidebar_settings
+from components.text import html_text, md_escape
 from core import trials
 from core.datasets import DatasetError
 from core.metrics.text_distance import wer
@@ -94,7 +94,7 @@ def _start_or_resume() -> None:
             trial = trials.create_trial(trials.Speaker(label.strip(), accent.strip(), mic.strip(), notes.strip()),
                                         ds, int(n), int(seed), dataset_label=ds_name)
         except (trials.TrialError, DatasetError, OSError) as e:
-            st.error(str(e))
+            st.error(md_escape(e))
             return
         st.session_state["trial_id"] = trial.id
         st.session_state.pop("trial_index", None)
@@ -135,7 +135,7 @@ def _recording_step(trial: trials.Trial) -> None:
     st.markdown(f"**Question {idx + 1} of {n}**" + (" · skipped" if state.skipped and not state.recordings else "")
                 + (f" · recorded {len(state.recordings)}×" if state.recordings else ""))
     st.markdown(f'<div style="font-size:1.6rem;line-height:1.3;padding:.4rem 0" class="qax-trial-question">'
-                f"{html.escape(ex.question)}</div>", unsafe_allow_html=True)
+                f"{html_text(ex.question)}</div>", unsafe_allow_html=True)
     st.caption("Read it aloud as you would ask it. To re-record, record again: every take is kept, the "
                "latest one counts.")
     audio = st.audio_input("Record your reading", key=f"trial_audio_{trial.id}_{ex.id}")
@@ -144,7 +144,7 @@ def _recording_step(trial: trials.Trial) -> None:
         try:
             rec = trial.add_recording(ex.id, audio.getvalue())
         except AudioError as e:
-            st.error(f"This recording cannot be used: {e}. Please record again.")
+            st.error(f"This recording cannot be used: {md_escape(e)}. Please record again.")
         else:
             usable = [e for e in ENGINES if trial.engine_problem(e) is None]
             with st.spinner("Transcribing…"):
@@ -229,7 +229,7 @@ def _score(trial: trials.Trial, paths: dict[str, str]) -> None:
                                 trial.path / "sweep.sqlite")
                 table = cells(trial.path / "sweep.sqlite", run.name)
         except (SweepError, DatasetError) as e:
-            st.error(str(e))
+            st.error(md_escape(e))
             return
         scores[trial.id] = pd.DataFrame([{"model": c.model, "set": c.label, "questions": c.n,
                                           "F1 clean": None if c.clean_f1 is None else round(c.clean_f1, 1),
@@ -246,7 +246,7 @@ def _export_delete(trial: trials.Trial) -> None:
                        file_name=f"{trial.id}.zip", mime="application/zip", key="trial_zip")
     with st.expander("Delete this trial"):
         st.caption("Deletes every recording, transcript and challenge set of this trial from the server, for good.")
-        typed = st.text_input(f"Type the speaker label ({trial.speaker.label}) to confirm", key="trial_confirm")
+        typed = st.text_input(f"Type the speaker label ({md_escape(trial.speaker.label)}) to confirm", key="trial_confirm")
         if st.button("Delete the trial and its recordings", key="trial_delete", disabled=typed != trial.speaker.label):
             trial.delete()
             for k in ("trial_id", "trial_index", "trial_paths", "trial_confirm"):
@@ -257,20 +257,20 @@ def _export_delete(trial: trials.Trial) -> None:
 
 
 if deleted := st.session_state.pop("trial_deleted", None):
-    st.success(f"Trial {deleted} and all its recordings were deleted.")
+    st.success(f"Trial {md_escape(deleted)} and all its recordings were deleted.")
 _start_or_resume()
 trial_id = st.session_state.get("trial_id")
 if trial_id:
     try:
         current = trials.open_trial(trial_id)
     except trials.TrialError as e:
-        st.error(str(e))
+        st.error(md_escape(e))
         st.session_state.pop("trial_id", None)
         st.stop()
     sp = current.speaker
-    st.caption(f"Speaker **{html.escape(sp.label)}**" + (f" · accent: {html.escape(sp.accent)}" if sp.accent else "")
-               + (f" · microphone: {html.escape(sp.microphone)}" if sp.microphone else "")
-               + f" · {current.dataset} ({current.lang}), seed {current.seed} · trial `{current.id}`")
+    st.caption(f"Speaker **{md_escape(sp.label)}**" + (f" · accent: {md_escape(sp.accent)}" if sp.accent else "")
+               + (f" · microphone: {md_escape(sp.microphone)}" if sp.microphone else "")
+               + md_escape(f" · {current.dataset} ({current.lang}), seed {current.seed} · trial {current.id}"))
     _recording_step(current)
     _results(current)
     _export_delete(current)

@@ -7,7 +7,6 @@ random.Random(f"{S}:{P}:{r}"), so any row can be reproduced from the numbers in 
 from __future__ import annotations
 
 import dataclasses
-import html
 import random
 
 import pandas as pd
@@ -18,7 +17,8 @@ from components.edits import edits_html
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.state import init_state, sidebar_settings
-from components.text import choose_hint, md_escape
+from components.text import choose_hint, html_text, md_escape
+from core.csv_export import csv_bytes
 from core import variants as cv
 from core.datasets import detect_lang
 from core.perturb import registry
@@ -39,7 +39,7 @@ source = st.radio("Input", ["Dataset item", "Type a question and context"], hori
 
 if source == "Dataset item":
     ds, item = item_picker("var")
-    st.caption(f"{ds.name} · id `{item.id}` · {item.title} · language `{item.lang}`")
+    st.caption(md_escape(f"{ds.name} · id {item.id} · {item.title.replace('_', ' ')} · language {item.lang}"))
     with st.expander("Context"):
         st.text(item.context)
     question = st.text_area("Question", key="var_question", height=68)
@@ -50,7 +50,7 @@ else:
     question = st.text_area("Question", key="var_question", height=68)
     lang = detect_lang(context) if context.strip() else "en"
     example = QAExample(id="typed", question=question, context=context, lang=lang)
-    st.caption(f"Language detected from the context: `{lang}`. Without a gold answer there is no EM/F1.")
+    st.caption(f"Language detected from the context: {md_escape(lang)}. Without a gold answer there is no EM/F1.")
 
 language_mismatch_note(models, example.lang)
 if warning := tagger_warning(example.lang):
@@ -147,7 +147,7 @@ if st.button("Generate & answer", type="primary", key="var_go", disabled=not (mo
     try:
         validate_pair(example.question, example.context)
     except QAInputError as e:
-        st.error(str(e))
+        st.error(md_escape(e))
         st.stop()
     bar = st.progress(0.0, text="Generating variants…")
     rows, notes = cv.generate_variants(
@@ -198,7 +198,7 @@ selected = list(getattr(getattr(event, "selection", None), "rows", []) or [])
 if selected and selected != st.session_state.get("var_last_selection"):
     st.session_state["var_row"] = selected[0]
 st.session_state["var_last_selection"] = selected
-st.download_button("Export CSV", table.to_csv(index=False), "variants.csv", "text/csv", key="var_csv")
+st.download_button("Export CSV", csv_bytes(table), "variants.csv", "text/csv", key="var_csv")
 
 # ----------------------------------------------------------------------------- one row in detail
 
@@ -227,5 +227,5 @@ st.markdown(highlight_html(row.example.context, marks, gold), unsafe_allow_html=
 for k, name in enumerate(names):
     answer = predictions[name][i].text
     st.markdown(f'<span style="border-left:6px solid {color_for(k)};padding-left:.4rem">'
-                f"<b>{html.escape(name)}</b>: {html.escape(answer) if answer else '<i>no answer</i>'}</span>",
+                f"<b>{html_text(name)}</b>: {html_text(answer) if answer else '<i>no answer</i>'}</span>",
                 unsafe_allow_html=True)

@@ -220,7 +220,7 @@ def test_page_heatmap_totals_drilldown_and_exports(sweep_db):
     assert list(ex["perturbed answer"])[:2] == ["Berlin", "palace"]
     contexts = [m.value for m in at.markdown if 'class="qax-context"' in m.value]
     assert len(contexts) == 1   # the largest loss in detail: both answers marked in one context
-    assert re.search(r'title="clean answer, gold answer">three million</mark>', contexts[0])
+    assert re.search(r'title="clean answer, gold answer">three million</mark>', html.unescape(contexts[0]))
     assert 'title="perturbed answer">Berlin</mark>' in contexts[0]
     assert html.unescape(re.sub(r"<[^>]+>", "", contexts[0])) == TOY.examples[3].context
 

@@ -5,6 +5,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.qa import registry
+from rendered import shown
 
 PAGE = "../pages/models.py"
 
@@ -40,7 +41,7 @@ def test_shipped_registry_and_measured_figures_from_the_cards():
     labels = [b.label for b in at.get("download_button")]
     for expected in ("⬇ CSV", "⬇ CSV (EM matrix)", "⬇ CSV (full table)", "⬇ JSON (full table)", "⬇ model_card.json"):
         assert expected in labels, labels
-    assert [e.label for e in at.expander][1:3] == ["minilm-squad: installed", "minilm-squad-noise: installed"]
+    assert [shown(e.label) for e in at.expander][1:3] == ["minilm-squad: installed", "minilm-squad-noise: installed"]
 
 
 def test_model_without_card_malformed_card_and_bad_registry(monkeypatch, tmp_path, tiny_qa_dir):
@@ -55,7 +56,7 @@ def test_model_without_card_malformed_card_and_bad_registry(monkeypatch, tmp_pat
     monkeypatch.setenv("QAX_MODELS_TOML", str(reg))
     at = _page()
     assert list(at.dataframe[0].value["model"]) == ["tiny", "tiny-bad-card"]
-    assert any("tiny-bad-card: its model card cannot be read" in w.value for w in at.warning)
+    assert any("tiny-bad-card: its model card cannot be read" in shown(w.value) for w in at.warning)
     assert any("No model card holds measured figures yet" in i.value for i in at.info)
 
     reg.write_text('[[model]]\nname = "broken"\npath = \n')
@@ -79,7 +80,9 @@ def test_card_figures_reach_the_matrix(monkeypatch, tmp_path, tiny_qa_dir):
     assert at.dataframe[1].value.loc["demo.en", "m"] == 62.5
     assert at.dataframe[2].value.to_dict("records")[0]["n"] == 12
     card_md = [m.value for m in at.markdown if m.value.startswith("# m")]
-    assert card_md and "| demo.en | en | 12 | 50.0 | 62.5 |" in card_md[0]
+    assert card_md and "| demo\\.en | en | 12 | 50.0 | 62.5 |" in card_md[0]
+    # the card's text is data: its HTML and Markdown are escaped, the table stays a table
+    assert shown(card_md[0]).splitlines()[2] == "<b>bold?</b>" and "<b>" not in card_md[0]
 
 
 @pytest.mark.parametrize("module", ["core.model_cards"])

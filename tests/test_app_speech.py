@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from rendered import shown
+
 from core.speech import tts
 from core.speech.audio import to_wav_bytes
 
@@ -83,7 +85,7 @@ def test_spanish_question_is_translated_shown_and_answered(tiny_env):
     at = ask_with_pasted_context("¿Cuál es la capital de Francia?")
     assert not at.exception
     # Auto-detect: Spanish, from its function words; Apertium translates; both texts are shown.
-    assert any("Question language: Spanish — detected from the cues 'cuál', 'es', 'la', 'de', '¿'" in c.value
+    assert any("Question language: Spanish — detected from the cues 'cuál', 'es', 'la', 'de', '¿'" in shown(c.value)
                for c in at.caption), [c.value for c in at.caption]
     assert "¿Cuál es la capital de Francia?" in texts(at) and "Which is the capital of France?" in texts(at)
     assert any(c.value == "Asked (English, translated by apertium)" for c in at.caption)
@@ -102,7 +104,7 @@ def test_explicit_language_choice_and_no_mt_for_german_and_chinese(tiny_env):
                                  ("zh", "Chinese", "法国的首都是哪里？")]:
         at.text_area(key="ask_question").input(question).run()
         at.selectbox(key="ask_qlang").set_value(code).run()
-        warnings = [w.value for w in at.warning]
+        warnings = [shown(w.value) for w in at.warning]
         assert any(w.startswith(f"No offline machine translation is installed for {name} → English: Debian "
                                 "ships no Apertium pair for German or Chinese") for w in warnings), warnings
         at.button(key="ask_go").click().run()      # asked as typed
@@ -115,7 +117,7 @@ def test_server_microphone_absence_is_explained(tiny_env):
 
     ok, why = recorder.available()
     at = ask_with_pasted_context()
-    captions = [c.value for c in at.caption]
+    captions = [shown(c.value) for c in at.caption]
     if ok:
         assert at.button(key="ask_server_record")
     else:

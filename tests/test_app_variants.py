@@ -109,9 +109,9 @@ def test_variants_row_choice_highlights_spans_and_renders_edits(tiny_env):
     assert len(edits) == 1
     (edit,) = drc.edits
     deleted = example.context[edit.start:edit.end].replace(" ", "␣")
-    assert f'title="delete_word">{html.escape(deleted)}</del>' in edits[0]
+    assert f'title="delete_word">{deleted}</del>' in html.unescape(edits[0])
     legend = [m.value for m in at.markdown if 'class="qax-legend"' in m.value]
-    assert "tiny-a" in legend[0] and "tiny-b" in legend[0]
+    assert "tiny-a" in html.unescape(legend[0]) and "tiny-b" in html.unescape(legend[0])
 
     # The question row shows the deletion in the question, and the original context again.
     drq = registry.get("DRQ").apply(example, repeat_rng(3, "DRQ", 0))[0]
@@ -153,7 +153,7 @@ def test_typed_question_and_context_without_gold(tiny_env):
     assert list(df["text"]) == ["What is the capital of France?", "WHAT IS THE CAPITAL OF FRANCE?"]
     assert df["tiny-a: EM"].isna().all() and df["tiny-a: answer"].str.len().gt(0).all()
     ctx = _context_html(at)
-    assert len(ctx) == 1 and "<b>" not in ctx[0] and "&lt;b" in ctx[0]
+    assert len(ctx) == 1 and "<b>" not in ctx[0] and "&#60;b" in ctx[0]
     assert _strip_tags(ctx[0]) == "<b>paris</b> is the capital of france ."
     assert "gold answer" not in ctx[0]
 
