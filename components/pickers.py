@@ -2,15 +2,19 @@
 from __future__ import annotations
 
 import html
+import math
 
 import streamlit as st
 
 from components import loaders
 from components.state import current_data_dir
+from components.text import count, md_escape
+from core import safe_json
 from core.datasets import DatasetError, load_squad
 from core.qa import registry
 
 DEMO_LANGS = {"demo.en": "en", "demo.de": "de", "demo.zh": "zh"}
+MAX_UPLOADS = 3  # parsed uploads kept per session: a 20 MB file is ~200 MB of Python objects
 
 
 def dataset_picker(key: str, roles=("eval", "challenge")):
@@ -28,14 +32,7 @@ def dataset_picker(key: str, roles=("eval", "challenge")):
     choice = st.selectbox("Dataset", options, key=f"{key}_dataset",
                           help="The bundled demo set, files found in the data directory, or your uploads.")
     with st.expander("Upload a SQuAD-format JSON file"):
-        up = st.file_uploader("SQuAD v1.1/v2.0 JSON", type=["json"], key=f"{key}_upload")
-        if up is not None and up.name not in uploaded:
-            try:
-                uploaded[up.name] = load_squad(up, name=up.name)
-                st.success(f"Loaded {len(uploaded[up.name])} questions from {up.name}.")
-                st.rerun()
-            except DatasetError as e:
-                st.error(f"{up.name}: {e}")
+        _upload_box(key, uploaded)
     try:
         if choice in DEMO_LANGS:
             return loaders.demo(DEMO_LANGS[choice])
@@ -45,6 +42,46 @@ def dataset_picker(key: str, roles=("eval", "challenge")):
     except (DatasetError, OSError) as e:
         st.error(f"Could not read {choice}: {e}")
         return None
+
+
+def _upload_box(key: str, uploaded: dict) -> None:
+    """The uploader: size limit, parse (nesting limit, schema), then the uploaded bytes freed.
+
+    After each upload is parsed, the uploader gets a new widget key, so Streamlit drops the old
+    widget's file from its in-memory upload store at the end of the rerun: what stays is the
+    parsed Dataset in this session's state only (never a process-wide cache), gone with the
+    session. At most :data:`MAX_UPLOADS` datasets are kept per session, oldest dropped.
+    """
+    s = st.session_state
+    gen_key, msg_key = f"{key}_upload_gen", f"{key}_upload_msg"
+    gen = s.setdefault(gen_key, 0)
+    try:
+        limit = safe_json.max_upload_bytes()
+    except ValueError as e:  # a malformed QAX_MAX_UPLOAD_MB is the admin's: say so, no uploads
+        st.error(md_escape(e))
+        return
+    up = st.file_uploader("SQuAD v1.1/v2.0 JSON", type=["json"], key=f"{key}_upload_{gen}",
+                          max_upload_size=max(1, math.ceil(limit / 1024 / 1024)),
+                          help=f"At most {limit / 1024 / 1024:g} MB.")
+    if up is not None:
+        name = up.name
+        try:
+            safe_json.check_upload_size(up.size, name)
+            ds = load_squad(up, name=name)  # messages start with the file name
+        except (DatasetError, safe_json.JSONLimitError) as e:
+            s[msg_key] = ("error", f"Not loaded: {e}")
+        else:
+            uploaded.pop(name, None)
+            uploaded[name] = ds
+            while len(uploaded) > MAX_UPLOADS:
+                uploaded.pop(next(iter(uploaded)))
+            s[msg_key] = ("success", f"Loaded {count(len(ds), 'question')} from {name}.")
+        del up
+        s[gen_key] = gen + 1  # a new uploader: the old one's bytes are released
+        st.rerun()
+    shown = s.pop(msg_key, None)
+    if shown:
+        (st.error if shown[0] == "error" else st.success)(md_escape(shown[1]))
 
 
 def model_picker(key: str, default_all: bool = True) -> list[str]:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterable
 
-from core import config
+from core import config, safe_json
 from core.types import Answer, QAExample
 
 __all__ = [
@@ -204,13 +204,22 @@ def _read_json(source: str | Path | IO, where: str) -> Any:
             raw = source.read()
         if isinstance(raw, bytes):
             raw = raw.decode("utf-8-sig")
-        return json.loads(raw)
+        # Nesting is checked before parsing: json.loads recurses per level, and a small file
+        # nested 100,000 deep would end in a RecursionError instead of a message.
+        return safe_json.loads(raw, where="the file")
     except FileNotFoundError:
         raise DatasetError(f"{where}: file not found") from None
+    except IsADirectoryError:
+        raise DatasetError(f"{where}: is a folder, not a file") from None
     except UnicodeDecodeError as e:
-        raise DatasetError(f"{where}: not UTF-8 text ({e})") from None
+        raise DatasetError(f"{where}: not UTF-8 text (byte {e.start} cannot be decoded; save the "
+                           f"file as UTF-8)") from None
     except json.JSONDecodeError as e:
         raise DatasetError(f"{where}: not valid JSON ({e})") from None
+    except safe_json.JSONLimitError as e:
+        raise DatasetError(f"{where}: {e}") from None
+    except RecursionError:  # a backstop: the depth check above should make this unreachable
+        raise DatasetError(f"{where}: JSON nested too deeply to read") from None
 
 
 def _get(obj: Any, key: str, kind: type | tuple[type, ...], where: str, path: str) -> Any:
