@@ -869,7 +869,13 @@ class SetStatistics:
 
 def set_statistics(name: str, items: Iterable[tuple[str, str, str, str]]) -> SetStatistics:
     """Statistics of (question, context, answer, lang) tuples."""
-    return SetStatistics(name, [question_stats(q, c, a, l) for q, c, a, l in items])
+    try:
+        return SetStatistics(name, [question_stats(q, c, a, l) for q, c, a, l in items])
+    finally:
+        # The word caches serve one set's repeated passages; emptied afterwards, so no text of
+        # an uploaded set outlives the visitor's session in this process-wide cache.
+        _lower_words.cache_clear()
+        _ngrams.cache_clear()
 
 
 def dataset_statistics(dataset: Dataset) -> SetStatistics:

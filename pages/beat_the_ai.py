@@ -291,9 +291,16 @@ with tab_collected:
 # ---------------------------------------------------------------------------------------------
 
 
-@st.cache_data(show_spinner="Computing statistics…")
-def source_statistics(name: str, n: int, _dataset) -> beat.SetStatistics:
-    return beat.dataset_statistics(_dataset)
+def source_statistics(dataset) -> beat.SetStatistics:
+    """The source set's statistics, kept in this session only: a process-wide cache keyed by
+    name would mix up two visitors' uploads of the same name and outlive their sessions."""
+    key = (dataset.name, len(dataset), id(dataset))
+    kept = st.session_state.get("beat_source_stats")
+    if kept is None or kept[0] != key:
+        with st.spinner("Computing statistics…"):
+            kept = (key, beat.dataset_statistics(dataset))
+        st.session_state["beat_source_stats"] = kept
+    return kept[1]
 
 
 def chart_with_csv(fig, rows: list[dict], name: str) -> None:
@@ -318,7 +325,7 @@ with tab_stats:
     else:
         st.info("No collected questions in this selection yet; showing the source data set only.")
     if ds is not None and len(ds):
-        sets.append(source_statistics(ds.name, len(ds), ds))
+        sets.append(source_statistics(ds))
     if not sets:
         st.stop()
     st.caption("Lengths in words; longest common n-gram: the longest run of words the question "

@@ -4,6 +4,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from components.text import html_text
 from core import beat
 from core.datasets import demo_dataset
 from core.metrics import word_overlap_f1
@@ -49,7 +50,7 @@ def test_play_lose_then_win_is_stored_and_exported(beat_env):
     at.text_input(key="beat_answer_text").input(model_answer).run()
     start = p.context.index(model_answer)
     # The marked span is shown highlighted before submitting.
-    assert f'title="your answer">{model_answer}</mark>' in _html(at).replace("&#x27;", "'")
+    assert f'title="your answer">{html_text(model_answer)}</mark>' in _html(at)
     assert any(f"characters {start}–{start + len(model_answer)}" in c.value for c in at.caption)
     at.button(key="beat_submit").click().run()
     assert not at.exception
