@@ -15,6 +15,23 @@ Bad input is refused with :class:`AudioError`, whose message names the problem:
   microphone (noise floor typically -60 dBFS and below) is refused.
 * too long: more than ``MAX_SECONDS`` (60 s by default; a spoken question takes 2-10 s, and a
   minute of audio already costs whisper tens of seconds on two CPU cores).
+
+Audio from outside (a file or bytes given to :func:`load_audio`, a server recording) is also
+checked for being plausibly speech, :func:`speech_problem`; audio the app makes itself (TTS,
+added noise) is not, since a noisy perturbation is the point there:
+
+* truncated WAV: the header announces more sample data than the file holds (libsndfile would
+  silently read the part that is there)                     ("truncated ...")
+* too short: under ``MIN_SECONDS`` (0.3 s; one short word lasts about that long, and a WAV
+  header followed by a few random bytes is 0.06 s)           ("too short ...")
+* noise: the spectral flatness (geometric over arithmetic mean of the power spectrum, 1 for
+  white noise, near 0 for a tone) of 32 ms frames. Even in noisy speech some frames are voiced,
+  with harmonics well above the noise, so the most tonal tenth of the loud frames has a low
+  flatness; white noise has none. Measured (flatness of the 10th-percentile loud frame):
+  espeak-ng, flite and festival voices 0.0001-0.002; flite speech with white noise at 10 dB SNR
+  about 0.05, at 0 dB about 0.2; white noise (uniform, Gaussian, or random bytes after a WAV
+  header) 0.52-0.54. Refused above ``NOISE_FLATNESS`` (0.4).   ("sounds like noise ...")
+  This is a noise detector, not a speech detector: a tone or music passes.
 """
 from __future__ import annotations
 
@@ -30,6 +47,9 @@ ASR_SAMPLE_RATE = 16_000       # what PocketSphinx's en-US model and Whisper are
 MAX_SECONDS = 60.0
 SILENCE_DBFS = -50.0
 FRAME_SECONDS = 0.030
+MIN_SECONDS = 0.3
+NOISE_FLATNESS = 0.4         # refused when even the most tonal tenth of loud frames is this flat
+FLATNESS_FRAME_SECONDS = 0.032
 
 
 class AudioError(ValueError):
@@ -102,15 +122,20 @@ def validate(samples: np.ndarray, sample_rate: int, *, max_seconds: float = MAX_
     return Audio(samples=x, sample_rate=int(sample_rate))
 
 
-def load_audio(source: bytes | bytearray | str | Path | BinaryIO, *, max_seconds: float = MAX_SECONDS) -> Audio:
+def load_audio(source: bytes | bytearray | str | Path | BinaryIO, *, max_seconds: float = MAX_SECONDS,
+               speech: bool = True) -> Audio:
     """Decode an audio file (WAV, FLAC, OGG... anything libsndfile reads) given as bytes, a path
-    or a binary file object, and :func:`validate` it. Raises AudioError naming the problem."""
+    or a binary file object, :func:`validate` it and (``speech``, the default: audio from
+    outside) refuse a truncated WAV or what cannot be speech (:func:`speech_problem`).
+    Raises AudioError naming the problem."""
     import soundfile as sf  # imported here so that a missing libsndfile only breaks audio loading
 
+    truncated = None
     if isinstance(source, (bytes, bytearray)):
         what = "the recording"
         if len(source) == 0:
             raise AudioError("empty audio: the file has 0 bytes")
+        truncated = _wav_truncation(bytes(source[:4096]), len(source))
         handle: BinaryIO | str = io.BytesIO(bytes(source))
     elif isinstance(source, (str, Path)):
         path = Path(source)
@@ -119,6 +144,8 @@ def load_audio(source: bytes | bytearray | str | Path | BinaryIO, *, max_seconds
             raise AudioError(f"audio file not found: {path}")
         if path.stat().st_size == 0:
             raise AudioError(f"empty audio: {path.name} has 0 bytes")
+        with open(path, "rb") as f:
+            truncated = _wav_truncation(f.read(4096), path.stat().st_size)
         handle = str(path)
     elif hasattr(source, "read"):
         what = getattr(source, "name", None) or "the recording"
@@ -129,7 +156,76 @@ def load_audio(source: bytes | bytearray | str | Path | BinaryIO, *, max_seconds
         data, rate = sf.read(handle, dtype="float32", always_2d=False)
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
         raise AudioError(f"{what} is not a readable audio file (corrupt or unsupported format): {exc}") from None
-    return validate(data, rate, max_seconds=max_seconds, what=str(what))
+    if speech and truncated:
+        raise AudioError(f"{what} {truncated} (cut off while uploading or saving?)")
+    audio = validate(data, rate, max_seconds=max_seconds, what=str(what))
+    return check_speech(audio, str(what)) if speech else audio
+
+
+def spectral_flatness(samples: np.ndarray, sample_rate: int) -> np.ndarray:
+    """Spectral flatness of each loud 32 ms frame (Hann window, DC bin left out): frames within
+    30 dB of the loudest are kept, so silent padding does not count. Values in (0, 1].
+
+    >>> rate = 16000
+    >>> tone = np.sin(2 * np.pi * 440 * np.arange(rate) / rate)
+    >>> float(np.median(spectral_flatness(tone, rate))) < 0.001
+    True
+    >>> noise = np.random.default_rng(0).normal(0, 0.1, rate)
+    >>> 0.5 < float(np.median(spectral_flatness(noise, rate))) < 0.6
+    True
+    """
+    n = max(16, int(round(FLATNESS_FRAME_SECONDS * sample_rate)))
+    x = np.asarray(samples, dtype=np.float64)
+    k = len(x) // n
+    if k == 0:
+        return np.zeros(0)
+    frames = x[: k * n].reshape(k, n)
+    energy = np.mean(frames * frames, axis=1)
+    loud = frames[energy >= energy.max() * 1e-3]
+    power = np.abs(np.fft.rfft(loud * np.hanning(n), axis=1))[:, 1:] ** 2 + 1e-20
+    return np.exp(np.mean(np.log(power), axis=1)) / np.mean(power, axis=1)
+
+
+def speech_problem(audio: Audio) -> str | None:
+    """Why validated ``audio`` cannot be a spoken question (too short, or noise), else None."""
+    if audio.seconds < MIN_SECONDS:
+        return (f"is too short: {audio.seconds:.2f} s, a spoken question lasts at least "
+                f"{MIN_SECONDS:g} s")
+    flat = spectral_flatness(audio.samples, audio.sample_rate)
+    if flat.size:
+        tonal = float(np.percentile(flat, 10))
+        if tonal > NOISE_FLATNESS:
+            return (f"sounds like noise, not speech: its spectrum is flat (spectral flatness "
+                    f"{tonal:.2f} in its most tonal frames, speech stays below "
+                    f"{NOISE_FLATNESS:g})")
+    return None
+
+
+def check_speech(audio: Audio, what: str = "the recording") -> Audio:
+    """``audio`` when :func:`speech_problem` finds nothing, else AudioError naming the problem."""
+    problem = speech_problem(audio)
+    if problem:
+        raise AudioError(f"{what} {problem}")
+    return audio
+
+
+def _wav_truncation(head: bytes, size: int) -> str | None:
+    """For a RIFF/WAVE file of ``size`` bytes starting with ``head``: a message when its data
+    chunk announces more bytes than the file holds, else None (also for other formats, and for
+    streamed WAVs whose writer left the size as 0 or 0xFFFFFFFF: unknown)."""
+    if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+        return None
+    pos = 12
+    while pos + 8 <= len(head):
+        chunk, length = head[pos:pos + 4], int.from_bytes(head[pos + 4:pos + 8], "little")
+        if chunk == b"data":
+            have = size - (pos + 8)
+            if 0 < length < 0xFFFFFFFF and length > have:
+                return (f"is truncated: its header announces {length:,} bytes of audio, the "
+                        f"file holds {max(have, 0):,}")
+            return None
+        pos += 8 + length + (length & 1)
+    return None
 
 
 def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from core.speech.audio import MAX_SECONDS, Audio, AudioError, load_audio, validate
+from core.speech.audio import MAX_SECONDS, Audio, AudioError, check_speech, load_audio, validate
 
 RECORD_SAMPLE_RATE = 16_000   # what the recognisers want; PortAudio resamples if the device differs
 
@@ -61,7 +61,7 @@ def record(seconds: float, *, device: int | str | None = None, sample_rate: int 
     """Record ``seconds`` of mono audio from the server's input ``device`` (None = default).
 
     Blocks while recording. Raises RecorderError when recording is impossible and AudioError when
-    the recording is silent (e.g. a muted microphone).
+    the recording is silent (e.g. a muted microphone), too short or only noise.
     """
     if not (0 < seconds <= MAX_SECONDS):
         raise ValueError(f"recording length must be in (0, {MAX_SECONDS:g}] seconds, got {seconds!r}")
@@ -76,7 +76,7 @@ def record(seconds: float, *, device: int | str | None = None, sample_rate: int 
                       dtype="int16", device=device, blocking=True)
     except Exception as exc:  # sounddevice.PortAudioError, ValueError for a bad device
         raise RecorderError(f"recording failed: {exc}") from None
-    return validate(np.asarray(data)[:, 0], sample_rate, what="the recording")
+    return check_speech(validate(np.asarray(data)[:, 0], sample_rate, what="the recording"))
 
 
 def from_audio_input(recording: Any, *, max_seconds: float = MAX_SECONDS) -> Audio:
