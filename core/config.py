@@ -1,13 +1,31 @@
-"""Where things live: the repository, the (external, never copied) data directory, the cache.
+"""Where things live: the repository, the (external, never copied) data directory, the cache,
+and which folders the web UI may read or write (confinement).
 
-Environment variables:
-  QAX_DATA_DIR   the data directory (default: ``<repo_root>/../shared/data`` when that exists)
-  QAX_CACHE_DIR  a writable cache directory (default: ``<repo_root>/.cache``)
+Environment variables (server-side settings: a visitor's browser can change none of them):
+  QAX_DATA_DIR     the data directory (default: ``<repo_root>/../shared/data`` when that exists)
+  QAX_CACHE_DIR    a writable cache directory (default: ``<repo_root>/.cache``)
+  QAX_SWEEP_DB     the sweep database the app opens first (default ``runs/sweeps.sqlite`` under the
+                   repository); its folder is where the Sweeps page keeps sweep databases
+  QAX_EXTRA_ROOTS  more folders, separated by ``os.pathsep`` (``:`` on Linux), whose files the app
+                   may offer: sweep databases and challenge files kept outside the defaults.
+                   Folders that do not exist are ignored.
+
+Confinement: the web UI never takes a path typed in the browser. It offers files found under the
+configured roots (:func:`read_roots`, :func:`sweep_db_roots`) in pickers, creates a new file only
+by a validated bare file name (:func:`safe_file_name`) inside a root, and checks every path it is
+about to open with :func:`confine` (symlinks resolved first, so a link pointing out of a root is
+refused like the path it points to). The CLIs are the administrator's tools and may name any path.
 """
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+
+class ConfinementError(ValueError):
+    """A path outside the folders the app may use; the message names the path and the roots."""
 
 
 def repo_root() -> Path:
@@ -38,3 +56,122 @@ def cache_dir() -> Path:
     path = Path(env).expanduser() if env else repo_root() / ".cache"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+# ------------------------------------------------------------------------------------ confinement
+
+DEFAULT_SWEEP_DB = "runs/sweeps.sqlite"
+
+
+def runs_dir() -> Path:
+    """``<repo_root>/runs``: where the CLIs write by default (not created here)."""
+    return repo_root() / "runs"
+
+
+def sweep_db_default() -> Path:
+    """The sweep database the app opens first: QAX_SWEEP_DB, else ``runs/sweeps.sqlite``; a
+    relative path starts at the repository root (the app finds the CLI's sweeps from any folder)."""
+    path = Path(os.environ.get("QAX_SWEEP_DB") or DEFAULT_SWEEP_DB).expanduser()
+    return (path if path.is_absolute() else repo_root() / path).resolve()
+
+
+def extra_roots() -> list[Path]:
+    """The existing folders named by QAX_EXTRA_ROOTS (``os.pathsep``-separated), resolved."""
+    env = os.environ.get("QAX_EXTRA_ROOTS") or ""
+    return [Path(p).expanduser().resolve() for p in env.split(os.pathsep)
+            if p.strip() and Path(p).expanduser().is_dir()]
+
+
+def _unique(paths: Iterable[Path | None]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        if p is not None and p.resolve() not in out:
+            out.append(p.resolve())
+    return out
+
+
+def sweep_db_roots() -> list[Path]:
+    """Folders the app may open sweep databases in: QAX_SWEEP_DB's folder (first: new databases go
+    there), the runs folder, the speech trials' folder, then QAX_EXTRA_ROOTS."""
+    return _unique([sweep_db_default().parent, runs_dir(), cache_dir() / "trials", *extra_roots()])
+
+
+def read_roots(data: str | Path | None = None) -> list[Path]:
+    """Folders whose data files (data sets, ``file:`` challenge sets) may be read: the data
+    directory (``data``, else the configured one), the runs folder (core.natural_mt writes
+    there), the speech trials' folder (their challenge sets), then QAX_EXTRA_ROOTS."""
+    root = Path(data).expanduser() if data is not None else data_dir()
+    return _unique([root, runs_dir(), cache_dir() / "trials", *extra_roots()])
+
+
+def within(path: str | Path, roots: Iterable[str | Path]) -> bool:
+    """True when ``path``, symlinks resolved, lies inside one of ``roots`` (or is one).
+
+    >>> within("/srv/data/xquad/../squad/dev.json", ["/srv/data"])
+    True
+    >>> within("/srv/data/../etc/passwd", ["/srv/data"])
+    False
+    """
+    resolved = Path(path).expanduser().resolve()
+    return any(resolved.is_relative_to(Path(r).expanduser().resolve()) for r in roots)
+
+
+def confine(path: str | Path, roots: Sequence[str | Path], what: str = "file") -> Path:
+    """``path`` resolved (symlinks followed) when it lies inside one of ``roots``; otherwise
+    :class:`ConfinementError` naming the allowed folders.
+
+    >>> confine("/srv/data/x/../y.json", ["/srv/data"]).as_posix()
+    '/srv/data/y.json'
+    >>> confine("/etc/passwd", ["/srv/data"], "data set")
+    Traceback (most recent call last):
+    ...
+    core.config.ConfinementError: data set /etc/passwd is outside the folders this app may use (/srv/data); an administrator can add a folder with QAX_EXTRA_ROOTS
+    """
+    if within(path, roots):
+        return Path(path).expanduser().resolve()
+    raise ConfinementError(f"{what} {path} is outside the folders this app may use "
+                           f"({', '.join(str(r) for r in roots)}); an administrator can add a folder "
+                           "with QAX_EXTRA_ROOTS")
+
+
+def under(root: str | Path, relative: str | Path, what: str = "file") -> Path:
+    """``root / relative`` resolved, refused (:class:`ConfinementError`) when ``relative`` is
+    absolute or climbs out of ``root`` (``..``, or a symlink pointing outside).
+
+    >>> under("/srv/data", "xquad/xquad.en.json").as_posix()
+    '/srv/data/xquad/xquad.en.json'
+    >>> under("/srv/data", "../secret.json")
+    Traceback (most recent call last):
+    ...
+    core.config.ConfinementError: file ../secret.json climbs out of /srv/data: name a file under it
+    """
+    rel = Path(relative).expanduser()
+    if rel.is_absolute():
+        raise ConfinementError(f"{what} {relative} is an absolute path: name a file under {root}")
+    if not within(Path(root) / rel, [root]):
+        raise ConfinementError(f"{what} {relative} climbs out of {root}: name a file under it")
+    return (Path(root) / rel).resolve()
+
+
+_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+
+
+def safe_file_name(name: str, suffixes: Sequence[str] = (".sqlite", ".sqlite3", ".db")) -> str:
+    """A bare file name typed in the browser, checked: letters, digits, ``.``, ``_`` and ``-``
+    only, no folder, at most 80 characters, starting with a letter or digit; ``suffixes[0]`` is
+    added when the name ends in none of ``suffixes``. ValueError says what is wrong.
+
+    >>> safe_file_name("experiments-2")
+    'experiments-2.sqlite'
+    >>> safe_file_name(" mine.db ")
+    'mine.db'
+    >>> safe_file_name("../x")
+    Traceback (most recent call last):
+    ...
+    ValueError: '../x' is not a plain file name: use letters, digits, '.', '_' and '-' (no folders), starting with a letter or digit
+    """
+    clean = name.strip()
+    if not _FILE_NAME.fullmatch(clean) or ".." in clean:
+        raise ValueError(f"{name!r} is not a plain file name: use letters, digits, '.', '_' and '-' "
+                         "(no folders), starting with a letter or digit")
+    return clean if clean.lower().endswith(tuple(suffixes)) else clean + suffixes[0]

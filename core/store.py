@@ -12,6 +12,22 @@ Why SQLite (stdlib ``sqlite3``) and not DuckDB or files:
     the ``sqlite3`` shell. (DuckDB would aggregate faster, but the tables hold tens of thousands
     of rows, where SQLite answers in milliseconds, and it would add a dependency.)
 
+Opening: ``Store(path)`` writes (a sweep starting or resuming) and opens only a new file or an
+existing sweep store: a folder, a file that is not SQLite, or another application's SQLite
+database is refused with :class:`StoreError` before anything is written, so the file stays byte
+for byte as it was. ``Store(path, readonly=True)`` (every report and page read) opens with
+SQLite's ``mode=ro`` and refuses the same files, plus a missing one.
+
+Interrupted sweeps: a sweep's row records its owner, the process running it (``owner_pid``,
+``owner_host``, ``owner_start``: the process start time, so a recycled pid is not mistaken for
+it), and ``updated_at`` is a heartbeat rewritten with every committed chunk. A sweep stored as
+'running' whose owner is gone is *interrupted* (:func:`effective_status`); when the owner cannot
+be checked (another host, another OS, a database written before these columns existed) a
+heartbeat older than :data:`STALE_AFTER_S` says the same. Nothing is stored for 'interrupted':
+it is what 'running' means once its process died, and resuming sets a new owner. Databases
+written before the owner columns existed get them on their next write (``ALTER TABLE ... ADD
+COLUMN``, NULL for old rows); nothing else changes, so stored sweeps keep their meaning and keys.
+
 ``synchronous=NORMAL`` in WAL mode: a committed transaction survives the process being killed;
 only a power cut can lose the last commits (which a re-run then recomputes).
 
@@ -36,12 +52,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from datetime import datetime, timezone
 from typing import Any
 
-from core.sqlite_db import SQLiteFile
+from core.sqlite_db import SQLiteFile, sqlite_kind, table_names
 
 SCHEMA_VERSION = "1"
 
@@ -103,7 +122,10 @@ CREATE TABLE IF NOT EXISTS sweeps (
     status      TEXT NOT NULL CHECK (status IN ('running', 'done', 'cancelled', 'failed')),
     note        TEXT,
     created_at  TEXT NOT NULL,
-    updated_at  TEXT NOT NULL
+    updated_at  TEXT NOT NULL,          -- heartbeat: rewritten with every committed chunk
+    owner_pid   INTEGER,                -- the process that set it 'running' (see effective_status)
+    owner_host  TEXT,
+    owner_start TEXT                    -- that process's start time (boot id + clock ticks)
 );
 CREATE TABLE IF NOT EXISTS sweep_examples (
     sweep_id     INTEGER NOT NULL REFERENCES sweeps(id),
@@ -182,8 +204,95 @@ LEFT JOIN predictions cp ON cp.key = c.prediction_key;
 _IN_BATCH = 900
 
 
-class StoreError(RuntimeError):
-    """A database that cannot be used (another schema version, not a sweep store)."""
+# Columns added after the first release; an older file gets them on its next write.
+_ADDED_COLUMNS = {"sweeps": (("owner_pid", "INTEGER"), ("owner_host", "TEXT"), ("owner_start", "TEXT"))}
+# The tables that make a file a sweep store (another application's database lacks them).
+_SIGNATURE = {"meta", "sweeps", "results", "clean_results"}
+
+#: A 'running' sweep whose owner cannot be checked is interrupted after this long without a chunk.
+STALE_AFTER_S = 3600.0
+
+
+class StoreError(RuntimeError, ValueError):
+    """A database that cannot be used (another schema version, not a sweep store). Also a
+    ValueError: it is bad input, which the CLIs (core.cli) report in one line."""
+
+
+# ------------------------------------------------------------------------------------- owners
+
+
+def _process_start(pid: int) -> str | None:
+    """When process ``pid`` started, as "<boot id>:<clock ticks since boot>" (Linux /proc), or
+    None where that cannot be read. With the pid it names one process, even after pid reuse."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()   # after "pid (comm)": state is field 3, starttime 22
+    if len(fields) < 20 or fields[0] in ("Z", "X"):   # a zombie has exited: it owns nothing
+        return "exited"
+    return f"{boot}:{fields[19]}"
+
+
+def process_identity() -> tuple[int, str, str | None]:
+    """(pid, host name, start time) of this process: the owner recorded for a running sweep."""
+    pid = os.getpid()
+    return pid, socket.gethostname(), _process_start(pid)
+
+
+def owner_alive(pid: int | None, host: str | None, start: str | None) -> bool | None:
+    """True when the recorded owner process still runs, False when it is gone, None when this
+    machine cannot tell (another host, no pid recorded, not a POSIX system).
+
+    >>> owner_alive(*process_identity())
+    True
+    >>> owner_alive(None, socket.gethostname(), None) is None
+    True
+    """
+    if pid is None or host != socket.gethostname() or os.name != "posix":
+        return None   # (on Windows os.kill(pid, 0) would send CTRL_C_EVENT, not probe)
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass          # it exists, under another user
+    except (OverflowError, ValueError):
+        return False
+    now = _process_start(int(pid))
+    if now == "exited":
+        return False
+    if start is not None and now is not None and now != start:
+        return False  # the pid was recycled by another process
+    return True
+
+
+def _age_s(iso: str | None, now: datetime | None = None) -> float:
+    try:
+        then = datetime.fromisoformat(str(iso))
+    except ValueError:
+        return float("inf")
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=timezone.utc)
+    return ((now or datetime.now(timezone.utc)) - then).total_seconds()
+
+
+def effective_status(row: Any, now: datetime | None = None) -> str:
+    """A sweep row's status as a reader should show it: 'interrupted' for a 'running' sweep whose
+    owner process is gone (or, when that cannot be checked, whose last chunk is older than
+    STALE_AFTER_S); the stored status otherwise. ``row``: a sweeps row or a dict of one."""
+    status = row["status"]
+    if status != "running":
+        return status
+    keys = row.keys()
+    get = (lambda k: row[k] if k in keys else None)
+    alive = owner_alive(get("owner_pid"), get("owner_host"), get("owner_start"))
+    if alive is False:
+        return "interrupted"
+    if alive is None and _age_s(row["updated_at"], now) > STALE_AFTER_S:
+        return "interrupted"
+    return "running"
 
 
 def text_hash(text: str) -> str:
@@ -203,10 +312,30 @@ class Store(SQLiteFile):
     each chunk of work is atomic.
     """
 
-    def __init__(self, path: str | Path, *, timeout: float = 60.0):
+    def __init__(self, path: str | Path, *, timeout: float = 60.0, readonly: bool = False):
         self.path = Path(path)
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.readonly = readonly
+        if str(path) == ":memory:":
+            if readonly:
+                raise StoreError("an in-memory database cannot be opened read-only")
+            self._connect(path, timeout)
+            self._init_schema()
+            return
+        kind = sqlite_kind(self.path)
+        if kind == "directory":
+            raise StoreError(f"{path} is a folder, not a sweep database file")
+        if kind == "other":
+            raise StoreError(f"{path} is not a SQLite file, so not a sweep database; it was left "
+                             "untouched (name a new file or an existing sweep database)")
+        if readonly and kind in ("missing", "empty"):
+            raise StoreError(f"no sweep database at {path}" + (" (an empty file)" if kind == "empty" else ""))
+        if kind == "sqlite":
+            self._refuse_foreign(timeout)   # read-only look first: a foreign file is never written
+        if readonly:
+            self._connect_readonly(self.path, timeout)
+            self._check_version()
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._connect(path, timeout)
         except sqlite3.DatabaseError as e:
@@ -216,6 +345,38 @@ class Store(SQLiteFile):
         except sqlite3.DatabaseError as e:
             self.conn.close()
             raise StoreError(f"{path}: not a usable SQLite sweep database ({e})") from e
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _refuse_foreign(self, timeout: float) -> None:
+        """StoreError unless the SQLite file at self.path holds a sweep store or no table at all."""
+        probe = SQLiteFile()
+        try:
+            probe._connect_readonly(self.path, timeout)
+            tables = table_names(probe.conn)
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path}: not a usable SQLite sweep database ({e}); it was left "
+                             "untouched") from e
+        finally:
+            if hasattr(probe, "conn"):
+                probe.close()
+        if tables and not _SIGNATURE <= tables:
+            shown = ", ".join(sorted(tables)[:8]) + (", ..." if len(tables) > 8 else "")
+            raise StoreError(f"{self.path} is another application's SQLite database (tables: {shown}), "
+                             "not a sweep database; it was left untouched (name a new file)")
+
+    def _check_version(self) -> None:
+        try:
+            row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.DatabaseError as e:
+            self.conn.close()
+            raise StoreError(f"{self.path}: not a usable SQLite sweep database ({e})") from e
+        if row is None or row[0] != SCHEMA_VERSION:
+            self.conn.close()
+            found = "no schema version" if row is None else f"schema version {row[0]}"
+            raise StoreError(f"{self.path}: sweep database with {found}, this code reads version "
+                             f"{SCHEMA_VERSION}; use a new --db file")
 
     def _init_schema(self) -> None:
         with self.transaction():
@@ -229,6 +390,11 @@ class Store(SQLiteFile):
                 raise StoreError(
                     f"{self.path}: sweep database schema version {row[0]}, this code reads version "
                     f"{SCHEMA_VERSION}; use a new --db file")
+            for table, columns in _ADDED_COLUMNS.items():
+                have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+                for column, kind in columns:
+                    if column not in have:   # a file written before the column existed
+                        self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     # ------------------------------------------------------------------------------ plumbing
 
@@ -276,9 +442,18 @@ class Store(SQLiteFile):
         return int(row[0])
 
     def set_status(self, sweep_id: int, status: str, note: str | None, now: str) -> None:
+        """Store a sweep's status; 'running' also records this process as its owner."""
         with self.transaction():
             self.conn.execute("UPDATE sweeps SET status = ?, note = ?, updated_at = ? WHERE id = ?",
                               (status, note, now, sweep_id))
+            if status == "running":
+                self.set_owner(sweep_id)
+
+    def set_owner(self, sweep_id: int) -> None:
+        """Record this process as the owner of a running sweep (call inside a transaction)."""
+        pid, host, start = process_identity()
+        self.conn.execute("UPDATE sweeps SET owner_pid = ?, owner_host = ?, owner_start = ? WHERE id = ?",
+                          (pid, host, start, sweep_id))
 
     def done_units(self, sweep_id: int) -> int:
         """Result rows (clean + perturbed) written so far for a sweep."""

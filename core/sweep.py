@@ -292,19 +292,64 @@ def engine_fingerprint(engine: Any) -> str:
 # --------------------------------------------------------------------------------------- datasets
 
 
-def load_dataset(name: str, data_dir: str | Path | None = None) -> Dataset:
-    """A data set by name: an existing file path, ``demo.<lang>`` (the bundled demo set), or a
-    path under the data directory with or without ``.json`` (``xquad/xquad.en``)."""
-    path = Path(name).expanduser()
-    if path.is_file():
-        return load_squad(path)
+def resolve_data_file(name: str, data_dir: str | Path | None = None, *, what: str = "file") -> Path:
+    """The SQuAD file a ``file:`` spec (or a confined data set name) means, kept inside the roots.
+
+    A relative name is looked up under the data directory (``data_dir``, else the configured one),
+    with or without ``.json``, and may not climb out of it (``..``, a symlink pointing outside).
+    An absolute name must lie inside :func:`core.config.read_roots` (the data directory, the runs
+    folder, the speech trials' folder, QAX_EXTRA_ROOTS): core.natural_mt and the speech trials
+    print such paths. Anything else is a SweepError naming the allowed folders; nothing is read.
+    """
+    rel = name.strip().removesuffix(".json")
+    if not rel:
+        raise SweepError(f"{what}: needs a path under the data directory")
+    root = Path(data_dir).expanduser().resolve() if data_dir is not None else qax_config.data_dir()
+    try:
+        if Path(rel).expanduser().is_absolute():
+            roots = qax_config.read_roots(root)
+            candidates = [qax_config.confine(Path(rel + ".json").expanduser(), roots, "the file"),
+                          qax_config.confine(Path(rel).expanduser(), roots, "the file")]
+        elif root is None:
+            raise SweepError(f"no data directory to find {rel}.json in (set QAX_DATA_DIR)")
+        else:
+            candidates = [qax_config.under(root, rel + ".json", "the path"),
+                          qax_config.under(root, rel, "the path")]
+    except ValueError as e:   # ConfinementError; a NUL byte in the name
+        raise SweepError(f"{what}: {e}") from None
+    path = next((c for c in candidates if c.is_file()), None)
+    if path is None:
+        raise SweepError(f"{what}: no file {rel}.json under the data directory {root}"
+                         if not Path(rel).is_absolute() else f"{what}: no file {rel}.json")
+    return path
+
+
+def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: bool = False) -> Dataset:
+    """A data set by name: ``demo.<lang>`` (the bundled demo set), ``file:<path>`` or a path under
+    the data directory with or without ``.json`` (``xquad/xquad.en``), both kept inside the
+    roots (:func:`resolve_data_file`), or, unless ``confined`` (the web UI), any existing file
+    path (the CLI is the administrator's tool)."""
+    if name.startswith(FILE_PREFIX):
+        path = resolve_data_file(name[len(FILE_PREFIX):], data_dir, what=f"dataset {name!r}")
+        return load_squad(path, name=name[len(FILE_PREFIX):].strip().removesuffix(".json"))
     if name.startswith("demo.") and "/" not in name:
         return demo_dataset(name.split(".", 1)[1])
+    path = Path(name).expanduser()
+    if not confined and path.is_file():
+        return load_squad(path)
+    if path.is_absolute():
+        if not confined:
+            raise SweepError(f"dataset {name!r}: no such file")
+        return load_squad(resolve_data_file(name, data_dir, what=f"dataset {name!r}"))
     root = Path(data_dir) if data_dir is not None else qax_config.data_dir()
     if root is None:
         raise SweepError(f"dataset {name!r}: no such file, and no data directory "
                          "(set QAX_DATA_DIR)")
-    for candidate in (root / name, root / f"{name}.json"):
+    for rel in (name, f"{name}.json"):
+        try:
+            candidate = qax_config.under(root, rel, "the path")
+        except ValueError as e:   # ConfinementError; a NUL byte in the name
+            raise SweepError(f"dataset {name!r}: {e}") from None
         if candidate.is_file():
             return load_squad(candidate, name=name.removesuffix(".json"))
     raise SweepError(f"dataset {name!r}: neither a file nor found under the data directory {root}")
@@ -415,12 +460,7 @@ def _file_spec(spec: PerturbationSpec, original: Dataset, data_dir: str | Path |
     if spec.params:
         raise SweepError(f"{spec.id}: file specs take no parameters")
     rel = spec.id[len(FILE_PREFIX):]
-    root = Path(data_dir) if data_dir is not None else qax_config.data_dir()
-    candidates = [Path(rel + ".json"), Path(rel)] if root is None else \
-        [root / f"{rel}.json", root / rel, Path(rel + ".json"), Path(rel)]
-    path = next((c for c in candidates if c.is_file()), None)
-    if path is None:
-        raise SweepError(f"{spec.id}: no file {rel}.json under the data directory {root}")
+    path = resolve_data_file(rel, data_dir, what=spec.id)
     raw = path.read_bytes()
     try:
         challenge = load_squad(path, lang=original.lang, name=rel)
@@ -783,6 +823,7 @@ def _create_or_resume(store: Store, name: str, cfg_hash: str, cfg_json: str, dat
             "status, note, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'running', NULL, ?, ?)",
             (name, cfg_hash, cfg_json, dataset, len(examples), total, now, now))
         sweep_id = int(cur.lastrowid)
+        store.set_owner(sweep_id)   # this process: a reader tells a killed sweep from a live one
         store.insert_many("sweep_examples", [{"sweep_id": sweep_id, "example_hash": h, "position": i}
                                              for i, h in enumerate(hashes)])
         store.insert_many("sweep_models", [{"sweep_id": sweep_id, "model": m, "fingerprint": fingerprints[m],

@@ -34,7 +34,7 @@ from core.metrics.dpr import bucket_by, predictions_differ
 from core.metrics.paired import paired_difference
 from core.metrics.text_distance import corpus_wer_normalised, noise_summary
 from core.metrics.penalty import band, pct_change, penalty
-from core.store import Store
+from core.store import Store, effective_status
 from core.traps import find_trap, question_similarity
 
 __all__ = [
@@ -51,13 +51,17 @@ DEFAULT_EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 def _store(db: Store | str | Path) -> Iterator[Store]:
     if isinstance(db, Store):
         yield db
-    else:
-        with Store(db) as store:
+    else:   # a report only reads: read-only, so a path naming any other file is refused, never changed
+        with Store(db, readonly=True) as store:
             yield store
 
 
 def list_sweeps(db: Store | str | Path) -> list[dict[str, Any]]:
-    """Every sweep in the file: name, dataset, size, status, rows done / total, specs, models."""
+    """Every sweep in the file: name, dataset, size, status, rows done / total, specs, models.
+
+    ``status`` is what a reader should see (:func:`core.store.effective_status`: a 'running'
+    sweep whose process died is 'interrupted'); ``stored_status`` is the stored one, ``owner``
+    names the process that last ran it ("pid 123 on host", or "" when not recorded)."""
     with _store(db) as store:
         rows = store.conn.execute("SELECT * FROM sweeps ORDER BY id").fetchall()
         out = []
@@ -66,8 +70,11 @@ def list_sweeps(db: Store | str | Path) -> list[dict[str, Any]]:
                 "SELECT model FROM sweep_models WHERE sweep_id = ? ORDER BY position", (r["id"],))]
             labels = [s[0] for s in store.conn.execute(
                 "SELECT label FROM sweep_specs WHERE sweep_id = ? ORDER BY position", (r["id"],))]
+            owner = (f"pid {r['owner_pid']} on {r['owner_host']}"
+                     if "owner_pid" in r.keys() and r["owner_pid"] is not None else "")
             out.append({"id": r["id"], "name": r["name"], "dataset": r["dataset"],
-                        "n_examples": r["n_examples"], "status": r["status"], "note": r["note"],
+                        "n_examples": r["n_examples"], "status": effective_status(r),
+                        "stored_status": r["status"], "owner": owner, "note": r["note"],
                         "done_units": store.done_units(r["id"]), "total_units": r["total_units"],
                         "models": models, "perturbations": labels,
                         "created_at": r["created_at"], "updated_at": r["updated_at"],

@@ -246,7 +246,7 @@ def mt_breakdown(db: Store | str | Path, sweep: int | str, cell_list: Sequence[C
     mt = [c for c in cell_list if interface_of(c.perturbation, c.family) == "mt"]
     if not mt:
         return []
-    store = db if isinstance(db, Store) else Store(db)
+    store = db if isinstance(db, Store) else Store(db, readonly=True)
     try:
         sid = store.sweep_id(sweep)
         language: dict[tuple[str, str], str] = {}

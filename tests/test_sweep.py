@@ -14,6 +14,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -503,7 +504,10 @@ def test_resume_after_sigkill_gives_the_same_numbers(tmp_path, tiny_dir):
     total = 12 * (1 + 1 + 2 + 2)
     killed_at = _rows_done(db)
     assert 12 < killed_at < total
-    assert report.list_sweeps(db)[0]["status"] == "running"     # it never got to say otherwise
+    [killed] = report.list_sweeps(db)
+    # it never got to say otherwise, but its process is gone: listed as interrupted, not running
+    assert (killed["stored_status"], killed["status"]) == ("running", "interrupted")
+    assert killed["owner"] == f"pid {proc.pid} on {socket.gethostname()}"
 
     engine = load_tiny(tiny_dir)
     config = SweepConfig("demo.en", parse_specs(KILL_SPECS), ["tiny"], repeats=2, seed=5)

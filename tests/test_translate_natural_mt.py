@@ -83,7 +83,8 @@ class FakeEngine:
         return out
 
 
-def test_cli_with_apertium_writes_a_file_the_sweep_reads(tmp_path, capsys):
+def test_cli_with_apertium_writes_a_file_the_sweep_reads(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("QAX_EXTRA_ROOTS", str(tmp_path / "out"))   # file: specs are read only inside the roots
     data = tmp_path / "data"
     (data / "xquad").mkdir(parents=True)
     english().to_squad_json(data / "xquad" / "xquad.en.json")

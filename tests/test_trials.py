@@ -221,7 +221,8 @@ class FakeEngine:
         return out
 
 
-def test_challenge_sets_wer_and_a_sweep_over_them(tmp_path, wavs):
+def test_challenge_sets_wer_and_a_sweep_over_them(tmp_path, wavs, monkeypatch):
+    monkeypatch.setenv("QAX_EXTRA_ROOTS", str(tmp_path))   # file: specs are read only inside the roots
     trial = new_trial(tmp_path, trial_id="t")
     for qid in ("q1", "q3"):
         trial.transcribe(trial.add_recording(qid, wavs[qid]), ["pocketsphinx"])
