@@ -62,7 +62,7 @@ def _upload_box(key: str, uploaded: dict) -> None:
         return
     up = st.file_uploader("SQuAD v1.1/v2.0 JSON", type=["json"], key=f"{key}_upload_{gen}",
                           max_upload_size=max(1, math.ceil(limit / 1024 / 1024)),
-                          help=f"At most {limit / 1024 / 1024:g} MB.")
+                          help=f"At most {limit / 1024 / 1024:.3g} MB.")
     if up is not None:
         name = up.name
         try:

@@ -124,4 +124,4 @@ def check_upload_size(size: int, name: str = "the file") -> None:
     limit = max_upload_bytes()
     if size > limit:
         raise JSONLimitError(f"{name} is {size / 1024 / 1024:.1f} MB; uploads are limited to "
-                             f"{limit / 1024 / 1024:g} MB (the server's {UPLOAD_ENV})")
+                             f"{limit / 1024 / 1024:.3g} MB (the server's {UPLOAD_ENV})")
