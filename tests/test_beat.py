@@ -407,3 +407,89 @@ def test_fooling_rates_answerability_and_tables(store):
     with pytest.raises(ValueError, match="no per-question statistic 'colour'"):
         beat.distribution_rows([source], "colour")
     assert Counter(a.outcome for a in atts) == {"model": 2, "human": 1} and x1.outcome == "model"
+
+
+# ---------------------------------------------------------------------------------------------
+# Concurrency: eight writer processes, one SIGKILLed mid-write
+
+WRITER = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {root!r})
+    from core import beat
+    from core.datasets import demo_dataset
+    from core.types import Span
+    name, token, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    p = beat.passages(demo_dataset("en"))[0]
+    s = beat.BeatStore({db!r})
+    v = s.record_validation(1, name, (112, 127), session=name, browser=token)
+    print("V", v.id, flush=True)  # acknowledged: the call returned, so it is committed
+    for j in range(n):
+        a = s.record_attempt(p, f"{{name}} question {{j}}?", (325, 341),
+                             {{"m1": Span("granite", 36, 43, 0.1), "m2": None}},
+                             user=name, session=name, browser=token)
+        print("A", a.id, a.question, flush=True)
+""")
+
+
+def test_eight_concurrent_writers_one_killed_lose_no_acknowledged_write(tmp_path):
+    """8 processes write attempts and a validation each into one store at once; one is SIGKILLed
+    while it writes. Every write a process acknowledged (its call had returned) is in the store,
+    whole (with its model answers), and the store is intact and writable afterwards."""
+    import os
+    import signal
+    import time
+
+    db = tmp_path / "shared.sqlite"
+    with BeatStore(db) as s:
+        s.record_attempt(LIGHT, "When was it first lit?", DATE, {"m": span(LIGHT, GRANITE)},
+                         user="Author", session="a", browser="f" * 32)
+    names = ["Ada", "Ben", "Cy", "Dee", "Eve", "Fay", "Gus", "Hal"]
+    victim = "Dee"
+    script = WRITER.format(root=str(ROOT), db=str(db))
+    procs = {name: subprocess.Popen(
+        [sys.executable, "-c", script, name, f"{i:032x}", "100000" if name == victim else "25"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for i, name in enumerate(names, start=1)}
+    acked: dict[str, list[str]] = {n: [] for n in names}
+    # Kill the victim once it has acknowledged 10 attempts: it is in its write loop, so the
+    # kill lands inside or between transactions.
+    deadline = time.time() + 120
+    while sum(line.startswith("A") for line in acked[victim]) < 10:
+        line = procs[victim].stdout.readline()
+        assert line and time.time() < deadline, procs[victim].stderr.read()
+        acked[victim].append(line.strip())
+    os.kill(procs[victim].pid, signal.SIGKILL)
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=300)
+        acked[name] += out.split("\n")
+        if name == victim:
+            assert proc.returncode == -signal.SIGKILL
+        else:
+            assert proc.returncode == 0, err
+    acked = {n: [l for l in lines if l] for n, lines in acked.items()}
+
+    with BeatStore(db) as s:
+        assert s.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        attempts = {a.id: a for a in s.attempts()}
+        validations = {v.id: v for v in s.validations()}
+        for name, lines in acked.items():
+            for line in lines:
+                kind, rid, *question = line.split(" ", 2)
+                if kind == "A":
+                    a = attempts[int(rid)]
+                    assert (a.question, a.user) == (question[0], name)
+                    assert [(m.model, m.answer) for m in a.models] == [("m1", "granite"), ("m2", "")]
+                else:
+                    assert validations[int(rid)].validator == name
+            mine = [a for a in attempts.values() if a.user == name]
+            n_acked = sum(l.startswith("A") for l in lines)
+            if name == victim:  # at most the one write it did not live to acknowledge
+                assert n_acked >= 10 and n_acked <= len(mine) <= n_acked + 1
+            else:
+                assert len(mine) == n_acked == 25
+        assert all(len(a.models) == 2 for a in attempts.values() if a.id != 1)  # none half-written
+        assert len(attempts) == 1 + sum(len([a for a in attempts.values() if a.user == n])
+                                        for n in names)
+        assert sorted(v.validator for v in validations.values()) == sorted(names)
+        assert s.attempt(1).validations == 8
+        s.record_attempt(LIGHT, "Still writable?", DATE, {"m": None}, user="Z", session="z")
