@@ -8,8 +8,11 @@ not enough: Markdown still turns ``![x](http://host/p.png)`` into an image the b
 
 - :func:`md_escape` for text inside Markdown (``st.markdown``, ``st.caption``, ``st.info``,
   widget labels, expander titles): every ASCII punctuation character is backslash-escaped,
-  which CommonMark defines as "this character, literally", so no image, link, autolink,
-  emphasis, code, heading, list, table, LaTeX or Streamlit directive can start.
+  which CommonMark defines as "this character, literally", so no image, link, emphasis, code,
+  heading, list, table, LaTeX or Streamlit directive can start. Escapes do not stop GFM's
+  literal autolinks (``http://h``, ``www.h``, ``a@h.org``): remark-gfm finds them in the text
+  after parsing, so an invisible WORD JOINER (U+2060) is put inside each such pattern
+  (``http:⁠//``, ``www⁠.``, ``a@⁠h``); it is shown as nothing and breaks no line.
 - :func:`html_text` for text inside HTML that is rendered with ``unsafe_allow_html``: HTML-escaped,
   every ASCII punctuation character written as a numeric character reference (CommonMark never
   reads a reference as Markdown syntax) and line breaks as ``<br>``, so a blank line cannot end
@@ -26,6 +29,10 @@ __all__ = ["md_escape", "html_text", "count", "choose_hint"]
 
 # Every ASCII punctuation character: all of them may be backslash-escaped in CommonMark.
 _ASCII_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")
+# Where GFM starts a literal autolink (remark-gfm: a scheme's "://", "www.", an e-mail's "@"),
+# case-insensitive as GFM is.
+_AUTOLINK_START = re.compile(r"(?i)(?<=[a-z]:)(?=//)|(?<=\bwww)(?=\.)|(?<=@)(?=[-\w])")
+WORD_JOINER = "\u2060"
 
 
 def md_escape(text: object) -> str:
@@ -33,12 +40,17 @@ def md_escape(text: object) -> str:
 
     >>> md_escape("Fresno,_California <b>")
     'Fresno\\,\\_California \\<b\\>'
-    >>> md_escape("![x](http://host/p.png) [t](http://h) www.h.com `id` $x$ :red[a]")
-    '\\!\\[x\\]\\(http\\:\\/\\/host\\/p\\.png\\) \\[t\\]\\(http\\:\\/\\/h\\) www\\.h\\.com \\`id\\` \\$x\\$ \\:red\\[a\\]'
+    >>> md_escape("![x](p.png) [t](h) `id` $x$ :red[a] **b**")
+    '\\!\\[x\\]\\(p\\.png\\) \\[t\\]\\(h\\) \\`id\\` \\$x\\$ \\:red\\[a\\] \\*\\*b\\*\\*'
     >>> md_escape(None), md_escape(3.5)
     ('None', '3\\.5')
+
+    Literal autolinks are broken by an invisible word joiner:
+
+    >>> md_escape("see HTTP://h.org, www.h.org or a@h.org").replace(WORD_JOINER, "|")
+    'see HTTP\\:|\\/\\/h\\.org\\, www|\\.h\\.org or a\\@|h\\.org'
     """
-    return _ASCII_PUNCT.sub(r"\\\1", str(text))
+    return _ASCII_PUNCT.sub(r"\\\1", _AUTOLINK_START.sub(WORD_JOINER, str(text)))
 
 
 def html_text(text: object) -> str:

@@ -11,5 +11,6 @@ _BACKSLASH_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
 def shown(value: str) -> str:
-    """``value`` with Markdown backslash escapes and HTML character references undone."""
-    return html.unescape(_BACKSLASH_ESCAPE.sub(r"\1", value))
+    """``value`` with Markdown backslash escapes, HTML character references and the word joiners
+    that break autolinks undone."""
+    return html.unescape(_BACKSLASH_ESCAPE.sub(r"\1", value)).replace("\u2060", "")
