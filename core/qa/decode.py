@@ -47,12 +47,26 @@ def window_candidates(
     return out
 
 
+def has_word(text: str) -> bool:
+    """True when ``text`` holds a letter or a digit of any script (a Chinese character is a word).
+
+    >>> has_word("? ..."), has_word("巴黎"), has_word("1889"), has_word(" – ")
+    (False, True, True, False)
+    """
+    return any(ch.isalnum() for ch in text)
+
+
 def best_spans(
     context: str, candidates: list[tuple[float, int, int]], n_best: int = 5
 ) -> list[Span]:
+    """The ``n_best`` (at least 1) best distinct spans. A span without a letter or digit ("?",
+    ", .") is never an answer, whatever its score: the next best one with a word takes its place.
+    """
+    if isinstance(n_best, bool) or not isinstance(n_best, int) or n_best < 1:
+        raise ValueError(f"n_best must be at least 1, got {n_best!r}")
     best: dict[tuple[int, int], float] = {}
     for score, a, b in candidates:
-        if b <= a:
+        if b <= a or not has_word(context[a:b]):
             continue
         if score > best.get((a, b), -1.0):
             best[(a, b)] = score

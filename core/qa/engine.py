@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core.qa.decode import best_spans, window_candidates
+from core.qa.decode import best_spans, has_word, window_candidates
 from core.qa.features import build_windows
 from core.types import Prediction
 
@@ -22,15 +22,72 @@ ProgressFn = Callable[[int, int], None]
 
 
 class QAInputError(ValueError):
-    """A question or context the engine cannot answer; the message says why."""
+    """A question or context the engine cannot answer; the message says why, ``reason`` names the
+    kind in a few words (what core.evaluate counts its skipped questions by)."""
+
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = reason or message
 
 
 MAX_QUESTION_CHARS = 2000
 MAX_CONTEXT_CHARS = 200_000
 
 
+class SettingsError(ValueError):
+    """An engine setting (or ``n_best``) out of range; raised where the value enters, so a bad
+    value never reaches a forward pass or the prediction cache. ``setting`` names the field and
+    ``problem`` says what is wrong with it (a CLI names its flag instead: core.cli)."""
+
+    def __init__(self, setting: str, problem: str):
+        super().__init__(f"{setting} {problem}")
+        self.setting, self.problem = setting, problem
+
+
+# The smallest window worth running: a question cut to a few tokens plus some context.
+MIN_MAX_LENGTH = 32
+
+
+def check_count(name: str, value, minimum: int = 1, optional: bool = False):
+    """``value`` as an int when it is a whole number >= ``minimum`` (or None when ``optional``),
+    else SettingsError naming the setting. bool is refused: ``True`` is not a batch size.
+
+    >>> check_count("n_best", 3), check_count("threads", None, optional=True)
+    (3, None)
+    >>> check_count("batch_size", -1)
+    Traceback (most recent call last):
+    ...
+    core.qa.engine.SettingsError: batch_size must be at least 1, got -1
+    >>> check_count("top_k", 2.5)
+    Traceback (most recent call last):
+    ...
+    core.qa.engine.SettingsError: top_k must be a whole number, got 2.5
+    """
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise SettingsError(name, f"must be a whole number, got {value!r}")
+    if value < minimum:
+        raise SettingsError(name, f"must be at least {minimum}, got {value}")
+    return int(value)
+
+
+# Per field: (minimum, None allowed). Checked on every assignment, not only in the constructor:
+# a CLI or page that sets ``engine.settings.batch_size = -1`` later is refused on that line.
+_LIMITS = {"max_length": (MIN_MAX_LENGTH, False), "stride": (0, False), "max_answer_tokens": (1, False),
+           "batch_size": (1, True), "top_k": (1, False), "threads": (1, True)}
+
+
 @dataclass
 class EngineSettings:
+    """How the engine windows, batches and decodes. Every field is validated whenever it is set
+    (construction, ``dataclasses.replace``, or a later ``settings.x = ...``): a bad value raises
+    SettingsError at once instead of giving empty answers that a cache would keep.
+
+    ``stride`` larger than the window allows is cut down by the engine (at most half of
+    ``max_length``), as is ``max_length`` beyond what the model's positions allow.
+    """
+
     max_length: int = 384
     stride: int = 128
     max_answer_tokens: int = 30
@@ -41,19 +98,31 @@ class EngineSettings:
     top_k: int = 20
     threads: int | None = None
 
+    def __setattr__(self, name: str, value) -> None:
+        if name in _LIMITS:
+            minimum, optional = _LIMITS[name]
+            value = check_count(name, value, minimum, optional)
+        super().__setattr__(name, value)
+
 
 def validate_pair(question: str, context: str) -> None:
     if not question or not question.strip():
-        raise QAInputError("The question is empty.")
+        raise QAInputError("The question is empty.", "empty question")
     if not context or not context.strip():
-        raise QAInputError("The context is empty.")
+        raise QAInputError("The context is empty.", "empty context")
+    if not has_word(context):
+        # punctuation only: any span would be an answer made of punctuation ("? ...")
+        raise QAInputError("The context holds no word (no letter or digit): there is nothing to answer with.",
+                           "context without a word")
     if len(question) > MAX_QUESTION_CHARS:
         raise QAInputError(
-            f"The question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}."
+            f"The question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}.",
+            "question too long",
         )
     if len(context) > MAX_CONTEXT_CHARS:
         raise QAInputError(
-            f"The context is {len(context):,} characters long; the limit is {MAX_CONTEXT_CHARS:,}."
+            f"The context is {len(context):,} characters long; the limit is {MAX_CONTEXT_CHARS:,}.",
+            "context too long",
         )
 
 
@@ -64,21 +133,27 @@ class QAEngine:
         self.model = model
         self.tokenizer = tokenizer
         self.settings = settings or EngineSettings()
-        limit = getattr(model.config, "max_position_embeddings", 512)
+        self.position_limit = getattr(model.config, "max_position_embeddings", 512)
         # MPNet/RoBERTa reserve two positions for the padding offset.
         if getattr(model.config, "model_type", "") in ("mpnet", "roberta", "xlm-roberta"):
-            limit -= 2
-        self.settings.max_length = min(self.settings.max_length, limit)
-        self.settings.stride = min(self.settings.stride, self.settings.max_length // 2)
+            self.position_limit -= 2
+        self.settings.max_length, self.settings.stride = self._window_shape()
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
         if self.settings.batch_size is None:
-            self.settings.batch_size = 8 if self.device.type == "cpu" else 32
-        if self.settings.batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {self.settings.batch_size}")
+            self.settings.batch_size = self.default_batch_size()
         self.model.to(self.device)
         self.model.eval()
+
+    def default_batch_size(self) -> int:
+        return 8 if self.device.type == "cpu" else 32
+
+    def _window_shape(self) -> tuple[int, int]:
+        """(max_length, stride) as the model allows: at most its positions, the stride at most half
+        a window. Applied at construction and again per call, since settings may change between."""
+        max_length = min(self.settings.max_length, self.position_limit)
+        return max_length, min(self.settings.stride, max_length // 2)
 
     def predict(
         self,
@@ -91,7 +166,9 @@ class QAEngine:
         """Answer many pairs at once. Returns one Prediction per pair, in input order.
 
         Invalid pairs raise ``QAInputError``, or with ``skip_invalid`` get an empty Prediction.
+        ``n_best`` (at least 1) spans at most per pair; SettingsError otherwise.
         """
+        n_best = check_count("n_best", n_best)
         if len(questions) != len(contexts):
             raise QAInputError("questions and contexts differ in length")
         valid = []
@@ -106,12 +183,13 @@ class QAEngine:
         if not valid:
             return preds
         s = self.settings
+        max_length, stride = self._window_shape()
         windows = build_windows(
             self.tokenizer,
             [questions[i] for i in valid],
             [contexts[i] for i in valid],
-            max_length=s.max_length,
-            stride=s.stride,
+            max_length=max_length,
+            stride=stride,
         )
         order = sorted(range(len(windows)), key=lambda k: len(windows[k].input_ids))
         candidates: list[list] = [[] for _ in valid]
@@ -121,8 +199,9 @@ class QAEngine:
             torch.set_num_threads(s.threads)
         try:
             with torch.inference_mode():
-                for b in range(0, len(order), s.batch_size):
-                    batch = [windows[k] for k in order[b : b + s.batch_size]]
+                size = s.batch_size or self.default_batch_size()  # None set after construction
+                for b in range(0, len(order), size):
+                    batch = [windows[k] for k in order[b : b + size]]
                     start, end = self._forward(batch)
                     for w, sl, el in zip(batch, start, end):
                         candidates[w.pair_index].extend(

@@ -31,11 +31,30 @@ class FeatureError(ValueError):
     pass
 
 
-def _truncate_question(tokenizer, question: str) -> str:
+def _truncate_question(tokenizer, question: str, limit: int = MAX_QUESTION_TOKENS) -> str:
     ids = tokenizer(question, add_special_tokens=False)["input_ids"]
-    if len(ids) <= MAX_QUESTION_TOKENS:
+    if len(ids) <= limit:
         return question
-    return tokenizer.decode(ids[:MAX_QUESTION_TOKENS])
+    return tokenizer.decode(ids[:limit])
+
+
+def question_budget(max_length: int, stride: int, special_tokens: int) -> int:
+    """Most question tokens a window can hold: the context part left over must stay longer than
+    ``stride`` (the tokenizer refuses, or panics, otherwise), and never more than
+    MAX_QUESTION_TOKENS. FeatureError when the window has no room for a question at all.
+
+    >>> question_budget(384, 128, 3), question_budget(64, 16, 3), question_budget(32, 16, 3)
+    (64, 44, 12)
+    >>> question_budget(20, 16, 3)
+    Traceback (most recent call last):
+    ...
+    core.qa.features.FeatureError: max_length 20 leaves no room for a question beside a stride of 16 tokens and 3 special tokens
+    """
+    budget = min(MAX_QUESTION_TOKENS, max_length - special_tokens - stride - 1)
+    if budget < 1:
+        raise FeatureError(f"max_length {max_length} leaves no room for a question beside a stride of "
+                           f"{stride} tokens and {special_tokens} special tokens")
+    return budget
 
 
 def build_windows(
@@ -55,7 +74,8 @@ def build_windows(
         raise FeatureError("the QA engine needs a fast tokenizer (character offsets)")
     if len(questions) != len(contexts):
         raise FeatureError("questions and contexts differ in length")
-    questions = [_truncate_question(tokenizer, q.strip()) for q in questions]
+    budget = question_budget(max_length, stride, tokenizer.num_special_tokens_to_add(pair=True))
+    questions = [_truncate_question(tokenizer, q.strip(), budget) for q in questions]
     pad_right = tokenizer.padding_side == "right"
     enc = tokenizer(
         questions if pad_right else contexts,
