@@ -22,20 +22,69 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from core import cli
 from core.datasets import Dataset
 from core.metrics import chinese_scores, is_chinese_lang, score_answer, squad_scores
 from core.metrics.paired import paired_difference
-from core.qa.engine import EngineSettings, QAEngine
+from core.qa.engine import EngineSettings, QAEngine, QAInputError, validate_pair
+from core.types import QAExample
+
+PROG = "python -m core.evaluate"
+
+
+def scorable(examples: list[QAExample]) -> tuple[list[QAExample], dict[str, int]]:
+    """The examples that can be scored, and {reason: count} of those left out: SQuAD 2.0's
+    unanswerable questions (no gold answer to compare with) and pairs the engine refuses (an
+    empty question would otherwise score 0 as if the model had failed it).
+
+    >>> from core.types import Answer
+    >>> ok = QAExample("1", "Where?", "In Paris.", [Answer("Paris", 3)])
+    >>> keep, skipped = scorable([ok, QAExample("2", "Who?", "No one.", [], is_impossible=True),
+    ...                           QAExample("3", "  ", "In Paris.", [Answer("Paris", 3)])])
+    >>> [e.id for e in keep], skipped
+    (['1'], {'unanswerable (SQuAD 2.0 is_impossible)': 1, 'empty question': 1})
+    """
+    keep, skipped = [], {}
+    for e in examples:
+        reason = None
+        if e.is_impossible:
+            reason = "unanswerable (SQuAD 2.0 is_impossible)"
+        elif not e.answers:
+            reason = "no gold answer"
+        else:
+            try:
+                validate_pair(e.question, e.context)
+            except QAInputError as exc:
+                reason = exc.reason
+        if reason is None:
+            keep.append(e)
+        else:
+            skipped[reason] = skipped.get(reason, 0) + 1
+    return keep, skipped
+
+
+def skip_summary(name: str, n_scored: int, skipped: dict[str, int]) -> str:
+    """One line saying what was scored and what was left out, and why.
+
+    >>> skip_summary("squad2", 3, {"unanswerable (SQuAD 2.0 is_impossible)": 2, "empty question": 1})
+    'squad2: scored 3 of 6 questions; skipped 3: 2 unanswerable (SQuAD 2.0 is_impossible), 1 empty question'
+    """
+    total = n_scored + sum(skipped.values())
+    if not skipped:
+        return f"{name}: scored all {total} questions"
+    reasons = ", ".join(f"{n} {why}" for why, n in skipped.items())
+    return f"{name}: scored {n_scored} of {total} questions; skipped {sum(skipped.values())}: {reasons}"
 
 
 def evaluate(engine: QAEngine, ds: Dataset, progress=None, per_question: bool = False) -> dict:
-    """EM/F1 (x100) and latency of one engine on one data set (questions with a gold answer).
+    """EM/F1 (x100) and latency of one engine on one data set: the questions :func:`scorable`
+    keeps; ``skipped`` counts the others by reason, ``n`` the scored ones.
 
     ``per_question``: also return ``per_question_f1``, {question id: F1 in [0, 1]}, for paired
     comparisons of two models (:mod:`core.metrics.paired`)."""
-    examples = [e for e in ds.examples if e.answers]
+    examples, skipped = scorable(ds.examples)
     if not examples:
-        raise ValueError(f"{ds.name}: no question has a gold answer")
+        raise ValueError(f"{ds.name}: no question can be scored ({skip_summary(ds.name, 0, skipped)})")
     t0 = time.perf_counter()
     preds = engine.predict([e.question for e in examples], [e.context for e in examples],
                            n_best=1, progress=progress, skip_invalid=True)
@@ -48,6 +97,7 @@ def evaluate(engine: QAEngine, ds: Dataset, progress=None, per_question: bool = 
         "dataset": ds.name,
         "lang": ds.lang,
         "n": len(examples),
+        "skipped": skipped,
         "exact_match": round(s["exact_match"], 2),
         "f1": round(s["f1"], 2),
         "scorer": "chinese-char" if scorer is chinese_scores else "squad-v1.1",
@@ -82,13 +132,28 @@ def compare_paired(result_a: dict, result_b: dict, seed: int = 0) -> dict:
 
 def write_card(model_dir: Path, results: list[dict]) -> Path:
     card_path = model_dir / "model_card.json"
-    card = json.loads(card_path.read_text()) if card_path.is_file() else {}
+    card = read_card(model_dir)
     evals = card.setdefault("evaluations", {})
     for r in results:
         evals[r["dataset"]] = r
-    card_path.write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
-    (model_dir / "README.md").write_text(render_card_markdown(card))
+    # each file whole or not at all: an error half-way never leaves a truncated card
+    cli.write_text_atomic(card_path, json.dumps(card, indent=1, ensure_ascii=False) + "\n")
+    cli.write_text_atomic(model_dir / "README.md", render_card_markdown(card))
     return card_path
+
+
+def read_card(model_dir: Path) -> dict:
+    """The model's card ({} when it has none); ValueError when it is not a JSON object."""
+    card_path = model_dir / "model_card.json"
+    if not card_path.is_file():
+        return {}
+    try:
+        card = json.loads(card_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"model card {card_path} is not valid JSON: {e}") from None
+    if not isinstance(card, dict):
+        raise ValueError(f"model card {card_path} should hold a JSON object, got {type(card).__name__}")
+    return card
 
 
 def render_card_markdown(card: dict) -> str:
@@ -127,17 +192,20 @@ def render_card_markdown(card: dict) -> str:
     return "\n".join(lines)
 
 
+@cli.command(PROG)
 def main(argv=None) -> int:
+    """Every input is checked before a model is loaded: settings, the --json path, model names,
+    data sets and model cards; any of them wrong ends in one line and exit status 2 (core.cli)."""
     from tqdm import tqdm
 
     from core.qa import registry
     from core.sweep import load_dataset
 
-    ap = argparse.ArgumentParser(prog="python -m core.evaluate", description=__doc__.splitlines()[0])
+    ap = cli.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("--model", nargs="+", required=True, help="registered model names")
     ap.add_argument("--dataset", nargs="+", required=True,
                     help="files, demo.<lang>, or names under the data dir (xquad/xquad.en)")
-    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (default 0: torch's choice)")
     ap.add_argument("--batch-size", type=int, default=None, help="windows per forward pass (default: 8 on CPU, 32 on GPU)")
     ap.add_argument("--card", action="store_true", help="write results into the model card")
     ap.add_argument("--json", help="also write all results to this JSON file")
@@ -148,14 +216,31 @@ def main(argv=None) -> int:
     if args.paired and len(args.model) != 2:
         ap.error("--paired compares exactly two models (--model A B)")
 
+    settings = cli.engine_settings(threads=args.threads or None, batch_size=args.batch_size)
+    if args.json:
+        cli.writable_file(args.json, "--json")
+    entries = {name: registry.get_entry(name) for name in args.model}
+    if args.card:
+        for entry in entries.values():
+            if entry.local_dir() is not None:
+                read_card(entry.local_dir())  # a broken card fails now, not after the evaluation
+    datasets = []
+    for dname in args.dataset:
+        ds = load_dataset(dname)
+        ds.name = dname
+        examples, skipped = scorable(ds.examples)
+        if not examples:
+            raise cli.CLIError(f"no question can be scored: {skip_summary(dname, 0, skipped)}")
+        if skipped:
+            print(skip_summary(dname, len(examples), skipped), file=sys.stderr, flush=True)
+        datasets.append(ds)
+
     all_results = []
-    for name in args.model:
-        entry = registry.get_entry(name)
-        engine = registry.load_engine(name, EngineSettings(threads=args.threads or None, batch_size=args.batch_size))
+    for name, entry in entries.items():
+        engine = registry.load_engine(name, settings)
         results = []
-        for dname in args.dataset:
-            ds = load_dataset(dname)
-            ds.name = dname
+        for ds in datasets:
+            dname = ds.name
             with tqdm(total=None, desc=f"{name} on {dname}", unit="window", file=sys.stderr) as bar:
                 def progress(done, total, bar=bar):
                     bar.total = total
@@ -182,7 +267,7 @@ def main(argv=None) -> int:
                   f"{'significant' if c['significant'] else 'not significant'}; n={c['n']})", flush=True)
         output = {"results": all_results, "paired": comparisons}
     if args.json:
-        Path(args.json).write_text(json.dumps(output, indent=1, ensure_ascii=False))
+        cli.write_text_atomic(args.json, json.dumps(output, indent=1, ensure_ascii=False))
     return 0
 
 

@@ -26,15 +26,13 @@ and BLEU of the MT questions against the original English questions
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core import config, translate
+from core import cli, config, translate
 from core.datasets import Dataset, DatasetError, load_squad, pair_challenge
 from core.metrics.text_distance import noise_summary
 
@@ -143,8 +141,14 @@ def _translator(args) -> translate.Translator:
     return translator
 
 
+PROG = "python -m core.natural_mt"
+
+
+@cli.command(PROG)
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m core.natural_mt", description=__doc__.split("\n")[0])
+    """Bad input ends in one line and exit status 2 (core.cli); outputs are checked writable
+    before any translation and each file is written whole or not at all."""
+    ap = cli.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     ap.add_argument("--lang", required=True,
                     help="source language of the human questions (es, de, ... or 'all' = every XQuAD "
                          "language the MT backend covers)")
@@ -158,49 +162,52 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="only the first N questions")
     ap.add_argument("--summary-json", help="also write the summaries (a list) to this JSON file")
     args = ap.parse_args(argv)
+    for flag, value in (("--num-beams", args.num_beams), ("--limit", args.limit)):
+        if value is not None and value < 1:
+            raise cli.CLIError(f"{flag} must be at least 1, got {value}")
+    for flag, path in (("--output", args.output), ("--summary-json", args.summary_json)):
+        if path:
+            cli.writable_file(path, flag)
+    if args.output_dir and Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
+        raise cli.CLIError(f"--output-dir {args.output_dir} is a file, not a folder")
 
-    try:
-        if args.lang == "all":
-            if not args.output_dir or args.output or args.source:
-                raise NaturalMTError("--lang all writes one file per language: give --output-dir (not --output/--source)")
-            probe = translate.default_translator() if not args.model else None
-            langs = [lang for lang, why in covered_languages(probe, args.data_dir) if why is None] \
-                if not args.model else list(XQUAD_LANGS)
-            if not langs:
-                raise NaturalMTError("the installed MT backend covers none of the XQuAD languages")
+    if args.lang == "all":
+        if not args.output_dir or args.output or args.source:
+            raise NaturalMTError("--lang all writes one file per language: give --output-dir (not --output/--source)")
+        probe = translate.default_translator() if not args.model else None
+        langs = [lang for lang, why in covered_languages(probe, args.data_dir) if why is None] \
+            if not args.model else list(XQUAD_LANGS)
+        if not langs:
+            raise NaturalMTError("the installed MT backend covers none of the XQuAD languages")
+    else:
+        if not (args.output or args.output_dir):
+            raise NaturalMTError("give --output FILE (or --output-dir)")
+        langs = [args.lang]
+    args.langs = langs
+    translator = _translator(args)
+    original = load_squad(args.original or xquad_path("en", args.data_dir))
+    summaries = []
+    for lang in langs:
+        reason = translate.no_backend_reason([(lang, original.lang)], translator)
+        if reason:   # before looking for files: the missing MT is the real problem
+            raise NaturalMTError(f"no machine translation {translate.language_name(lang)} -> "
+                                 f"{translate.language_name(original.lang)}: {reason}")
+        if args.source and args.lang != "all":
+            source_path = Path(args.source)
         else:
-            if not (args.output or args.output_dir):
-                raise NaturalMTError("give --output FILE (or --output-dir)")
-            langs = [args.lang]
-        args.langs = langs
-        translator = _translator(args)
-        original = load_squad(args.original or xquad_path("en", args.data_dir))
-        summaries = []
-        for lang in langs:
-            reason = translate.no_backend_reason([(lang, original.lang)], translator)
-            if reason:   # before looking for files: the missing MT is the real problem
-                raise NaturalMTError(f"no machine translation {translate.language_name(lang)} -> "
-                                     f"{translate.language_name(original.lang)}: {reason}")
-            if args.source and args.lang != "all":
-                source_path = Path(args.source)
-            else:
-                source_path = xquad_path(lang, args.data_dir)
-            if not source_path.is_file():
-                raise NaturalMTError(f"no source file {source_path}")
-            source = load_squad(source_path, lang=lang)
-            result = build_natural_mt(original, source, translator, lang, limit=args.limit)
-            out = Path(args.output) if args.output else Path(args.output_dir) / f"xquad-natural-mt-{lang}.json"
-            out.parent.mkdir(parents=True, exist_ok=True)
-            result.dataset.to_squad_json(out)
-            summaries.append({**result.summary(), "path": str(out.resolve())})
-            print(f"wrote {out} (sweep spec: file:{out.resolve()})")
-            for line in summary_lines(result):
-                print(line)
-    except (NaturalMTError, translate.TranslationError, DatasetError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+            source_path = xquad_path(lang, args.data_dir)
+        if not source_path.is_file():
+            raise NaturalMTError(f"no source file {source_path}")
+        source = load_squad(source_path, lang=lang)
+        result = build_natural_mt(original, source, translator, lang, limit=args.limit)
+        out = Path(args.output) if args.output else Path(args.output_dir) / f"xquad-natural-mt-{lang}.json"
+        cli.write_text_atomic(out, json.dumps(result.dataset.to_squad_json(), ensure_ascii=False, indent=1))
+        summaries.append({**result.summary(), "path": str(out.resolve())})
+        print(f"wrote {out} (sweep spec: file:{out.resolve()})")
+        for line in summary_lines(result):
+            print(line)
     if args.summary_json:
-        Path(args.summary_json).write_text(json.dumps(summaries, indent=1, ensure_ascii=False))
+        cli.write_text_atomic(args.summary_json, json.dumps(summaries, indent=1, ensure_ascii=False))
     return 0
 
 

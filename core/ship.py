@@ -14,14 +14,15 @@ folder (``adapter = "assets/models/<name>"``). ``--register`` appends the entry 
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
+import re
 import shutil
 import sys
 from pathlib import Path
 
+from core import cli
 from core.config import repo_root
 from core.evaluate import render_card_markdown
 from core.train import train_command
@@ -85,10 +86,64 @@ def earlier_stages(init_from: dict | None) -> list[str]:
     return stages
 
 
+PROG = "python -m core.ship"
+# The keys of train_log.json a card is made from (core.train writes them all).
+LOG_KEYS = ("base", "args", "data_counts", "training_questions", "windows", "steps", "hardware",
+            "wall_time_s_this_run", "final_loss_mean_last_100")
+ARG_KEYS = ("batch_size", "lr", "max_length", "stride", "seed", "save_dtype")
+# A model name is one folder under assets/models: no separator, no '..', nothing hidden.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+class ShipError(ValueError):
+    """A run that cannot be shipped as asked; the message says what is missing."""
+
+
+def check_name(name: str) -> str:
+    """``name`` when it is a plain folder name, else ShipError (it becomes assets/models/<name>).
+
+    >>> check_name("minilm-squad.v2")
+    'minilm-squad.v2'
+    >>> check_name("../../etc")
+    Traceback (most recent call last):
+    ...
+    core.ship.ShipError: --name '../../etc': a model name is letters, digits, '.', '_' and '-' (starting with a letter or digit), at most 100
+    """
+    if not NAME.fullmatch(name) or ".." in name:
+        raise ShipError(f"--name {name!r}: a model name is letters, digits, '.', '_' and '-' "
+                        "(starting with a letter or digit), at most 100")
+    return name
+
+
+def read_train_log(run_dir: Path) -> dict:
+    """The run's train_log.json, checked for what a card needs, and that the trained files are
+    there: ShipError naming what is missing, before anything is copied."""
+    path = run_dir / "train_log.json"
+    if not path.is_file():
+        raise ShipError(f"{path} not found: --run names a core.train output folder")
+    try:
+        log = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ShipError(f"{path} is not valid JSON: {e}") from None
+    if not isinstance(log, dict):
+        raise ShipError(f"{path} should hold a JSON object, got {type(log).__name__}")
+    missing = [k for k in LOG_KEYS if k not in log]
+    missing += [f"args.{k}" for k in ARG_KEYS if not isinstance(log.get("args"), dict) or k not in log["args"]]
+    if log.get("lora"):
+        missing += [k for k in ("trainable_params", "total_params") if k not in log]
+    if missing:
+        raise ShipError(f"{path} lacks {', '.join(missing)}: not a complete core.train log")
+    src = run_dir / ("adapter" if log.get("lora") else "model")
+    absent = [f for f in (ADAPTER_FILES if log.get("lora") else SHIPPED_FILES)[:2] if not (src / f).is_file()]
+    if absent:
+        raise ShipError(f"{src} has no {', '.join(absent)}: the run has not finished saving its model")
+    return log
+
+
 def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Path | None = None) -> Path:
-    log = json.loads((run_dir / "train_log.json").read_text())
+    log = read_train_log(run_dir)
     lora = log.get("lora")
-    target = (dest or repo_root() / "assets" / "models") / name
+    target = (dest or repo_root() / "assets" / "models") / check_name(name)
     target.mkdir(parents=True, exist_ok=True)
     digest_before = _weights_digest(target)
     src = run_dir / ("adapter" if lora else "model")
@@ -199,8 +254,10 @@ def register(entry: str, name: str, toml_path: Path) -> bool:
     return True
 
 
+@cli.command(PROG)
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m core.ship", description=__doc__.splitlines()[0])
+    """Every check (name, run folder, its log and files, the registry) before anything is written."""
+    ap = cli.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("--run", required=True, type=Path)
     ap.add_argument("--name", required=True)
     ap.add_argument("--description", required=True)
@@ -211,14 +268,18 @@ def main(argv=None) -> int:
     ap.add_argument("--register", action="store_true",
                     help="append the entry to models.toml (QAX_MODELS_TOML when set)")
     args = ap.parse_args(argv)
+    check_name(args.name)
+    log = read_train_log(args.run)
+    if args.register:
+        from core.qa.registry import load_registry, registry_path
+
+        if registry_path().is_file():
+            load_registry(registry_path())  # a broken registry is reported before shipping
     if args.wall_time:
-        log_path = args.run / "train_log.json"
-        log = json.loads(log_path.read_text())
         log["wall_time_note"] = args.wall_time
-        log_path.write_text(json.dumps(log, indent=1))
+        cli.write_text_atomic(args.run / "train_log.json", json.dumps(log, indent=1))
     target = ship(args.run, args.name, args.description, args.note, args.dest)
     print(target)
-    log = json.loads((args.run / "train_log.json").read_text())
     entry = registry_entry(target, args.name, args.description,
                            log["base"] if log.get("lora") else None, args.languages.split(","))
     if args.register:

@@ -19,7 +19,6 @@ default) is a full fine-tune saved in ``OUTPUT/model/``.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import json
@@ -34,13 +33,49 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from core import cli
 from core.qa.distill import batch_distill_kl, distill_targets
+from core.qa.engine import MIN_MAX_LENGTH
 from core.qa.features import build_windows
 from core.types import QAExample
 
 
 class TrainingDataError(ValueError):
     pass
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be resumed from; the message says why and what to do."""
+
+
+CHECKPOINT_KEYS = ("model", "opt", "sched", "step", "log", "lora")
+
+
+def load_checkpoint(path: Path, device) -> dict:
+    """The resume state saved in ``path``, read with ``weights_only=True``: tensors and plain
+    data (dicts, lists, numbers, strings) only. What the checkpoint holds is exactly that: the
+    model's and optimizer's state dicts, the scheduler's (LambdaLR keeps no function there), the
+    step, the loss log, the LoRA settings and the RNG states as uint8 tensors. A file holding
+    anything else (a pickled object whose ``__reduce__`` would run code: a checkpoint planted in
+    the output folder) is refused before any of it runs."""
+    import pickle
+
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except pickle.UnpicklingError as e:
+        why = next((line.strip() for line in str(e).splitlines() if "Unsupported" in line), "")
+        raise CheckpointError(
+            f"{path} holds more than tensors and plain data, so it was not loaded (it could run code)"
+            f"{': ' + why if why else ''}. Delete it to train from the start, or choose another --output"
+        ) from None
+    except (RuntimeError, EOFError, OSError) as e:
+        raise CheckpointError(f"{path} is not a readable checkpoint ({type(e).__name__}: "
+                              f"{' '.join(str(e).split())[:200]}); delete it or choose another --output") from None
+    missing = [k for k in CHECKPOINT_KEYS if not isinstance(state, dict) or k not in state]
+    if missing:
+        raise CheckpointError(f"{path} is not a core.train checkpoint (no {', '.join(missing)}); "
+                              "delete it or choose another --output")
+    return state
 
 
 def check_no_eval_overlap(
@@ -361,8 +396,9 @@ def length_grouped_batches(lengths: list[int], batch_size: int, rng: random.Rand
     return batches
 
 
+@cli.command("python -m core.train")
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m core.train", description=__doc__.splitlines()[0])
+    ap = cli.ArgumentParser(prog="python -m core.train", description=__doc__.splitlines()[0])
     ap.add_argument("--base", required=True, help="local folder, 'minilm', 'mpnet' or a hub id")
     ap.add_argument("--train", nargs="*", default=[], help="SQuAD-format training files")
     ap.add_argument("--squad-dev-minus-xquad", action="store_true")
@@ -411,6 +447,16 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.lora_rank < 0:
         ap.error("--lora-rank must be >= 0")
+    # Numbers checked here, not found out as a ZeroDivisionError or a tokenizer panic later on.
+    for flag, value, low in (("--batch-size", args.batch_size, 1), ("--save-every", args.save_every, 1),
+                             ("--max-length", args.max_length, MIN_MAX_LENGTH), ("--stride", args.stride, 0),
+                             ("--max-steps", args.max_steps, 0), ("--threads", args.threads, 0)):
+        if value < low:
+            ap.error(f"{flag} must be at least {low}, got {value}")
+    if args.stride > args.max_length // 2:
+        ap.error(f"--stride must be at most half of --max-length ({args.max_length}), got {args.stride}")
+    if not args.epochs > 0 or not args.lr >= 0 or not 0 <= args.warmup <= 1 or not 0 <= args.augment_share <= 1:
+        ap.error("--epochs must be > 0, --lr >= 0, --warmup and --augment-share between 0 and 1")
     init_adapter = bool(args.init_from) and is_adapter_folder(Path(args.init_from))
     if args.init_from and args.lora_rank and not init_adapter:
         ap.error("--init-from with --lora-rank continues a LoRA adapter, and this folder is a full "
@@ -446,6 +492,9 @@ def main(argv=None) -> int:
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     ckpt = out / "checkpoint.pt"
+    # Read (and so checked) before the slow setup; on the CPU, where torch.set_rng_state wants
+    # its state, and load_state_dict copies the rest onto the model's device.
+    resume = load_checkpoint(ckpt, "cpu") if ckpt.exists() else None
 
     base_path = resolve_base(args.base)
     init_from = describe_init(args.init_from) if args.init_from else None
@@ -532,8 +581,8 @@ def main(argv=None) -> int:
         opt, lambda s: min(1.0, (s + 1) / max(1, warm)) * max(0.0, (total_steps - s) / max(1, total_steps - warm)) if s >= warm else (s + 1) / max(1, warm)
     )
     step, log = 0, {"losses": [], "distill_kl": []}
-    if ckpt.exists():
-        state = torch.load(ckpt, map_location=device, weights_only=False)
+    if resume is not None:
+        state = resume
         if state.get("lora") != lora:
             raise SystemExit(f"{ckpt} was written with LoRA settings {state.get('lora')}, not {lora}: "
                              "resume with the same flags or use another --output")

@@ -21,16 +21,14 @@ unchanged by chance / not applicable / incompatible examples.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import random
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from core import cli
 from core.datasets import Dataset, load_squad
 from core.metrics.text_distance import noise_summary
 from core.perturb import compose
@@ -124,8 +122,15 @@ def summary_lines(result: ChallengeResult, total: int) -> list[str]:
     return lines
 
 
+PROG = "python -m core.perturb.make_challenge"
+
+
+@cli.command(PROG)
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m core.perturb.make_challenge", description=__doc__.split("\n")[0])
+    """Bad input (an unknown id or parameter, an unreadable input, an output that cannot be
+    written, a perturbation whose tool is missing) ends in one line and exit status 2 (core.cli);
+    the output is written whole at the end or not at all."""
+    parser = cli.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     parser.add_argument("--input", required=True, help="SQuAD-format JSON file (XQuAD, SQuAD dev, ...)")
     parser.add_argument("--perturbation", required=True, help="registered id, or a chain ID1+ID2")
     parser.add_argument("--seed", type=int, default=0)
@@ -136,30 +141,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only-perturbed", action="store_true",
                         help="leave out the examples the perturbation did not apply to")
     args = parser.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        raise cli.CLIError(f"--limit must be at least 1, got {args.limit}")
 
-    try:
-        flat, per_step = parse_params(args.param)
-        if "+" in args.perturbation:
-            if flat:
-                raise ValueError("for a chain, name the step: --param STEP_ID.name=value")
-            perturbation = compose.Composite([s.strip() for s in args.perturbation.split("+")], per_step)
-        else:
-            if per_step:
-                raise ValueError("STEP.name=value parameters are only for chains (ID1+ID2)")
-            perturbation = compose.resolve(args.perturbation)
-            perturbation.resolve_params(flat)   # fail before reading the data
-        dataset = load_squad(args.input, lang=args.lang)
-    except (KeyError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    flat, per_step = parse_params(args.param)
+    if "+" in args.perturbation:
+        if flat:
+            raise ValueError("for a chain, name the step: --param STEP_ID.name=value")
+        perturbation = compose.Composite([s.strip() for s in args.perturbation.split("+")], per_step)
+    else:
+        if per_step:
+            raise ValueError("STEP.name=value parameters are only for chains (ID1+ID2)")
+        perturbation = compose.resolve(args.perturbation)
+        perturbation.resolve_params(flat)   # fail before reading the data
+    cli.writable_file(args.output, "--output")  # before the work, not after it
+    dataset = load_squad(args.input, lang=args.lang)
     examples = dataset.examples[: args.limit] if args.limit else dataset.examples
 
     started = time.perf_counter()
     result = build_challenge(examples, perturbation, args.seed, flat, args.only_perturbed)
     elapsed = time.perf_counter() - started
     out = Dataset(name=f"{dataset.name}-{perturbation.id}", lang=dataset.lang, examples=result.examples)
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    out.to_squad_json(args.output)
+    doc = out.to_squad_json()
+    cli.write_text_atomic(args.output, json.dumps(doc, ensure_ascii=False, indent=1))
 
     print(f"challenge set: {dataset.name} + {perturbation.id} (seed {args.seed}, field {perturbation.field})"
           f" -> {args.output} ({len(result.examples)} examples, {elapsed:.1f} s)")

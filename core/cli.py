@@ -1,0 +1,178 @@
+"""One way for every command line to fail on bad input: a one-line message, exit status 2.
+
+A user who types a wrong model name, points at a broken JSON file or an unwritable folder must
+read what is wrong, not a Python stack. Every ``python -m core.<tool>`` wraps its ``main`` with
+:func:`command`: the errors bad input raises (ValueError and its kin: dataset, sweep, JSON and
+UTF-8 errors; OSError; SQLite errors; a model that cannot be loaded) end as
+
+    python -m core.evaluate: error: no model named 'nope' in models.toml
+
+on stderr with exit status 2, the convention argparse already uses for bad flags. ``--debug``
+anywhere on the command line (or QAX_DEBUG=1) lets the exception through with its traceback,
+for the bug a message hides. Anything else (a real bug) keeps its traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import pickle
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+DEBUG_FLAG = "--debug"
+
+
+class CLIError(ValueError):
+    """Bad input found by a command itself; the message says what to do."""
+
+
+# The error classes bad input raises. ValueError covers the project's own input errors
+# (DatasetError, SweepError, SettingsError, QAInputError, PerturbationError, ...), JSON and UTF-8
+# errors; LookupError an unknown registry id.
+EXPECTED = (ValueError, OSError, LookupError, sqlite3.Error, pickle.UnpicklingError, RecursionError)
+# RuntimeError subclasses for a missing model or tool, named so that checking an error never
+# imports their modules (the registry pulls in torch, the speech engines more).
+EXPECTED_ELSEWHERE = frozenset({
+    "core.qa.registry.ModelLoadError", "core.translate.TranslationError",
+    "core.perturb.lexicon.LexiconUnavailable", "core.perturb.similarity.EncoderUnavailable",
+    "core.speech.asr.ASRError", "core.speech.tts.TTSError", "core.speech.recorder.RecorderError",
+})
+
+
+def is_expected(exc: BaseException) -> bool:
+    """True for an error that bad input or a missing tool causes (a message is enough), False for
+    a bug (its traceback is needed).
+
+    >>> is_expected(ValueError("x")), is_expected(FileNotFoundError()), is_expected(TypeError("x"))
+    (True, True, False)
+    """
+    return isinstance(exc, EXPECTED) or any(
+        f"{c.__module__}.{c.__qualname__}" in EXPECTED_ELSEWHERE for c in type(exc).__mro__)
+
+
+def one_line(exc: BaseException) -> str:
+    """The exception's message on one line: the class name only where the message is empty.
+
+    >>> one_line(ValueError("bad\\n  value"))
+    'bad value'
+    >>> one_line(KeyError("no perturbation 'x'"))
+    "no perturbation 'x'"
+    >>> one_line(FileNotFoundError(2, "No such file or directory", "/nope/a.json"))
+    '/nope/a.json: No such file or directory'
+    >>> one_line(RecursionError("maximum recursion depth exceeded"))
+    'input nested too deeply to read (maximum recursion depth exceeded)'
+    """
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}"
+    elif isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
+        text = exc.args[0]  # str(KeyError) would wrap the message in quotes
+    elif isinstance(exc, RecursionError):
+        text = f"input nested too deeply to read ({exc})"
+    else:
+        text = str(exc)
+    return " ".join(text.split()) or type(exc).__name__
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage block before it) and ``--debug`` in its --help
+    (:func:`command` takes the flag off the command line before parsing)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.add_argument(DEBUG_FLAG, action="store_true",
+                          help="show the full traceback of an error instead of a one-line message")
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see --help)\n")
+
+
+def engine_settings(**flags):
+    """EngineSettings from flag values (``batch_size=...``); a bad one is a CLIError naming the
+    flag: ``--batch-size must be at least 1, got -1``."""
+    from core.qa.engine import EngineSettings, SettingsError
+
+    try:
+        return EngineSettings(**flags)
+    except SettingsError as exc:
+        raise CLIError(f"--{exc.setting.replace('_', '-')} {exc.problem}") from None
+
+
+def command(prog: str) -> Callable[[Callable[[list[str]], int]], Callable[[Sequence[str] | None], int]]:
+    """Decorate a CLI's ``main(argv) -> int``: expected errors become ``prog: error: message`` on
+    stderr and exit status 2; Ctrl-C becomes status 130 without a stack."""
+
+    def wrap(main: Callable[[list[str]], int]) -> Callable[[Sequence[str] | None], int]:
+        @functools.wraps(main)
+        def run(argv: Sequence[str] | None = None) -> int:
+            args = list(sys.argv[1:] if argv is None else argv)
+            debug = DEBUG_FLAG in args or os.environ.get("QAX_DEBUG") == "1"
+            args = [a for a in args if a != DEBUG_FLAG]
+            try:
+                return main(args)
+            except SystemExit as exc:
+                # ``raise SystemExit("message")``, the idiom for a fatal message: the same one-line
+                # form and status 2 (argparse's own exits carry an int and pass unchanged)
+                if isinstance(exc.code, str) and not debug:
+                    print(f"{prog}: error: {' '.join(exc.code.split())}", file=sys.stderr)
+                    exc.code = 2
+                raise
+            except KeyboardInterrupt:
+                if debug:
+                    raise
+                print(f"\n{prog}: interrupted", file=sys.stderr)
+                return 130
+            except Exception as exc:
+                if debug or not is_expected(exc):
+                    raise
+                print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
+                return 2
+
+        return run
+
+    return wrap
+
+
+def writable_file(path: str | Path, what: str = "output") -> Path:
+    """Check, before any work, that ``path`` can be written as a file, so that a long run does not
+    end in an error after its work is done: not a folder, and its nearest existing parent a
+    folder we can create files in (probed with a temporary file, which root's permission bits
+    would not tell). Leaves nothing behind; CLIError otherwise.
+
+    >>> writable_file("/proc/no-such-dir/out.json")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    core.cli.CLIError: output /proc/no-such-dir/out.json: cannot create a file in /proc (...)
+    """
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise CLIError(f"{what} {p} is a folder, not a file")
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise CLIError(f"{what} {p}: {parent} is a file, not a folder")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise CLIError(f"{what} {p} is not writable")
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise CLIError(f"{what} {p}: cannot create a file in {parent} ({exc.strerror})") from None
+    return p
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``: a failed
+    or interrupted write leaves the old file (or none), never half of a new one."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, p)
+    finally:
+        tmp.unlink(missing_ok=True)
