@@ -29,6 +29,7 @@ import functools
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 __all__ = ["Translator", "TranslationError", "ApertiumTranslator", "Seq2SeqTranslator", "MappingTranslator",
            "default_translator", "no_backend_reason", "LANGUAGE_NAMES", "APERTIUM_PACKAGES", "language_name"]
@@ -276,3 +277,34 @@ def no_backend_reason(pairs: Iterable[tuple[str, str]], translator: Translator |
         have = ", ".join(f"{a}->{b}" for a, b in sorted(translator.available_pairs())) or "none"
         return f"{translator.name} has no {', '.join(missing)} pair (available: {have})"
     return None
+
+
+def local_seq2seq_folders(roots: Iterable[str | Path], max_depth: int = 3) -> list[Path]:
+    """Folders under ``roots`` (at most ``max_depth`` levels down) holding a Hugging Face
+    encoder-decoder model: a ``config.json`` with ``"is_encoder_decoder": true``. The app offers
+    these in a picker instead of taking a folder path typed in the browser (docs/SECURITY.md).
+
+    >>> import json, tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> for name, enc_dec in (("opus-es-en", True), ("bert-qa", False)):
+    ...     (root / "mt" / name).mkdir(parents=True)
+    ...     _ = (root / "mt" / name / "config.json").write_text(json.dumps({"is_encoder_decoder": enc_dec}))
+    >>> [p.name for p in local_seq2seq_folders([root])]
+    ['opus-es-en']
+    """
+    import json
+
+    found: list[Path] = []
+    for root in roots:
+        root = Path(root)
+        if not root.is_dir():
+            continue
+        for depth in range(1, max_depth + 1):
+            for config in sorted(root.glob("/".join(["*"] * depth) + "/config.json")):
+                try:
+                    is_seq2seq = json.loads(config.read_text(encoding="utf-8")).get("is_encoder_decoder") is True
+                except (OSError, ValueError, AttributeError):
+                    continue
+                if is_seq2seq and config.parent.resolve() not in found:
+                    found.append(config.parent.resolve())
+    return found

@@ -15,10 +15,10 @@ import streamlit as st
 from components import loaders
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
-from components.state import init_state, sidebar_settings
+from components.state import current_data_dir, init_state, sidebar_settings
 from components.text import html_text, md_escape
 from core.csv_export import csv_bytes
-from core import ask_input, translate
+from core import ask_input, config, translate
 from core.langid import guess_language
 from core.metrics import score_answer
 from core.qa.engine import QAInputError
@@ -55,6 +55,11 @@ QLANGS = [ask_input.AUTO, "en", "es", "ca", "gl", "eu", "eo", "de", "zh", "ar", 
 @st.cache_resource(show_spinner=False)
 def _apertium():
     return translate.default_translator()
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def _seq2seq_folders(data: str) -> list:
+    return translate.local_seq2seq_folders(config.read_roots(data or None))
 
 
 @st.cache_resource(show_spinner="Loading the translation model…")
@@ -166,12 +171,13 @@ question = st.text_area("Question", key="ask_question", height=68)
 
 # ------------------------------------------------------------------ translating the question
 translators = []
-user_model = st.session_state.get("ask_mt_model", "").strip()
+user_model = st.session_state.get("ask_mt_model") or ""
 plan_lang = qlang if qlang != ask_input.AUTO else guess_language(question).code
 if user_model and plan_lang != lang:
     try:
-        translators.append(_user_translator(user_model, plan_lang, lang))
-    except translate.TranslationError as e:
+        folder = config.confine(user_model, config.read_roots(current_data_dir()), "translation model")
+        translators.append(_user_translator(str(folder), plan_lang, lang))
+    except (translate.TranslationError, config.ConfinementError) as e:
         st.error(md_escape(e))
 translators.append(_apertium())
 plan = ask_input.plan_question(question, qlang, lang, [t for t in translators if t is not None],
@@ -190,9 +196,18 @@ if question.strip():
     elif plan.problem:
         st.warning(md_escape(plan.problem))
 if plan.lang != lang or qlang not in (ask_input.AUTO, "en"):
-    st.text_input("Your own translation model (optional): a local folder with a Hugging Face seq2seq model "
-                  f"translating {translate.language_name(plan.lang)} → {translate.language_name(lang)}",
-                  key="ask_mt_model")
+    # A picker of the translation models found on the server, never a folder path typed here.
+    folders = [str(p) for p in _seq2seq_folders(str(current_data_dir() or ""))]
+    if folders:
+        if st.session_state.get("ask_mt_model") not in folders:
+            st.session_state.pop("ask_mt_model", None)  # a folder that went away
+        st.selectbox(f"Your own translation model (optional), translating {translate.language_name(plan.lang)} "
+                     f"→ {translate.language_name(lang)}", ["", *folders], key="ask_mt_model",
+                     format_func=lambda f: f or "none (Apertium only)")
+    else:
+        st.session_state.pop("ask_mt_model", None)
+        st.caption("A Hugging Face seq2seq translation model can answer here too: an administrator puts its "
+                   "folder under the data directory or a folder named in QAX_EXTRA_ROOTS (docs/SECURITY.md).")
 n_best = st.slider("n-best spans", 1, 10, 5, key="ask_nbest")
 language_mismatch_note(models, lang)
 

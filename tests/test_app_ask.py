@@ -83,3 +83,21 @@ def test_models_for_other_languages_are_offered_but_not_preselected(monkeypatch,
     assert notes == ["The context is Chinese; tiny-a was trained for English and will answer poorly."]
     at.button(key="ask_go").click().run()
     assert not at.exception and "tiny-zh" in _html(at)
+
+
+def test_translation_model_is_chosen_among_server_folders_never_typed(tiny_env, tmp_path, monkeypatch):
+    """The own-translation-model field is a picker of seq2seq folders under the configured roots;
+    a folder elsewhere on the server is not offered, and there is no text box to name one."""
+    import json
+
+    inside, outside = tmp_path / "data" / "mt" / "opus-es-en", tmp_path / "elsewhere" / "opus-de-en"
+    for folder in (inside, outside):
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(json.dumps({"is_encoder_decoder": True}))
+    monkeypatch.setenv("QAX_DATA_DIR", str(tmp_path / "data"))
+    at = AppTest.from_file("../app.py", default_timeout=120).run()
+    at.selectbox(key="ask_qlang").set_value("es").run()
+    assert not at.exception
+    assert not [t for t in at.text_input if t.key == "ask_mt_model"]
+    picker = at.selectbox(key="ask_mt_model")
+    assert picker.options == ["none (Apertium only)", str(inside.resolve())]

@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("module", ["components.highlight", "components.edits", "components.text", "components.sweep_figures", "core.csv_export",
+@pytest.mark.parametrize("module", ["components.highlight", "components.edits", "components.text", "components.sweep_figures", "core.csv_export", "core.translate",
                                     "core.qa.registry"])
 def test_doctests(module):
     result = doctest.testmod(importlib.import_module(module), verbose=False)
