@@ -2,6 +2,11 @@
 
 A first visit straight to a page URL skips app.py, so every page calls ``init_state()`` itself;
 it only fills keys that are missing, so calling it on every rerun is harmless (idempotent).
+
+The data directory is the server's setting (QAX_DATA_DIR, default ../shared/data): the sidebar
+offers it or none (the bundled demo sets only), never a folder typed in the browser, which would
+let a visitor read any SQuAD-shaped file on the server. :func:`current_data_dir` checks the
+session's choice against the configured directory again on every call.
 """
 from __future__ import annotations
 
@@ -36,12 +41,23 @@ def init_state() -> None:
         st.session_state["data_dir"] = str(d) if d else ""
 
 
+def data_dir_choices() -> list[str]:
+    """What the sidebar offers: the configured data directory (when there is one), then ""
+    (none: the bundled demo sets only)."""
+    try:
+        d = config.data_dir()
+    except FileNotFoundError:
+        d = None
+    return ([str(d)] if d else []) + [""]
+
+
 def current_data_dir():
-    """The data directory chosen in the sidebar, or None."""
+    """The data directory chosen in the sidebar, or None. Only the configured one is ever
+    returned, whatever the session holds."""
     from pathlib import Path
 
     d = st.session_state.get("data_dir") or ""
-    return Path(d) if d and Path(d).is_dir() else None
+    return Path(d) if d and d in data_dir_choices() and Path(d).is_dir() else None
 
 
 def sidebar_settings() -> None:
@@ -50,17 +66,15 @@ def sidebar_settings() -> None:
         st.markdown("### Settings")
         if err := st.session_state.pop("data_dir_error", None):
             st.error(err)
-        new = st.text_input(
-            "Data directory",
-            value=st.session_state["data_dir"],
-            help="Folder with xquad/, noiseqa/, squad/ ... (env var QAX_DATA_DIR; default ../shared/data). "
-            "Leave empty to use only the bundled demo set.",
+        choices = data_dir_choices()
+        if st.session_state["data_dir"] not in choices:
+            st.session_state["data_dir"] = choices[0]
+        st.session_state["data_dir"] = st.selectbox(
+            "Data directory", choices, index=choices.index(st.session_state["data_dir"]), key="data_dir_pick",
+            format_func=lambda d: d or "none (the bundled demo sets only)",
+            help="Folder with xquad/, noiseqa/, squad/ ..., set on the server (QAX_DATA_DIR; default "
+                 "../shared/data): the browser cannot point the app at another folder.",
         )
-        if new != st.session_state["data_dir"]:
-            if new and not os.path.isdir(new):
-                st.error(f"Not a folder: {new}")
-            else:
-                st.session_state["data_dir"] = new
         with st.expander("Engine"):
             st.session_state["threads"] = st.number_input(
                 "CPU threads (0 = all)", 0, os.cpu_count() or 1, st.session_state["threads"]

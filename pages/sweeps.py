@@ -8,12 +8,18 @@ Heatmaps page.
 
 Data sets are offered by the names core.sweep.load_dataset resolves (demo.<lang>, paths under the
 data directory), not uploads: a stored sweep is resumed by reloading its data set by name.
+
+Confinement: nothing here takes a path typed in the browser. The database comes from the picker of
+components.sweep_db (a new one by file name only, created when its first sweep starts), data sets
+and challenge files from what exists under the server's roots (core.config), and data sets are
+loaded with ``confined=True``, so a stored sweep naming a file elsewhere cannot be resumed here.
+A sweep whose process died is listed as interrupted (core.store.effective_status) and offered
+for resume like a cancelled one.
 """
 from __future__ import annotations
 
 import itertools
 import json
-from datetime import datetime, timezone
 
 import pandas as pd
 import streamlit as st
@@ -22,8 +28,9 @@ from components import loaders
 from components.choice import keep_valid
 from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir, init_state, sidebar_settings
-from components.sweep_db import db_path_input, md_escape, stored_sweeps_or_stop
+from components.sweep_db import db_picker, label, md_escape, stored_sweeps_or_stop
 from components.text import choose_hint
+from core import config
 from core import sweep_report as report
 from core.datasets import DatasetError
 from core.perturb import registry
@@ -43,7 +50,30 @@ JOB = "sweep_job"
 
 @st.cache_data(show_spinner="Reading dataset…", max_entries=8)
 def dataset_by_name(name: str, data_dir: str):
-    return load_dataset(name, data_dir or None)
+    return load_dataset(name, data_dir or None, confined=True)
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def other_challenge_files(roots: tuple[str, ...]) -> list[str]:
+    """``file:`` specs for the SQuAD-style JSON files under ``roots`` (runs/, the speech trials'
+    challenge sets, QAX_EXTRA_ROOTS), a few levels deep, hidden folders and symlinks skipped."""
+    import os
+    from pathlib import Path
+
+    found: list[str] = []
+    for root in map(Path, roots):
+        if not root.is_dir():
+            continue
+        for folder, dirs, names in os.walk(root):
+            depth = len(Path(folder).relative_to(root).parts)
+            dirs[:] = [] if depth >= 4 else sorted(d for d in dirs if not d.startswith("."))
+            for n in sorted(names):
+                p = Path(folder) / n
+                if n.endswith(".json") and n != "original.json" and config.within(p, roots):
+                    found.append(f"file:{p.resolve().with_suffix('')}")
+            if len(found) >= 300:
+                return found
+    return found
 
 
 def scorable(ds) -> list:
@@ -67,13 +97,23 @@ def start_job(config: SweepConfig, ds) -> None:
     if engines is None:
         return
     d = current_data_dir()
+    if db_path is None:   # the Start and Resume buttons are disabled then; checked again here
+        st.error(md_escape(db.error or db.hint or "Choose a sweep database."))
+        return
     st.session_state[JOB] = SweepJob(config, engines, db_path, dataset=ds, data_dir=str(d) if d else None,
                                      chunk_size=int(st.session_state.get("sw_chunk", 128))).start()
     st.session_state.pop("sw_job_reported", None)
     st.rerun()
 
 
-db_path = db_path_input("sw")
+db = db_picker("sw", allow_new=True)
+db_path = db.path
+if db.error:
+    st.error(md_escape(db.error))
+elif db.hint:
+    st.info(db.hint)
+elif db.new:
+    st.caption(md_escape(f"{db_path.name} is created in {db_path.parent} when its first sweep starts."))
 job: SweepJob | None = st.session_state.get(JOB)
 busy = bool(job and job.running)
 
@@ -176,11 +216,14 @@ files = st.multiselect("Challenge files paired with this data set by question id
 if not challenges.get(dataset_name):
     st.caption(f"No challenge file in the data directory is paired with {dataset_name} "
                "(NoiseQA's files pair with xquad/xquad.en).")
-more = st.text_input("Other challenge files (comma-separated paths, absolute or under the data directory)",
-                     key="sw_more_files", placeholder="runs/natural_mt/xquad-natural-mt-es.json",
-                     help="SQuAD files whose question ids match this data set, e.g. written by "
-                          "python -m core.natural_mt or python -m core.perturb.make_challenge.")
-files += [f"file:{p.strip().removesuffix('.json')}" for p in more.split(",") if p.strip()]
+other_roots = tuple(str(r) for r in config.read_roots(data_dir)[1:])   # the data directory's are above
+others = [f for f in other_challenge_files(other_roots) if f not in files]
+keep_valid("sw_more_files", others)
+files += st.multiselect("Other challenge files (runs/, speech trials, folders the server adds)", others,
+                        key="sw_more_files", format_func=lambda f: label(f[len("file:"):]),
+                        help="SQuAD files whose question ids match this data set, e.g. written by "
+                             "python -m core.natural_mt or python -m core.perturb.make_challenge, found "
+                             "in the folders the server allows (QAX_EXTRA_ROOTS adds one).")
 
 
 def values_widget(pid: str, name: str, default, bounds) -> list:
@@ -244,7 +287,8 @@ if specs and models:
 else:
     st.caption(choose_hint({"at least one perturbation": not specs, "at least one model": not models},
                            "to start a sweep"))
-if st.button("Start sweep", type="primary", key="sw_start", disabled=busy or not (specs and models and usable)):
+if st.button("Start sweep", type="primary", key="sw_start",
+             disabled=busy or db_path is None or not (specs and models and usable)):
     start_job(SweepConfig(dataset_name, specs, models, repeats=repeats, seed=seed, sample=sample or None,
                           name=name.strip() or None), ds)
 if busy:
@@ -253,15 +297,11 @@ if busy:
 # ----------------------------------------------------------------------------------- stored sweeps
 
 st.subheader("Stored sweeps")
-sweeps = stored_sweeps_or_stop(db_path, f"No sweep database at {db_path} yet: the first sweep creates it.")
-
-
-def _age_s(iso: str) -> float:
-    try:
-        return (datetime.now(timezone.utc) - datetime.fromisoformat(iso)).total_seconds()
-    except ValueError:
-        return float("inf")
-
+if db_path is None:
+    st.info("Choose a sweep database above to see its sweeps.")
+    st.stop()
+sweeps = stored_sweeps_or_stop(db_path, md_escape(f"No sweep database at {db_path} yet: the first sweep "
+                                                  "creates it."))
 
 table = pd.DataFrame([{
     "name": s["name"], "dataset": s["dataset"], "status": s["status"], "examples": s["n_examples"],
@@ -269,7 +309,7 @@ table = pd.DataFrame([{
     "done %": round(100.0 * s["done_units"] / s["total_units"], 1) if s["total_units"] else 0.0,
     "models": ", ".join(s["models"]), "perturbations": len(s["perturbations"]),
     "repeats": s["config"].get("repeats"), "seed": s["config"].get("seed"),
-    "created": s["created_at"], "updated": s["updated_at"], "note": s["note"] or "",
+    "created": s["created_at"], "updated": s["updated_at"], "owner": s["owner"], "note": s["note"] or "",
 } for s in sweeps])
 st.dataframe(table, hide_index=True, width="stretch", key="sw_list")
 
@@ -282,13 +322,17 @@ keep_valid("sw_resume_pick", list(by_name))
 c1, c2 = st.columns([3, 1])
 pick = c1.selectbox("Resume an unfinished sweep", list(by_name), key="sw_resume_pick")
 chosen_sweep = by_name[pick]
-c1.caption(f"{chosen_sweep['status']} · {chosen_sweep['done_units']:,}/{chosen_sweep['total_units']:,} rows · "
-           f"updated {chosen_sweep['updated_at']}")
+c1.caption(md_escape(f"{chosen_sweep['status']} · {chosen_sweep['done_units']:,}/"
+                     f"{chosen_sweep['total_units']:,} rows · updated {chosen_sweep['updated_at']}"))
 own = job is not None and job.running and job.name == pick   # this session's sweep, named or not
-if chosen_sweep["status"] == "running" and not own and _age_s(chosen_sweep["updated_at"]) < 120:
-    st.warning("This sweep wrote results less than two minutes ago: it may still be running elsewhere "
-               "(the CLI or another browser tab). Resuming it twice wastes work but loses nothing.")
-if c2.button("Resume", key="sw_resume", disabled=busy):
+owner = chosen_sweep["owner"] or "a process this server cannot check"
+if chosen_sweep["status"] == "running" and not own:
+    st.warning(md_escape(f"This sweep is still running ({owner}): in the CLI or another browser tab. "
+                         "Resuming it here as well wastes work but loses nothing."))
+elif chosen_sweep["status"] == "interrupted":
+    st.info(md_escape(f"This sweep was interrupted: the process that ran it ({owner}) is gone. Resume "
+                      f"continues from the {chosen_sweep['done_units']:,} rows stored."))
+if c2.button("Resume", key="sw_resume", disabled=busy or db_path is None):
     cfg = chosen_sweep["config"]
     try:
         resume_ds = dataset_by_name(cfg["dataset"], str(data_dir) if data_dir else "")
