@@ -510,10 +510,10 @@ def format_table(cell_list: Sequence[Cell], metric: str = "f1") -> str:
 def format_report(db: Store | str | Path, sweep: int | str, metric: str = "f1") -> str:
     with _store(db) as store:
         sid = store.sweep_id(sweep)
-        row = store.conn.execute("SELECT name, dataset, n_examples, status FROM sweeps WHERE id = ?",
-                                 (sid,)).fetchone()
+        row = store.conn.execute("SELECT * FROM sweeps WHERE id = ?", (sid,)).fetchone()
         clean = clean_scores(store, sid)
-        lines = [f"sweep {row['name']!r} on {row['dataset']} ({row['n_examples']} examples), {row['status']}"]
+        lines = [f"sweep {row['name']!r} on {row['dataset']} ({row['n_examples']} examples), "
+                 f"{effective_status(row)}"]
         for model, s in clean.items():
             lines.append(f"clean {model}: EM {s['em']:.1f}  F1 {s['f1']:.1f}  (n={s['n']})")
         lines.append("")
