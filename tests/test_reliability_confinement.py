@@ -212,11 +212,13 @@ def test_safe_file_name_refuses(name):
         config.safe_file_name(name)
 
 
-def test_config_doctests():
+@pytest.mark.parametrize("module_name, examples", [("core.config", 8), ("core.store", 2)])
+def test_doctests(module_name, examples):
     import doctest
+    import importlib
 
-    result = doctest.testmod(config, verbose=False)
-    assert result.attempted >= 8 and result.failed == 0
+    result = doctest.testmod(importlib.import_module(module_name), verbose=False)
+    assert result.attempted >= examples and result.failed == 0
 
 
 # ----------------------------------------------------------------------------------- the pages
