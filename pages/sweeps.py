@@ -226,11 +226,21 @@ files += st.multiselect("Other challenge files (runs/, speech trials, folders th
                              "in the folders the server allows (QAX_EXTRA_ROOTS adds one).")
 
 
+def names_a_resource(name: str) -> bool:
+    """A parameter naming a model, file or folder (ReplaceRQ's ``mlm_model``): the server's to set
+    (QAX_MLM_MODEL, the CLI), never typed in the browser, which would load any folder or hub id.
+    Names ending in _model, _path, _file or _dir (tests/test_reliability_confinement.py)."""
+    return name.endswith(("_model", "_path", "_file", "_dir"))
+
+
 def values_widget(pid: str, name: str, default, bounds) -> list:
     """The values a parameter takes in the sweep: a range for integers, a choice of several for
     enumerations, one value otherwise. The sweep runs every combination."""
     key = f"sw_param_{pid}_{name}"
     label = f"{pid} · {name}"
+    if isinstance(default, str) and not bounds and names_a_resource(name):
+        st.caption(md_escape(f"{label}: {default or 'the server’s setting'} (set on the server, not here)"))
+        return [default]
     if isinstance(default, bool):
         return [st.checkbox(label, value=default, key=key)]
     if isinstance(default, int):
@@ -334,12 +344,17 @@ elif chosen_sweep["status"] == "interrupted":
                       f"continues from the {chosen_sweep['done_units']:,} rows stored."))
 if c2.button("Resume", key="sw_resume", disabled=busy or db_path is None):
     cfg = chosen_sweep["config"]
+    resume_specs = [PerturbationSpec.make(pid, json.loads(pj)) for pid, pj, *_ in cfg["specs"]]
+    named = [f"{s.id} {k}={v!r}" for s in resume_specs for k, v in s.params if names_a_resource(k) and v]
+    if named:   # a model or file chosen with the CLI: loading it is the administrator's call
+        st.error(md_escape(f"This sweep names {', '.join(named)}, which only the command line may set: "
+                           f"resume it with python -m core.sweep."))
+        st.stop()
     try:
         resume_ds = dataset_by_name(cfg["dataset"], str(data_dir) if data_dir else "")
     except (SweepError, DatasetError, OSError) as e:
         st.error(md_escape(f"Cannot reload the data set {cfg['dataset']!r} of this sweep: {e}"))
         st.stop()
-    resume_specs = [PerturbationSpec.make(pid, json.loads(pj)) for pid, pj, *_ in cfg["specs"]]
     start_job(SweepConfig(cfg["dataset"], resume_specs, [m for m, _fp in cfg["models"]],
                           repeats=int(cfg["repeats"]), seed=int(cfg["seed"]), sample=cfg["sample"],
                           name=pick), resume_ds)

@@ -324,3 +324,31 @@ def test_sidebar_offers_only_the_configured_data_directory(page_env):
     assert "xquad/xquad.en" in datasets and "xquad/xquad.de" not in datasets
     pick.set_value("").run()
     assert at.selectbox(key="sw_dataset").options == [d for d in datasets if d.startswith("demo.")]
+
+
+def test_model_and_file_parameters_are_not_typed_in_the_browser(page_env):
+    """ReplaceRQ's mlm_model names a model folder or hub id: the page shows the server's setting
+    instead of a text field, and will not resume a stored sweep that names one (the CLI may)."""
+    import threading
+
+    at = sweeps_page()
+    at.multiselect(key="sw_fam_word").set_value(["ReplaceRQ"]).run()
+    assert not at.exception, at.exception
+    assert "sw_param_ReplaceRQ_mlm_model" not in [t.key for t in at.text_input]
+    assert any("ReplaceRQ · mlm_model: the server’s setting (set on the server, not here)"
+               in c.value.replace("\\", "") for c in at.caption)
+
+    db = page_env["dbs"] / "sweeps.sqlite"
+    stop = threading.Event()
+    stop.set()   # stored, then cancelled before the first chunk: nothing is loaded
+    run = run_sweep(SweepConfig("toy", ["ReplaceRQ:mlm_model=/srv/any/folder"], ["echo"], name="cli-made"),
+                    {"echo": Echo()}, db, dataset=TOY, cancel=stop)
+    assert run.status == "cancelled"
+    at = sweeps_page()
+    assert at.selectbox(key="sw_resume_pick").value == "cli-made"
+    at.button(key="sw_resume").click().run()
+    assert not at.exception, at.exception
+    assert any("This sweep names ReplaceRQ mlm_model='/srv/any/folder', which only the command line may set"
+               in e.value.replace("\\", "") for e in at.error)
+    assert "sweep_job" not in at.session_state
+    assert [s["status"] for s in report.list_sweeps(db)] == ["cancelled"]
