@@ -935,10 +935,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise cli.CLIError(f"{flag} must be at least 1, got {value}")
     specs = parse_specs(args.perturbations)
     model_names = [m.strip() for m in args.models.split(",") if m.strip()]
+    from core.perturb import registry as perturbations
     from core.qa.registry import get_entry, load_engine  # lazy: torch and transformers load here
 
+    # Data set, perturbation ids and parameters, model names: all known before the first (slow)
+    # model load, so a typo costs a second, not a model load, and prints nothing else.
+    dataset = load_dataset(args.dataset, args.data_dir)
+    for spec in specs:
+        if not spec.is_file:
+            _registry_spec(spec, args.repeats, perturbations.get)
     for name in model_names:
-        get_entry(name)  # every name known before the first (slow) model load
+        get_entry(name)
+    from core.sqlite_db import sqlite_kind
+
+    if sqlite_kind(args.db) in ("directory", "other"):
+        with Store(args.db):  # refuses a folder or a non-SQLite file untouched: now, not after loading
+            pass
     # Each engine is loaded with these settings (the registry caches per settings) instead of
     # changing the settings of a shared cached engine after the fact.
     engines = {name: load_engine(name, settings) for name in model_names}
@@ -957,7 +969,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             bar.refresh()
 
     try:
-        run = run_sweep(config, engines, args.db, data_dir=args.data_dir, progress=progress,
+        run = run_sweep(config, engines, args.db, dataset=dataset, data_dir=args.data_dir, progress=progress,
                         chunk_size=args.chunk_size)
     except KeyboardInterrupt:
         if bar is not None:

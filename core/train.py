@@ -26,6 +26,7 @@ import math
 import os
 import platform
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -63,11 +64,16 @@ def load_checkpoint(path: Path, device) -> dict:
     try:
         state = torch.load(path, map_location=device, weights_only=True)
     except pickle.UnpicklingError as e:
-        why = next((line.strip() for line in str(e).splitlines() if "Unsupported" in line), "")
-        raise CheckpointError(
-            f"{path} holds more than tensors and plain data, so it was not loaded (it could run code)"
-            f"{': ' + why if why else ''}. Delete it to train from the start, or choose another --output"
-        ) from None
+        # torch's safe unpickler met a reference to a function or class (its own message goes on
+        # to suggest allow-listing it, which is the one thing not to do with a planted file)
+        why = re.search(r"Unsupported global: GLOBAL (\S+)", str(e))
+        if why:
+            raise CheckpointError(
+                f"{path} holds more than tensors and plain data (a reference to {why.group(1)}), so it was "
+                "not loaded: it could run code. Delete it to train from the start, or choose another "
+                "--output") from None
+        raise CheckpointError(f"{path} is not a readable checkpoint ({' '.join(str(e).split())[:200]}); "
+                              "delete it or choose another --output") from None
     except (RuntimeError, EOFError, OSError) as e:
         raise CheckpointError(f"{path} is not a readable checkpoint ({type(e).__name__}: "
                               f"{' '.join(str(e).split())[:200]}); delete it or choose another --output") from None
