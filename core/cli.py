@@ -32,8 +32,8 @@ class CLIError(ValueError):
 
 # The error classes bad input raises. ValueError covers the project's own input errors
 # (DatasetError, SweepError, SettingsError, QAInputError, PerturbationError, ...), JSON and UTF-8
-# errors; LookupError an unknown registry id.
-EXPECTED = (ValueError, OSError, LookupError, sqlite3.Error, pickle.UnpicklingError, RecursionError)
+# errors; KeyError an unknown registry id (an IndexError is a bug: it keeps its traceback).
+EXPECTED = (ValueError, OSError, KeyError, sqlite3.Error, pickle.UnpicklingError, RecursionError)
 # RuntimeError subclasses for a missing model or tool, named so that checking an error never
 # imports their modules (the registry pulls in torch, the speech engines more).
 EXPECTED_ELSEWHERE = frozenset({
@@ -47,7 +47,7 @@ def is_expected(exc: BaseException) -> bool:
     """True for an error that bad input or a missing tool causes (a message is enough), False for
     a bug (its traceback is needed).
 
-    >>> is_expected(ValueError("x")), is_expected(FileNotFoundError()), is_expected(TypeError("x"))
+    >>> is_expected(ValueError("x")), is_expected(FileNotFoundError()), is_expected(IndexError(0))
     (True, True, False)
     """
     return isinstance(exc, EXPECTED) or any(

@@ -14,7 +14,6 @@ the mean per-question F1 difference with a 95% paired-bootstrap interval (core.m
 """
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import sys
