@@ -6,10 +6,10 @@ import math
 
 import streamlit as st
 
-from components import loaders
+from components import loaders, session_memory
 from components.state import current_data_dir
 from components.text import count, md_escape
-from core import safe_json
+from core import memory, safe_json
 from core.datasets import DatasetError, load_squad
 from core.qa import registry
 
@@ -28,6 +28,9 @@ def dataset_picker(key: str, roles=("eval", "challenge")):
                 options.append(info.name)
                 paths[info.name] = str(info.path)
     uploaded = st.session_state["uploaded_datasets"]
+    # Dropped (with the session's uploaded files) once the tab has been closed a while, even
+    # though Streamlit keeps the closed session: see components/session_memory.py.
+    session_memory.watch(uploaded)
     options += [f"upload:{n}" for n in uploaded]
     choice = st.selectbox("Dataset", options, key=f"{key}_dataset",
                           help="The bundled demo set, files found in the data directory, or your uploads.")
@@ -47,10 +50,10 @@ def dataset_picker(key: str, roles=("eval", "challenge")):
 def _upload_box(key: str, uploaded: dict) -> None:
     """The uploader: size limit, parse (nesting limit, schema), then the uploaded bytes freed.
 
-    After each upload is parsed, the uploader gets a new widget key, so Streamlit drops the old
-    widget's file from its in-memory upload store at the end of the rerun: what stays is the
-    parsed Dataset in this session's state only (never a process-wide cache), gone with the
-    session. At most :data:`MAX_UPLOADS` datasets are kept per session, oldest dropped.
+    Once an upload is parsed (or refused), its bytes are removed from Streamlit's upload store
+    and the uploader gets a new widget key (the old one would ask for the removed file): what
+    stays is the parsed Dataset in this session's state only (never a process-wide cache).
+    At most :data:`MAX_UPLOADS` datasets are kept per session, oldest dropped.
     """
     s = st.session_state
     gen_key, msg_key = f"{key}_upload_gen", f"{key}_upload_msg"
@@ -73,11 +76,14 @@ def _upload_box(key: str, uploaded: dict) -> None:
         else:
             uploaded.pop(name, None)
             uploaded[name] = ds
+            memory.release_when_collected(ds)  # the session's end gives its memory back
             while len(uploaded) > MAX_UPLOADS:
                 uploaded.pop(next(iter(uploaded)))
             s[msg_key] = ("success", f"Loaded {count(len(ds), 'question')} from {name}.")
+        session_memory.drop_uploaded_file(up.file_id)  # parsed: Streamlit's copy can go
         del up
-        s[gen_key] = gen + 1  # a new uploader: the old one's bytes are released
+        s[gen_key] = gen + 1  # a new uploader, so the dropped file is never asked for again
+        memory.trim_later(3.0)  # after this rerun has dropped them, with the parse's temporaries
         st.rerun()
     shown = s.pop(msg_key, None)
     if shown:

@@ -344,7 +344,8 @@ def test_disagreements_list_shows_stored_markdown_as_text(beat_env):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["core.identity", "core.safe_json", "core.speech.audio"])
+@pytest.mark.parametrize("module", ["core.identity", "core.safe_json", "core.speech.audio",
+                                    "components.session_memory"])
 def test_doctests(module, monkeypatch):
     monkeypatch.delenv(safe_json.UPLOAD_ENV, raising=False)
     result = doctest.testmod(importlib.import_module(module), verbose=False)

@@ -1,0 +1,74 @@
+"""Giving memory back to the system once a visitor's large upload is gone.
+
+CPython frees a parsed upload once nothing refers to it, but the C allocator (glibc malloc)
+keeps the freed pages for reuse, so the server's resident memory (RSS) stays at its peak.
+``malloc_trim(0)`` returns the free pages at the top of each heap and the free whole pages
+inside it (measured in one process: parse a 19 MB SQuAD file, 31 -> 156 MB; drop it and trim,
+43 MB).
+
+:func:`release_when_collected` ties that to the object's life: when ``obj`` (an uploaded
+Dataset) is garbage-collected, a daemon timer runs :func:`trim` a moment later, outside the
+collector (a finalizer must not run a collection itself).
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import threading
+import weakref
+
+__all__ = ["trim", "trim_later", "release_when_collected", "limit_arenas"]
+
+M_ARENA_MAX = -8  # glibc's mallopt parameter number (malloc.h)
+
+_libc = None
+
+
+def _malloc_trim():
+    global _libc
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim
+            _libc = False
+    return _libc.malloc_trim if _libc else None
+
+
+def limit_arenas(n: int = 2) -> bool:
+    """At most ``n`` malloc arenas from now on (glibc ``mallopt(M_ARENA_MAX, n)``, like the
+    environment variable ``MALLOC_ARENA_MAX``). glibc gives each thread that allocates at once
+    an arena of its own (up to 8 per core); Streamlit runs every session's script in a thread,
+    so a large upload's freed memory ends up scattered over arenas where other threads' live
+    objects pin it. Measured (three 19 MB uploads in a row, each tab closed, RSS over the 369 MB
+    of a fresh server once the upload was dropped): +26, +82, +118 MB as it is; +25, +63, +82 MB
+    with this call (arenas made before it stay); +14, +25, +36 MB with ``MALLOC_ARENA_MAX=2`` in
+    the server's environment, the setting docs/SECURITY.md recommends. True when it took."""
+    if _malloc_trim() is None:
+        return False
+    try:
+        return bool(_libc.mallopt(M_ARENA_MAX, int(n)))
+    except AttributeError:
+        return False
+
+
+def trim() -> bool:
+    """Collect garbage, then hand free heap pages back to the system (glibc only). True when
+    malloc_trim ran and released something."""
+    gc.collect()
+    fn = _malloc_trim()
+    return bool(fn(0)) if fn else False
+
+
+def trim_later(delay: float = 1.0) -> None:
+    """Run :func:`trim` in ``delay`` seconds on a daemon thread (e.g. once a parse's temporary
+    objects and the uploaded bytes are gone)."""
+    t = threading.Timer(delay, trim)
+    t.daemon = True
+    t.start()
+
+
+def release_when_collected(obj: object, delay: float = 1.0) -> None:
+    """Run :func:`trim` ``delay`` seconds after ``obj`` is garbage-collected."""
+    weakref.finalize(obj, trim_later, delay)
