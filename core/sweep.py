@@ -903,17 +903,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.compare and not args.show:
         raise cli.CLIError("--compare goes with --show NAME")
+    if (args.list or args.show) and Path(args.db).is_dir():
+        raise cli.CLIError(f"{args.db} is a folder, not a sweep database")
     if (args.list or args.show) and not Path(args.db).is_file():
         if args.list:
             print(f"no sweep database at {args.db}")
             return 0
         raise cli.CLIError(f"no sweep database at {args.db}: cannot show {args.show!r}")
+    # Reading never writes: an old store is not upgraded, a foreign file is refused untouched.
     if args.list:
-        with Store(args.db) as store:
+        with Store(args.db, readonly=True) as store:
             print(report.format_sweep_list(report.list_sweeps(store)))
         return 0
     if args.show:
-        with Store(args.db) as store:
+        with Store(args.db, readonly=True) as store:
             if args.compare:
                 models = [m.strip() for m in args.compare.split(",")]
                 if len(models) != 2:

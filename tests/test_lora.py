@@ -154,12 +154,12 @@ def test_lora_resume_is_exact(lora_env, lora_run, tmp_path, monkeypatch):
         m.setattr(os, "replace", replace_then_die)
         with pytest.raises(Killed):
             _train(lora_env, out, monkeypatch, *LORA)
-    assert torch.load(out / "checkpoint.pt", weights_only=False)["step"] == 3
+    assert torch.load(out / "checkpoint.pt", weights_only=True)["step"] == 3
     log = _train(lora_env, out, monkeypatch, *LORA)
     ref_out, ref_log = lora_run
     assert log["losses"] == ref_log["losses"]
-    a = torch.load(out / "checkpoint.pt", weights_only=False)["model"]
-    b = torch.load(ref_out / "checkpoint.pt", weights_only=False)["model"]
+    a = torch.load(out / "checkpoint.pt", weights_only=True)["model"]
+    b = torch.load(ref_out / "checkpoint.pt", weights_only=True)["model"]
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     # a LoRA checkpoint holds only what trains
     assert all("lora_" in k or "modules_to_save" in k for k in a)

@@ -304,3 +304,17 @@ def test_natural_mt_bad_input_writes_nothing(env, tmp_path):
     proc = run(env, "core.natural_mt", "--lang", "es", "--output", d / "a-file" / "o.json")
     assert_refused(proc, "core.natural_mt", "--output", "a-file is a file, not a folder")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_sweep_list_of_a_folder_is_refused(env, tmp_path):
+    proc = run(env, "core.sweep", "--list", "--db", tmp_path)
+    assert_refused(proc, "core.sweep", "is a folder, not a sweep database")
+
+
+def test_sweep_list_and_show_never_write_to_the_store(env, sweep_db):
+    """Reading is read-only: listing and showing leave the database byte for byte."""
+    before = digest(sweep_db)
+    for args in (["--list"], ["--show", "toy"]):
+        proc = run(env, "core.sweep", *args, "--db", sweep_db)
+        assert proc.returncode == 0, proc.stderr
+        assert digest(sweep_db) == before
