@@ -8,6 +8,7 @@ every CSV goes through core.csv_export. Who is who: the typed name plus a per-br
 """
 from __future__ import annotations
 
+import html
 import json
 import random
 import time
@@ -303,6 +304,17 @@ def source_statistics(dataset) -> beat.SetStatistics:
     return kept[1]
 
 
+def plot_frame(rows: list[dict]) -> pd.DataFrame:
+    """Rows for a Plotly chart: set and model names (an upload's file name, models.toml names)
+    HTML-escaped, since Plotly reads legend and tick text as its own small HTML (links too).
+    The CSV keeps the names as they are."""
+    df = pd.DataFrame(rows)
+    for col in ("set", "model"):
+        if col in df:
+            df[col] = df[col].map(lambda v: html.escape(str(v)))
+    return df
+
+
 def chart_with_csv(fig, rows: list[dict], name: str) -> None:
     st.plotly_chart(fig, key=f"beat_fig_{name}")
     st.download_button(f"{name} as CSV", csv_bytes(rows),
@@ -338,19 +350,19 @@ with tab_stats:
                        "beat_the_ai_summary.csv", "text/csv", key="beat_csv_summary")
 
     wh = beat.wh_rows(sets)
-    fig = px.bar(pd.DataFrame(wh), x="wh", y="share", color="set", barmode="group",
+    fig = px.bar(plot_frame(wh), x="wh", y="share", color="set", barmode="group",
                  title="Wh-word distribution (Figure 3)", labels={"share": "share of questions"})
     chart_with_csv(fig, wh, "wh_words")
     for attr, title in (("longest_ngram", "Longest common n-gram with the passage"),
                         ("question_tokens", "Question length (words)"),
                         ("answer_tokens", "Answer length (words)")):
         rows = beat.distribution_rows(sets, attr)
-        fig = px.bar(pd.DataFrame(rows), x=attr, y="share", color="set", barmode="group",
+        fig = px.bar(plot_frame(rows), x=attr, y="share", color="set", barmode="group",
                      title=title, labels={"share": "share of questions"})
         chart_with_csv(fig, rows, attr)
     fool = beat.fooling_rates(everything)
     if fool:
-        fig = px.bar(pd.DataFrame(fool), x="model", y="fooling_rate", range_y=[0, 1],
+        fig = px.bar(plot_frame(fool), x="model", y="fooling_rate", range_y=[0, 1],
                      title="Model-fooling rate per model (all attempts)",
                      hover_data=["attempts", "fooled"])
         chart_with_csv(fig, fool, "fooling_rate")

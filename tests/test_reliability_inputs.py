@@ -128,13 +128,17 @@ def test_malformed_upload_limit_setting_is_named(beat_env, monkeypatch):
 def test_upload_title_and_ids_are_shown_escaped_and_stats_stay_in_the_session(beat_env):
     at = _page()
     doc = squad(title=f"Title {MD_IMAGE} {MD_LINK}", qid="q`1", question="Where does Alice live?")
-    at.file_uploader(key="beat_upload_0").set_value(("t.json", json.dumps(doc).encode(),
+    name = '<a href="http://127.0.0.1:9/x">t</a>.json'  # a file name is visitor text too
+    at.file_uploader(key="beat_upload_0").set_value((name, json.dumps(doc).encode(),
                                                      "application/json")).run()
-    assert [shown(s.value) for s in at.success] == ["Loaded 1 question from t.json."]
-    at.selectbox(key="beat_dataset").set_value("upload:t.json").run()
+    assert [shown(s.value) for s in at.success] == [f"Loaded 1 question from {name}."]
+    at.selectbox(key="beat_dataset").set_value(f"upload:{name}").run()
     assert not at.exception
     assert any("Title \\!\\[x\\]" in c.value for c in at.caption)
     assert unescaped_markdown(at) == []
+    specs = [c.proto.spec for c in at.get("plotly_chart")]
+    assert specs and not any("<a href" in spec for spec in specs)  # Plotly renders its own HTML
+    assert any("&lt;a href" in spec for spec in specs)
     assert "beat_source_stats" in at.session_state  # per session, not a process-wide cache
 
 
