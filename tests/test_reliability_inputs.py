@@ -220,6 +220,23 @@ def test_bad_audio_is_refused_with_a_reason_and_not_stored(tmp_path, espeak_wav,
     assert trial.recordings() == [] and not list((tmp_path / "t").rglob("*.wav"))
 
 
+@pytest.mark.parametrize("payload, message", [
+    (_random_bytes_wav(0.0625), "is too short: 0.06 s"),
+    (to_wav_bytes(RNG.normal(0, 0.1, 48000), 16000), "sounds like noise, not speech"),
+], ids=["random bytes", "white noise"])
+def test_the_ask_page_says_why_a_recording_is_refused(beat_env, payload, message):
+    at = AppTest.from_file("../app.py", default_timeout=180).run()
+    at.radio(key="ask_source").set_value("Paste a context").run()
+    at.text_area(key="ask_context").input("paris is the capital of france .").run()
+    at.text_area(key="ask_question").input("what is the capital ?").run()
+    at.audio_input(key="ask_audio").set_value(("q.wav", payload, "audio/wav")).run()
+    assert not at.exception
+    errors = [shown(e.value) for e in at.error]
+    assert any(e.startswith("The recording cannot be used: the recording ") and message in e
+               for e in errors), errors
+    assert at.text_area(key="ask_question").value == "what is the capital ?"  # untouched
+
+
 def test_real_speech_still_passes(espeak_wav):
     audio = recorder.from_audio_input(espeak_wav)
     assert audio.seconds == pytest.approx(1.834, abs=0.01)
