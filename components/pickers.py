@@ -1,7 +1,6 @@
 """Pickers shared by the pages: a dataset (bundled demo, data directory, or upload) and models."""
 from __future__ import annotations
 
-import html
 import math
 
 import streamlit as st
@@ -43,7 +42,7 @@ def dataset_picker(key: str, roles=("eval", "challenge")):
             return uploaded[choice[len("upload:"):]]
         return loaders.dataset(paths[choice])
     except (DatasetError, OSError) as e:
-        st.error(f"Could not read {choice}: {e}")
+        st.error(md_escape(f"Could not read {choice}: {e}"))
         return None
 
 
@@ -94,12 +93,12 @@ def model_picker(key: str, default_all: bool = True) -> list[str]:
     """Multiselect of installed models; explains plainly when none is installed."""
     installed, entries, err = loaders.model_entries()
     if err:
-        st.error(err)
+        st.error(md_escape(err))
         return []
     if not installed:
         st.warning(
             "**No QA model is installed.** The registry (models.toml) lists "
-            + ", ".join(html.escape(m.name) for m in entries)
+            + ", ".join(md_escape(m.name) for m in entries)
             + " but none of their folders is present. Train one with `python -m core.train` "
             "(see README) or add a local folder to models.toml."
         )

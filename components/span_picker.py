@@ -17,6 +17,7 @@ import hashlib
 
 import streamlit as st
 
+from components.text import md_escape
 from core.beat import find_occurrences, span_tokens
 
 MODES = ("Answer text", "Word range", "Character offsets")
@@ -44,7 +45,7 @@ def span_picker(key: str, context: str) -> tuple[int, int] | None:
             return None
         found = find_occurrences(context, text)
         if not found:
-            st.error(f"“{text.strip()}” does not occur in the passage. The answer must be a "
+            st.error(f"“{md_escape(text.strip())}” does not occur in the passage. The answer must be a "
                      "span of the passage text.")
             return None
         if len(found) == 1:

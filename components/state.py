@@ -14,6 +14,7 @@ import os
 
 import streamlit as st
 
+from components.text import md_escape
 from core import config
 
 DEFAULTS = {
@@ -65,7 +66,7 @@ def sidebar_settings() -> None:
     with st.sidebar:
         st.markdown("### Settings")
         if err := st.session_state.pop("data_dir_error", None):
-            st.error(err)
+            st.error(md_escape(err))
         choices = data_dir_choices()
         if st.session_state["data_dir"] not in choices:
             st.session_state["data_dir"] = choices[0]

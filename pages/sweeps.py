@@ -214,7 +214,7 @@ files = st.multiselect("Challenge files paired with this data set by question id
                        "noise, compared with the clean questions like a perturbation)",
                        challenges.get(dataset_name, []), key="sw_files")
 if not challenges.get(dataset_name):
-    st.caption(f"No challenge file in the data directory is paired with {dataset_name} "
+    st.caption(f"No challenge file in the data directory is paired with {md_escape(dataset_name)} "
                "(NoiseQA's files pair with xquad/xquad.en).")
 other_roots = tuple(str(r) for r in config.read_roots(data_dir)[1:])   # the data directory's are above
 others = [f for f in other_challenge_files(other_roots) if f not in files]
