@@ -21,7 +21,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from core import cli
+from core import cli, safe_json
 from core.datasets import Dataset
 from core.metrics import chinese_scores, is_chinese_lang, score_answer, squad_scores
 from core.metrics.paired import paired_difference
@@ -146,13 +146,7 @@ def read_card(model_dir: Path) -> dict:
     card_path = model_dir / "model_card.json"
     if not card_path.is_file():
         return {}
-    try:
-        card = json.loads(card_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"model card {card_path} is not valid JSON: {e}") from None
-    if not isinstance(card, dict):
-        raise ValueError(f"model card {card_path} should hold a JSON object, got {type(card).__name__}")
-    return card
+    return safe_json.read_object(card_path)
 
 
 def render_card_markdown(card: dict) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["MAX_DEPTH", "DEFAULT_MAX_UPLOAD_MB", "UPLOAD_ENV", "JSONLimitError",
-           "nesting_depth", "check_depth", "loads", "max_upload_bytes", "check_upload_size"]
+           "nesting_depth", "check_depth", "loads", "read_object", "max_upload_bytes", "check_upload_size"]
 
 MAX_DEPTH = 64
 DEFAULT_MAX_UPLOAD_MB = 20
@@ -94,6 +94,30 @@ def loads(text: str | bytes, limit: int = MAX_DEPTH, where: str = "the JSON") ->
     """
     check_depth(text, limit, where)
     return json.loads(text)
+
+
+def read_object(path: str | os.PathLike, error: type[Exception] = ValueError) -> dict:
+    """The JSON object in the file ``path`` (UTF-8, nesting limited); ``error`` (a ValueError by
+    default) says plainly when the file is not UTF-8, not JSON, or holds something else.
+
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "card.json"
+    >>> _ = f.write_text("[1, 2]")
+    >>> try:
+    ...     read_object(f)
+    ... except ValueError as e:
+    ...     print(str(e).replace(str(f), "card.json"))
+    card.json should hold a JSON object, got list
+    """
+    try:
+        value = loads(open(path, encoding="utf-8").read(), where=str(path))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise error(f"{path} is not valid JSON: {e}") from None
+    except JSONLimitError as e:
+        raise error(str(e)) from None
+    if not isinstance(value, dict):
+        raise error(f"{path} should hold a JSON object, got {type(value).__name__}")
+    return value
 
 
 def max_upload_bytes() -> int:

@@ -22,7 +22,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from core import cli
+from core import cli, safe_json
 from core.config import repo_root
 from core.evaluate import render_card_markdown
 from core.train import train_command
@@ -121,12 +121,7 @@ def read_train_log(run_dir: Path) -> dict:
     path = run_dir / "train_log.json"
     if not path.is_file():
         raise ShipError(f"{path} not found: --run names a core.train output folder")
-    try:
-        log = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ShipError(f"{path} is not valid JSON: {e}") from None
-    if not isinstance(log, dict):
-        raise ShipError(f"{path} should hold a JSON object, got {type(log).__name__}")
+    log = safe_json.read_object(path, ShipError)
     missing = [k for k in LOG_KEYS if k not in log]
     missing += [f"args.{k}" for k in ARG_KEYS if not isinstance(log.get("args"), dict) or k not in log["args"]]
     if log.get("lora"):
