@@ -197,5 +197,5 @@ def test_edit_segments_and_marked_text_windows():
 def test_edits_html_escapes_every_piece():
     out = edits_html("<script>x</script> ok", [Edit(8, 9, "<img src=y>", "replace")])
     assert "<script>" not in out and "<img" not in out
-    assert "&lt;script&gt;" in out and "&lt;img␣src=y&gt;" in out
+    assert "&#60;script&#62;" in out and "&#60;img␣src&#61;y&#62;" in out
     assert '<del style="' in out and ">x</del>" in out
