@@ -9,15 +9,27 @@ from core.qa.engine import EngineSettings
 
 
 @st.cache_resource(show_spinner="Loading model…")
-def engine(name: str, threads: int = 0, max_answer_tokens: int = 30):
+def engine(name: str, threads: int = 0, max_answer_tokens: int = 30, source: str = ""):
+    """The engine of registered model ``name``. ``source`` (the registry file and where it loads
+    the model from) is part of the cache key only: after models.toml names another folder for
+    ``name``, the new model loads instead of the cached old one answering under its name."""
     return registry.load_engine(
         name, EngineSettings(threads=threads or None, max_answer_tokens=max_answer_tokens)
     )
 
 
+def _source(name: str) -> str:
+    try:
+        entries = registry.load_registry()
+    except registry.ModelLoadError:
+        return ""
+    found = [m for m in entries if m.name == name]
+    return f"{registry.registry_path()}::{found[0].source}" if found else ""
+
+
 def engine_for_state(name: str):
     s = st.session_state
-    return engine(name, int(s.get("threads", 0)), int(s.get("max_answer_tokens", 30)))
+    return engine(name, int(s.get("threads", 0)), int(s.get("max_answer_tokens", 30)), _source(name))
 
 
 @st.cache_data(show_spinner="Reading dataset…")

@@ -303,7 +303,9 @@ def _weights_hash(engine: Any):
         h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
     tokenizer = getattr(engine, "tokenizer", None)
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    h.update((backend.to_str() if backend is not None else repr(tokenizer)).encode())
+    # as loaded (QAEngine.tokenizer_json), not as the last call left its truncation state
+    loaded = getattr(engine, "tokenizer_json", None)
+    h.update((loaded or (backend.to_str() if backend is not None else repr(tokenizer))).encode())
     return h
 
 

@@ -246,3 +246,18 @@ def test_json_errors_are_expected_errors():
         json.loads("{")
     except ValueError as e:
         assert is_expected(e) and "Expecting property name" in one_line(e)
+
+
+def test_fingerprint_does_not_depend_on_what_the_engine_answered_before(tiny_registry, monkeypatch):
+    """A fast tokenizer rewrites its truncation state when called: the fingerprint hashes the
+    tokenizer as loaded, so an engine that already answered (the app's, shared by the pages)
+    and a fresh one (the CLI's) key the same sweep and the same cached predictions."""
+    from core.qa import registry
+    from core.sweep import engine_fingerprint
+
+    monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
+    used = registry.load_engine("tiny-a")
+    before = used.tokenizer.backend_tokenizer.to_str()
+    used.answer("When was it first lit?", "The lamp was first lit in 1871 by the keeper. " * 40)
+    assert used.tokenizer.backend_tokenizer.to_str() != before  # the state the old hash read
+    assert engine_fingerprint(used) == engine_fingerprint(registry.load_engine("tiny-a"))

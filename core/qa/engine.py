@@ -132,6 +132,12 @@ class QAEngine:
     def __init__(self, model, tokenizer, settings: EngineSettings | None = None, device: str | None = None):
         self.model = model
         self.tokenizer = tokenizer
+        # The tokenizer as loaded, for fingerprints (core.sweep.engine_fingerprint): calling a fast
+        # tokenizer with truncation rewrites its truncation state in place (minilm-squad's loads
+        # as 256/96 and reads 384/128 after one answer), so a hash of its JSON taken later would
+        # depend on what the engine did before, and the app's sweeps would not match the CLI's.
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        self.tokenizer_json = backend.to_str() if backend is not None else None
         self.settings = settings or EngineSettings()
         self.position_limit = getattr(model.config, "max_position_embeddings", 512)
         # MPNet/RoBERTa reserve two positions for the padding offset.
