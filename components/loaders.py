@@ -9,12 +9,13 @@ from core.qa.engine import EngineSettings
 
 
 @st.cache_resource(show_spinner="Loading model…")
-def engine(name: str, threads: int = 0, max_answer_tokens: int = 30, source: str = ""):
+def engine(name: str, threads: int = 0, max_answer_tokens: int = 30, source: str = "", backend: str = "torch"):
     """The engine of registered model ``name``. ``source`` (the registry file and where it loads
     the model from) is part of the cache key only: after models.toml names another folder for
-    ``name``, the new model loads instead of the cached old one answering under its name."""
+    ``name``, the new model loads instead of the cached old one answering under its name.
+    ``backend`` is part of the key too: a torch engine never answers for an ONNX one."""
     return registry.load_engine(
-        name, EngineSettings(threads=threads or None, max_answer_tokens=max_answer_tokens)
+        name, EngineSettings(threads=threads or None, max_answer_tokens=max_answer_tokens, backend=backend)
     )
 
 
@@ -29,7 +30,21 @@ def _source(name: str) -> str:
 
 def engine_for_state(name: str):
     s = st.session_state
-    return engine(name, int(s.get("threads", 0)), int(s.get("max_answer_tokens", 30)), _source(name))
+    return engine(name, int(s.get("threads", 0)), int(s.get("max_answer_tokens", 30)), _source(name),
+                  s.get("backend", "torch"))
+
+
+def backend_note(eng) -> str:
+    """Which backend answered, for a caption under the answers, with the reason when the one
+    chosen in the sidebar could not run here (plain text: pass it through md_escape).
+
+    >>> class E: backend_name, backend_message = "onnx-int8", None
+    >>> backend_note(E())
+    'answered with onnx-int8'
+    """
+    note = f"answered with {getattr(eng, 'backend_name', 'torch')}"
+    message = getattr(eng, "backend_message", None)
+    return f"{note} ({message})" if message else note
 
 
 @st.cache_data(show_spinner="Reading dataset…")

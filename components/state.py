@@ -22,6 +22,7 @@ DEFAULTS = {
     "selected_models": None,  # None = "all installed models" until the user chooses
     "threads": 0,
     "max_answer_tokens": 30,
+    "backend": "torch",  # core.qa.onnx_backend.BACKENDS
     "uploaded_datasets": {},  # name -> Dataset parsed from uploads (kept across pages)
 }
 
@@ -82,4 +83,15 @@ def sidebar_settings() -> None:
             )
             st.session_state["max_answer_tokens"] = st.number_input(
                 "Max answer length (tokens)", 1, 200, st.session_state["max_answer_tokens"]
+            )
+            from core.qa.onnx_backend import BACKENDS
+
+            if st.session_state.get("backend") not in BACKENDS:
+                st.session_state["backend"] = DEFAULTS["backend"]
+            st.session_state["backend"] = st.selectbox(
+                "Backend", BACKENDS, index=BACKENDS.index(st.session_state["backend"]), key="backend_pick",
+                help="How the models run: torch (eager PyTorch), onnx (ONNX Runtime, same answers, faster "
+                     "on CPU) or onnx-int8 (int8 weights: fastest, answers may differ slightly). The "
+                     "first use of an ONNX backend exports the model once into the cache. A backend "
+                     "that cannot run here falls back to torch.",
             )

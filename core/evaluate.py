@@ -104,6 +104,7 @@ def evaluate(engine: QAEngine, ds: Dataset, progress=None, per_question: bool = 
         "questions_per_second": round(len(examples) / secs, 2),
         "ms_per_question": round(1000 * secs / len(examples), 2),
         "threads": engine.settings.threads,
+        "backend": getattr(engine, "backend_name", "torch"),  # the one that answered
         "device": str(engine.device),
         "hardware": f"{platform.machine()}, {__import__('os').cpu_count()} cores",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
@@ -200,6 +201,8 @@ def main(argv=None) -> int:
                     help="files, demo.<lang>, or names under the data dir (xquad/xquad.en)")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (default 0: torch's choice)")
     ap.add_argument("--batch-size", type=int, default=None, help="windows per forward pass (default: 8 on CPU, 32 on GPU)")
+    ap.add_argument("--backend", default="torch", help="forward pass: torch, onnx (ONNX Runtime fp32) or onnx-int8 "
+                                                       "(default torch)")
     ap.add_argument("--card", action="store_true", help="write results into the model card")
     ap.add_argument("--json", help="also write all results to this JSON file")
     ap.add_argument("--paired", action="store_true",
@@ -209,7 +212,7 @@ def main(argv=None) -> int:
     if args.paired and len(args.model) != 2:
         ap.error("--paired compares exactly two models (--model A B)")
 
-    settings = cli.engine_settings(threads=args.threads or None, batch_size=args.batch_size)
+    settings = cli.engine_settings(threads=args.threads or None, batch_size=args.batch_size, backend=args.backend)
     if args.json:
         cli.writable_file(args.json, "--json")
     entries = {name: registry.get_entry(name) for name in args.model}

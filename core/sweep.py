@@ -260,7 +260,8 @@ def engine_fingerprint(engine: Any) -> str:
     An engine with a ``fingerprint`` str attribute supplies its own. A ``QAEngine`` is hashed
     from its weights (every tensor of the state dict, in name order), its tokenizer (the fast
     tokenizer's JSON) and the settings that change answers (max_length, stride,
-    max_answer_tokens, top_k: every field of EngineSettings but two). ``batch_size`` and
+    max_answer_tokens, top_k, and the backend when it is not torch: every field of EngineSettings
+    but two). ``batch_size`` and
     ``threads`` only change speed: minilm-squad on 300 XQuAD-en questions gives the same 300 spans
     at batch sizes 1, 8 and 32 (scores within 2e-6), so sweeps run at any batch size share their
     cache. ``n_best`` is not a setting: the sweep always keeps the best span. Invalid settings
@@ -285,6 +286,12 @@ def engine_fingerprint(engine: Any) -> str:
         shape = getattr(engine, "_window_shape", None)
         max_length, stride = shape() if callable(shape) else (s.max_length, s.stride)
         h.update(f"{max_length}:{stride}:{s.max_answer_tokens}:{s.top_k}".encode())
+        # The backend that answers (an ONNX one that fell back is torch), hashed only when not
+        # torch: every fingerprint from before backends existed, and their stored sweeps, stay.
+        resolve = getattr(engine, "resolve_backend", None)
+        backend = resolve() if callable(resolve) else getattr(s, "backend", "torch")
+        if backend != "torch":
+            h.update(f":backend={backend}".encode())
     return h.hexdigest()[:20]
 
 
@@ -879,6 +886,8 @@ def _build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--chunk-size", type=int, default=256, help="units per committed chunk (default 256)")
     ap.add_argument("--batch-size", type=int, default=None, help="engine batch size")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads for the engines (0: torch's choice)")
+    ap.add_argument("--backend", default="torch", help="forward pass: torch, onnx (ONNX Runtime fp32) or onnx-int8 "
+                                                       "(default torch); part of the prediction cache key")
     ap.add_argument("--metric", choices=("f1", "em"), default="f1", help="metric of the printed table")
     ap.add_argument("--list", action="store_true", help="list the sweeps stored in --db and exit")
     ap.add_argument("--show", metavar="NAME", help="print the table of a stored sweep and exit")
@@ -934,7 +943,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise cli.CLIError(f"{', '.join(missing)} required (or use --list / --show)")
     # Settings first: a bad one must stop the run before a model loads or the database opens, so
     # it can never leave empty predictions in the shared prediction cache.
-    settings = cli.engine_settings(batch_size=args.batch_size, threads=args.threads or None)
+    settings = cli.engine_settings(batch_size=args.batch_size, threads=args.threads or None, backend=args.backend)
     for flag, value in (("--repeats", args.repeats), ("--chunk-size", args.chunk_size), ("--sample", args.sample)):
         if value is not None and value < 1:
             raise cli.CLIError(f"{flag} must be at least 1, got {value}")

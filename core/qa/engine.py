@@ -7,6 +7,7 @@ small machine the app and a sweep share the cores.
 """
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,9 +17,11 @@ import torch
 
 from core.qa.decode import best_spans, has_word, window_candidates
 from core.qa.features import build_windows
+from core.qa.onnx_backend import BackendUnavailable, check_backend, make_forward
 from core.types import Prediction
 
 ProgressFn = Callable[[int, int], None]
+log = logging.getLogger(__name__)
 
 
 class QAInputError(ValueError):
@@ -97,11 +100,20 @@ class EngineSettings:
     batch_size: int | None = None
     top_k: int = 20
     threads: int | None = None
+    # How the forward pass runs (core.qa.onnx_backend): "torch", "onnx" (ONNX Runtime fp32) or
+    # "onnx-int8" (int8 weights). An ONNX backend that cannot run here falls back to torch, and
+    # the engine's ``backend_name`` says which one answered.
+    backend: str = "torch"
 
     def __setattr__(self, name: str, value) -> None:
         if name in _LIMITS:
             minimum, optional = _LIMITS[name]
             value = check_count(name, value, minimum, optional)
+        elif name == "backend":
+            try:
+                value = check_backend(value)
+            except ValueError as e:
+                raise SettingsError("backend", str(e)) from None
         super().__setattr__(name, value)
 
 
@@ -151,6 +163,32 @@ class QAEngine:
             self.settings.batch_size = self.default_batch_size()
         self.model.to(self.device)
         self.model.eval()
+        # The forward strategy, made for (backend, threads) and remade when either setting changes.
+        self._forward_impl = None
+        self._forward_key: tuple | None = None
+        self.backend_name = "torch"  # the backend that actually answers
+        self.backend_message: str | None = None  # why a requested backend fell back to torch
+        self.resolve_backend()
+
+    def resolve_backend(self) -> str:
+        """The name of the backend that will answer with the current settings, making (and for
+        ONNX, exporting once into the cache) its forward pass if the settings changed. A backend
+        that cannot run here logs a warning and torch answers: never a crash."""
+        s = self.settings
+        key = (s.backend, s.threads)
+        if key == self._forward_key:
+            return self.backend_name
+        try:
+            impl = make_forward(s.backend, self.model, self.tokenizer, self.device, s.threads)
+            message = None
+        except BackendUnavailable as e:
+            message = f"backend {s.backend!r} unavailable, answering with torch: {e}"
+            log.warning(message)
+            impl = make_forward("torch", self.model, self.tokenizer, self.device, s.threads)
+        self._forward_impl, self._forward_key = impl, key
+        self.backend_name = impl.name
+        self.backend_message = message
+        return self.backend_name
 
     def default_batch_size(self) -> int:
         return 8 if self.device.type == "cpu" else 32
@@ -200,6 +238,7 @@ class QAEngine:
         order = sorted(range(len(windows)), key=lambda k: len(windows[k].input_ids))
         candidates: list[list] = [[] for _ in valid]
         done = 0
+        self.resolve_backend()
         old_threads = torch.get_num_threads()
         if s.threads:
             torch.set_num_threads(s.threads)
@@ -232,11 +271,7 @@ class QAEngine:
         return p, time.perf_counter() - t0
 
     def _forward(self, batch) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) logits of a batch as float32 numpy, from whichever backend answers."""
         features = [{"input_ids": w.input_ids, **w.extra} for w in batch]
-        enc = self.tokenizer.pad(features, padding=True, return_tensors="pt")
-        enc = {k: v.to(self.device) for k, v in enc.items()}
-        out = self.model(**enc)
-        return (
-            out.start_logits.float().cpu().numpy(),
-            out.end_logits.float().cpu().numpy(),
-        )
+        enc = self.tokenizer.pad(features, padding=True, return_tensors="np")
+        return self._forward_impl(dict(enc))

@@ -1,0 +1,203 @@
+"""Forward passes for the QA engine: eager PyTorch, or ONNX Runtime (fp32, or int8 weights).
+
+Only the forward pass differs between backends: windows, batching and the span decoding
+(core.qa.decode) are the engine's and are shared, so a backend can change speed and logits but
+never how an answer is read off them.
+
+The ONNX model is exported once per set of weights, lazily, into
+``<cache>/onnx/<weights digest>/`` (``model.onnx``, and ``model-int8.onnx`` made from it by
+onnxruntime's dynamic quantisation), under a file lock so two processes (the app and a sweep)
+starting together do not write the same files; later loads only open the files. A LoRA model is
+exported as the registry hands it over: already merged into a plain model.
+
+Why ONNX Runtime at all: on this 2-core machine it answers 1.4-1.6x faster than eager torch in
+fp32 and about 3x faster with int8 weights, and it degrades far less when another process uses
+the cores (issue 27's measurements).
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+# Part of the export folder's name: a change in how we export must not reuse old files.
+EXPORT_VERSION = 1
+OPSET = 17
+
+
+class BackendUnavailable(RuntimeError):
+    """A backend that cannot run here (onnxruntime missing, export or session failed); the engine
+    answers with torch instead and keeps this message."""
+
+
+def check_backend(value) -> str:
+    """``value`` when it names a backend, else ValueError naming the choices.
+
+    >>> check_backend("onnx-int8")
+    'onnx-int8'
+    >>> check_backend("tensorrt")
+    Traceback (most recent call last):
+    ...
+    ValueError: must be one of torch, onnx, onnx-int8, got 'tensorrt'
+    """
+    if not isinstance(value, str) or value not in BACKENDS:
+        raise ValueError(f"must be one of {', '.join(BACKENDS)}, got {value!r}")
+    return value
+
+
+class TorchForward:
+    """The model's own forward pass (CPU or GPU) under inference mode."""
+
+    name = "torch"
+
+    def __init__(self, model, device):
+        self.model, self.device = model, device
+
+    def __call__(self, enc: dict) -> tuple[np.ndarray, np.ndarray]:
+        import torch
+
+        with torch.inference_mode():
+            out = self.model(**{k: torch.as_tensor(v).to(self.device) for k, v in enc.items()})
+        return out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()
+
+
+class OnnxForward:
+    """An onnxruntime InferenceSession over an exported model; takes the same numpy batch."""
+
+    def __init__(self, path: Path, name: str, threads: int | None):
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        # ``threads`` as the torch engine applies it; 0 is ORT's own choice (one per core).
+        opts.intra_op_num_threads = threads or 0
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        self.name, self.path, self.threads = name, path, threads
+
+    def __call__(self, enc: dict) -> tuple[np.ndarray, np.ndarray]:
+        feed = {k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in self.inputs}
+        start, end = self.session.run(["start_logits", "end_logits"], feed)
+        return start.astype(np.float32, copy=False), end.astype(np.float32, copy=False)
+
+
+def weights_digest(model) -> str:
+    """sha256 over every tensor of the model's state dict (name, dtype, shape, bytes), with the
+    model type: the export folder's key. The same digest means the same ONNX file would result."""
+    import torch
+
+    h = hashlib.sha256(f"v{EXPORT_VERSION}:opset{OPSET}:{getattr(model.config, 'model_type', '')}".encode())
+    for name, tensor in sorted(model.state_dict().items()):
+        t = tensor.detach().to("cpu").contiguous()
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()[:24]
+
+
+def export_dir(model) -> Path:
+    from core.config import cache_dir
+
+    return cache_dir() / "onnx" / weights_digest(model)
+
+
+def _export(model, input_names: list[str], target: Path) -> None:
+    """torch -> ONNX fp32 at ``target`` (written beside it, then renamed: a crash never leaves a
+    half file under the final name). Batch and sequence axes are dynamic: the engine pads each
+    batch only to its own longest window."""
+    import copy
+
+    import torch
+
+    # A CPU fp32 copy: the engine's model may sit on a GPU or hold fp16 weights.
+    m = copy.deepcopy(model).to("cpu").float().eval()
+    seq = 16
+    dummy = tuple(torch.ones((2, seq), dtype=torch.long) for _ in input_names)
+    axes = {n: {0: "batch", 1: "sequence"} for n in input_names}
+    axes.update({"start_logits": {0: "batch", 1: "sequence"}, "end_logits": {0: "batch", 1: "sequence"}})
+
+    class _Logits(torch.nn.Module):
+        # the exporter wants plain tensors out, not a ModelOutput
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *args):
+            out = self.inner(**dict(zip(input_names, args)))
+            return out.start_logits, out.end_logits
+
+    tmp = target.with_suffix(".partial")
+    import warnings
+
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notes
+        torch.onnx.export(_Logits(m), dummy, str(tmp), input_names=input_names,
+                          output_names=["start_logits", "end_logits"], dynamic_axes=axes,
+                          opset_version=OPSET, dynamo=False)
+    tmp.rename(target)
+
+
+def _quantize(fp32: Path, target: Path) -> None:
+    """Dynamic int8 quantisation (weights int8, activations quantised per batch at run time)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    tmp = target.with_name(target.stem + ".partial.onnx")
+    # quantize_dynamic logs a root-logger warning suggesting pre-processing on every call; it
+    # would print on every first load of a model, and says nothing about our models.
+    logging.disable(logging.WARNING)
+    try:
+        quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8)
+    finally:
+        logging.disable(logging.NOTSET)
+    tmp.rename(target)
+
+
+def ensure_export(model, input_names: list[str], backend: str, folder: Path | None = None) -> Path:
+    """The ONNX file for ``backend`` ('onnx' or 'onnx-int8'), exported on the first call for these
+    weights and only opened afterwards. One process exports, any other waits on the lock."""
+    folder = folder or export_dir(model)
+    fp32, int8 = folder / "model.onnx", folder / "model-int8.onnx"
+    want = int8 if backend == "onnx-int8" else fp32
+    if want.is_file():
+        return want
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "export.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not fp32.is_file():
+            log.info("exporting the model to ONNX at %s (once for these weights)", fp32)
+            _export(model, input_names, fp32)
+        if backend == "onnx-int8" and not int8.is_file():
+            _quantize(fp32, int8)
+    return want
+
+
+def model_input_names(tokenizer, model) -> list[str]:
+    """The inputs the model takes, in the tokenizer's order: MPNet has no token_type_ids."""
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    names = [n for n in getattr(tokenizer, "model_input_names", ["input_ids", "attention_mask"]) if n in params]
+    return names if "input_ids" in names else ["input_ids", *names]
+
+
+def make_forward(backend: str, model, tokenizer, device, threads: int | None):
+    """The forward strategy for ``backend``; raises BackendUnavailable (with the reason) when an
+    ONNX backend cannot run here. torch is always available."""
+    check_backend(backend)
+    if backend == "torch":
+        return TorchForward(model, device)
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError as e:
+        raise BackendUnavailable(f"onnxruntime is not installed ({e}): pip install onnxruntime==1.31.1") from e
+    try:
+        path = ensure_export(model, model_input_names(tokenizer, model), backend)
+        return OnnxForward(path, backend, threads)
+    except Exception as e:  # export or session errors of any kind: torch answers instead
+        raise BackendUnavailable(f"{backend} export or session failed ({type(e).__name__}: {e})") from e

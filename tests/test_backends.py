@@ -1,0 +1,209 @@
+"""Engine backends (issue 27): ONNX Runtime fp32 gives torch's spans, int8 stays close, the
+backend is in the prediction cache key only when it is not torch, a backend that cannot run here
+falls back to torch with a message, and a bad backend name is refused where it enters."""
+import dataclasses
+import doctest
+import logging
+import sys
+
+import numpy as np
+import pytest
+
+from core.qa import onnx_backend
+from core.qa.engine import EngineSettings, QAEngine, SettingsError
+
+pytest.importorskip("onnxruntime")
+
+CONTEXTS = [
+    "The eiffel tower was completed in 1889 . it is in paris , the capital of france .",
+    "london is the largest city of england . the river in london is called the thames .",
+    "berlin is the capital of germany . its population was three million people in 2009 .",
+    "doctor who is a television series . it began in 1963 and has been televised since .",
+]
+QUESTIONS = [
+    ("when was the eiffel tower completed ?", 0), ("what is the capital of france ?", 0),
+    ("where is the eiffel tower ?", 0), ("which city is the largest in england ?", 1),
+    ("what is the river in london called ?", 1), ("what is the capital of germany ?", 2),
+    ("how many people were in berlin in 2009 ?", 2), ("when did doctor who begin ?", 3),
+    ("what is doctor who ?", 3), ("since when has it been televised ?", 3),
+    ("who built the tower ?", 0), ("what was the population ?", 2),
+]
+QS = [q for q, _ in QUESTIONS]
+CS = [CONTEXTS[i] for _, i in QUESTIONS]
+
+
+@pytest.fixture(scope="module")
+def model_and_tokenizer(tiny_qa_dir):
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    return (AutoModelForQuestionAnswering.from_pretrained(tiny_qa_dir),
+            AutoTokenizer.from_pretrained(tiny_qa_dir))
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """One export cache for the module: the export is made once and reused, as in the app."""
+    return tmp_path_factory.mktemp("qax_cache")
+
+
+@pytest.fixture
+def make(model_and_tokenizer, cache, monkeypatch):
+    monkeypatch.setenv("QAX_CACHE_DIR", str(cache))
+
+    def build(backend="torch", **settings):
+        model, tok = model_and_tokenizer
+        return QAEngine(model, tok, EngineSettings(backend=backend, threads=1, **settings), device="cpu")
+
+    return build
+
+
+def spans(preds):
+    return [(p.best.start, p.best.end) if p.best else None for p in preds]
+
+
+def test_onnx_gives_torch_spans_on_every_question(make):
+    torch_preds = make("torch").predict(QS, CS, n_best=3)
+    onnx_eng = make("onnx")
+    assert onnx_eng.backend_name == "onnx" and onnx_eng.backend_message is None
+    onnx_preds = onnx_eng.predict(QS, CS, n_best=3)
+    assert spans(onnx_preds) == spans(torch_preds)
+    for a, b in zip(onnx_preds, torch_preds):  # the whole n-best, not only the best span
+        assert [(s.start, s.end) for s in a.nbest] == [(s.start, s.end) for s in b.nbest]
+        assert np.allclose([s.score for s in a.nbest], [s.score for s in b.nbest], atol=1e-4)
+
+
+def test_onnx_int8_logits_and_answers_stay_close_to_torch(make):
+    torch_eng, int8_eng = make("torch"), make("onnx-int8")
+    assert int8_eng.backend_name == "onnx-int8"
+    windows = [w for w in __import__("core.qa.features", fromlist=["x"]).build_windows(
+        torch_eng.tokenizer, QS, CS, max_length=384, stride=128)][:4]
+    t_start, t_end = torch_eng._forward(windows)
+    q_start, q_end = int8_eng._forward(windows)
+    assert q_start.shape == t_start.shape and q_start.dtype == np.float32
+    # int8 weights move the logits a little, not arbitrarily
+    assert np.abs(q_start - t_start).max() < 0.2 and np.abs(q_end - t_end).max() < 0.2
+    from core.metrics.squad import squad_scores
+
+    torch_text = {str(i): [p.text] for i, p in enumerate(torch_eng.predict(QS, CS, n_best=1))}
+    int8_text = {str(i): p.text for i, p in enumerate(int8_eng.predict(QS, CS, n_best=1))}
+    assert squad_scores(int8_text, torch_text)["f1"] >= 75.0
+
+
+def test_export_happens_once_then_is_only_opened(make, cache, monkeypatch):
+    make("onnx-int8")  # both files exist after this
+    files = sorted((cache / "onnx").glob("*/*.onnx"))
+    assert [f.name for f in files] == ["model-int8.onnx", "model.onnx"]
+    stamps = [f.stat().st_mtime_ns for f in files]
+
+    def no_second_export(*args, **kwargs):
+        raise AssertionError("exported again")
+
+    monkeypatch.setattr(onnx_backend, "_export", no_second_export)
+    monkeypatch.setattr(onnx_backend, "_quantize", no_second_export)
+    for backend in ("onnx", "onnx-int8"):
+        assert make(backend).backend_name == backend
+    assert [f.stat().st_mtime_ns for f in files] == stamps
+
+
+def test_changed_threads_make_a_session_with_those_threads(make):
+    eng = make("onnx")
+    assert eng._forward_impl.session.get_session_options().intra_op_num_threads == 1
+    eng.settings.threads = 2
+    eng.predict(QS[:2], CS[:2])
+    assert eng._forward_impl.session.get_session_options().intra_op_num_threads == 2
+
+
+def test_fingerprint_has_the_backend_only_when_it_is_not_torch(make):
+    from core.sweep import _weights_hash, engine_fingerprint
+
+    prints = {b: engine_fingerprint(make(b)) for b in onnx_backend.BACKENDS}
+    assert len(set(prints.values())) == 3  # the cache never serves one backend's answer for another
+    # torch keeps the key it had before backends existed: stored sweeps stay usable
+    torch_eng = make("torch")
+    h = _weights_hash(torch_eng)
+    max_length, stride = torch_eng._window_shape()
+    s = torch_eng.settings
+    h.update(f"{max_length}:{stride}:{s.max_answer_tokens}:{s.top_k}".encode())
+    assert prints["torch"] == h.hexdigest()[:20]
+
+
+def _assert_fell_back(eng, torch_preds, why, caplog):
+    assert eng.settings.backend == "onnx"  # what was asked for stays visible
+    assert eng.backend_name == "torch"
+    assert why in eng.backend_message and "answering with torch" in eng.backend_message
+    assert any(why in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert spans(eng.predict(QS, CS)) == spans(torch_preds)
+    from core.sweep import engine_fingerprint
+
+    # torch answered, so its predictions are stored as torch's
+    assert engine_fingerprint(eng) == engine_fingerprint(make_torch_like(eng))
+
+
+def make_torch_like(eng):
+    return QAEngine(eng.model, eng.tokenizer, dataclasses.replace(eng.settings, backend="torch"), device="cpu")
+
+
+def test_missing_onnxruntime_falls_back_to_torch_with_a_message(make, monkeypatch, caplog):
+    torch_preds = make("torch").predict(QS, CS)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime raises ImportError
+    with caplog.at_level(logging.WARNING):
+        eng = make("onnx")
+    _assert_fell_back(eng, torch_preds, "onnxruntime is not installed", caplog)
+
+
+def test_failed_export_falls_back_to_torch_with_a_message(make, tmp_path, monkeypatch, caplog):
+    torch_preds = make("torch").predict(QS, CS)
+    monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path))  # nothing exported yet here
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("exporter exploded")
+
+    monkeypatch.setattr(onnx_backend, "_export", broken)
+    with caplog.at_level(logging.WARNING):
+        eng = make("onnx")
+    _assert_fell_back(eng, torch_preds, "exporter exploded", caplog)
+    assert not list(tmp_path.glob("onnx/*/*.onnx"))  # no half file left under the final name
+
+
+@pytest.mark.parametrize("value", ["tensorrt", "ONNX", "", None, 1, "onnx int8"])
+def test_a_bad_backend_is_refused_wherever_it_is_set(make, value):
+    message = f"^backend must be one of torch, onnx, onnx-int8, got {value!r}$"
+    with pytest.raises(SettingsError, match=message.replace("(", r"\(")):
+        EngineSettings(backend=value)
+    with pytest.raises(SettingsError):
+        dataclasses.replace(EngineSettings(), backend=value)
+    eng = make("torch")
+    with pytest.raises(SettingsError) as err:
+        eng.settings.backend = value
+    assert err.value.setting == "backend"
+    assert eng.settings.backend == "torch" and eng.backend_name == "torch"
+
+
+@pytest.mark.parametrize("module", ["core.evaluate", "core.sweep"])
+def test_the_clis_refuse_a_bad_backend_before_loading_anything(module, capsys):
+    import importlib
+
+    main = importlib.import_module(module).main
+    argv = (["--model", "no-such-model", "--dataset", "demo.en"] if module == "core.evaluate"
+            else ["--dataset", "demo.en", "--perturbations", "none", "--models", "no-such-model"])
+    assert main([*argv, "--backend", "tensorrt"]) == 2
+    err = capsys.readouterr().err
+    assert "--backend must be one of torch, onnx, onnx-int8, got 'tensorrt'" in err
+
+
+def test_registry_keeps_one_engine_per_backend(tiny_registry, cache, monkeypatch):
+    from core.qa import registry
+
+    monkeypatch.setenv("QAX_CACHE_DIR", str(cache))
+    a = registry.load_engine("tiny-a", EngineSettings(threads=1), path=tiny_registry)
+    b = registry.load_engine("tiny-a", EngineSettings(threads=1, backend="onnx"), path=tiny_registry)
+    assert a is not b and (a.backend_name, b.backend_name) == ("torch", "onnx")
+    assert registry.load_engine("tiny-a", EngineSettings(threads=1, backend="onnx"), path=tiny_registry) is b
+
+
+def test_doctests():
+    import components.loaders
+    from benchmarks import qa_throughput
+
+    for mod in (onnx_backend, components.loaders, qa_throughput):
+        assert doctest.testmod(mod).failed == 0
