@@ -257,7 +257,7 @@ def test_fingerprint_does_not_depend_on_what_the_engine_answered_before(tiny_reg
 
     monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
     used = registry.load_engine("tiny-a")
-    before = used.tokenizer.backend_tokenizer.to_str()
     used.answer("When was it first lit?", "The lamp was first lit in 1871 by the keeper. " * 40)
-    assert used.tokenizer.backend_tokenizer.to_str() != before  # the state the old hash read
+    # what another engine's call on a shared tokenizer, or a call with other settings, leaves
+    used.tokenizer.backend_tokenizer.enable_truncation(max_length=77, stride=11)
     assert engine_fingerprint(used) == engine_fingerprint(registry.load_engine("tiny-a"))
