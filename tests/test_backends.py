@@ -207,3 +207,28 @@ def test_doctests():
 
     for mod in (onnx_backend, components.loaders, qa_throughput):
         assert doctest.testmod(mod).failed == 0
+
+
+def test_sidebar_backend_reaches_the_engine_that_answers(tiny_registry, cache, monkeypatch):
+    """The sidebar's Backend choice is part of the loaders' cache key: the Ask page answers with an
+    ONNX engine after choosing onnx, not with the torch one cached before."""
+    from streamlit.testing.v1 import AppTest
+
+    from core.qa import registry
+
+    monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("QAX_CACHE_DIR", str(cache))
+    from components import loaders
+
+    loaders.engine.clear()  # only engines this test's page loads count below
+    monkeypatch.setattr(registry, "_cache", {})
+    at = AppTest.from_file("../app.py", default_timeout=120).run()
+    assert at.selectbox(key="backend_pick").value == "torch"
+    assert at.selectbox(key="backend_pick").options == list(onnx_backend.BACKENDS)
+    at.selectbox(key="backend_pick").set_value("onnx").run()
+    at.button(key="ask_go").click().run()
+    assert not at.exception
+    assert at.session_state["backend"] == "onnx"
+    onnx_engines = [e for e in registry._cache.values() if e.settings.backend == "onnx"]
+    assert onnx_engines and all(e.backend_name == "onnx" for e in onnx_engines)
