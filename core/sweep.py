@@ -291,7 +291,9 @@ def engine_fingerprint(engine: Any) -> str:
         resolve = getattr(engine, "resolve_backend", None)
         backend = resolve() if callable(resolve) else getattr(s, "backend", "torch")
         if backend != "torch":
-            h.update(f":backend={backend}".encode())
+            from core.qa.onnx_backend import FINGERPRINT_TAGS
+
+            h.update(f":backend={FINGERPRINT_TAGS.get(backend, backend)}".encode())
     return h.hexdigest()[:20]
 
 

@@ -127,6 +127,15 @@ def test_fingerprint_has_the_backend_only_when_it_is_not_torch(make):
     assert prints["torch"] == h.hexdigest()[:20]
 
 
+def test_a_new_quantisation_recipe_gets_a_new_cache_key(make, monkeypatch):
+    from core.sweep import engine_fingerprint
+
+    eng = make("onnx-int8")
+    before = engine_fingerprint(eng)
+    monkeypatch.setitem(onnx_backend.FINGERPRINT_TAGS, "onnx-int8", "onnx-int8:some-other-recipe")
+    assert engine_fingerprint(eng) != before
+
+
 def _assert_fell_back(eng, torch_preds, why, caplog):
     assert eng.settings.backend == "onnx"  # what was asked for stays visible
     assert eng.backend_name == "torch"

@@ -27,7 +27,13 @@ log = logging.getLogger(__name__)
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 # Part of the export folder's name: a change in how we export must not reuse old files.
-EXPORT_VERSION = 1
+# 2: int8 weights quantised per channel.
+EXPORT_VERSION = 2
+# What a backend's answers depend on beyond the weights, for the prediction cache key
+# (core.sweep.engine_fingerprint): a new quantisation recipe must not reuse the old one's answers.
+# Per-channel int8 against per-tensor on XQuAD-en: MiniLM F1 71.1 against 69.1 (torch 72.6, 160
+# questions), MPNet 86.1 against 72.5 (torch 91.0, 48 questions), at the same speed.
+FINGERPRINT_TAGS = {"torch": "torch", "onnx": "onnx", "onnx-int8": "onnx-int8:qint8-per-channel"}
 OPSET = 17
 
 
@@ -144,7 +150,8 @@ def _export(model, input_names: list[str], target: Path) -> None:
 
 
 def _quantize(fp32: Path, target: Path) -> None:
-    """Dynamic int8 quantisation (weights int8, activations quantised per batch at run time)."""
+    """Dynamic int8 quantisation (weights int8 per output channel, activations quantised per
+    batch at run time). Per channel, not per tensor: see FINGERPRINT_TAGS for what it saves."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     tmp = target.with_name(target.stem + ".partial.onnx")
@@ -152,7 +159,7 @@ def _quantize(fp32: Path, target: Path) -> None:
     # would print on every first load of a model, and says nothing about our models.
     logging.disable(logging.WARNING)
     try:
-        quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8)
+        quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
     finally:
         logging.disable(logging.NOTSET)
     tmp.rename(target)
