@@ -8,6 +8,7 @@ small machine the app and a sweep share the cores.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -166,6 +167,8 @@ class QAEngine:
         # The forward strategy, made for (backend, threads) and remade when either setting changes.
         self._forward_impl = None
         self._forward_key: tuple | None = None
+        # Streamlit sessions share one engine: one of them remakes the forward pass at a time.
+        self._backend_lock = threading.Lock()
         self.backend_name = "torch"  # the backend that actually answers
         self.backend_message: str | None = None  # why a requested backend fell back to torch
         self.resolve_backend()
@@ -178,16 +181,18 @@ class QAEngine:
         key = (s.backend, s.threads)
         if key == self._forward_key:
             return self.backend_name
-        try:
-            impl = make_forward(s.backend, self.model, self.tokenizer, self.device, s.threads)
-            message = None
-        except BackendUnavailable as e:
-            message = f"backend {s.backend!r} unavailable, answering with torch: {e}"
-            log.warning(message)
-            impl = make_forward("torch", self.model, self.tokenizer, self.device, s.threads)
-        self._forward_impl, self._forward_key = impl, key
-        self.backend_name = impl.name
-        self.backend_message = message
+        with self._backend_lock:
+            if key == self._forward_key:
+                return self.backend_name
+            try:
+                impl = make_forward(s.backend, self.model, self.tokenizer, self.device, s.threads)
+                message = None
+            except BackendUnavailable as e:
+                message = f"backend {s.backend!r} unavailable, answering with torch: {e}"
+                log.warning(message)
+                impl = make_forward("torch", self.model, self.tokenizer, self.device, s.threads)
+            self.backend_name, self.backend_message = impl.name, message
+            self._forward_impl, self._forward_key = impl, key
         return self.backend_name
 
     def default_batch_size(self) -> int:
