@@ -11,6 +11,7 @@ import pytest
 
 from core.qa import onnx_backend
 from core.qa.engine import EngineSettings, QAEngine, SettingsError
+from core.qa.features import build_windows
 
 pytest.importorskip("onnxruntime")
 
@@ -75,8 +76,7 @@ def test_onnx_gives_torch_spans_on_every_question(make):
 def test_onnx_int8_logits_and_answers_stay_close_to_torch(make):
     torch_eng, int8_eng = make("torch"), make("onnx-int8")
     assert int8_eng.backend_name == "onnx-int8"
-    windows = [w for w in __import__("core.qa.features", fromlist=["x"]).build_windows(
-        torch_eng.tokenizer, QS, CS, max_length=384, stride=128)][:4]
+    windows = build_windows(torch_eng.tokenizer, QS, CS, max_length=384, stride=128)[:4]
     t_start, t_end = torch_eng._forward(windows)
     q_start, q_end = int8_eng._forward(windows)
     assert q_start.shape == t_start.shape and q_start.dtype == np.float32
