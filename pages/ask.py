@@ -217,7 +217,7 @@ if st.button("Answer", type="primary", key="ask_go", disabled=not models):
         try:
             eng = loaders.engine_for_state(name)
             pred, secs = eng.timed_answer(plan.asked, context, n_best=n_best)
-            results.append({"model": name, "pred": pred, "latency_s": secs})
+            results.append({"model": name, "pred": pred, "latency_s": secs, "backend": loaders.backend_note(eng)})
         except QAInputError as e:
             errors.append(str(e))
             break
@@ -251,7 +251,7 @@ if res and res["context"] == context:
                        "start": best.start if best else None, "end": best.end if best else None,
                        "score": round(best.score, 4) if best else None,
                        "latency_ms": round(r["latency_s"] * 1000, 1)}
-                line = f"score {row['score']} · {row['latency_ms']} ms"
+                line = f"score {row['score']} · {row['latency_ms']} ms · {md_escape(r.get('backend', ''))}"
                 if res["gold"] and best:
                     em, f1 = score_answer(best.text, [g for g, _ in res["gold"]], res["lang"])
                     row.update(EM=round(100 * em, 1), F1=round(100 * f1, 1))

@@ -241,3 +241,6 @@ def test_sidebar_backend_reaches_the_engine_that_answers(tiny_registry, cache, m
     assert at.session_state["backend"] == "onnx"
     onnx_engines = [e for e in registry._cache.values() if e.settings.backend == "onnx"]
     assert onnx_engines and all(e.backend_name == "onnx" for e in onnx_engines)
+    # the page says which backend answered, under each model's answer
+    from rendered import shown
+    assert sum("answered with onnx" in shown(c.value) for c in at.caption) == 2
