@@ -44,7 +44,8 @@ case "$MODE" in
   # two malloc arenas: a large upload's memory goes back to the system once it is dropped
   # (docs/SECURITY.md: +36 MB left after three uploads instead of +118 MB)
   app)   MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" exec .venv/bin/python -m streamlit run app.py --server.headless true "$@" ;;
-  test)  exec .venv/bin/python -m pytest -q "$@" ;;
+  # lint first (pyproject.toml's [tool.ruff]): a finding stops the run with its file and line
+  test)  .venv/bin/ruff check . && exec .venv/bin/python -m pytest -q "$@" ;;
   setup) echo "[setup] done" ;;
   *)     echo "usage: ./run.sh [app|test|setup] [args...]" >&2; exit 2 ;;
 esac

@@ -37,11 +37,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.metrics import score_answer  # noqa: E402
+from core.store import Store  # noqa: E402
 from core.sweep import (  # noqa: E402
-    SweepConfig, _file_spec, _registry_spec, example_hash, load_dataset, parse_specs, run_sweep,
+    SweepConfig,
+    _file_spec,
+    _registry_spec,
+    example_hash,
+    load_dataset,
+    parse_specs,
+    run_sweep,
     sample_examples,
 )
-from core.store import Store  # noqa: E402
 
 DEFAULT_PERTURBATIONS = ("keyboard_Q,misspell_Q,TLQ,DPQ,drop_function_Q,DCRQ,SCRQ,DRQ,SwapRQ,"
                          "file:noiseqa/Synthetic/xquad-keyboard-synthetic")

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from components.text import html_text
-
 from core.perturb.base import Edit
 from core.variants import edit_segments
 

@@ -22,7 +22,6 @@ Where neither fits, render plain text (``st.text``, ``st.code``, ``st.dataframe`
 """
 from __future__ import annotations
 
-import html
 import re
 
 __all__ = ["md_escape", "html_text", "count", "choose_hint"]

@@ -46,7 +46,6 @@ import os
 import random
 import re
 import sqlite3
-
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -55,9 +54,9 @@ from pathlib import Path
 from typing import Any
 
 from core import config, identity
-from core.sqlite_db import SQLiteFile
 from core.datasets import Dataset
 from core.metrics import score_answer
+from core.sqlite_db import SQLiteFile
 from core.types import Answer, QAExample, Span
 
 __all__ = [
@@ -870,7 +869,7 @@ class SetStatistics:
 def set_statistics(name: str, items: Iterable[tuple[str, str, str, str]]) -> SetStatistics:
     """Statistics of (question, context, answer, lang) tuples."""
     try:
-        return SetStatistics(name, [question_stats(q, c, a, l) for q, c, a, l in items])
+        return SetStatistics(name, [question_stats(q, c, a, lang) for q, c, a, lang in items])
     finally:
         # The word caches serve one set's repeated passages; emptied afterwards, so no text of
         # an uploaded set outlives the visitor's session in this process-wide cache.

@@ -25,7 +25,7 @@ from core import cli, safe_json
 from core.datasets import Dataset
 from core.metrics import chinese_scores, is_chinese_lang, score_answer, squad_scores
 from core.metrics.paired import paired_difference
-from core.qa.engine import EngineSettings, QAEngine, QAInputError, validate_pair
+from core.qa.engine import QAEngine, QAInputError, validate_pair
 from core.types import QAExample
 
 PROG = "python -m core.evaluate"

@@ -56,8 +56,8 @@ import os
 import socket
 import sqlite3
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from core.sqlite_db import SQLiteFile, sqlite_kind, table_names
@@ -286,7 +286,10 @@ def effective_status(row: Any, now: datetime | None = None) -> str:
     if status != "running":
         return status
     keys = row.keys()
-    get = (lambda k: row[k] if k in keys else None)
+
+    def get(k):
+        return row[k] if k in keys else None
+
     alive = owner_alive(get("owner_pid"), get("owner_host"), get("owner_start"))
     if alive is False:
         return "interrupted"

@@ -32,8 +32,8 @@ from typing import Any
 
 from core.metrics.dpr import bucket_by, predictions_differ
 from core.metrics.paired import paired_difference
-from core.metrics.text_distance import corpus_wer_normalised, noise_summary
 from core.metrics.penalty import band, pct_change, penalty
+from core.metrics.text_distance import corpus_wer_normalised, noise_summary
 from core.store import Store, effective_status
 from core.traps import find_trap, question_similarity
 

@@ -692,7 +692,7 @@ def main(argv=None) -> int:
         "autocast": None if amp is None else f"{amp.device}:{amp.fast_dtype}",
         "hardware": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, threads {torch.get_num_threads()}",
         "wall_time_s_this_run": round(time.time() - t_start, 1),
-        "final_loss_mean_last_100": round(float(np.mean([l for _, l in log["losses"][-100:]])), 4),
+        "final_loss_mean_last_100": round(float(np.mean([loss for _, loss in log["losses"][-100:]])), 4),
         "losses": log["losses"],
     }
     (out / "train_log.json").write_text(json.dumps(info, indent=1))

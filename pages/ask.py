@@ -17,8 +17,8 @@ from components.highlight import CSS, Mark, color_for, highlight_html, legend_ht
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.state import current_data_dir, init_state, sidebar_settings
 from components.text import html_text, md_escape
-from core.csv_export import csv_bytes
 from core import ask_input, config, translate
+from core.csv_export import csv_bytes
 from core.langid import guess_language
 from core.metrics import score_answer
 from core.qa.engine import QAInputError

@@ -31,7 +31,6 @@ from components.state import current_data_dir, init_state, sidebar_settings
 from components.sweep_db import db_picker, label, md_escape, stored_sweeps_or_stop
 from components.text import choose_hint
 from core import config
-from core import sweep_report as report
 from core.datasets import DatasetError
 from core.perturb import registry
 from core.sweep import PerturbationSpec, SweepConfig, SweepError, load_dataset, sample_examples
@@ -127,8 +126,8 @@ def job_panel() -> None:
         return
     name = job.result.name if job.result else (job.config.name or job.config.dataset)
     if job.running:
-        text = (f"Sweep on {job.config.dataset}: {job.done:,}/{job.total:,} result rows · "
-                f"{job.elapsed_s:.0f} s" if job.total else f"Preparing the sweep on {job.config.dataset}…")
+        text = md_escape(f"Sweep {name} on {job.config.dataset}: {job.done:,}/{job.total:,} result rows · "
+                         f"{job.elapsed_s:.0f} s" if job.total else f"Preparing the sweep on {job.config.dataset}…")
         st.progress(job.fraction, text=text)
         if not job.cancel_requested and st.button("Cancel", key="sw_cancel"):
             job.cancel()

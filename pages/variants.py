@@ -7,7 +7,6 @@ random.Random(f"{S}:{P}:{r}"), so any row can be reproduced from the numbers in 
 from __future__ import annotations
 
 import dataclasses
-import random
 
 import pandas as pd
 import streamlit as st
@@ -18,8 +17,8 @@ from components.highlight import CSS, Mark, color_for, highlight_html, legend_ht
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.state import init_state, sidebar_settings
 from components.text import choose_hint, html_text, md_escape
-from core.csv_export import csv_bytes
 from core import variants as cv
+from core.csv_export import csv_bytes
 from core.datasets import detect_lang
 from core.perturb import registry
 from core.perturb.nlp import tagger_warning

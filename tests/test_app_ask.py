@@ -1,8 +1,7 @@
 """AppTest: the Ask page answers with every selected model and highlights spans."""
 import pytest
-from streamlit.testing.v1 import AppTest
-
 from rendered import shown
+from streamlit.testing.v1 import AppTest
 
 
 @pytest.fixture

@@ -1,11 +1,10 @@
 """AppTest: the Models page shows the registry and every model card's measured figures, side by side."""
 import json
 
-import pytest
+from rendered import shown
 from streamlit.testing.v1 import AppTest
 
 from core.qa import registry
-from rendered import shown
 
 PAGE = "../pages/models.py"
 
@@ -83,12 +82,3 @@ def test_card_figures_reach_the_matrix(monkeypatch, tmp_path, tiny_qa_dir):
     assert card_md and "| demo\\.en | en | 12 | 50.0 | 62.5 |" in card_md[0]
     # the card's text is data: its HTML and Markdown are escaped, the table stays a table
     assert shown(card_md[0]).splitlines()[2] == "<b>bold?</b>" and "<b>" not in card_md[0]
-
-
-@pytest.mark.parametrize("module", ["core.model_cards"])
-def test_doctests(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), verbose=False)
-    assert result.attempted > 0 and result.failed == 0

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
-
 from rendered import shown
+from streamlit.testing.v1 import AppTest
 
 from core.speech import tts
 from core.speech.audio import to_wav_bytes

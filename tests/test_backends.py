@@ -210,12 +210,11 @@ def test_registry_keeps_one_engine_per_backend(tiny_registry, cache, monkeypatch
     assert registry.load_engine("tiny-a", EngineSettings(threads=1, backend="onnx"), path=tiny_registry) is b
 
 
-def test_doctests():
-    import components.loaders
+def test_benchmark_doctests():
+    """benchmarks/ is not a doctest path (its scripts are run, not imported): its helpers here."""
     from benchmarks import qa_throughput
 
-    for mod in (onnx_backend, components.loaders, qa_throughput):
-        assert doctest.testmod(mod).failed == 0
+    assert doctest.testmod(qa_throughput).failed == 0
 
 
 def test_sidebar_backend_reaches_the_engine_that_answers(tiny_registry, cache, monkeypatch):

@@ -466,7 +466,7 @@ def test_eight_concurrent_writers_one_killed_lose_no_acknowledged_write(tmp_path
             assert proc.returncode == -signal.SIGKILL
         else:
             assert proc.returncode == 0, err
-    acked = {n: [l for l in lines if l] for n, lines in acked.items()}
+    acked = {n: [line for line in lines if line] for n, lines in acked.items()}
 
     with BeatStore(db) as s:
         assert s.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -482,7 +482,7 @@ def test_eight_concurrent_writers_one_killed_lose_no_acknowledged_write(tmp_path
                 else:
                     assert validations[int(rid)].validator == name
             mine = [a for a in attempts.values() if a.user == name]
-            n_acked = sum(l.startswith("A") for l in lines)
+            n_acked = sum(line.startswith("A") for line in lines)
             if name == victim:  # at most the one write it did not live to acknowledge
                 assert n_acked >= 10 and n_acked <= len(mine) <= n_acked + 1
             else:

@@ -10,9 +10,20 @@ import pytest
 
 from core import config
 from core.datasets import (
-    DEMO_PATH, Dataset, DatasetError, demo_dataset, detect_lang, discover_datasets, eval_contexts,
-    find_eval_overlap, lang_from_filename, load_demo, load_squad, normalize_context,
-    pair_challenge, squad_dev_minus_xquad,
+    DEMO_PATH,
+    Dataset,
+    DatasetError,
+    demo_dataset,
+    detect_lang,
+    discover_datasets,
+    eval_contexts,
+    find_eval_overlap,
+    lang_from_filename,
+    load_demo,
+    load_squad,
+    normalize_context,
+    pair_challenge,
+    squad_dev_minus_xquad,
 )
 from core.types import Answer, QAExample
 

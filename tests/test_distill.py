@@ -4,7 +4,6 @@ with distillation trains on exactly the perturbed windows that hold the answer."
 import json
 
 import pytest
-
 from tiny_model import TRAIN_CONTEXTS, build_training_env
 
 
@@ -72,12 +71,3 @@ def test_distillation_needs_augmentation(env, tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit):
         _train(env, tmp_path / "x", monkeypatch, "--distill-weight", "0.5")
     assert "--distill-weight needs --augment-share" in capsys.readouterr().err
-
-
-def test_doctests():
-    import doctest
-
-    from core.qa import distill
-
-    result = doctest.testmod(distill, verbose=False)
-    assert result.attempted > 0 and result.failed == 0

@@ -4,7 +4,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from browser import CHROMIUM, launch_chromium, serve_app
 
 ROOT = Path(__file__).resolve().parents[1]

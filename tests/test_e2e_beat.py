@@ -4,10 +4,10 @@ import os
 import re
 from pathlib import Path
 
-import pytest
-
 import browser as browser_helpers
+import pytest
 from browser import CHROMIUM, launch_chromium, serve_app
+
 from core import beat
 
 ROOT = Path(__file__).resolve().parents[1]

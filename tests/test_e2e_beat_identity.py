@@ -10,8 +10,8 @@ import re
 import time
 
 import pytest
-
 from browser import CHROMIUM, launch_chromium, serve_app
+
 from core import beat, identity
 from core.datasets import demo_dataset
 

@@ -16,7 +16,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from browser import CHROMIUM, free_port, launch_chromium
 from test_app_heatmaps import build_sweep
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from browser import CHROMIUM, launch_chromium, serve_app
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
-from browser import CHROMIUM, launch_chromium, serve_app
 from core.speech import tts
 from core.speech.audio import resample, to_wav_bytes
 

@@ -18,7 +18,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from browser import CHROMIUM, launch_chromium, serve_app
 
 ROOT = Path(__file__).resolve().parents[1]

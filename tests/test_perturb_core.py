@@ -2,13 +2,17 @@
 keyboard maps and the misspelling classifier. Expected values are worked out by hand."""
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from core.perturb import keyboards, misspellings, nlp, registry
 from core.perturb.base import (
-    Edit, Perturbation, PerturbationError, apply_edits, diff_edits, error_rates, make_variant,
+    Edit,
+    Perturbation,
+    PerturbationError,
+    apply_edits,
+    diff_edits,
+    error_rates,
+    make_variant,
 )
 from core.types import Answer, QAExample
 

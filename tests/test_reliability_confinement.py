@@ -8,7 +8,6 @@ pages are driven with AppTest; the CLI through ``core.sweep.main``.
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 from pathlib import Path
 
@@ -210,15 +209,6 @@ def test_a_sweep_store_and_a_new_file_are_written(tmp_path):
 def test_safe_file_name_refuses(name):
     with pytest.raises(ValueError, match="is not a plain file name"):
         config.safe_file_name(name)
-
-
-@pytest.mark.parametrize("module_name, examples", [("core.config", 8), ("core.store", 2)])
-def test_doctests(module_name, examples):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module_name), verbose=False)
-    assert result.attempted >= examples and result.failed == 0
 
 
 # ----------------------------------------------------------------------------------- the pages

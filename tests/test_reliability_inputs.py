@@ -8,8 +8,6 @@ inputs.
 """
 from __future__ import annotations
 
-import doctest
-import importlib
 import io
 import json
 import re
@@ -19,9 +17,8 @@ import time
 import numpy as np
 import pytest
 import soundfile as sf
-from streamlit.testing.v1 import AppTest
-
 from rendered import shown
+from streamlit.testing.v1 import AppTest
 
 from core import beat, identity, safe_json, trials
 from core.datasets import Dataset, DatasetError, demo_dataset, load_squad
@@ -363,11 +360,3 @@ def test_disagreements_list_shows_stored_markdown_as_text(beat_env):
 
 
 # ---------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("module", ["core.identity", "core.safe_json", "core.speech.audio",
-                                    "components.session_memory"])
-def test_doctests(module, monkeypatch):
-    monkeypatch.delenv(safe_json.UPLOAD_ENV, raising=False)
-    result = doctest.testmod(importlib.import_module(module), verbose=False)
-    assert result.attempted > 0 and result.failed == 0

@@ -27,8 +27,17 @@ import soundfile as sf
 from core.perturb import registry
 from core.perturb.base import PerturbationError
 from core.speech import asr, noise, recorder, tts
-from core.speech.audio import (ASR_SAMPLE_RATE, AudioError, for_asr, load_audio, loudest_frame_dbfs,
-                               resample, to_mono_float32, to_wav_bytes, validate)
+from core.speech.audio import (
+    ASR_SAMPLE_RATE,
+    AudioError,
+    for_asr,
+    load_audio,
+    loudest_frame_dbfs,
+    resample,
+    to_mono_float32,
+    to_wav_bytes,
+    validate,
+)
 from core.types import QAExample
 
 ROOT = Path(__file__).resolve().parents[1]

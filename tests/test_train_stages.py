@@ -5,7 +5,6 @@ import json
 
 import pytest
 from safetensors.torch import load_file
-
 from tiny_model import build_training_env
 
 
@@ -124,13 +123,3 @@ def test_lora_stage_continues_an_adapter(env, tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit):
         _train(env, tmp_path / "y", monkeypatch, "--init-from", str(s1 / "adapter"))
     assert "continue it with --lora-rank" in capsys.readouterr().err
-
-
-def test_doctests():
-    import doctest
-
-    from core import ship, train
-
-    for module in (train, ship):
-        result = doctest.testmod(module, verbose=False)
-        assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -7,10 +7,20 @@ from components.edits import edits_html
 from core import datasets
 from core.perturb import registry
 from core.perturb.base import Edit, Perturbation
-from core.types import Answer, Prediction, QAExample, Span
 from core.perturb.compose import Composite
-from core.variants import (Choice, answer_variants, edit_segments, generate_variants, incompatibility_reason,
-                           marked_text, params_label, repeat_rng, results_table, row_label)
+from core.types import Answer, Prediction, QAExample, Span
+from core.variants import (
+    Choice,
+    answer_variants,
+    edit_segments,
+    generate_variants,
+    incompatibility_reason,
+    marked_text,
+    params_label,
+    repeat_rng,
+    results_table,
+    row_label,
+)
 
 EX = datasets.demo_dataset("en").examples[0]   # "When was Carrow Point Lighthouse first lit?"
 
@@ -152,7 +162,10 @@ def test_results_table_marks_changes_and_scores_against_gold():
     ex = QAExample("x", "Who built it?", "Ann built it in 1871.", (Answer("Ann", 0),), lang="en")
     rows, _ = generate_variants(ex, [Choice("TUQ"), Choice("DRQ")], seed=1, repeats=1)
     assert [r.text for r in rows] == ["Who built it?", "WHO BUILT IT?", "Who built?"]
-    sp = lambda t, s: Prediction([Span(t, s, s + len(t), 1.0)])
+
+    def sp(t, s):
+        return Prediction([Span(t, s, s + len(t), 1.0)])
+
     predictions = {"m": [sp("Ann", 0), sp("ann", 0), sp("1871", 16)], "n": [Prediction(), sp("Ann", 0), Prediction()]}
     table = results_table(rows, predictions, "en")
     assert [t["m: changed"] for t in table] == ["", "✗", "✓"]   # "ann" == "Ann" after normalisation

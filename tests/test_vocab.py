@@ -1,24 +1,15 @@
 """Vocabulary extension for Chinese on an English vocabulary (core.qa.vocab, core.train
 --extend-vocab-min-count): the characters the tokenizer maps to [UNK] become tokens, the model
 grows embedding rows to match, and the trained model saves and loads with them."""
-import doctest
 import json
 
 import pytest
-
 from tiny_model import build_tiny_qa, squad_file
 
 # Every CJK character and full-width mark below is outside the tiny model's vocabulary.
 CONTEXTS = ["埃菲尔铁塔 在 paris ， 建于 1889 年 。", "柏林 是 germany 的 首都 。"]
 QAS = [(0, "埃菲尔铁塔 建于 哪 年 ？", "1889"), (0, "埃菲尔铁塔 在 哪 ？", "paris"),
        (1, "germany 的 首都 是 什么 ？", "柏林")]
-
-
-def test_doctests():
-    from core.qa import vocab
-
-    result = doctest.testmod(vocab, verbose=False)
-    assert result.attempted > 0 and result.failed == 0
 
 
 @pytest.fixture

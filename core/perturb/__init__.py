@@ -4,6 +4,13 @@ Each perturbation lives in a module of ``core/perturb/catalogue/`` and registers
 ``registry.load_all()`` discovers those modules with pkgutil. Use ``registry.get(id)``.
 """
 from core.perturb.base import (  # noqa: F401
-    Edit, Perturbation, PerturbationError, Variant, apply_edits, diff_edits, error_rates, make_variant,
+    Edit,
+    Perturbation,
+    PerturbationError,
+    Variant,
+    apply_edits,
+    diff_edits,
+    error_rates,
+    make_variant,
     make_variant_from_text,
 )

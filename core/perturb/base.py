@@ -15,7 +15,8 @@ import dataclasses
 import difflib
 import math
 import random
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any, ClassVar
 
 import jiwer

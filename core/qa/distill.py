@@ -11,8 +11,6 @@ It penalises exactly what hurts on noisy input: an answer that flips when the wo
 """
 from __future__ import annotations
 
-import math
-
 from core.qa.features import Window, build_windows
 
 # Logit given to positions that are not context (question, [CLS], [SEP], padding) in a target:
@@ -77,7 +75,7 @@ def distill_kl(student_logits, teacher_logits, temperature: float = 1.0):
     """Mean over rows of KL(teacher || student), both softened by ``temperature`` and scaled by
     its square (Hinton et al. 2015, so the gradient's size does not depend on it).
 
-    >>> import torch
+    >>> import math, torch
     >>> t = torch.tensor([[0.0, 0.0]])
     >>> float(distill_kl(torch.tensor([[0.0, 0.0]]), t))
     0.0

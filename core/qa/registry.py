@@ -18,7 +18,7 @@ import json
 import os
 import threading
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.config import repo_root
