@@ -346,10 +346,6 @@ class Trial:
         with self._connect() as con:
             con.execute("INSERT OR REPLACE INTO skips VALUES (?, ?)", (qid, _now()))
 
-    def unskip(self, qid: str) -> None:
-        with self._connect() as con:
-            con.execute("DELETE FROM skips WHERE qid=?", (qid,))
-
     def delete_recording(self, qid: str, attempt: int) -> None:
         """Delete one attempt (its WAV first, then its metadata, then its index rows and transcripts)."""
         rec = next((r for r in self.recordings(qid) if r.attempt == attempt), None)

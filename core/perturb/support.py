@@ -8,7 +8,7 @@
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from core.perturb.base import Edit
 from core.perturb.nlp import Token, analyse
@@ -74,12 +74,3 @@ def deletion_edits(text: str, tokens: Sequence[Token], kind: str) -> list[Edit]:
                 end += 1
         edits.append(Edit(start, end, "", kind))
     return edits
-
-
-def non_overlapping(edits: Iterable[Edit]) -> list[Edit]:
-    """``edits`` sorted, with any edit overlapping an earlier kept one dropped."""
-    kept: list[Edit] = []
-    for edit in sorted(edits, key=lambda e: (e.start, e.end)):
-        if not kept or edit.start >= kept[-1].end:
-            kept.append(edit)
-    return kept
