@@ -120,7 +120,7 @@ def batch_distill_kl(start_logits, end_logits, rows: list[int], targets: list[tu
     """The distillation loss of a batch: (KL of the start + KL of the end) / 2 over ``rows``, whose
     ``targets`` are padded with :data:`EXCLUDED` to the batch's length.
 
-    >>> import torch
+    >>> import math, torch
     >>> s = torch.tensor([[0.0, 0.0, 5.0], [1.0, 2.0, 3.0]])
     >>> # row 1 against the target (1, 2, pad): teacher p = (0.269, 0.731, 0), student softmax(1, 2, 3)
     >>> round(float(batch_distill_kl(s, s, [1], [([1.0, 2.0], [1.0, 2.0])])), 4)
