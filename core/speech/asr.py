@@ -196,16 +196,26 @@ class PocketSphinxEngine(ASREngine):
         return True, ""
 
     def version(self) -> str:
-        return f"pocketsphinx {_dist_version('pocketsphinx')} en-us"
+        # "fresh": every clip decodes from the initial feature state (see _decode); transcripts
+        # cached before that depended on the clips decoded earlier, so they are keyed apart.
+        return f"pocketsphinx {_dist_version('pocketsphinx')} en-us fresh"
 
     def _load(self):
         from pocketsphinx import Decoder
 
         # The default configuration is the bundled en-US model, LM and dictionary.
-        return Decoder(samprate=ASR_SAMPLE_RATE, loglevel="FATAL")
+        decoder = Decoder(samprate=ASR_SAMPLE_RATE, loglevel="FATAL")
+        self._initial_cmn = decoder.get_cmn(False)
+        return decoder
 
     def _decode(self, model, samples_16k: np.ndarray, language: str | None) -> str:
         pcm = (samples_16k * 32767).astype("<i2").tobytes()
+        # Live cepstral mean normalisation carries over from one utterance to the next, so a clip's
+        # transcript depended on the clips decoded before it (a resumed or Ray sweep, or another
+        # order, heard some questions differently). Reset the feature state and the CMN estimate:
+        # every clip then decodes as by a fresh Decoder (tests/test_asr_fresh_state.py).
+        model.reinit_feat()
+        model.set_cmn(self._initial_cmn)
         model.start_utt()
         model.process_raw(pcm, full_utt=True)
         model.end_utt()
