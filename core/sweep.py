@@ -55,7 +55,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -543,22 +543,69 @@ class _VariantRecord:
     golds: list[str]
 
 
+# What a chunk's steps ask of whoever runs them (see _Runner): the sweep's logic (caches, keys,
+# rows, transactions) is the same generator on every backend; only who computes differs.
+@dataclass
+class ComputeVariants:
+    """Compute these units' variants: answer with one :class:`_Outcome` per unit, in order."""
+
+    units: list[_Unit]
+
+
+@dataclass
+class Predict:
+    """Answer these (question, context) pairs with ``model``: one Prediction per pair, in order."""
+
+    model: str
+    questions: list[str]
+    contexts: list[str]
+
+
+ChunkSteps = Generator[Any, Any, int]   # yields requests, is sent their answers, returns rows written
+
+
+def compute_locally(unit: _Unit, seed: int) -> _Outcome:
+    """A unit's variant, computed here with the unit's own RNG (the same on every backend)."""
+    return unit.spec.make(unit.example, unit.spec.rng(unit.ex_hash, seed, unit.repeat))
+
+
+def drive(steps: ChunkSteps, serve: Callable[[Any], Any]) -> int:
+    """Run a chunk's steps to the end, answering each request with ``serve``; rows written."""
+    try:
+        request = next(steps)
+        while True:
+            request = steps.send(serve(request))
+    except StopIteration as stop:
+        return stop.value or 0
+
+
 class _Runner:
-    """One execution of a sweep against an open store (see run_sweep)."""
+    """One execution of a sweep against an open store (see run_sweep).
+
+    :meth:`chunks` yields each chunk of pending work as a generator of steps: it asks for variants
+    (:class:`ComputeVariants`) and model answers (:class:`Predict`) it does not find in the caches,
+    and ends by writing the chunk in one transaction. The local backend answers the requests in
+    this process, one chunk after the other (:func:`drive`); core.sweep_ray answers them on a Ray
+    cluster with several chunks in flight. Only the process driving the steps writes the store.
+    """
 
     def __init__(self, store: Store, sweep_id: int, examples: list[QAExample], specs: list[_Spec],
-                 engines: Mapping[str, Any], fingerprints: dict[str, str], seed: int,
-                 run: SweepRun, progress: ProgressFn | None):
+                 fingerprints: dict[str, str], seed: int, run: SweepRun, progress: ProgressFn | None):
         self.store, self.sweep_id, self.examples, self.specs = store, sweep_id, examples, specs
-        self.engines, self.fingerprints, self.seed, self.run = engines, fingerprints, seed, run
+        self.fingerprints, self.seed, self.run = fingerprints, seed, run
+        self.models = list(fingerprints)
         self.progress = progress
         self.hashes = {ex.id: example_hash(ex) for ex in examples}
-        # Context texts by hash: the data set's, plus perturbed ones as they are met.
+        # Context texts by hash: the data set's, plus perturbed ones as they are met; and those
+        # committed to the store (a chunk writes a new context it uses unless one is committed:
+        # with several chunks in flight, the chunk that met it first may not be committed yet).
         self.contexts: dict[str, str] = {text_hash(ex.context): ex.context for ex in examples}
+        self.stored_contexts: set[str] = set(self.contexts)
 
     def _context(self, context_hash: str) -> str:
         if context_hash not in self.contexts:
             self.contexts[context_hash] = self.store.context_text(context_hash)
+            self.stored_contexts.add(context_hash)
         return self.contexts[context_hash]
 
     def _heartbeat(self) -> None:
@@ -569,9 +616,9 @@ class _Runner:
         if self.progress:
             self.progress(self.run.done_units, self.run.total_units)
 
-    def _answer(self, model: str, pairs: dict[str, tuple[str, str]]) -> tuple[dict[str, tuple], list[dict]]:
-        """Best span for each prediction key in ``pairs`` ({key: (question, context_hash)}): from
-        the cache, or from ONE batched predict call for the missing ones. Returns
+    def _answer(self, model: str, pairs: dict[str, tuple[str, str]]):
+        """Steps: best span for each prediction key in ``pairs`` ({key: (question, context_hash)}):
+        from the cache, or from ONE batched Predict request for the missing ones. Returns
         ({key: (answer, start, end)}, new prediction rows)."""
         found = {k: (r["answer"], r["span_start"], r["span_end"])
                  for k, r in self.store.fetch_by_keys(
@@ -582,7 +629,7 @@ class _Runner:
         if missing:
             questions = [pairs[k][0] for k in missing]
             contexts = [self._context(pairs[k][1]) for k in missing]
-            preds = self.engines[model].predict(questions, contexts, n_best=1, skip_invalid=True)
+            preds = yield Predict(model, questions, contexts)
             self.run.model_calls += 1
             self.run.predictions_computed += len(missing)
             for k, pred in zip(missing, preds):
@@ -595,39 +642,48 @@ class _Runner:
                              "span_start": start, "span_end": end, "score": score})
         return found, rows
 
+    def _commit(self, rows_written: int) -> int:
+        self.run.done_units += rows_written
+        self._tick()
+        return rows_written
+
+    def chunks(self, chunk_size: int) -> Iterator[ChunkSteps]:
+        """Every chunk of pending work, clean ones first, as steps (see the class doc). The pending
+        perturbed units are read from the store when the first perturbed chunk is asked for."""
+        yield from self.clean_chunks(chunk_size)
+        yield from self.perturbed_chunks(chunk_size)
+
     # -------------------------------------------------------------------------------- clean
 
-    def clean_phase(self, chunk_size: int, cancel: threading.Event | None) -> bool:
+    def clean_chunks(self, chunk_size: int) -> Iterator[ChunkSteps]:
         done = {(r[0], r[1]) for r in self.store.conn.execute(
             "SELECT model, example_hash FROM clean_results WHERE sweep_id = ?", (self.sweep_id,))}
         pending = [ex for ex in self.examples
-                   if any((m, self.hashes[ex.id]) not in done for m in self.engines)]
+                   if any((m, self.hashes[ex.id]) not in done for m in self.models)]
         for start in range(0, len(pending), chunk_size):
-            if cancel is not None and cancel.is_set():
-                return False
-            chunk = pending[start:start + chunk_size]
-            predictions, results = [], []
-            for model in self.engines:
-                todo = [ex for ex in chunk if (model, self.hashes[ex.id]) not in done]
-                pairs = {}
-                for ex in todo:
-                    ch = text_hash(ex.context)
-                    pairs[prediction_key(model, self.fingerprints[model], ex.question, ch)] = (ex.question, ch)
-                answers, rows = self._answer(model, pairs)
-                predictions += rows
-                for ex in todo:
-                    k = prediction_key(model, self.fingerprints[model], ex.question, text_hash(ex.context))
-                    em, f1 = score_answer(answers[k][0], ex.answer_texts, ex.lang)
-                    results.append({"sweep_id": self.sweep_id, "model": model,
-                                    "example_hash": self.hashes[ex.id], "prediction_key": k,
-                                    "em": em, "f1": f1})
-            with self.store.transaction():
-                self.store.insert_many("predictions", predictions)
-                self.store.insert_many("clean_results", results)
-                self._heartbeat()
-            self.run.done_units += len(results)
-            self._tick()
-        return True
+            yield self._clean_chunk(pending[start:start + chunk_size], done)
+
+    def _clean_chunk(self, chunk: list[QAExample], done: set) -> ChunkSteps:
+        predictions, results = [], []
+        for model in self.models:
+            todo = [ex for ex in chunk if (model, self.hashes[ex.id]) not in done]
+            pairs = {}
+            for ex in todo:
+                ch = text_hash(ex.context)
+                pairs[prediction_key(model, self.fingerprints[model], ex.question, ch)] = (ex.question, ch)
+            answers, rows = yield from self._answer(model, pairs)
+            predictions += rows
+            for ex in todo:
+                k = prediction_key(model, self.fingerprints[model], ex.question, text_hash(ex.context))
+                em, f1 = score_answer(answers[k][0], ex.answer_texts, ex.lang)
+                results.append({"sweep_id": self.sweep_id, "model": model,
+                                "example_hash": self.hashes[ex.id], "prediction_key": k,
+                                "em": em, "f1": f1})
+        with self.store.transaction():
+            self.store.insert_many("predictions", predictions)
+            self.store.insert_many("clean_results", results)
+            self._heartbeat()
+        return self._commit(len(results))
 
     # ----------------------------------------------------------------------------- perturbed
 
@@ -635,39 +691,35 @@ class _Runner:
         return [_Unit(s, r, ex, self.hashes[ex.id], s.variant_key(self.hashes[ex.id], self.seed, r))
                 for s in self.specs for r in range(s.repeats) for ex in self.examples]
 
-    def perturbed_phase(self, chunk_size: int, cancel: threading.Event | None) -> bool:
+    def perturbed_chunks(self, chunk_size: int) -> Iterator[ChunkSteps]:
         done = {tuple(r) for r in self.store.conn.execute(
             "SELECT model, perturbation, params_json, repeat, example_hash FROM results "
             "WHERE sweep_id = ?", (self.sweep_id,))}
 
         def missing_models(u: _Unit) -> list[str]:
-            return [m for m in self.engines
+            return [m for m in self.models
                     if (m, u.spec.id, u.spec.params_json, u.repeat, u.ex_hash) not in done]
 
         pending = [(u, mm) for u in self.units() if (mm := missing_models(u))]
         for start in range(0, len(pending), chunk_size):
-            if cancel is not None and cancel.is_set():
-                return False
-            self._perturbed_chunk(pending[start:start + chunk_size])
-        return True
+            yield self._perturbed_chunk(pending[start:start + chunk_size])
 
-    def _perturbed_chunk(self, chunk: list[tuple[_Unit, list[str]]]) -> None:
+    def _perturbed_chunk(self, chunk: list[tuple[_Unit, list[str]]]) -> ChunkSteps:
         cached = self.store.fetch_by_keys(
             "variants", "key", [u.variant_key for u, _ in chunk],
             "key, status, question, context_hash, answers_json")
         records: dict[str, _VariantRecord] = {}
-        new_variants: list[dict] = []
-        new_contexts: list[dict] = []
         for u, _ in chunk:
-            if u.variant_key in records:
-                continue
             row = cached.get(u.variant_key)
-            if row is not None:
+            if row is not None and u.variant_key not in records:
                 golds = [a[0] for a in json.loads(row["answers_json"])] if row["answers_json"] else []
                 records[u.variant_key] = _VariantRecord(row["status"], row["question"], row["context_hash"], golds)
                 self.run.variants_cached += 1
-                continue
-            outcome = u.spec.make(u.example, u.spec.rng(u.ex_hash, self.seed, u.repeat))
+        todo = list({u.variant_key: u for u, _ in chunk if u.variant_key not in records}.values())
+        outcomes = (yield ComputeVariants(todo)) if todo else []
+        new_variants: list[dict] = []
+        new_contexts: dict[str, str] = {}
+        for u, outcome in zip(todo, outcomes):
             self.run.variants_computed += 1
             row_out = {"key": u.variant_key, "perturbation": u.spec.id, "params_json": u.spec.params_json,
                        "seed": self.seed if u.spec.randomised else None,
@@ -682,9 +734,9 @@ class _Runner:
                     row_out.update(status="error", note=outcome.note)
                 else:
                     ch = text_hash(v.context)
-                    if ch not in self.contexts:
-                        self.contexts[ch] = v.context
-                        new_contexts.append({"hash": ch, "text": v.context})
+                    self.contexts.setdefault(ch, v.context)
+                    if ch not in self.stored_contexts:
+                        new_contexts[ch] = v.context
                     row_out.update(field=outcome.field, question=v.question, context_hash=ch,
                                    answers_json=_answers_json(v.answers), changed=int(bool(outcome.changed)),
                                    cer=_finite(outcome.cer), wer=_finite(outcome.wer),
@@ -702,7 +754,7 @@ class _Runner:
                 rec = records[u.variant_key]
                 if rec.status == "ok":
                     pairs[prediction_key(model, fp, rec.question, rec.context_hash)] = (rec.question, rec.context_hash)
-            answers, rows = self._answer(model, pairs) if pairs else ({}, [])
+            answers, rows = (yield from self._answer(model, pairs)) if pairs else ({}, [])
             predictions += rows
             for u in mine:
                 rec = records[u.variant_key]
@@ -716,13 +768,13 @@ class _Runner:
                     row.update(prediction_key=k, em=em, f1=f1)
                 results.append(row)
         with self.store.transaction():
-            self.store.insert_many("contexts", new_contexts)
+            self.store.insert_many("contexts", [{"hash": h, "text": t} for h, t in new_contexts.items()])
             self.store.insert_many("variants", new_variants)
             self.store.insert_many("predictions", predictions)
             self.store.insert_many("results", results)
             self._heartbeat()
-        self.run.done_units += len(results)
-        self._tick()
+        self.stored_contexts.update(new_contexts)
+        return self._commit(len(results))
 
 
 def _finite(x: float | None) -> float | None:
@@ -731,6 +783,120 @@ def _finite(x: float | None) -> float | None:
 
 def _open_store(db: str | Path | Store) -> tuple[Store, bool]:
     return (db, False) if isinstance(db, Store) else (Store(db), True)
+
+
+@dataclass
+class SweepInputs:
+    """A sweep's configuration resolved against its data and the perturbation catalogue (no model
+    yet): what every backend plans from (:func:`resolve_inputs`, then :func:`plan_sweep`)."""
+
+    config: SweepConfig
+    models: list[str]
+    full: Dataset
+    examples: list[QAExample]
+    specs: list[_Spec]
+
+
+@dataclass
+class SweepPlan:
+    """A sweep's identity and size once the models' fingerprints are known (:func:`plan_sweep`)."""
+
+    inputs: SweepInputs
+    fingerprints: dict[str, str]
+    hashes: list[str]
+    cfg_json: str
+    cfg_hash: str
+    name: str
+    total: int
+
+
+def resolve_inputs(config: SweepConfig, *, dataset: Dataset | None = None, data_dir: str | Path | None = None,
+                   catalogue: Callable[[str], Any] | None = None) -> SweepInputs:
+    """Check the configuration, load the data set (unless given), sample it and resolve every
+    spec (SweepError names what is wrong). Shared by the local and the Ray backend."""
+    if config.repeats < 1:
+        raise SweepError(f"repeats must be at least 1, got {config.repeats}")
+    models = list(dict.fromkeys(config.models))
+    if not models:
+        raise SweepError("no models given")
+    if catalogue is None:
+        from core.perturb import registry
+
+        catalogue = registry.get
+
+    full = dataset if dataset is not None else load_dataset(config.dataset, data_dir)
+    scorable = [ex for ex in full.examples if ex.answers and not ex.is_impossible]
+    examples = sample_examples(scorable, config.sample, config.seed)
+    if not examples:
+        raise SweepError(f"dataset {config.dataset!r} has no example with a gold answer")
+
+    specs_in: list[PerturbationSpec] = []
+    for s in config.perturbations:
+        specs_in.extend(parse_specs(s) if isinstance(s, str) else [s])
+    if not specs_in:
+        raise SweepError("no perturbations given")
+    specs: list[_Spec] = []
+    for s in specs_in:
+        resolved = _file_spec(s, full, data_dir) if s.is_file else _registry_spec(s, config.repeats, catalogue)
+        if any((r.id, r.params_json) == (resolved.id, resolved.params_json) for r in specs):
+            continue  # the same spec written twice (e.g. DCRQ and DCRQ:n_words=1)
+        specs.append(resolved)
+    return SweepInputs(config, models, full, examples, specs)
+
+
+def plan_sweep(inputs: SweepInputs, fingerprints: Mapping[str, str]) -> SweepPlan:
+    """The sweep's configuration hash, name and size, from its inputs and model fingerprints
+    (:func:`engine_fingerprint`): the same on every backend, so a sweep resumes on either."""
+    config, examples, specs, models = inputs.config, inputs.examples, inputs.specs, inputs.models
+    fps = {m: fingerprints[m] for m in models}
+    hashes = [example_hash(ex) for ex in examples]
+    cfg = {
+        "format": FORMAT, "dataset": config.dataset, "examples_hash": _sha(*hashes),
+        "n_examples": len(examples), "sample": config.sample, "seed": config.seed,
+        "repeats": config.repeats, "dropped_no_gold": len(inputs.full.examples) - len(
+            [ex for ex in inputs.full.examples if ex.answers and not ex.is_impossible]),
+        "specs": [[s.id, s.params_json, s.repeats, s.key_salt] for s in specs],
+        "models": [[m, fps[m]] for m in models],
+    }
+    cfg_json = canonical_json(cfg)
+    cfg_hash = hashlib.sha256(cfg_json.encode()).hexdigest()
+    name = config.name or f"{config.dataset}-{cfg_hash[:8]}"
+    total = len(examples) * len(models) * (1 + sum(s.repeats for s in specs))
+    return SweepPlan(inputs, fps, hashes, cfg_json, cfg_hash, name, total)
+
+
+def execute_plan(plan: SweepPlan, db: str | Path | Store, run_chunks: Callable[[_Runner], bool], *,
+                 t0: float, progress: ProgressFn | None = None,
+                 on_start: Callable[[SweepRun], None] | None = None) -> SweepRun:
+    """Create or resume the planned sweep in ``db`` and let ``run_chunks(runner)`` do its chunks
+    (True when all were done, False when cancelled); records the final status either way."""
+    inputs = plan.inputs
+    store, owned = _open_store(db)
+    try:
+        sweep_id = _create_or_resume(store, plan.name, plan.cfg_hash, plan.cfg_json, inputs.config.dataset,
+                                     inputs.examples, plan.hashes, inputs.specs, inputs.models,
+                                     plan.fingerprints, plan.total)
+        already = store.done_units(sweep_id)
+        run = SweepRun(sweep_id, plan.name, "running", plan.total, already, already)
+        runner = _Runner(store, sweep_id, inputs.examples, inputs.specs, plan.fingerprints,
+                         inputs.config.seed, run, progress)
+        if on_start is not None:
+            on_start(run)
+        runner._tick()
+        try:
+            finished = run_chunks(runner)
+        except BaseException as e:
+            status = "cancelled" if isinstance(e, KeyboardInterrupt) else "failed"
+            store.set_status(sweep_id, status, f"{type(e).__name__}: {e}"[:500], _now())
+            raise
+        run.status = "done" if finished else "cancelled"
+        store.set_status(sweep_id, run.status, None, _now())
+        run.done_units = store.done_units(sweep_id)
+        run.elapsed_s = time.perf_counter() - t0
+        return run
+    finally:
+        if owned:
+            store.close()
 
 
 def run_sweep(config: SweepConfig, engines: Mapping[str, Any], db: str | Path | Store = DEFAULT_DB, *,
@@ -763,68 +929,24 @@ def run_sweep(config: SweepConfig, engines: Mapping[str, Any], db: str | Path | 
     if absent:
         raise SweepError(f"no engine for model(s) {absent}; engines given: {sorted(engines)}")
     engines = {m: engines[m] for m in models}
-    if catalogue is None:
-        from core.perturb import registry
+    inputs = resolve_inputs(config, dataset=dataset, data_dir=data_dir, catalogue=catalogue)
+    plan = plan_sweep(inputs, {m: engine_fingerprint(engines[m]) for m in models})
 
-        catalogue = registry.get
+    def serve(request: ComputeVariants | Predict) -> list:
+        if isinstance(request, Predict):
+            return engines[request.model].predict(request.questions, request.contexts, n_best=1,
+                                                  skip_invalid=True)
+        return [compute_locally(u, config.seed) for u in request.units]
 
-    full = dataset if dataset is not None else load_dataset(config.dataset, data_dir)
-    scorable = [ex for ex in full.examples if ex.answers and not ex.is_impossible]
-    examples = sample_examples(scorable, config.sample, config.seed)
-    if not examples:
-        raise SweepError(f"dataset {config.dataset!r} has no example with a gold answer")
+    def run_chunks(runner: _Runner) -> bool:
+        for steps in runner.chunks(chunk_size):
+            if cancel is not None and cancel.is_set():
+                steps.close()
+                return False
+            drive(steps, serve)
+        return True
 
-    specs_in: list[PerturbationSpec] = []
-    for s in config.perturbations:
-        specs_in.extend(parse_specs(s) if isinstance(s, str) else [s])
-    if not specs_in:
-        raise SweepError("no perturbations given")
-    specs: list[_Spec] = []
-    for s in specs_in:
-        resolved = _file_spec(s, full, data_dir) if s.is_file else _registry_spec(s, config.repeats, catalogue)
-        if any((r.id, r.params_json) == (resolved.id, resolved.params_json) for r in specs):
-            continue  # the same spec written twice (e.g. DCRQ and DCRQ:n_words=1)
-        specs.append(resolved)
-
-    fingerprints = {m: engine_fingerprint(engines[m]) for m in models}
-    hashes = [example_hash(ex) for ex in examples]
-    cfg = {
-        "format": FORMAT, "dataset": config.dataset, "examples_hash": _sha(*hashes),
-        "n_examples": len(examples), "sample": config.sample, "seed": config.seed,
-        "repeats": config.repeats, "dropped_no_gold": len(full.examples) - len(scorable),
-        "specs": [[s.id, s.params_json, s.repeats, s.key_salt] for s in specs],
-        "models": [[m, fingerprints[m]] for m in models],
-    }
-    cfg_json = canonical_json(cfg)
-    cfg_hash = hashlib.sha256(cfg_json.encode()).hexdigest()
-    name = config.name or f"{config.dataset}-{cfg_hash[:8]}"
-    total = len(examples) * len(models) * (1 + sum(s.repeats for s in specs))
-
-    store, owned = _open_store(db)
-    try:
-        sweep_id = _create_or_resume(store, name, cfg_hash, cfg_json, config.dataset, examples,
-                                     hashes, specs, models, fingerprints, total)
-        already = store.done_units(sweep_id)
-        run = SweepRun(sweep_id, name, "running", total, already, already)
-        runner = _Runner(store, sweep_id, examples, specs, engines, fingerprints, config.seed, run, progress)
-        if on_start is not None:
-            on_start(run)
-        runner._tick()
-        try:
-            finished = (runner.clean_phase(chunk_size, cancel)
-                        and runner.perturbed_phase(chunk_size, cancel))
-        except BaseException as e:
-            status = "cancelled" if isinstance(e, KeyboardInterrupt) else "failed"
-            store.set_status(sweep_id, status, f"{type(e).__name__}: {e}"[:500], _now())
-            raise
-        run.status = "done" if finished else "cancelled"
-        store.set_status(sweep_id, run.status, None, _now())
-        run.done_units = store.done_units(sweep_id)
-        run.elapsed_s = time.perf_counter() - t0
-        return run
-    finally:
-        if owned:
-            store.close()
+    return execute_plan(plan, db, run_chunks, t0=t0, progress=progress, on_start=on_start)
 
 
 def _create_or_resume(store: Store, name: str, cfg_hash: str, cfg_json: str, dataset: str,
@@ -888,8 +1010,16 @@ def _build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--chunk-size", type=int, default=256, help="units per committed chunk (default 256)")
     ap.add_argument("--batch-size", type=int, default=None, help="engine batch size")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads for the engines (0: torch's choice)")
-    ap.add_argument("--backend", default="torch", help="forward pass: torch, onnx (ONNX Runtime fp32) or onnx-int8 "
-                                                       "(default torch); part of the prediction cache key")
+    ap.add_argument("--backend", default="local", metavar="{local,ray}",
+                    help="where the sweep runs: local (this process, the default) or ray (a Ray cluster, see "
+                         "--address and --workers; core.sweep_ray). The forward-pass names torch, onnx and "
+                         "onnx-int8 are still accepted here and mean --engine-backend")
+    ap.add_argument("--engine-backend", default=None, help="forward pass: torch, onnx (ONNX Runtime fp32) or "
+                                                           "onnx-int8 (default torch); part of the prediction cache key")
+    ap.add_argument("--address", default=None, help="with --backend ray: the cluster to join (printed by `ray start "
+                                                    "--head`, or auto); default: start a local Ray")
+    ap.add_argument("--workers", type=int, default=None, help="with --backend ray: workers (one actor per model "
+                                                              "each; default: the cluster's GPUs, else its CPUs)")
     ap.add_argument("--metric", choices=("f1", "em"), default="f1", help="metric of the printed table")
     ap.add_argument("--list", action="store_true", help="list the sweeps stored in --db and exit")
     ap.add_argument("--show", metavar="NAME", help="print the table of a stored sweep and exit")
@@ -898,6 +1028,30 @@ def _build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--list-perturbations", action="store_true", help="list registered perturbations and exit")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     return ap
+
+
+def _backends(args: argparse.Namespace) -> tuple[str, str]:
+    """(where the sweep runs, the forward pass) from --backend and --engine-backend. --backend
+    named the forward pass before the Ray backend existed: those names still mean it."""
+    from core.qa.onnx_backend import BACKENDS
+
+    where, engine = args.backend, args.engine_backend
+    if where in BACKENDS:
+        if engine is not None and engine != where:
+            raise cli.CLIError(f"--backend {where} (the old spelling of --engine-backend) contradicts "
+                               f"--engine-backend {engine}")
+        where, engine = "local", where
+    if where not in ("local", "ray"):
+        raise cli.CLIError(f"--backend must be one of local, ray, {', '.join(BACKENDS)}, got {where!r}")
+    if engine is not None and engine not in BACKENDS:
+        raise cli.CLIError(f"--engine-backend must be one of {', '.join(BACKENDS)}, got {engine!r}")
+    if where != "ray":
+        given = [flag for flag, value in (("--address", args.address), ("--workers", args.workers)) if value is not None]
+        if given:
+            raise cli.CLIError(f"{' and '.join(given)} go with --backend ray")
+    if args.workers is not None and args.workers < 1:
+        raise cli.CLIError(f"--workers must be at least 1, got {args.workers}")
+    return where, engine or "torch"
 
 
 @cli.command(PROG)
@@ -945,7 +1099,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise cli.CLIError(f"{', '.join(missing)} required (or use --list / --show)")
     # Settings first: a bad one must stop the run before a model loads or the database opens, so
     # it can never leave empty predictions in the shared prediction cache.
-    settings = cli.engine_settings(batch_size=args.batch_size, threads=args.threads or None, backend=args.backend)
+    where, engine_backend = _backends(args)
+    settings = cli.engine_settings(batch_size=args.batch_size, threads=args.threads or None, backend=engine_backend)
     for flag, value in (("--repeats", args.repeats), ("--chunk-size", args.chunk_size), ("--sample", args.sample)):
         if value is not None and value < 1:
             raise cli.CLIError(f"{flag} must be at least 1, got {value}")
@@ -968,8 +1123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with Store(args.db):  # refuses a folder or a non-SQLite file untouched: now, not after loading
             pass
     # Each engine is loaded with these settings (the registry caches per settings) instead of
-    # changing the settings of a shared cached engine after the fact.
-    engines = {name: load_engine(name, settings) for name in model_names}
+    # changing the settings of a shared cached engine after the fact. On Ray the actors load them.
+    engines = {name: load_engine(name, settings) for name in model_names} if where == "local" else {}
     config = SweepConfig(args.dataset, specs, model_names, repeats=args.repeats, seed=args.seed,
                          sample=args.sample, name=args.name)
     bar = None
@@ -985,8 +1140,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             bar.refresh()
 
     try:
-        run = run_sweep(config, engines, args.db, dataset=dataset, data_dir=args.data_dir, progress=progress,
-                        chunk_size=args.chunk_size)
+        if where == "ray":
+            from core.sweep_ray import run_sweep_ray
+
+            run = run_sweep_ray(config, args.db, settings=settings, address=args.address, workers=args.workers,
+                                dataset=dataset, data_dir=args.data_dir, progress=progress,
+                                chunk_size=args.chunk_size, shutdown=True)
+        else:
+            run = run_sweep(config, engines, args.db, dataset=dataset, data_dir=args.data_dir,
+                            progress=progress, chunk_size=args.chunk_size)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()
