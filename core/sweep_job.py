@@ -9,6 +9,10 @@ message of whatever run_sweep raised (a SweepError names the problem).
 
 The thread opens its own database connection (run_sweep is given the path, not a Store), so the
 page's reads never share a connection with the writer; SQLite's WAL mode lets them run together.
+``ray=RayOptions(...)`` runs the sweep on Ray instead (core.sweep_ray: the models load in its
+actors, so ``engines`` is empty); ``workers`` then holds each worker's state (node, calls,
+restarts) as the driver reports it, for the page to show.
+
 No streamlit import.
 """
 from __future__ import annotations
@@ -16,20 +20,31 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.datasets import Dataset
 from core.sweep import SweepConfig, SweepRun, run_sweep
 
-__all__ = ["SweepJob"]
+__all__ = ["SweepJob", "RayOptions"]
+
+
+@dataclass
+class RayOptions:
+    """Where a Ray sweep runs: ``address`` None starts (or reuses) a local Ray in this process."""
+
+    address: str | None = None
+    workers: int | None = None
+    settings: Any = None          # core.qa.engine.EngineSettings for the actors' engines
 
 
 class SweepJob:
     """One run_sweep call on a background thread (see module doc)."""
 
     def __init__(self, config: SweepConfig, engines: Mapping[str, Any], db: str | Path, *,
-                 dataset: Dataset | None = None, data_dir: str | Path | None = None, chunk_size: int = 128):
+                 dataset: Dataset | None = None, data_dir: str | Path | None = None, chunk_size: int = 128,
+                 ray: RayOptions | None = None):
         self.config = config
         self.db = str(db)
         self.done = 0
@@ -42,6 +57,8 @@ class SweepJob:
         self._cancel = threading.Event()
         self._kwargs = dict(dataset=dataset, data_dir=data_dir, chunk_size=chunk_size)
         self._engines = dict(engines)
+        self.ray = ray
+        self.workers: list = []   # core.sweep_ray.WorkerState per worker (Ray sweeps)
         self._thread = threading.Thread(target=self._run, name=f"sweep-{config.name or config.dataset}",
                                         daemon=True)
 
@@ -55,13 +72,24 @@ class SweepJob:
     def _progress(self, done: int, total: int) -> None:
         self.done, self.total = done, total
 
+    def _workers(self, states: list) -> None:
+        self.workers = states
+
     def _started(self, run: SweepRun) -> None:
         self.name = run.name
 
     def _run(self) -> None:
         try:
-            self.result = run_sweep(self.config, self._engines, self.db, progress=self._progress,
-                                    cancel=self._cancel, on_start=self._started, **self._kwargs)
+            if self.ray is not None:
+                from core.sweep_ray import run_sweep_ray
+
+                self.result = run_sweep_ray(self.config, self.db, settings=self.ray.settings,
+                                            address=self.ray.address, workers=self.ray.workers,
+                                            progress=self._progress, cancel=self._cancel, on_start=self._started,
+                                            on_workers=self._workers, **self._kwargs)
+            else:
+                self.result = run_sweep(self.config, self._engines, self.db, progress=self._progress,
+                                        cancel=self._cancel, on_start=self._started, **self._kwargs)
             self.done, self.total = self.result.done_units, self.result.total_units
         except BaseException as e:  # shown on the page; the thread must not die silently
             self.error = f"{type(e).__name__}: {e}"

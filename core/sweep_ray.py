@@ -67,11 +67,12 @@ from core.sweep import (
     resolve_inputs,
 )
 
-__all__ = ["RAY_ADDRESS_ENV", "WorkerState", "connect", "run_sweep_ray", "ModelActor"]
+__all__ = ["RAY_ADDRESS_ENV", "WorkerState", "connect", "disconnect", "run_sweep_ray", "ModelActor"]
 
 RAY_ADDRESS_ENV = "QAX_RAY_ADDRESS"   # the cluster the app's Sweeps page may use (a server setting)
 CHUNKS_PER_WORKER = 2                 # chunks in flight per worker
 _ENV_PREFIXES = ("QAX_", "HF_", "TRANSFORMERS_", "TOKENIZERS_")
+_connected_to: str | None = None      # what connect() joined: an address, or "local"
 
 WorkersFn = Callable[[list["WorkerState"]], None]
 
@@ -113,7 +114,12 @@ def connect(address: str | None = None, *, num_cpus: int | None = None):
         import ray
     except ImportError:
         raise SweepError("the Ray backend needs the 'ray' package (pip install -r requirements.txt)") from None
+    global _connected_to
+    wanted = address or "local"
     if ray.is_initialized():
+        if _connected_to is not None and _connected_to != wanted:
+            raise SweepError(f"this process is connected to {_connected_to} Ray; a sweep on {wanted} Ray needs "
+                             "a fresh process (restart the app or run python -m core.sweep)")
         return ray
     import logging
 
@@ -127,7 +133,17 @@ def connect(address: str | None = None, *, num_cpus: int | None = None):
     except (ConnectionError, RuntimeError, ValueError) as e:
         where = f"the Ray cluster at {address}" if address else "a local Ray"
         raise SweepError(f"could not start or join {where}: {e}") from None
+    _connected_to = wanted
     return ray
+
+
+def disconnect() -> None:
+    """Leave Ray (stopping the local one this process started)."""
+    global _connected_to
+    import ray
+
+    ray.shutdown()
+    _connected_to = None
 
 
 # ------------------------------------------------------------------------------------ remote code
@@ -479,4 +495,4 @@ def run_sweep_ray(config: SweepConfig, db: str | Path | Store, *, settings: Any 
             driver.stop()
     finally:
         if shutdown:
-            ray.shutdown()
+            disconnect()

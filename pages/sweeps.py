@@ -15,11 +15,16 @@ and challenge files from what exists under the server's roots (core.config), and
 loaded with ``confined=True``, so a stored sweep naming a file elsewhere cannot be resumed here.
 A sweep whose process died is listed as interrupted (core.store.effective_status) and offered
 for resume like a cancelled one.
+
+Where a sweep runs: this process, a Ray started on this machine, or the Ray cluster named by the
+server's QAX_RAY_ADDRESS (core.sweep_ray; an address is never typed in the browser), with a
+worker count; a Ray sweep shows each worker's node, state, calls and restarts while it runs.
 """
 from __future__ import annotations
 
 import itertools
 import json
+import os
 
 import pandas as pd
 import streamlit as st
@@ -34,7 +39,8 @@ from core import config
 from core.datasets import DatasetError
 from core.perturb import registry
 from core.sweep import PerturbationSpec, SweepConfig, SweepError, load_dataset, sample_examples
-from core.sweep_job import SweepJob
+from core.sweep_job import RayOptions, SweepJob
+from core.sweep_ray import RAY_ADDRESS_ENV
 
 init_state()
 sidebar_settings()
@@ -45,6 +51,7 @@ st.caption("Evaluate every selected model under many perturbations over a whole 
            "Browse the results on the **Heatmaps** page.")
 
 JOB = "sweep_job"
+WHERE = ("This process", "Ray on this machine", "Ray cluster (server setting)")
 
 
 @st.cache_data(show_spinner="Reading dataset…", max_entries=8)
@@ -91,8 +98,22 @@ def load_engines(names: list[str]) -> dict | None:
     return None if errors else engines
 
 
+def ray_options() -> RayOptions | None:
+    """The Ray backend chosen below (None: this process), with the sidebar's engine settings."""
+    where = st.session_state.get("sw_where", WHERE[0])
+    if where == WHERE[0]:
+        return None
+    from core.qa.engine import EngineSettings
+
+    ss = st.session_state
+    settings = EngineSettings(max_answer_tokens=int(ss.get("max_answer_tokens", 30)), backend=ss.get("backend", "torch"))
+    address = os.environ.get(RAY_ADDRESS_ENV) if where == WHERE[2] else None
+    return RayOptions(address=address or None, workers=int(ss.get("sw_workers", 2)), settings=settings)
+
+
 def start_job(config: SweepConfig, ds) -> None:
-    engines = load_engines(list(config.models))
+    ray = ray_options()
+    engines = load_engines(list(config.models)) if ray is None else {}   # on Ray the actors load them
     if engines is None:
         return
     d = current_data_dir()
@@ -100,7 +121,7 @@ def start_job(config: SweepConfig, ds) -> None:
         st.error(md_escape(db.error or db.hint or "Choose a sweep database."))
         return
     st.session_state[JOB] = SweepJob(config, engines, db_path, dataset=ds, data_dir=str(d) if d else None,
-                                     chunk_size=int(st.session_state.get("sw_chunk", 128))).start()
+                                     chunk_size=int(st.session_state.get("sw_chunk", 128)), ray=ray).start()
     st.session_state.pop("sw_job_reported", None)
     st.rerun()
 
@@ -129,6 +150,7 @@ def job_panel() -> None:
         text = md_escape(f"Sweep {name} on {job.config.dataset}: {job.done:,}/{job.total:,} result rows · "
                          f"{job.elapsed_s:.0f} s" if job.total else f"Preparing the sweep on {job.config.dataset}…")
         st.progress(job.fraction, text=text)
+        worker_table(job)
         if not job.cancel_requested and st.button("Cancel", key="sw_cancel"):
             job.cancel()
         if job.cancel_requested:
@@ -140,6 +162,7 @@ def job_panel() -> None:
     if job.error:
         st.error(f"The sweep stopped with an error: {md_escape(job.error)}")
         return
+    worker_table(job)
     r = job.result
     verb = "finished" if r.status == "done" else "was cancelled (resume it below)"
     st.success(md_escape(
@@ -148,6 +171,17 @@ def job_panel() -> None:
         f"{r.predictions_cached:,} taken from the cache in {r.model_calls} model calls, "
         f"{r.variants_computed:,} variants computed, {r.elapsed_s:.1f} s.")
         + " Open the **Heatmaps** page to see it.")
+
+
+def worker_table(job: SweepJob) -> None:
+    """A Ray sweep's workers: where each runs, what it is doing, its share of the predictions."""
+    if not job.workers:
+        return
+    total = sum(w.predictions for w in job.workers) or 1
+    st.dataframe(pd.DataFrame([{
+        "worker": w.index, "node": w.node or "starting…", "state": w.state, "in flight": w.in_flight,
+        "model calls": w.calls, "predictions": w.predictions, "share %": round(100.0 * w.predictions / total, 1),
+        "actor restarts": w.restarts} for w in job.workers]), hide_index=True, width="stretch", key="sw_workers_table")
 
 
 job_panel()
@@ -286,6 +320,26 @@ c4.number_input("Chunk size", 8, 4096, 128, step=8, key="sw_chunk",
                 help="Units per committed transaction: smaller = more frequent progress and faster cancel.")
 models = model_picker("sw")
 language_mismatch_note(models, ds.lang)
+
+ray_address = os.environ.get(RAY_ADDRESS_ENV, "").strip()
+where_options = list(WHERE if ray_address else WHERE[:2])
+keep_valid("sw_where", where_options)
+c1, c2 = st.columns([3, 1])
+where = c1.radio("Run on", where_options, key="sw_where", horizontal=True,
+                 help="This process: the models answer here, one chunk after the other. Ray: perturbations run "
+                      "as Ray tasks and each worker loads one copy of every model (core.sweep_ray); same rows, "
+                      "same caches, resumable either way.")
+if where != WHERE[0]:
+    c2.number_input("Workers", 1, 256, min(2, os.cpu_count() or 1), key="sw_workers",
+                    help="Each worker holds one copy of every selected model; perturbation tasks run at most "
+                         "this many at once. More workers than CPUs only adds memory.")
+    if where == WHERE[2]:
+        c1.caption(md_escape(f"The cluster at {ray_address} (the server's {RAY_ADDRESS_ENV}): every node needs "
+                             "the project, its models and the data directory."))
+    else:
+        c1.caption("A local Ray with this machine's CPUs, started with the first Ray sweep and kept for the next.")
+elif not ray_address:
+    c1.caption(f"A Ray cluster is offered when the server sets {RAY_ADDRESS_ENV}.")
 
 n_examples = len(sample_examples(usable, sample or None, seed)) if usable else 0
 runs = sum(1 if s.is_file or not by_id[s.id].randomised else repeats for s in specs)

@@ -1,0 +1,266 @@
+"""Sweeps on Ray (core.sweep_ray): the same rows as the local backend, a killed model actor
+and a SIGKILLed driver both end in the complete, identical sweep, and the Sweeps page runs one.
+
+One local Ray (num_cpus=2) serves the whole file; the CLI runs join it with --address. The
+models are the tiny BERT of tests/conftest.py under two names (real engine code, deterministic
+answers), the data set the bundled demo.en plus a challenge file written here (a file: spec,
+which the driver reads itself, next to registry perturbations, which run as Ray tasks).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray")
+
+from core import sweep_report as report  # noqa: E402
+from core.datasets import demo_dataset  # noqa: E402
+from core.store import Store  # noqa: E402
+from core.sweep import SweepConfig, run_sweep  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SPECS = "TUQ,DRQ:n_words=1..2,file:noisy"
+MODELS = ["tiny-a", "tiny-b"]
+TOTAL = 12 * 2 * (1 + 1 + 2 + 2 + 1)   # 12 questions, 2 models: clean, TUQ, DRQ x2 params x2 repeats, file
+ROWS = ("SELECT 'clean', model, '', '', 0, example_hash, prediction_key, em, f1 FROM clean_results "
+        "UNION ALL SELECT 'perturbed', model, perturbation, params_json, repeat, example_hash, prediction_key, "
+        "em, f1 FROM results ORDER BY 1, 2, 3, 4, 5, 6")
+VARIANTS = ("SELECT key, status, note, field, question, context_hash, answers_json, changed, cer, wer, meta_json "
+            "FROM variants ORDER BY key")
+PREDICTIONS = "SELECT key, model, fingerprint, question, context_hash, answer, span_start, span_end FROM predictions ORDER BY key"
+
+
+def _query(db: Path, sql: str) -> list:
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            return conn.execute(sql).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []   # not created yet
+
+
+def _rows_done(db: Path) -> int:
+    got = _query(db, "SELECT (SELECT COUNT(*) FROM clean_results) + (SELECT COUNT(*) FROM results)")
+    return got[0][0] if got else 0
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    """A data directory holding noisy.json: demo.en's questions upper-cased, paired by id."""
+    d = tmp_path_factory.mktemp("ray_data")
+    ds = demo_dataset("en")
+    paragraphs = [{"context": ex.context, "qas": [{"id": ex.id, "question": ex.question.upper(), "answers": [
+        {"text": a.text, "answer_start": a.answer_start} for a in ex.answers]}]} for ex in ds.examples]
+    (d / "noisy.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}))
+    return d
+
+
+@pytest.fixture(scope="module")
+def env(tiny_registry, tmp_path_factory, data_dir):
+    """The environment of this file's processes and Ray workers (they inherit the driver's QAX_*)."""
+    saved = {k: os.environ.get(k) for k in ("QAX_MODELS_TOML", "HF_HUB_OFFLINE", "QAX_CACHE_DIR", "QAX_DATA_DIR")}
+    values = {"QAX_MODELS_TOML": str(tiny_registry), "HF_HUB_OFFLINE": "1",
+              "QAX_CACHE_DIR": str(tmp_path_factory.mktemp("ray_cache")), "QAX_DATA_DIR": str(data_dir)}
+    os.environ.update(values)
+    # Ray 2.60's local clusters authenticate with a token (~/.ray/auth_token, written by
+    # ray.init): a second driver joining one must be told to send it
+    yield dict(os.environ, PYTHONPATH=str(REPO), RAY_AUTH_MODE="token")
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def cluster(env):
+    """One local Ray with 2 CPUs for the file; yields its address for the CLI drivers."""
+    from core import sweep_ray
+
+    ray = sweep_ray.connect(num_cpus=2)
+    yield ray.get_runtime_context().gcs_address
+    sweep_ray.disconnect()
+
+
+def _config(name: str, models=MODELS) -> SweepConfig:
+    return SweepConfig("demo.en", [SPECS], models, repeats=2, seed=3, name=name)
+
+
+@pytest.fixture(scope="module")
+def local_db(env, data_dir, tmp_path_factory) -> Path:
+    """The reference: the same sweep on the local backend."""
+    from core.qa.registry import load_engine
+
+    db = tmp_path_factory.mktemp("local") / "local.sqlite"
+    run = run_sweep(_config("s"), {m: load_engine(m) for m in MODELS}, db, data_dir=data_dir, chunk_size=5)
+    assert (run.status, run.done_units) == ("done", TOTAL)
+    return db
+
+
+def _same_sweep(db: Path, reference: Path, name: str = "s") -> None:
+    rows = _query(db, ROWS)
+    assert len(rows) == len(set(rows)) == TOTAL            # none lost, none duplicated
+    assert rows == _query(reference, ROWS)
+    assert _query(db, VARIANTS) == _query(reference, VARIANTS)
+    assert _query(db, PREDICTIONS) == _query(reference, PREDICTIONS)
+    with Store(db, readonly=True) as a, Store(reference, readonly=True) as b:
+        assert report.format_report(a, name) == report.format_report(b, name)   # what --show prints
+
+
+def test_ray_sweep_gives_the_rows_of_the_local_backend(cluster, local_db, data_dir, tmp_path):
+    from core.sweep_ray import run_sweep_ray
+
+    seen: list = []
+    db = tmp_path / "ray.sqlite"
+    run = run_sweep_ray(_config("s"), db, workers=2, data_dir=data_dir, chunk_size=5,
+                        on_workers=lambda states: seen.append(states))
+    assert (run.status, run.done_units, run.total_units, run.resumed_units) == ("done", TOTAL, TOTAL, 0)
+    _same_sweep(db, local_db)
+    final = seen[-1]
+    assert [w.state for w in final] == ["stopped", "stopped"]
+    assert all(w.node and w.calls > 0 and w.restarts == 0 for w in final)   # both workers answered
+    assert sum(w.predictions for w in final) == run.predictions_computed
+    assert {m for w in final for m in w.actors} == set(MODELS)
+    # run again: everything is stored, nothing is computed
+    again = run_sweep_ray(_config("s"), db, workers=1, data_dir=data_dir)
+    assert (again.resumed_units, again.predictions_computed, again.variants_computed) == (TOTAL, 0, 0)
+
+
+def test_a_model_actor_killed_mid_sweep_is_replaced_and_the_sweep_completes(cluster, local_db, data_dir, tmp_path):
+    import ray
+
+    from core.sweep_ray import run_sweep_ray
+
+    states: list = []
+    killed: list[str] = []
+
+    def kill_once(done: int, total: int) -> None:   # after the first committed chunk
+        if done and not killed and states:
+            name = states[-1][1].actors["tiny-b"]
+            ray.kill(ray.get_actor(name, namespace="qax"))
+            killed.append(name)
+
+    db = tmp_path / "killed.sqlite"
+    run = run_sweep_ray(_config("s"), db, workers=2, data_dir=data_dir, chunk_size=3, progress=kill_once,
+                        on_workers=lambda s: states.append(s))
+    assert killed and run.status == "done" and run.done_units == TOTAL
+    final = states[-1]
+    assert [w.restarts for w in final] == [0, 1]                 # worker 1's tiny-b actor, replaced once
+    assert final[1].actors["tiny-b"] != killed[0]
+    _same_sweep(db, local_db)
+
+
+SLOW_RAY_CLI = """
+import sys, time
+sys.path.insert(0, {repo!r})
+import core.sweep_ray as sweep_ray
+
+delay = float(sys.argv[1])
+
+class SlowActor(sweep_ray.ModelActor):   # defined here, so Ray ships it to the workers by value
+    def predict(self, questions, contexts):
+        time.sleep(delay)   # the parent kills the driver while the actors answer
+        return super().predict(questions, contexts)
+
+sweep_ray.ModelActor = SlowActor
+from core.sweep import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_a_sigkilled_ray_driver_resumes_to_the_same_sweep(cluster, env, local_db, tmp_path, capsys):
+    from core.sweep import main
+
+    script = tmp_path / "slow_ray_cli.py"
+    script.write_text(SLOW_RAY_CLI.format(repo=str(REPO)))
+    db = tmp_path / "driver.sqlite"
+    args = ["--dataset", "demo.en", "--perturbations", SPECS, "--models", ",".join(MODELS), "--repeats", "2",
+            "--seed", "3", "--name", "s", "--chunk-size", "3", "--quiet", "--db", str(db),
+            "--backend", "ray", "--address", cluster, "--workers", "2"]
+    proc = subprocess.Popen([sys.executable, str(script), "0.3", *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        while _rows_done(db) < 12:
+            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
+            assert time.monotonic() < deadline, "the Ray sweep never committed a chunk"
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+    kept = _query(db, ROWS)
+    assert 12 <= len(kept) < TOTAL                         # killed mid-sweep
+    [sweep] = report.list_sweeps(db)
+    assert (sweep["stored_status"], sweep["status"]) == ("running", "interrupted")
+
+    resumed = subprocess.run([sys.executable, "-m", "core.sweep", *args], cwd=REPO, env=env, capture_output=True,
+                             text=True, timeout=300)     # the same command, not slowed: resumes
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    out = resumed.stdout
+    assert f": done, {TOTAL}/{TOTAL} rows ({len(kept)} resumed)" in out
+    assert set(kept) <= set(_query(db, ROWS))              # nothing committed was lost
+    _same_sweep(db, local_db)
+    assert main(["--show", "s", "--db", str(db)]) == 0
+    shown = capsys.readouterr().out
+    assert main(["--show", "s", "--db", str(local_db)]) == 0
+    assert capsys.readouterr().out == shown
+
+
+def test_ray_flags_need_the_ray_backend(capsys):
+    from core.sweep import main
+
+    base = ["--dataset", "demo.en", "--perturbations", "TUQ", "--models", "tiny-a"]
+    assert main([*base, "--workers", "2"]) == 2
+    assert "--workers go with --backend ray" in capsys.readouterr().err
+    assert main([*base, "--backend", "ray", "--workers", "0"]) == 2
+    assert "--workers must be at least 1, got 0" in capsys.readouterr().err
+    assert main([*base, "--backend", "onnx", "--engine-backend", "torch"]) == 2
+    assert "contradicts --engine-backend torch" in capsys.readouterr().err
+
+
+def test_sweeps_page_runs_a_ray_sweep_and_shows_its_workers(cluster, env, local_db, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    db = tmp_path / "page" / "sweeps.sqlite"
+    monkeypatch.setenv("QAX_SWEEP_DB", str(db))
+    monkeypatch.delenv("QAX_RAY_ADDRESS", raising=False)
+    at = AppTest.from_file("../pages/sweeps.py", default_timeout=180).run()
+    assert not at.exception, at.exception
+    assert at.radio(key="sw_where").options == ["This process", "Ray on this machine"]   # no cluster set
+    at.multiselect(key="sw_fam_case").set_value(["TUQ"]).run()
+    at.number_input(key="sw_sample").set_value(12).run()
+    at.number_input(key="sw_repeats").set_value(1).run()
+    at.multiselect(key="sw_models").set_value(["tiny-a"]).run()
+    at.radio(key="sw_where").set_value("Ray on this machine").run()
+    at.number_input(key="sw_workers").set_value(2).run()
+    assert not at.exception, at.exception
+    at.button(key="sw_start").click().run()
+    assert not at.exception, at.exception
+    job = at.session_state["sweep_job"]
+    assert job.ray is not None and job.ray.workers == 2
+    assert job.wait(240)
+    at.run()
+    assert job.error is None, job.error
+    assert (job.result.status, job.result.done_units) == ("done", 12 * 2)
+    tables = [d.value for d in at.dataframe]
+    [workers] = [t for t in tables if "actor restarts" in t.columns]
+    assert list(workers["worker"]) == [0, 1] and list(workers["state"]) == ["stopped", "stopped"]
+    assert workers["predictions"].sum() == job.result.predictions_computed
+    [stored] = [t for t in tables if "rows done" in t.columns]
+    assert list(stored["status"]) == ["done"]
+    clean = _query(db, "SELECT model, example_hash, prediction_key, em, f1 FROM clean_results ORDER BY 1, 2")
+    assert clean == _query(local_db, "SELECT model, example_hash, prediction_key, em, f1 FROM clean_results "
+                                     "WHERE model = 'tiny-a' ORDER BY 1, 2")
