@@ -1,0 +1,274 @@
+"""Sweeps on Ray against the local backend: wall time, speed-up, identical rows, per-stage costs.
+
+Each configuration runs in a fresh child process (so none inherits another's loaded models,
+caches or Ray), into a fresh database and a fresh cache folder (no transcript is reused):
+
+  * text sweep: XQuAD-en sample x text perturbations x 2 models;
+  * TTS -> ASR sweep: XQuAD-en sample x asr_Q (flite kal16 -> PocketSphinx) x 1 model;
+
+on the local backend (torch's default threads, and 1 thread), and on a local Ray with 1 and 2
+workers. Reported per run: the sweep's own time (from the planned sweep to the last commit: for
+Ray the actors are loaded by then) and the fixed cost before it (Ray start and actor loading, or
+the local model load), and whether its rows equal the local run's (every clean and perturbed
+row: prediction key, EM, F1). The load average is printed with every run: the machine is shared.
+
+``--cluster`` also starts a real two-node Ray cluster on this machine (``ray start --head`` and
+``ray start --address=127.0.0.1:PORT``, one CPU each), runs the text sweep against it with the
+CLI, compares its rows and its ``--show`` table with the local run's, and stops the cluster.
+
+``--stages`` measures the per-stage costs the README's projection uses: a text variant, a
+TTS -> ASR clip, the driver's cost per result row (a warm sweep: every variant and prediction
+cached, so only look-ups, scoring and SQLite writes remain), the bytes shipped per unit.
+
+    python benchmarks/sweep_ray.py --text-sample 40 --asr-sample 30 --cluster --stages --json out.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+TEXT_SPECS = "keyboard_Q,TLQ,DCRQ,DRQ,SwapRQ"
+ASR_SPECS = "asr_Q:voice=flite:kal16:engine=pocketsphinx"
+ROWS = ("SELECT 'clean', model, '', '', 0, example_hash, prediction_key, em, f1 FROM clean_results "
+        "UNION ALL SELECT 'perturbed', model, perturbation, params_json, repeat, example_hash, prediction_key, "
+        "em, f1 FROM results ORDER BY 1, 2, 3, 4, 5, 6")
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def rows(db: Path) -> list:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute(ROWS).fetchall()
+    finally:
+        conn.close()
+
+
+# ------------------------------------------------------------------------------------------- child
+
+
+def child(args) -> None:
+    """One sweep in this process; prints one JSON line."""
+    from core.qa.engine import EngineSettings
+    from core.sweep import SweepConfig, load_dataset, run_sweep
+
+    t0 = time.perf_counter()
+    marks: dict[str, float] = {}
+    dataset = load_dataset(args.dataset)
+    config = SweepConfig(args.dataset, [args.specs], args.models.split(","), repeats=args.repeats, seed=0,
+                         sample=args.sample, name="bench")
+
+    def started(run) -> None:
+        marks["start"] = time.perf_counter()
+
+    if args.backend == "local":
+        from core.qa.registry import load_engine
+
+        settings = EngineSettings(threads=args.threads or None)
+        engines = {m: load_engine(m, settings) for m in config.models}
+        run = run_sweep(config, engines, args.db, dataset=dataset, chunk_size=args.chunk_size, on_start=started)
+        workers = []
+    else:
+        from core.sweep_ray import run_sweep_ray
+
+        states: list = []
+        run = run_sweep_ray(config, args.db, address=args.address, workers=args.workers, dataset=dataset,
+                            chunk_size=args.chunk_size, on_start=started, on_workers=states.append, shutdown=True)
+        workers = [{"node": w.node, "calls": w.calls, "predictions": w.predictions, "restarts": w.restarts}
+                   for w in (states[-1] if states else [])]
+    end = time.perf_counter()
+    print(json.dumps({"sweep_s": end - marks["start"], "fixed_s": marks["start"] - t0, "rows": run.done_units,
+                      "predictions": run.predictions_computed, "variants": run.variants_computed,
+                      "workers": workers}))
+
+
+def run_child(kind: str, backend: str, tmp: Path, args, *, workers: int | None = None, threads: int | None = None,
+              address: str | None = None, env_extra: dict | None = None) -> dict:
+    label = f"{kind}-{backend}-{workers or threads or 'default'}"
+    db = tmp / f"{label}.sqlite"
+    cache = tmp / f"cache-{label}"
+    specs, sample, models = ((TEXT_SPECS, args.text_sample, args.text_models) if kind == "text"
+                             else (ASR_SPECS, args.asr_sample, args.asr_models))
+    cmd = [sys.executable, __file__, "--child", "--backend", backend, "--db", str(db), "--dataset", args.dataset,
+           "--specs", specs, "--sample", str(sample), "--models", models, "--repeats", str(args.repeats),
+           "--chunk-size", str(args.chunk_size)]
+    if workers:
+        cmd += ["--workers", str(workers)]
+    if threads:
+        cmd += ["--threads", str(threads)]
+    if address:
+        cmd += ["--address", address]
+    env = dict(os.environ, QAX_CACHE_DIR=str(cache), PYTHONPATH=str(REPO), **(env_extra or {}))
+    before = load()
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=REPO, timeout=3600)
+    wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"{label} failed:\n{done.stderr[-3000:]}")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out.update(label=label, kind=kind, backend=backend, workers=workers, threads=threads, process_s=wall,
+               load_before=before, load_after=load(), db=str(db))
+    print(f"{label:24s} sweep {out['sweep_s']:7.1f} s  fixed {out['fixed_s']:5.1f} s  process {wall:6.1f} s  "
+          f"{out['rows']} rows, {out['predictions']} predictions  load {before} -> {out['load_after']}", flush=True)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ stages
+
+
+def stages(args) -> dict:
+    """Per-stage costs measured in this process (see the module doc)."""
+    from core.datasets import Dataset
+    from core.perturb import registry
+    from core.qa.registry import load_engine
+    from core.sweep import (
+        SweepConfig,
+        _registry_spec,
+        example_hash,
+        load_dataset,
+        parse_specs,
+        run_sweep,
+        sample_examples,
+    )
+
+    dataset = load_dataset(args.dataset)
+    examples = sample_examples([e for e in dataset.examples if e.answers], args.text_sample, 0)
+    out: dict = {}
+    specs = [_registry_spec(s, 1, registry.get) for s in parse_specs(TEXT_SPECS)]
+    for s in specs:   # load the NLP backends outside the timing
+        s.make(examples[0], s.rng(example_hash(examples[0]), 0, 0))
+    t0 = time.perf_counter()
+    outcomes = [s.make(ex, s.rng(example_hash(ex), 0, 0)) for s in specs for ex in examples]
+    out["text_variant_ms"] = 1000 * (time.perf_counter() - t0) / len(outcomes)
+    item = (0, examples[0], example_hash(examples[0]), 0, "k" * 64)
+    out["bytes_per_unit_sent"] = len(pickle.dumps(item))
+    out["bytes_per_outcome"] = len(pickle.dumps(outcomes[0]))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["QAX_CACHE_DIR"] = tmp
+        asr = _registry_spec(parse_specs(ASR_SPECS)[0], 1, registry.get)
+        asr.make(examples[0], asr.rng(example_hash(examples[0]), 0, 0))   # load voice and recogniser
+        t0 = time.perf_counter()
+        for ex in examples[1:6]:
+            asr.make(ex, asr.rng(example_hash(ex), 0, 0))
+        out["asr_clip_s"] = (time.perf_counter() - t0) / 5
+
+        models = args.text_models.split(",")
+        engines = {m: load_engine(m) for m in models}
+        small = Dataset("stage", "en", examples)
+        db = Path(tmp) / "stage.sqlite"
+        config = SweepConfig("stage", [TEXT_SPECS], models, seed=0, name="cold")
+        run_sweep(config, engines, db, dataset=small)
+        config.name = "warm"
+        t0 = time.perf_counter()
+        warm = run_sweep(config, engines, db, dataset=small)
+        out["driver_ms_per_row"] = 1000 * (time.perf_counter() - t0) / warm.total_units
+        out["warm_model_calls"] = warm.model_calls
+    print(f"stages: text variant {out['text_variant_ms']:.2f} ms, TTS->ASR clip {out['asr_clip_s']:.2f} s, "
+          f"driver {out['driver_ms_per_row']:.3f} ms/row (warm sweep, {out['warm_model_calls']} model calls), "
+          f"{out['bytes_per_unit_sent']} B sent per unit, {out['bytes_per_outcome']} B per outcome back  "
+          f"load {load()}", flush=True)
+    return out
+
+
+# ----------------------------------------------------------------------------------------- cluster
+
+
+def two_node_cluster(args, tmp: Path, reference: dict) -> dict:
+    """Head + second node on this machine, 1 CPU each; the text sweep through the CLI against it."""
+    ray_bin = str(Path(sys.executable).with_name("ray"))
+    env = dict(os.environ, RAY_AUTH_MODE="token", PYTHONPATH=str(REPO))
+    port = args.port
+    subprocess.run([ray_bin, "start", "--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
+                    "--disable-usage-stats"], env=env, check=True, capture_output=True, text=True)
+    try:
+        subprocess.run([ray_bin, "start", f"--address=127.0.0.1:{port}", "--num-cpus=1", "--disable-usage-stats"],
+                       env=env, check=True, capture_output=True, text=True)
+        status = subprocess.run([ray_bin, "status", f"--address=127.0.0.1:{port}"], env=env, capture_output=True,
+                                text=True)
+        nodes = status.stdout.count("node_")
+        result = run_child("text", "ray", tmp, args, workers=2, address=f"127.0.0.1:{port}",
+                           env_extra={"RAY_AUTH_MODE": "token"})
+        result["nodes"] = nodes
+        result["identical_to_local"] = rows(Path(result["db"])) == rows(Path(reference["db"]))
+        shows = [subprocess.run([sys.executable, "-m", "core.sweep", "--show", "bench", "--db", db], cwd=REPO,
+                                capture_output=True, text=True).stdout for db in (result["db"], reference["db"])]
+        result["show_identical"] = shows[0] == shows[1] and "bench" in shows[0]
+        print(f"two-node cluster ({nodes} nodes): rows identical to local: {result['identical_to_local']}, "
+              f"--show identical: {result['show_identical']}", flush=True)
+        return result
+    finally:
+        subprocess.run([ray_bin, "stop", "--force"], env=env, capture_output=True)
+
+
+# -------------------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> dict | None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dataset", default="xquad/xquad.en")
+    ap.add_argument("--text-sample", type=int, default=40)
+    ap.add_argument("--asr-sample", type=int, default=30)
+    ap.add_argument("--text-models", default="minilm-squad,minilm-squad-noise")
+    ap.add_argument("--asr-models", default="minilm-squad")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--chunk-size", type=int, default=32)
+    ap.add_argument("--kinds", default="text,asr")
+    ap.add_argument("--cluster", action="store_true", help="also run the text sweep on a two-node cluster here")
+    ap.add_argument("--port", type=int, default=6391)
+    ap.add_argument("--stages", action="store_true", help="also measure the per-stage costs")
+    ap.add_argument("--json", type=Path)
+    # child mode
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--backend", default="local", help=argparse.SUPPRESS)
+    ap.add_argument("--db", help=argparse.SUPPRESS)
+    ap.add_argument("--specs", help=argparse.SUPPRESS)
+    ap.add_argument("--sample", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--models", help=argparse.SUPPRESS)
+    ap.add_argument("--workers", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--threads", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--address", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        child(args)
+        return None
+
+    print(f"{os.cpu_count()} CPUs; load average before: {load()}", flush=True)
+    results: dict = {"cpus": os.cpu_count(), "runs": [], "text_sample": args.text_sample,
+                     "asr_sample": args.asr_sample, "chunk_size": args.chunk_size}
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        for kind in args.kinds.split(","):
+            ref = run_child(kind, "local", tmp, args)
+            runs = [ref, run_child(kind, "local", tmp, args, threads=1),
+                    run_child(kind, "ray", tmp, args, workers=1), run_child(kind, "ray", tmp, args, workers=2)]
+            expected = rows(Path(ref["db"]))
+            for r in runs:
+                r["identical_to_local"] = rows(Path(r["db"])) == expected
+            print(f"{kind}: rows identical to local in every run: {all(r['identical_to_local'] for r in runs)}",
+                  flush=True)
+            results["runs"] += runs
+            if kind == "text" and args.cluster:
+                results["cluster"] = two_node_cluster(args, tmp, ref)
+        if args.stages:
+            results["stages"] = stages(args)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return results
+
+
+if __name__ == "__main__":
+    main()
