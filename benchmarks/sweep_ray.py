@@ -96,8 +96,8 @@ def child(args) -> None:
 
 
 def run_child(kind: str, backend: str, tmp: Path, args, *, workers: int | None = None, threads: int | None = None,
-              address: str | None = None, env_extra: dict | None = None) -> dict:
-    label = f"{kind}-{backend}-{workers or threads or 'default'}"
+              address: str | None = None, env_extra: dict | None = None, label: str | None = None) -> dict:
+    label = label or f"{kind}-{backend}-{workers or threads or 'default'}"
     db = tmp / f"{label}.sqlite"
     cache = tmp / f"cache-{label}"
     specs, sample, models = ((TEXT_SPECS, args.text_sample, args.text_models) if kind == "text"
@@ -197,17 +197,15 @@ def two_node_cluster(args, tmp: Path, reference: dict) -> dict:
     try:
         subprocess.run([ray_bin, "start", f"--address=127.0.0.1:{port}", "--num-cpus=1", "--disable-usage-stats"],
                        env=env, check=True, capture_output=True, text=True)
-        status = subprocess.run([ray_bin, "status", f"--address=127.0.0.1:{port}"], env=env, capture_output=True,
-                                text=True)
-        nodes = status.stdout.count("node_")
         result = run_child("text", "ray", tmp, args, workers=2, address=f"127.0.0.1:{port}",
-                           env_extra={"RAY_AUTH_MODE": "token"})
+                           env_extra={"RAY_AUTH_MODE": "token"}, label="text-two-node-cluster")
+        nodes = len({w["node"] for w in result["workers"]})   # the nodes the workers' actors ran on
         result["nodes"] = nodes
         result["identical_to_local"] = rows(Path(result["db"])) == rows(Path(reference["db"]))
         shows = [subprocess.run([sys.executable, "-m", "core.sweep", "--show", "bench", "--db", db], cwd=REPO,
                                 capture_output=True, text=True).stdout for db in (result["db"], reference["db"])]
         result["show_identical"] = shows[0] == shows[1] and "bench" in shows[0]
-        print(f"two-node cluster ({nodes} nodes): rows identical to local: {result['identical_to_local']}, "
+        print(f"two-node cluster (workers on {nodes} nodes: {[w['node'] for w in result['workers']]}): rows identical to local: {result['identical_to_local']}, "
               f"--show identical: {result['show_identical']}", flush=True)
         return result
     finally:

@@ -174,6 +174,18 @@ def _perturb(spec_table: Sequence[tuple[PerturbationSpec, int, str]], items: Seq
     return out
 
 
+def _warm(spec_table: Sequence[tuple[PerturbationSpec, int, str]]) -> str:
+    """Import the perturbation code and resolve the sweep's specs in a task worker process before
+    the sweep starts (Ray reuses its task workers), so the sweep's own time is the steady state."""
+    from core.perturb import registry
+
+    for spec, repeats, _ in spec_table:
+        key = (spec.id, spec.params, repeats)
+        if key not in _resolved:
+            _resolved[key] = _registry_spec(spec, repeats, registry.get)
+    return socket.gethostname()
+
+
 class ModelActor:
     """One model loaded once in a Ray worker process; answers Predict requests."""
 
@@ -256,15 +268,23 @@ class _Driver:
         self.states[w].actors[model] = name
         return actor
 
-    def start(self) -> dict[str, str]:
-        """Start every actor and wait for them; returns the models' fingerprints."""
+    def start(self, specs: list) -> dict[str, str]:
+        """Start every actor (and warm the task workers) and wait for them; returns the models'
+        fingerprints."""
+        self.spec_table = self.ray.put([(PerturbationSpec.make(s.id, s.params), s.repeats, s.params_json)
+                                        for s in specs if not s.key_salt])
+        self.spec_index = {(s.id, s.params_json): i for i, s in enumerate(s for s in specs if not s.key_salt)}
         pending = {}
         for w in range(self.workers):
             for m in self.models:
                 self.actors[w][m] = self._new_actor(w, m)
                 pending[(w, m)] = self.actors[w][m].info.remote()
+        warm = self.ray.remote(_warm).options(num_cpus=self.task_cpus)
+        warming = [warm.remote(self.spec_table) for _ in range(self.workers)]
         self._report()
         infos = {k: self._get(f) for k, f in pending.items()}
+        for f in warming:
+            self._get(f)
         fingerprints: dict[str, str] = {}
         for (w, m), info in sorted(infos.items()):
             fp = fingerprints.setdefault(m, info["fingerprint"])
@@ -411,10 +431,6 @@ class _Driver:
 
     def run(self, chunk_size: int, cancel: threading.Event | None) -> bool:
         """Drive every chunk of the sweep, several at once; True when all are done."""
-        specs = self.runner.specs
-        self.spec_index = {(s.id, s.params_json): i for i, s in enumerate(specs)}
-        self.spec_table = self.ray.put([(PerturbationSpec.make(s.id, s.params), s.repeats, s.params_json)
-                                        for s in specs])
         chunks = self.runner.chunks(chunk_size)
         in_flight = 0
         exhausted = cancelled = False
@@ -483,7 +499,7 @@ def run_sweep_ray(config: SweepConfig, db: str | Path | Store, *, settings: Any 
         n = workers or int(total.get("GPU", 0)) or max(1, int(total.get("CPU", 1)))
         driver = _Driver(ray, None, inputs.models, settings_dict, n, config.seed, on_workers)
         try:
-            fingerprints = driver.start()
+            fingerprints = driver.start(inputs.specs)
             plan = plan_sweep(inputs, fingerprints)
 
             def run_chunks(runner: _Runner) -> bool:
