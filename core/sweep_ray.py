@@ -261,9 +261,14 @@ class _Driver:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         name = f"qax-{self.tag}-w{w}-{model}-{self.states[w].restarts}"
+        if self.states[w].restarts:   # a replacement: its node may be the one that was lost
+            alive = {n["NodeID"]: n for n in self.ray.nodes() if n.get("Alive")}
+            if self.node_of[w]["NodeID"] not in alive and alive:
+                self.node_of[w] = sorted(alive.values(), key=lambda n: n["NodeID"])[w % len(alive)]
+        # hard affinity: a soft one let Ray put every 0-CPU actor on the first node
         actor = self.ray.remote(ModelActor).options(
             name=name, num_cpus=0, num_gpus=self.gpus_per_actor, max_restarts=0,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(self.node_of[w]["NodeID"], soft=True),
+            scheduling_strategy=NodeAffinitySchedulingStrategy(self.node_of[w]["NodeID"], soft=False),
         ).remote(model, self.settings, self.threads[w])
         self.states[w].actors[model] = name
         return actor
