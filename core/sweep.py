@@ -63,7 +63,7 @@ from typing import Any
 
 from core import cli
 from core import config as qax_config
-from core.datasets import Dataset, DatasetError, demo_dataset, load_squad, pair_challenge
+from core.datasets import Dataset, DatasetError, demo_dataset, legacy_rule, load_squad, pair_challenge
 from core.metrics import score_answer
 from core.perturb.base import PerturbationError, error_rates
 from core.store import Store, canonical_json, text_hash
@@ -209,6 +209,11 @@ class SweepConfig:
     seed: int = 0
     sample: int | None = None
     name: str | None = None
+    # Loader and pairing options (core.datasets); stored in the configuration only when they
+    # differ from these defaults, so sweeps stored before they existed keep their hashes.
+    pair_by: str = "auto"
+    on_ambiguous: str = "error"
+    lang: str | None = None
 
 
 @dataclass
@@ -353,23 +358,26 @@ def resolve_data_file(name: str, data_dir: str | Path | None = None, *, what: st
     return path
 
 
-def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: bool = False) -> Dataset:
+def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: bool = False,
+                 lang: str | None = None, on_ambiguous: str = "error") -> Dataset:
     """A data set by name: ``demo.<lang>`` (the bundled demo set), ``file:<path>`` or a path under
     the data directory with or without ``.json`` (``xquad/xquad.en``), both kept inside the
     roots (:func:`resolve_data_file`), or, unless ``confined`` (the web UI), any existing file
-    path (the CLI is the administrator's tool)."""
+    path (the CLI is the administrator's tool). ``lang`` and ``on_ambiguous``: see
+    :func:`core.datasets.load_squad` (the demo set has its own languages)."""
+    opts = {"lang": lang, "on_ambiguous": on_ambiguous}
     if name.startswith(FILE_PREFIX):
         path = resolve_data_file(name[len(FILE_PREFIX):], data_dir, what=f"dataset {name!r}")
-        return load_squad(path, name=name[len(FILE_PREFIX):].strip().removesuffix(".json"))
+        return load_squad(path, name=name[len(FILE_PREFIX):].strip().removesuffix(".json"), **opts)
     if name.startswith("demo.") and "/" not in name:
         return demo_dataset(name.split(".", 1)[1])
     path = Path(name).expanduser()
     if not confined and path.is_file():
-        return load_squad(path)
+        return load_squad(path, **opts)
     if path.is_absolute():
         if not confined:
             raise SweepError(f"dataset {name!r}: no such file")
-        return load_squad(resolve_data_file(name, data_dir, what=f"dataset {name!r}"))
+        return load_squad(resolve_data_file(name, data_dir, what=f"dataset {name!r}"), **opts)
     root = Path(data_dir) if data_dir is not None else qax_config.data_dir()
     if root is None:
         raise SweepError(f"dataset {name!r}: no such file, and no data directory "
@@ -380,7 +388,7 @@ def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: boo
         except ValueError as e:   # ConfinementError; a NUL byte in the name
             raise SweepError(f"dataset {name!r}: {e}") from None
         if candidate.is_file():
-            return load_squad(candidate, name=name.removesuffix(".json"))
+            return load_squad(candidate, name=name.removesuffix(".json"), **opts)
     raise SweepError(f"dataset {name!r}: neither a file nor found under the data directory {root}")
 
 
@@ -432,6 +440,7 @@ class _Spec:
     source: str
     make: Callable[[QAExample, random.Random], _Outcome]
     key_salt: str                     # file specs: the file's sha256; registry specs: ""
+    pairing: Any = None               # file specs: the core.datasets.Pairing
 
     def variant_key(self, ex_hash: str, seed: int, repeat: int) -> str:
         if self.randomised:
@@ -484,16 +493,20 @@ _FILE_FAMILIES = (("keyboard", "keyboard"), ("asr", "asr"), ("translation", "mt"
                   ("paraphras", "paraphrase"))
 
 
-def _file_spec(spec: PerturbationSpec, original: Dataset, data_dir: str | Path | None) -> _Spec:
-    """A natural (or pre-generated) challenge file as a deterministic perturbation."""
+def _file_spec(spec: PerturbationSpec, original: Dataset, data_dir: str | Path | None,
+               pair_by: str = "auto", on_ambiguous: str = "error") -> _Spec:
+    """A natural (or pre-generated) challenge file as a deterministic perturbation, paired with
+    ``original`` by :func:`core.datasets.pair_challenge` (which refuses pairs that are not the
+    same items). The resolved spec's ``pairing`` says how; its ``source`` (stored with the sweep)
+    gives the rule and the counts."""
     if spec.params:
         raise SweepError(f"{spec.id}: file specs take no parameters")
     rel = spec.id[len(FILE_PREFIX):]
     path = resolve_data_file(rel, data_dir, what=spec.id)
     raw = path.read_bytes()
     try:
-        challenge = load_squad(path, lang=original.lang, name=rel)
-        pairing = pair_challenge(original, challenge)
+        challenge = load_squad(path, lang=original.lang, name=rel, on_ambiguous=on_ambiguous)
+        pairing = pair_challenge(original, challenge, pair_by)
     except DatasetError as e:
         raise SweepError(f"{spec.id}: {e}") from None
     partner = {o.id: c for o, c in pairing.pairs}
@@ -514,9 +527,14 @@ def _file_spec(spec: PerturbationSpec, original: Dataset, data_dir: str | Path |
         return _Outcome("ok", None, new, what, q_changed or c_changed, cer, wer,
                         {"id": spec.id, "pairing": pairing.rule})
 
+    # The cache key of a variant holds the file's hash; where pairing now joins other items than
+    # it did before pairs were checked (or drops some), the rule joins the key, so no stale
+    # variant is reused. Unchanged pairings keep their keys: stored sweeps stay valid.
+    salt = hashlib.sha256(raw).hexdigest()
+    if pairing.rule != legacy_rule(original, challenge) or pairing.mismatched:
+        salt += f":pair={pairing.rule}:{len(pairing.mismatched)}"
     return _Spec(spec.id, {}, "{}", FILE_PREFIX + Path(rel).name, family, field_name, False, 1,
-                 f"challenge file {path.name} (paired by {pairing.rule})", make,
-                 hashlib.sha256(raw).hexdigest())
+                 f"challenge file {path.name} ({pairing.summary()})", make, salt, pairing)
 
 
 # ----------------------------------------------------------------------------------------- running
@@ -768,7 +786,8 @@ def run_sweep(config: SweepConfig, engines: Mapping[str, Any], db: str | Path | 
 
         catalogue = registry.get
 
-    full = dataset if dataset is not None else load_dataset(config.dataset, data_dir)
+    full = dataset if dataset is not None else load_dataset(
+        config.dataset, data_dir, lang=config.lang, on_ambiguous=config.on_ambiguous)
     scorable = [ex for ex in full.examples if ex.answers and not ex.is_impossible]
     examples = sample_examples(scorable, config.sample, config.seed)
     if not examples:
@@ -781,7 +800,8 @@ def run_sweep(config: SweepConfig, engines: Mapping[str, Any], db: str | Path | 
         raise SweepError("no perturbations given")
     specs: list[_Spec] = []
     for s in specs_in:
-        resolved = _file_spec(s, full, data_dir) if s.is_file else _registry_spec(s, config.repeats, catalogue)
+        resolved = (_file_spec(s, full, data_dir, config.pair_by, config.on_ambiguous) if s.is_file
+                    else _registry_spec(s, config.repeats, catalogue))
         if any((r.id, r.params_json) == (resolved.id, resolved.params_json) for r in specs):
             continue  # the same spec written twice (e.g. DCRQ and DCRQ:n_words=1)
         specs.append(resolved)
@@ -795,6 +815,9 @@ def run_sweep(config: SweepConfig, engines: Mapping[str, Any], db: str | Path | 
         "specs": [[s.id, s.params_json, s.repeats, s.key_salt] for s in specs],
         "models": [[m, fingerprints[m]] for m in models],
     }
+    for key, default in (("pair_by", "auto"), ("on_ambiguous", "error"), ("lang", None)):
+        if getattr(config, key) != default:
+            cfg[key] = getattr(config, key)
     cfg_json = canonical_json(cfg)
     cfg_hash = hashlib.sha256(cfg_json.encode()).hexdigest()
     name = config.name or f"{config.dataset}-{cfg_hash[:8]}"
@@ -896,6 +919,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--compare", metavar="A,B", help="with --show: model B - model A in F1 per spec, with a 95%% "
                                                      "paired-bootstrap interval over examples")
     ap.add_argument("--list-perturbations", action="store_true", help="list registered perturbations and exit")
+    cli.add_loader_options(ap, pairing=True)
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     return ap
 
@@ -956,10 +980,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # Data set, perturbation ids and parameters, model names: all known before the first (slow)
     # model load, so a typo costs a second, not a model load, and prints nothing else.
-    dataset = load_dataset(args.dataset, args.data_dir)
+    dataset = load_dataset(args.dataset, args.data_dir, **cli.loader_kwargs(args))
+    print(dataset.load_line(), file=sys.stderr, flush=True)
     for spec in specs:
         if not spec.is_file:
             _registry_spec(spec, args.repeats, perturbations.get)
+        else:  # each challenge file is read and paired now: a refusal costs no model load
+            resolved = _file_spec(spec, dataset, args.data_dir, args.pair_by, args.on_ambiguous)
+            print(f"{spec.id}: {resolved.pairing.summary()}", file=sys.stderr, flush=True)
     for name in model_names:
         get_entry(name)
     from core.sqlite_db import sqlite_kind
@@ -971,7 +999,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # changing the settings of a shared cached engine after the fact.
     engines = {name: load_engine(name, settings) for name in model_names}
     config = SweepConfig(args.dataset, specs, model_names, repeats=args.repeats, seed=args.seed,
-                         sample=args.sample, name=args.name)
+                         sample=args.sample, name=args.name, pair_by=args.pair_by,
+                         on_ambiguous=args.on_ambiguous, lang=args.lang)
     bar = None
     if not args.quiet:
         from tqdm import tqdm
