@@ -377,8 +377,8 @@ def _locate(context: str, text: str, start: int, qid: str, where: str, path: str
         raise DatasetError(
             f"{where}: {path} (question id {qid!r}): answer_start is -1 and the answer "
             f"{text!r} occurs {len(found)} times in the context, so its position is ambiguous; "
-            f"choose with --on-ambiguous first (the first occurrence) or nearest (the one "
-            f"nearest the question's words)")
+            f"choose on_ambiguous='first' (the first occurrence) or 'nearest' (the one nearest "
+            f"the question's words): --on-ambiguous first|nearest on the command line")
     fixes.add("offsets_repaired", qid)
     return min(found, key=lambda i: (abs(i - start), i))
 
@@ -642,7 +642,8 @@ def pair_challenge(original: Dataset, challenge: Dataset, pair_by: str = "auto",
     """
     if pair_by not in PAIR_RULES:
         raise ValueError(f"pair_by must be one of {', '.join(PAIR_RULES)}, not {pair_by!r}")
-    where = f"cannot pair {challenge.name!r} ({len(challenge):,} questions) with {original.name!r} ({len(original):,})"
+    where = (f"cannot pair {original.name!r} ({len(original)} questions) with {challenge.name!r} "
+             f"({len(challenge)} questions)")
     if not verify:
         found = _candidates(original, challenge, "id")
         if found is None:
@@ -650,6 +651,7 @@ def pair_challenge(original: Dataset, challenge: Dataset, pair_by: str = "auto",
         pairs, uo, uc = found
         return Pairing(pairs, uo, uc, "id", verified=False)
     why_not: list[str] = []
+    forceable = False  # some rule found pairs, only disagreeing ones: forcing it keeps the rest
     for rule in (("id", "position") if pair_by == "auto" else (pair_by,)):
         found = _candidates(original, challenge, rule)
         if found is None:
@@ -664,11 +666,12 @@ def pair_challenge(original: Dataset, challenge: Dataset, pair_by: str = "auto",
                 good.append((o, c))
             else:
                 bad.append((o.id, c.id, why))
+        forceable = forceable or bool(good)
         if bad and (pair_by == "auto" or not good):
             why_not.append(f"by {rule}: {_first(bad, rule)}")
             continue
         return Pairing(good, uo, uc, rule, [o.id for o, c in good if o.context != c.context], bad)
-    hint = "" if pair_by != "auto" else "; --pair-by id|position forces a rule and drops the pairs that disagree"
+    hint = "" if pair_by != "auto" or not forceable else "; --pair-by id|position forces a rule and drops the pairs that disagree"
     raise DatasetError(f"{where}: {' | '.join(why_not)}{hint}")
 
 
