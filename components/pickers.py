@@ -9,7 +9,7 @@ from components import loaders, session_memory
 from components.state import current_data_dir
 from components.text import count, md_escape
 from core import memory, safe_json
-from core.datasets import DatasetError, load_squad
+from core.datasets import ON_AMBIGUOUS, DatasetError, load_squad
 from core.qa import registry
 
 DEMO_LANGS = {"demo.en": "en", "demo.de": "de", "demo.zh": "zh"}
@@ -62,15 +62,27 @@ def _upload_box(key: str, uploaded: dict) -> None:
     except ValueError as e:  # a malformed QAX_MAX_UPLOAD_MB is the admin's: say so, no uploads
         st.error(md_escape(e))
         return
-    up = st.file_uploader("SQuAD v1.1/v2.0 JSON", type=["json"], key=f"{key}_upload_{gen}",
+    c1, c2 = st.columns(2)
+    ambiguous = c1.selectbox(
+        "Answer offset -1 with several occurrences", ON_AMBIGUOUS, key=f"{key}_on_ambiguous",
+        format_func={"error": "refuse the file (say which question)", "first": "take the first occurrence",
+                     "nearest": "take the one nearest the question's words"}.get,
+        help="DuReader-robust files give answer_start -1 (position unknown); when the answer occurs several "
+             "times in its context the loader must choose (python -m core.evaluate --on-ambiguous).")
+    lang = c2.text_input("Language (empty: guess)", "", key=f"{key}_lang", max_chars=8,
+                         help="The language code of the file (en, de, zh, ...). Empty: from the file's articles, "
+                              "its name, or the script of its text (Latin script is taken as English).").strip()
+    up = st.file_uploader("SQuAD v1.1/v2.0 JSON (also NoiseQA, DuReader-robust, CMRC 2018)", type=["json"],
+                          key=f"{key}_upload_{gen}",
                           max_upload_size=max(1, math.ceil(limit / 1024 / 1024)),
                           help=f"At most {limit / 1024 / 1024:.3g} MB.")
     if up is not None:
         name = up.name
         try:
             safe_json.check_upload_size(up.size, name)
-            ds = load_squad(up, name=name)  # messages start with the file name
-        except (DatasetError, safe_json.JSONLimitError) as e:
+            # messages start with the file name
+            ds = load_squad(up, lang or None, name=name, on_ambiguous=ambiguous)
+        except (DatasetError, safe_json.JSONLimitError, ValueError) as e:  # ValueError: a bad language code
             s[msg_key] = ("error", f"Not loaded: {e}")
         else:
             uploaded.pop(name, None)
@@ -78,7 +90,7 @@ def _upload_box(key: str, uploaded: dict) -> None:
             memory.release_when_collected(ds)  # the session's end gives its memory back
             while len(uploaded) > MAX_UPLOADS:
                 uploaded.pop(next(iter(uploaded)))
-            s[msg_key] = ("success", f"Loaded {count(len(ds), 'question')} from {name}.")
+            s[msg_key] = ("success", f"Loaded {count(len(ds), 'question')} from {ds.load_line()}.")
         session_memory.drop_uploaded_file(up.file_id)  # parsed: Streamlit's copy can go
         del up
         s[gen_key] = gen + 1  # a new uploader, so the dropped file is never asked for again

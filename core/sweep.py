@@ -71,7 +71,7 @@ from core.types import Answer, QAExample
 
 __all__ = [
     "FORMAT", "SweepError", "PerturbationSpec", "SweepConfig", "SweepRun", "parse_specs",
-    "load_dataset", "sample_examples", "example_hash", "engine_fingerprint", "run_sweep", "main",
+    "load_dataset", "sample_examples", "example_hash", "engine_fingerprint", "run_sweep", "main", "pair_file",
 ]
 
 FORMAT = "qax-sweep-1"
@@ -250,7 +250,11 @@ def example_hash(ex: QAExample) -> str:
     return _sha("example", ex.id, ex.lang, ex.question, ex.context, _answers_json(ex.answers))
 
 
-def prediction_key(model: str, fingerprint: str, question: str, context_hash: str) -> str:
+def prediction_key(model: str, fingerprint: str, question: str, context_hash: str, tag: str = "") -> str:
+    """The cache key of one model's answer. ``tag``: the engine's window shape for a long context
+    (``QAEngine.long_context_tag``), "" (left out of the key) for ordinary ones."""
+    if tag:
+        return _sha("prediction", model, fingerprint, question, context_hash, tag)
     return _sha("prediction", model, fingerprint, question, context_hash)
 
 
@@ -291,6 +295,12 @@ def engine_fingerprint(engine: Any) -> str:
         shape = getattr(engine, "_window_shape", None)
         max_length, stride = shape() if callable(shape) else (s.max_length, s.stride)
         h.update(f"{max_length}:{stride}:{s.max_answer_tokens}:{s.top_k}".encode())
+        # Long contexts' window shape: its threshold hashed only when not the default (stored
+        # fingerprints stay); the shape itself joins the key of each long context's prediction
+        # (:func:`prediction_key`), since before it existed long contexts were read like short ones.
+        threshold = getattr(s, "long_context_chars", 8000)
+        if threshold != 8000:
+            h.update(f":long_from={threshold}".encode())
         # The backend that answers (an ONNX one that fell back is torch), hashed only when not
         # torch: every fingerprint from before backends existed, and their stored sweeps, stay.
         resolve = getattr(engine, "resolve_backend", None)
@@ -537,6 +547,14 @@ def _file_spec(spec: PerturbationSpec, original: Dataset, data_dir: str | Path |
                  f"challenge file {path.name} ({pairing.summary()})", make, salt, pairing)
 
 
+def pair_file(spec_id: str, original: Dataset, data_dir: str | Path | None = None, pair_by: str = "auto",
+              on_ambiguous: str = "error"):
+    """How the challenge file of a ``file:`` spec pairs with ``original`` (a
+    :class:`core.datasets.Pairing`: rule and counts), checked as a sweep would before it starts;
+    SweepError (naming the first mismatches) when it does not pair."""
+    return _file_spec(PerturbationSpec(spec_id), original, data_dir, pair_by, on_ambiguous).pairing
+
+
 # ----------------------------------------------------------------------------------------- running
 
 
@@ -578,6 +596,11 @@ class _Runner:
         if context_hash not in self.contexts:
             self.contexts[context_hash] = self.store.context_text(context_hash)
         return self.contexts[context_hash]
+
+    def _key(self, model: str, question: str, context_hash: str) -> str:
+        tag_of = getattr(self.engines[model], "long_context_tag", None)
+        tag = tag_of(self._context(context_hash)) if callable(tag_of) else ""
+        return prediction_key(model, self.fingerprints[model], question, context_hash, tag)
 
     def _heartbeat(self) -> None:
         """Inside a chunk's transaction: ``updated_at`` tells a live sweep from a killed one."""
@@ -630,11 +653,11 @@ class _Runner:
                 pairs = {}
                 for ex in todo:
                     ch = text_hash(ex.context)
-                    pairs[prediction_key(model, self.fingerprints[model], ex.question, ch)] = (ex.question, ch)
+                    pairs[self._key(model, ex.question, ch)] = (ex.question, ch)
                 answers, rows = self._answer(model, pairs)
                 predictions += rows
                 for ex in todo:
-                    k = prediction_key(model, self.fingerprints[model], ex.question, text_hash(ex.context))
+                    k = self._key(model, ex.question, text_hash(ex.context))
                     em, f1 = score_answer(answers[k][0], ex.answer_texts, ex.lang)
                     results.append({"sweep_id": self.sweep_id, "model": model,
                                     "example_hash": self.hashes[ex.id], "prediction_key": k,
@@ -719,7 +742,7 @@ class _Runner:
             for u in mine:
                 rec = records[u.variant_key]
                 if rec.status == "ok":
-                    pairs[prediction_key(model, fp, rec.question, rec.context_hash)] = (rec.question, rec.context_hash)
+                    pairs[self._key(model, rec.question, rec.context_hash)] = (rec.question, rec.context_hash)
             answers, rows = self._answer(model, pairs) if pairs else ({}, [])
             predictions += rows
             for u in mine:
@@ -729,7 +752,7 @@ class _Runner:
                        "variant_key": u.variant_key, "status": rec.status, "prediction_key": None,
                        "em": None, "f1": None}
                 if rec.status == "ok":
-                    k = prediction_key(model, fp, rec.question, rec.context_hash)
+                    k = self._key(model, rec.question, rec.context_hash)
                     em, f1 = score_answer(answers[k][0], rec.golds, u.example.lang)
                     row.update(prediction_key=k, em=em, f1=f1)
                 results.append(row)

@@ -185,7 +185,8 @@ def _results(trial: trials.Trial) -> None:
                                     "Table 3 BLEU": round(r["table3_bleu"], 1)} for r in summary]),
                      hide_index=True, width="stretch")
         st.caption("WER/CER: transcripts against the questions, both lower-cased and unpunctuated. Table 3: "
-                   "NoiseQA's CER/WER/BLEU against the questions as written.")
+                   "NoiseQA's CER/WER/BLEU as the paper computes them (CER and WER lower-cased without "
+                   "punctuation, BLEU uncased on the text as written).")
     else:
         st.caption("No transcripts yet.")
     everyone = trials.speaker_wer(trials.list_trials())
