@@ -168,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--num-beams", type=int, default=4, help="beam size for --model (default 4)")
     ap.add_argument("--limit", type=int, default=None, help="only the first N questions")
     ap.add_argument("--summary-json", help="also write the summaries (a list) to this JSON file")
+    ap.add_argument("--on-ambiguous", choices=("error", "first", "nearest"), default="error",
+                    help="an answer with answer_start -1 that occurs several times in its context: error "
+                         "(default), the first occurrence, or the one nearest the question's words (--lang "
+                         "here names the source language)")
     args = ap.parse_args(argv)
     for flag, value in (("--num-beams", args.num_beams), ("--limit", args.limit)):
         if value is not None and value < 1:
@@ -192,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         langs = [args.lang]
     args.langs = langs
     translator = _translator(args)
-    original = load_squad(args.original or xquad_path("en", args.data_dir))
+    original = load_squad(args.original or xquad_path("en", args.data_dir), on_ambiguous=args.on_ambiguous)
+    print(original.load_line())
     summaries = []
     for lang in langs:
         reason = translate.no_backend_reason([(lang, original.lang)], translator)
@@ -205,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
             source_path = xquad_path(lang, args.data_dir)
         if not source_path.is_file():
             raise NaturalMTError(f"no source file {source_path}")
-        source = load_squad(source_path, lang=lang)
+        source = load_squad(source_path, lang=lang, on_ambiguous=args.on_ambiguous)
+        print(source.load_line())
         result = build_natural_mt(original, source, translator, lang, limit=args.limit)
         out = Path(args.output) if args.output else Path(args.output_dir) / f"xquad-natural-mt-{lang}.json"
         cli.write_text_atomic(out, json.dumps(result.dataset.to_squad_json(), ensure_ascii=False, indent=1))
