@@ -325,3 +325,87 @@ def test_table3_reproduces_the_papers_keyboard_row():
     assert p.summary() == "paired by id: 1,190 paired, 0 mismatched, 0 unpaired"
     t3 = table3_summary([o.question for o, _ in p.pairs], [c.question for _, c in p.pairs])
     assert (round(t3["cer"], 1), round(t3["wer"], 1), round(t3["bleu"], 1)) == (4.1, 23.9, 52.7)   # SEEDS.md
+
+
+# ------------------------------------------------------------------------------------ long contexts
+
+ANSWER_25 = ("every citizen of Arlenburgshausen, whether born within its palisades or arriving from distant "
+             "principalities, shall share equally in the harvest and peace of the valley")
+
+
+def long_context(min_chars=20_000):
+    """~20k characters of filler paragraphs, a decoy ("council") early and the 25-word answer in
+    the middle; neither "every" nor "valley" nor "council" occurs anywhere else."""
+    topics = ["river", "mountain", "library", "harbour", "railway", "market", "cathedral", "bridge"]
+    filler, i = [], 0
+    while sum(len(p) for p in filler) < min_chars:
+        t = topics[i % len(topics)]
+        filler.append(f"The {t} number {i} was built in {1700 + i} and repaired in {1800 + 2 * i}. Visitors to "
+                      f"the {t} in the district of Norden counted {100 + 7 * i} people on a busy day.")
+        i += 1
+    mid = len(filler) // 2
+    special = f"In 1923 the town adopted a motto. The motto declares that {ANSWER_25}."
+    return " ".join(filler[:3] + ["The council met in 1923."] + filler[3:mid] + [special] + filler[mid:])
+
+
+class MarkerQA:
+    """A stand-in QA model whose logits are set by token: start 8 on "every", end 8 on "valley",
+    start and end 5 on "council", 0 elsewhere. The engine's windowing, answer cap and offset
+    mapping are what is tested, on a real tokenizer."""
+
+    def __init__(self, tokenizer):
+        import torch
+
+        self.config = type("Config", (), {"max_position_embeddings": 512, "model_type": "bert"})()
+        ids = {w: tokenizer.convert_tokens_to_ids(w) for w in ("every", "valley", "council")}
+        self.start = {ids["every"]: 8.0, ids["council"]: 5.0}
+        self.end = {ids["valley"]: 8.0, ids["council"]: 5.0}
+        self.torch = torch
+
+    def to(self, device):
+        return self
+
+    def eval(self):
+        return self
+
+    def __call__(self, input_ids, **_):
+        start = self.torch.zeros(input_ids.shape)
+        end = self.torch.zeros(input_ids.shape)
+        for tid, v in self.start.items():
+            start[input_ids == tid] = v
+        for tid, v in self.end.items():
+            end[input_ids == tid] = v
+        return type("Out", (), {"start_logits": start, "end_logits": end})()
+
+
+def test_a_25_word_answer_in_a_20k_context_is_found_when_the_cap_allows_it():
+    from pathlib import Path
+
+    from transformers import AutoTokenizer
+
+    from core.qa.engine import EngineSettings, QAEngine
+
+    tok = AutoTokenizer.from_pretrained(Path(__file__).resolve().parents[1] / "assets" / "models" / "minilm-squad")
+    ctx = long_context()
+    assert len(ctx) > 20_000 and len(ANSWER_25.split()) == 25
+    n_tokens = len(tok(ANSWER_25, add_special_tokens=False)["input_ids"])
+    assert n_tokens == 35
+    for word in ("every", "valley", "council"):
+        assert len(tok(ctx, add_special_tokens=False)["input_ids"]) > 4000 and ctx.count(word) == 1
+    engine = QAEngine(MarkerQA(tok), tok, EngineSettings(threads=1, max_answer_tokens=30), device="cpu")
+    assert engine.is_long(ctx) and engine.long_context_tag(ctx) == "long=512:64"
+    seen = []
+    capped = engine.predict(["What does the motto declare?"], [ctx], n_best=1,
+                            progress=lambda done, total: seen.append(total))[0]
+    assert capped.text == "council"            # the 33-token answer does not fit under a cap of 30
+    assert seen[-1] == 10                      # 512-token windows sharing 64 ...
+    engine.settings.long_max_length, engine.settings.long_stride = 384, 128
+    engine.predict(["What does the motto declare?"], [ctx], n_best=1, progress=lambda done, total: seen.append(total))
+    assert seen[-1] == 18                      # ... where the ordinary shape needs 18 of 384 sharing 128
+    engine.settings.long_max_length, engine.settings.long_stride = 512, 64
+    engine.settings.max_answer_tokens = 60
+    found = engine.predict(["What does the motto declare?"], [ctx], n_best=1)[0].best
+    assert (found.text, found.start) == (ANSWER_25, ctx.index(ANSWER_25))
+    # a short context keeps the ordinary shape: nothing SQuAD-sized changes
+    engine.settings.max_answer_tokens = 30
+    assert not engine.is_long(ctx[:7999]) and engine.long_context_tag(ctx[:7999]) == ""
