@@ -409,3 +409,35 @@ def test_a_25_word_answer_in_a_20k_context_is_found_when_the_cap_allows_it():
     # a short context keeps the ordinary shape: nothing SQuAD-sized changes
     engine.settings.max_answer_tokens = 30
     assert not engine.is_long(ctx[:7999]) and engine.long_context_tag(ctx[:7999]) == ""
+
+
+# --------------------------------------------------------------------------------------------- app
+
+
+def test_sweeps_page_shows_how_each_challenge_file_pairs_and_refuses_one_that_does_not(
+        tmp_path, monkeypatch, tiny_registry):
+    from streamlit.testing.v1 import AppTest
+
+    data = tmp_path / "data"
+    (data / "xquad").mkdir(parents=True)
+    (data / "noiseqa" / "Synthetic").mkdir(parents=True)
+    squad_file(data / "xquad" / "xquad.en.json", ORIGINAL)
+    squad_file(data / "noiseqa" / "Synthetic" / "xquad-keyboard-synthetic.json", paraphrased(ORIGINAL))
+    rows = paraphrased(ORIGINAL)
+    squad_file(data / "noiseqa" / "Synthetic" / "xquad-asr-synthetic.json", rows[2:] + rows[:2])
+    for key, value in (("QAX_DATA_DIR", data), ("QAX_MODELS_TOML", tiny_registry), ("HF_HUB_OFFLINE", "1"),
+                       ("QAX_SWEEP_DB", tmp_path / "s.sqlite")):
+        monkeypatch.setenv(key, str(value))
+    at = AppTest.from_file("../pages/sweeps.py", default_timeout=120).run()
+    at.selectbox(key="sw_dataset").set_value("xquad/xquad.en").run()
+    assert not at.exception, at.exception
+    shown = lambda items: [x.value.replace("\\", "") for x in items]   # noqa: E731
+    assert any("Loaded: xquad/xquad.en: SQuAD v1.1, 5 questions; language en" in c for c in shown(at.caption))
+    at.multiselect(key="sw_files").set_value(["file:noiseqa/Synthetic/xquad-keyboard-synthetic"]).run()
+    assert any("paired by position: 5 paired, 0 mismatched, 0 unpaired" in c for c in shown(at.caption))
+    assert not at.button(key="sw_start").disabled
+    at.multiselect(key="sw_files").set_value(["file:noiseqa/Synthetic/xquad-keyboard-synthetic",
+                                              "file:noiseqa/Synthetic/xquad-asr-synthetic"]).run()
+    [error] = [e for e in shown(at.error) if "cannot be used" in e]
+    assert "by position: 5 positions join different items (first: n1 / o1: different contexts" in error
+    assert at.button(key="sw_start").disabled
