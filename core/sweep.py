@@ -4,8 +4,9 @@ A sweep is
   * a data set, or a seeded sample of ``n`` of its examples (:func:`sample_examples`: the sample
     for n=200 contains the one for n=100, so growing a sample reuses the work done);
   * perturbation specs: a registered perturbation id with parameters (``DCRQ:n_chars=2``), or a
-    natural challenge set ``file:<path under the data dir>`` paired with the data set by question
-    id (:func:`core.datasets.pair_challenge`), e.g. ``file:noiseqa/Synthetic/xquad-keyboard-synthetic``
+    natural challenge set ``file:<path under the data dir>`` paired with the data set by id, else
+    by position, only where both are the same item (:func:`core.datasets.pair_challenge`; the
+    config's ``pair_by`` forces a rule), e.g. ``file:noiseqa/Synthetic/xquad-keyboard-synthetic``
     (kept inside the data directory, or an absolute path inside the other roots of core.config:
     :func:`resolve_data_file` refuses ``..`` escapes, symlinks and paths elsewhere);
     randomised perturbations run ``repeats`` times with independent seeds, deterministic ones and
