@@ -275,11 +275,11 @@ def main(argv=None) -> int:
         for entry in entries.values():
             if entry.local_dir() is not None:
                 read_card(entry.local_dir())  # a broken card fails now, not after the evaluation
-    datasets = []
-    for dname in args.dataset:
+    datasets, load_lines = [], []   # the load lines are printed once a model has loaded: a refused
+    for dname in args.dataset:      # run prints nothing on stdout
         ds = load_dataset(dname, **cli.loader_kwargs(args))
         ds.name = dname
-        print(ds.load_line(), file=sys.stderr, flush=True)
+        load_lines.append(ds.load_line())
         examples, skipped = scorable(ds.examples)
         if not examples:
             raise cli.CLIError(f"no question can be scored: {skip_summary(dname, 0, skipped)}")
@@ -297,6 +297,9 @@ def main(argv=None) -> int:
     many = len(entries) * len(datasets) > 1
     for name, entry in entries.items():
         engine = registry.load_engine(name, settings)
+        for line in load_lines:
+            print(line, flush=True)
+        load_lines = []
         results = []
         for ds in datasets:
             dname = ds.name

@@ -1005,13 +1005,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Data set, perturbation ids and parameters, model names: all known before the first (slow)
     # model load, so a typo costs a second, not a model load, and prints nothing else.
     dataset = load_dataset(args.dataset, args.data_dir, **cli.loader_kwargs(args))
-    print(dataset.load_line(), file=sys.stderr, flush=True)
+    print(dataset.load_line(), flush=True)
     for spec in specs:
         if not spec.is_file:
             _registry_spec(spec, args.repeats, perturbations.get)
         else:  # each challenge file is read and paired now: a refusal costs no model load
             resolved = _file_spec(spec, dataset, args.data_dir, args.pair_by, args.on_ambiguous)
-            print(f"{spec.id}: {resolved.pairing.summary()}", file=sys.stderr, flush=True)
+            print(f"{spec.id}: {resolved.pairing.summary()}", flush=True)
     for name in model_names:
         get_entry(name)
     from core.sqlite_db import sqlite_kind

@@ -122,7 +122,7 @@ def load_training_examples(
         sources.append(("squad/dev-v1.1.json minus the XQuAD paragraphs", lambda: datasets.squad_dev_minus_xquad(data_dir)))
     for name, load in sources:
         ds = load()
-        print(ds.load_line(), file=sys.stderr, flush=True)
+        print(ds.load_line(), flush=True)
         usable = [e for e in ds.examples if e.answers and not e.is_impossible]
         usable, dropped = check_no_eval_overlap(usable, eval_ctx, str(name), drop_overlap)
         counts[str(name)] = {"questions": len(usable), "dropped_eval_overlap": dropped}
