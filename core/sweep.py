@@ -1050,6 +1050,12 @@ def _build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--show", metavar="NAME", help="print the table of a stored sweep and exit")
     ap.add_argument("--compare", metavar="A,B", help="with --show: model B - model A in F1 per spec, with a 95%% "
                                                      "paired-bootstrap interval over examples")
+    ap.add_argument("--repair", action="store_true", help="with --show: NoiseQA's question repair table (each "
+                    "A+repair_Q spec against A, gain with a 95%% paired-bootstrap interval)")
+    ap.add_argument("--slice", metavar="NAME", help="with --show: the table per slice group: wh, answer, qlen, "
+                                                    "clen, overlap or cer (N per cell)")
+    ap.add_argument("--calibration", action="store_true", help="with --show: answer scores clean vs perturbed "
+                    "and the abstention threshold that keeps 90%% of clean F1")
     ap.add_argument("--list-perturbations", action="store_true", help="list registered perturbations and exit")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     return ap
@@ -1069,8 +1075,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             kind = "randomised" if p.randomised else "deterministic"
             print(f"{p.id:22s} {p.family:12s} {p.field:9s} {kind:13s} {p.default_params}")
         return 0
-    if args.compare and not args.show:
-        raise cli.CLIError("--compare goes with --show NAME")
+    views = [flag for flag, on in (("--compare", args.compare), ("--repair", args.repair),
+                                   ("--slice", args.slice), ("--calibration", args.calibration)) if on]
+    if views and not args.show:
+        raise cli.CLIError(f"{views[0]} goes with --show NAME")
+    if len(views) > 1:
+        raise cli.CLIError(f"choose one of {', '.join(views)}")
+    if args.slice:
+        from core.sweep_slices import SLICES
+
+        if args.slice not in SLICES:
+            raise cli.CLIError(f"unknown slice {args.slice!r}; slices: {', '.join(SLICES)}")
     if (args.list or args.show) and Path(args.db).is_dir():
         raise cli.CLIError(f"{args.db} is a folder, not a sweep database")
     if (args.list or args.show) and not Path(args.db).is_file():
@@ -1091,6 +1106,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                     raise cli.CLIError("--compare takes two model names, A,B")
                 rows = report.model_differences(store, args.show, *models)
                 print(report.format_differences(rows, *models))
+            elif args.repair:
+                from core.sweep_repair import format_repair_table, repair_table
+
+                print(format_repair_table(repair_table(store, args.show)))
+            elif args.slice:
+                from core.sweep_slices import format_slice, slice_cells
+
+                print(format_slice(slice_cells(store, args.show, args.slice), args.slice, metric=args.metric))
+            elif args.calibration:
+                from core.sweep_calibration import calibration_table, format_calibration
+
+                print(format_calibration(calibration_table(store, args.show)))
             else:
                 print(report.format_report(store, args.show, metric=args.metric))
         return 0

@@ -202,18 +202,16 @@ def format_repair_table(rows: Sequence[dict[str, Any]]) -> str:
         head = (r["interface"], r["kind"], r["noise"], r["model"])
         if head != last:
             where = f"{r['interface']} ({r['kind']}) {r['noise']}" if r["kind"] else "clean questions"
-            if r["N"] >= 2:
-                lines.append(f"{where}, {r['model']}: N {r['N']}, clean {r['clean F1']:.1f}, noisy {r['noisy F1']:.1f}")
-            else:
-                lines.append(f"{where}, {r['model']}: N {r['N']}")
+            lines.append(f"{where}, {r['model']}")
             last = head
         if r["gain"] is None:
-            lines.append(f"  {r['setting']:<{width}}  too few questions scored")
+            lines.append(f"  {r['setting']:<{width}}  N {r['N']:>4}  too few questions scored")
             continue
         mark = "  significant" if r["significant"] else ""
-        changed = "" if r["changed %"] is None else f"  changed {r['changed %']}% of questions"
-        lines.append(f"  {r['setting']:<{width}}  repaired {r['repaired F1']:>6.1f}  gain {r['gain']:>+7.2f}  "
-                     f"[{r['ci95_low']:+.2f}, {r['ci95_high']:+.2f}]{changed}{mark}")
+        changed = "" if r["changed %"] is None else f"  repair changed {r['changed %']}%"
+        lines.append(f"  {r['setting']:<{width}}  N {r['N']:>4}  clean {r['clean F1']:>5.1f}  noisy {r['noisy F1']:>5.1f}  "
+                     f"repaired {r['repaired F1']:>5.1f}  gain {r['gain']:>+6.2f} [{r['ci95_low']:+.2f}, "
+                     f"{r['ci95_high']:+.2f}]{changed}{mark}")
     return "\n".join(lines)
 
 
