@@ -189,8 +189,8 @@ def format_repair_table(rows: Sequence[dict[str, Any]]) -> str:
     ...     "model": "m", "setting": "all", "N": 3, "clean F1": 80.0, "noisy F1": 60.0, "repaired F1": 70.0,
     ...     "gain": 10.0, "ci95_low": 0.0, "ci95_high": 20.0, "significant": False, "changed %": 66.7}]))
     Question repair (NoiseQA): F1 in points; gain = repaired - noisy, 95% paired-bootstrap interval over questions
-    keyboard (synthetic) keyboard_Q, m: N 3, clean 80.0, noisy 60.0
-      all  repaired   70.0  gain  +10.00  [+0.00, +20.00]  changed 66.7% of questions
+    keyboard (synthetic) keyboard_Q, m
+      all  N    3  clean  80.0  noisy  60.0  repaired  70.0  gain +10.00 [+0.00, +20.00]  repair changed 66.7%
     """
     if not rows:
         return "this sweep has no repaired spec (chain repair_Q after a noise: keyboard_Q+repair_Q:mode=all)"
