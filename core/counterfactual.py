@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.perturb.base import Edit, _map_offset
+from core.perturb.base import Edit, _map_offset, edit_touches_span
 from core.perturb.nlp import word_spans
 from core.types import Prediction
 
@@ -27,6 +27,7 @@ __all__ = ["WordEdit", "words", "edit_word", "movement", "compare", "MOVEMENTS"]
 MOVEMENTS = {
     "same": "same span",
     "shifted": "same words, shifted by the edit",
+    "edited": "same span, with the edited word in it",
     "moved": "moved to another span",
     "lost": "no answer any more",
     "found": "answers now (no answer before)",
@@ -83,6 +84,8 @@ def movement(old: tuple[int, int] | None, new: tuple[int, int] | None, edit: Wor
     ('shifted', 'moved', 'moved')
     >>> movement((10, 14), (10, 14), WordEdit("question", 0, 0, 4, "Who", "Whom"))
     'same'
+    >>> movement((0, 14), (0, 11), WordEdit("context", 0, 0, 6, "Peyton", "Eli"))
+    'edited'
     """
     if old is None and new is None:
         return "none"
@@ -94,9 +97,11 @@ def movement(old: tuple[int, int] | None, new: tuple[int, int] | None, edit: Wor
         return "same" if tuple(old) == tuple(new) else "moved"
     ordered = [Edit(edit.start, edit.end, edit.new, "counterfactual")]
     mapped = (_map_offset(old[0], ordered, side="start"), _map_offset(old[1], ordered, side="end"))
-    if mapped == tuple(new):
-        return "same" if mapped == tuple(old) else "shifted"
-    return "moved"
+    if mapped != tuple(new):
+        return "moved"
+    if edit_touches_span(ordered[0], old[0], old[1]):
+        return "edited"
+    return "same" if mapped == tuple(old) else "shifted"
 
 
 def _span(p: Prediction | None) -> tuple[int, int] | None:
