@@ -182,7 +182,7 @@ def parse_specs(text: str) -> list[PerturbationSpec]:
     for item in (part.strip() for part in text.split(",")):
         if not item:
             continue
-        steps = chain_steps(item)
+        steps = _split_chain(item)
         if len(steps) > 1:
             specs.extend(_parse_chain(item, steps))
             continue
@@ -217,6 +217,29 @@ def parse_specs(text: str) -> list[PerturbationSpec]:
     if not specs:
         raise SweepError("no perturbations given")
     return specs
+
+
+_STEP_START = re.compile(r"\+\s*(file:|[A-Za-z_][A-Za-z0-9_]*(?=\s*(?::|\+|$)))")
+
+
+def _split_chain(item: str) -> list[str]:
+    """An item's chain steps: a "+" starts a step only before ``file:`` or a registered perturbation
+    id, so a "+" inside a value stays there (``asr_Q:voice=espeak-ng:en-us+f3`` is one step).
+
+    >>> _split_chain("keyboard_Q:p=0.5+repair_Q:mode=all")
+    ['keyboard_Q:p=0.5', 'repair_Q:mode=all']
+    >>> _split_chain("asr_Q:voice=espeak-ng:en-us+f3")
+    ['asr_Q:voice=espeak-ng:en-us+f3']
+    """
+    if "+" not in item:
+        return [item]
+    from core.perturb import registry
+
+    registry.load_all()
+    known = {p.id for p in registry.all_perturbations()}
+    cuts = [m.start() for m in _STEP_START.finditer(item) if m.group(1) == "file:" or m.group(1) in known]
+    bounds = [0, *cuts, len(item)]
+    return [item[a:b].lstrip("+").strip() for a, b in zip(bounds, bounds[1:])]
 
 
 def _parse_chain(item: str, steps: list[str]) -> list[PerturbationSpec]:

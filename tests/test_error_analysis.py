@@ -130,6 +130,9 @@ def test_chain_specs_parse_and_route_parameters():
         ("keyboard_Q+repair_Q", {"p": 0.5, "mode": "all"}), ("keyboard_Q+repair_Q", {"p": 0.5, "mode": "entities"}),
         ("file:noiseqa/x+repair_Q", {})]
     assert all(s.is_chain and not s.is_file for s in specs)
+    # a "+" inside a value is not a step: espeak-ng's voice variants are written en-us+f3
+    (voice,) = parse_specs("asr_Q:voice=espeak-ng:en-us+f3")
+    assert (voice.id, voice.params_dict, voice.is_chain) == ("asr_Q", {"voice": "espeak-ng:en-us+f3"}, False)
     resolved = resolve_spec(specs[0], 2, registry.get, TOY)
     assert resolved.params == {"keyboard_Q.p": 0.5, "repair_Q.mode": "all", "repair_Q.spellcheck": False,
                                "repair_Q.question_mark": False, "repair_Q.max_cer": 0.5}
