@@ -106,3 +106,24 @@ def test_ask_repair_and_counterfactual_with_minilm():
         "Peyton Manning", "Eli Manning", "0-14", "0-11")
     assert moved["movement"] == "same span, with the edited word in it"
     assert shown(moved["new answer"]) == "Eli Manning"
+
+
+def test_variants_repairs_the_selected_row_with_minilm():
+    at = AppTest.from_file("../pages/variants.py", default_timeout=300).run()
+    assert not at.exception, at.exception
+    at.multiselect(key="var_models").set_value(["minilm-squad"]).run()
+    at.radio(key="var_source").set_value("Type a question and context").run()
+    at.text_area(key="var_context").input("Peyton Manning was the quarterback of the Denver Broncos.").run()
+    at.text_area(key="var_question").input("Who was the quartreback of the Broncos?").run()
+    at.multiselect(key="var_fam_case").set_value(["TLQ"]).run()
+    at.button(key="var_go").click().run()
+    assert not at.exception, at.exception
+    # row 1 = TLQ: "who was the quartreback of the broncos?"; its repair restores the context's spelling
+    at.selectbox(key="var_row").set_value(1).run()
+    changes = _frame(at, "why")
+    # ("broncos" stays: the comparison with the context ignores case)
+    assert changes[["was", "now"]].values.tolist() == [["quartreback", "quarterback"]]
+    at.button(key="var_rep_go").click().run()
+    assert not at.exception, at.exception
+    after = _frame(at, "answer after").iloc[0]
+    assert after["model"] == "minilm-squad" and after["answer after"] == "Peyton Manning"
