@@ -90,7 +90,11 @@ def slices_section(db_path: Path, sweep_id: int, version, stem: str, models: lis
     model = st.selectbox("Model", list(dict.fromkeys(df["model"])), key="hm_slice_model")
     mine = df[df["model"] == model]
     groups = list(dict.fromkeys(mine["slice group"]))
-    specs = list(dict.fromkeys(mine["spec"]))
+    every = list(dict.fromkeys(mine["spec"]))
+    # Many columns make unreadable cells: by default the clean column and the specs that are not repairs.
+    default = [s for s in every if "repair_Q" not in s][:12] or every[:12]
+    specs = st.multiselect("Columns", every, default=default, key=f"hm_slice_cols_{name}") or every[:1]
+    mine = mine[mine["spec"].isin(specs)]
     z, text = [], []
     for g in groups:
         zr, tr = [], []

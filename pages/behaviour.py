@@ -32,7 +32,7 @@ st.caption("Templated tests of what a model should do (CheckList): **MFT** the a
            "must change it. Pick a shipped file or upload your own (format: docs/BEHAVIOUR.md).")
 
 models = model_picker("bt")
-shipped = sorted(p.name for p in EXAMPLES.glob("*.toml"))
+shipped = sorted((p.name for p in EXAMPLES.glob("*.toml")), key=lambda n: (n != "en.toml", n))
 source = st.radio("Tests", ["Shipped example", "Upload a file"], horizontal=True, key="bt_source")
 text, file_name = None, None
 if source == "Shipped example":
