@@ -17,6 +17,7 @@ PAGES = [
     st.Page("pages/heatmaps.py", title="Heatmaps", icon="🟥", url_path="heatmaps"),
     st.Page("pages/beat_the_ai.py", title="Beat the AI", icon="🥊", url_path="beat_the_ai"),
     st.Page("pages/speech_trial.py", title="Speech trial", icon="🎙️", url_path="speech_trial"),
+    st.Page("pages/behaviour.py", title="Behaviour tests", icon="✅", url_path="behaviour"),
     st.Page("pages/models.py", title="Models", icon="🧠", url_path="models"),
 ]
 

@@ -23,7 +23,7 @@ def _pages() -> list[dict]:
 
 def test_every_page_address_is_its_file_name():
     pages = _pages()
-    assert len(pages) == 7
+    assert len(pages) == 8
     for p in pages:
         assert p["url_path"] == Path(p["file"]).stem, p
 
