@@ -134,7 +134,7 @@ class FakeEngine:
         return [Prediction(nbest=[Span(c.split()[0], 0, len(c.split()[0]), 1.0)]) for c in contexts]
 
 
-def test_sweep_pairs_a_shifted_file_by_position_and_refuses_one_that_does_not_pair(original, tmp_path):
+def test_sweep_pairs_a_shifted_file_by_position_and_refuses_one_that_does_not_pair(original, tmp_path, monkeypatch):
     from core.sweep import SweepConfig, SweepError, run_sweep
     from core.sweep_report import sweep_specs
 
@@ -147,6 +147,14 @@ def test_sweep_pairs_a_shifted_file_by_position_and_refuses_one_that_does_not_pa
     assert run.status == "done" and run.total_units == 10
     source = [s["source"] for s in sweep_specs(db, run.name)]
     assert source == ["challenge file para.json (paired by position: 5 paired, 0 mismatched, 0 unpaired)"]
+    # the Heatmaps page says how the file was paired
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("QAX_SWEEP_DB", str(db))
+    at = AppTest.from_file("../pages/heatmaps.py", default_timeout=120).run()
+    assert not at.exception, at.exception
+    assert any("Challenge files: file:para: challenge file para.json (paired by position: 5 paired, 0 mismatched, "
+               "0 unpaired)" in c.value.replace("\\", "") for c in at.caption)
     with pytest.raises(SweepError, match=r"file:bad: cannot pair .* by position: 5 positions join different"):
         run_sweep(SweepConfig(str(original), ["file:bad"], ["fake"]), {"fake": FakeEngine()}, db, data_dir=tmp_path)
 
