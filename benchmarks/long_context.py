@@ -1,7 +1,7 @@
 """What a long context costs the engine, per window shape: seconds per question, windows, EM/F1.
 
     python benchmarks/long_context.py [--model minilm-squad] [--n 12] [--chars 20000]
-        [--configs 384:128:8,512:64:8,512:64:16] [--rounds 2] [--threads 2] [--json out.json]
+        [--configs 384:128:8,512:128:8,512:64:8] [--rounds 2] [--threads 2] [--json out.json]
 
 Long documents are made from SQuAD v1.1 dev (``squad/dev-v1.1.json`` under the data directory):
 each article's paragraphs are joined (blank line between) until the text holds at least
@@ -74,7 +74,7 @@ def main() -> int:
     ap.add_argument("--model", default="minilm-squad")
     ap.add_argument("--n", type=int, default=12, help="questions (one per SQuAD dev article)")
     ap.add_argument("--chars", type=int, default=20_000, help="minimum context length in characters")
-    ap.add_argument("--configs", default="384:128:8,512:64:8",
+    ap.add_argument("--configs", default="384:128:8,512:128:8,512:64:8",
                     help="comma-separated max_length:stride:batch window shapes for long contexts")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)

@@ -401,16 +401,16 @@ def test_a_25_word_answer_in_a_20k_context_is_found_when_the_cap_allows_it():
     for word in ("every", "valley", "council"):
         assert len(tok(ctx, add_special_tokens=False)["input_ids"]) > 4000 and ctx.count(word) == 1
     engine = QAEngine(MarkerQA(tok), tok, EngineSettings(threads=1, max_answer_tokens=30), device="cpu")
-    assert engine.is_long(ctx) and engine.long_context_tag(ctx) == "long=512:64"
+    assert engine.is_long(ctx) and engine.long_context_tag(ctx) == "long=512:128"
     seen = []
     capped = engine.predict(["What does the motto declare?"], [ctx], n_best=1,
                             progress=lambda done, total: seen.append(total))[0]
     assert capped.text == "council"            # the 33-token answer does not fit under a cap of 30
-    assert seen[-1] == 10                      # 512-token windows sharing 64 ...
+    assert seen[-1] == 12                      # 512-token windows sharing 128 ...
     engine.settings.long_max_length, engine.settings.long_stride = 384, 128
     engine.predict(["What does the motto declare?"], [ctx], n_best=1, progress=lambda done, total: seen.append(total))
     assert seen[-1] == 18                      # ... where the ordinary shape needs 18 of 384 sharing 128
-    engine.settings.long_max_length, engine.settings.long_stride = 512, 64
+    engine.settings.long_max_length, engine.settings.long_stride = 512, 128
     engine.settings.max_answer_tokens = 60
     found = engine.predict(["What does the motto declare?"], [ctx], n_best=1)[0].best
     assert (found.text, found.start) == (ANSWER_25, ctx.index(ANSWER_25))

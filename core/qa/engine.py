@@ -107,13 +107,14 @@ class EngineSettings:
     # "onnx-int8" (int8 weights). An ONNX backend that cannot run here falls back to torch, and
     # the engine's ``backend_name`` says which one answered.
     backend: str = "torch"
-    # Long contexts (at least ``long_context_chars`` characters) are read in bigger windows that
-    # share fewer tokens: a 20k-character context needs ~10 windows of 512 sharing 64 instead of
-    # ~17 of 384 sharing 128 (benchmarks/long_context.py measures time and F1). Every SQuAD,
-    # XQuAD and CMRC context is shorter than 8,000 characters, so their answers do not change.
+    # Long contexts (at least ``long_context_chars`` characters) are read in bigger windows: a
+    # 20k-character context needs ~12 windows of 512 sharing 128 instead of ~17 of 384 (README,
+    # benchmarks/long_context.py: 20% less CPU per question and a higher F1 on 36 SQuAD dev
+    # documents than 384/128; 512/64 was cheaper still but lower in EM). Every SQuAD, XQuAD and
+    # CMRC context is shorter than 8,000 characters, so their answers do not change.
     long_context_chars: int = 8000
     long_max_length: int = 512
-    long_stride: int = 64
+    long_stride: int = 128
 
     def __setattr__(self, name: str, value) -> None:
         if name in _LIMITS:
@@ -222,7 +223,7 @@ class QAEngine:
 
     def long_context_tag(self, context: str) -> str:
         """"" for a context read with the ordinary window shape; else the long shape, e.g.
-        "long=512:64" (core.sweep puts it into such a context's prediction key)."""
+        "long=512:128" (core.sweep puts it into such a context's prediction key)."""
         if not self.is_long(context):
             return ""
         return "long={}:{}".format(*self._window_shape(long=True))
