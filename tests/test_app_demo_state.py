@@ -139,3 +139,74 @@ def test_perturb_this_question_opens_variants_on_the_same_item_and_question(tiny
     assert at.selectbox(key="var_dataset").value == "demo.de"
     assert at.number_input(key="var_item").value == 2
     assert at.text_area(key="var_question").value == "Wer hat es wirklich gebaut?"
+
+
+# ------------------------------------------------------------------------------------------- bug 8
+
+def _upload(at: AppTest, name: str, data: bytes) -> AppTest:
+    uploader = next(u for u in at.file_uploader if u.key.startswith("ask_upload_"))
+    uploader.set_value((name, data, "application/json")).run()
+    assert not at.exception, at.exception
+    return at
+
+
+GOOD = (b'{"version": "1.1", "data": [{"title": "T", "paragraphs": [{"context": "Paris is the capital of '
+        b'France.", "qas": [{"id": "x1", "question": "What is the capital of France?", '
+        b'"answers": [{"text": "Paris", "answer_start": 0}]}]}]}]}')
+
+
+def test_an_uploaded_file_is_selected_after_upload(tiny_env):
+    at = _upload(app(), "mine.json", GOOD)
+    assert at.selectbox(key="ask_dataset").value == "upload:mine.json"
+    assert at.text_area(key="ask_question").value == "What is the capital of France?"
+    assert any("Loaded 1 question from mine.json" in shown(s.value) for s in at.success)
+
+
+@pytest.mark.parametrize("data", [b"{not json", b"[1, 2]", b'{"data": 3}', b'{"data": [{"paragraphs": 5}]}',
+                                  b'{"data": [{"paragraphs": [{"context": 1, "qas": []}]}]}'])
+def test_a_bad_upload_names_the_file_once(tiny_env, data):
+    at = _upload(app(), "bad.json", data)
+    errors = [shown(e.value) for e in at.error if "bad.json" in shown(e.value)]
+    assert len(errors) == 1 and errors[0].count("bad.json") == 1, errors
+    assert at.selectbox(key="ask_dataset").value == "demo.en"
+
+
+# ------------------------------------------------------------------------------------------- bug 7
+
+def test_variants_options_say_what_they_do_and_repeats_and_wer_are_honest(tiny_env):
+    at = go(app(), "variants")
+    case = at.multiselect(key="var_fam_case")
+    assert any(o.startswith("TUQ — ") and len(o) > 12 for o in case.options), case.options
+    case.set_value(["TUQ"]).run()
+    at.multiselect(key="var_fam_paraphrase").set_value(["paraphrase_lexical_Q"]).run()
+    at.number_input(key="var_repeats").set_value(3).run()
+    at.button(key="var_go").click().run()
+    assert not at.exception
+    df = at.dataframe[0].value
+    # the lexical paraphraser drew one rewrite for all three repeats: one row, saying so
+    assert list(df["perturbation"]) == ["original", "TUQ", "paraphrase_lexical_Q"]
+    assert list(df["same as repeats"]) == ["", "", "1, 2"]
+    # TUQ only changes the case: no word is misrecognised, WER 0 (as Heatmaps counts it)
+    assert list(df["WER %"])[1] == 0.0
+    # one column per model (mark, answer, F1), not four
+    assert [c for c in df.columns if c.startswith("tiny-a")] == ["tiny-a"]
+
+
+def test_keyboard_noise_on_german_types_on_qwertz():
+    import random
+
+    from core.perturb.keyboards import NOISEQA_ROWWISE_QWERTY, rowwise
+    from core.types import QAExample
+
+    ex = QAExample("d1", "Wann zog Zyprian in die Zuckerfabrik nach Mainz?", "Zyprian zog 1901 nach Mainz.", lang="de")
+    qwertz, seen = rowwise("qwertz"), set()
+    for seed in range(40):
+        (variant,) = __import__("core.perturb.registry", fromlist=["get"]).get("keyboard_Q").apply(
+            ex, random.Random(seed), p=1.0)
+        for edit in variant.edits:
+            old = ex.question[edit.start].lower()
+            assert edit.replacement.lower() in qwertz[old], (old, edit.replacement)
+            seen.add((old, edit.replacement.lower()))
+    # z sits between t and u on QWERTZ (it is y's place on QWERTY, between x and nothing)
+    assert {n for o, n in seen if o == "z"} <= {"t", "u"} and ("z", "x") not in seen
+    assert NOISEQA_ROWWISE_QWERTY["z"] == ("x",)   # English keeps NoiseQA's exact map
