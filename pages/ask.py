@@ -21,8 +21,8 @@ from core import ask_input, config, translate
 from core.csv_export import csv_bytes
 from core.langid import guess_language
 from core.metrics import score_answer
-from core.question_match import same_question
 from core.qa.engine import QAInputError
+from core.question_match import same_question
 from core.speech import asr, recorder
 from core.speech.audio import AudioError, to_wav_bytes
 
