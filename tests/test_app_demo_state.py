@@ -210,3 +210,68 @@ def test_keyboard_noise_on_german_types_on_qwertz():
     # z sits between t and u on QWERTZ (it is y's place on QWERTY, between x and nothing)
     assert {n for o, n in seen if o == "z"} <= {"t", "u"} and ("z", "x") not in seen
     assert NOISEQA_ROWWISE_QWERTY["z"] == ("x",)   # English keeps NoiseQA's exact map
+
+
+# ------------------------------------------------------------------------------------------- bug 6
+
+def _flat(node) -> list:
+    """The page's elements in screen order."""
+    out = []
+    for child in getattr(node, "children", {}).values():
+        out.append(child)
+        out += _flat(child)
+    return out
+
+
+def test_sweep_progress_under_start_moves_often_names_the_sweep_and_says_time_left(tiny_env, tmp_path,
+                                                                                     monkeypatch):
+    import threading
+    import time
+
+    from core.qa.engine import QAEngine
+    from core.sweep_job import SweepJob
+
+    monkeypatch.setenv("QAX_SWEEP_DB", str(tmp_path / "sweeps.sqlite"))
+    allowed, original = threading.Semaphore(0), QAEngine.predict
+
+    def gated(self, *args, **kwargs):
+        assert allowed.acquire(timeout=120), "the test never let this prediction through"
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(QAEngine, "predict", gated)
+    reports = []
+    monkeypatch.setattr(SweepJob, "_progress", lambda self, done, total: (
+        reports.append(done), setattr(self, "done", done), setattr(self, "total", total)))
+    at = go(app(), "sweeps")
+    at.number_input(key="sw_sample").set_value(8)
+    at.multiselect(key="sw_fam_case").set_value(["TUQ", "TLQ"]).run()
+    at.button(key="sw_start").click().run()
+    job = at.session_state["sweep_job"]
+
+    def next_chunk() -> None:   # one prediction at a time until the next chunk is committed
+        before, deadline = job.done, time.time() + 60
+        while job.done == before and time.time() < deadline:
+            allowed.release()
+            time.sleep(0.3)
+
+    next_chunk()
+    at.run()
+    next_chunk()
+    at.run()
+    elements = _flat(at.main)
+    start = next(i for i, e in enumerate(elements) if getattr(e, "key", None) == "sw_start")
+    bars = [i for i, e in enumerate(elements) if e.type == "progress"]
+    assert bars and bars[0] > start, "the progress bar sits under Start"
+    text = elements[bars[0]].proto.text
+    assert "Sweep 'demo.en · TUQ, TLQ · 2 models · 8 ex · " in text.replace("\\", "") and " left" in text, text
+    for _ in range(200):
+        allowed.release()
+    assert job.wait(120)
+    at.run()
+    # 8 examples x 2 models x 3 = 48 rows, reported every chunk of 8 units (16 rows with two models)
+    assert reports[-1] == 48 and len(reports) >= 4, reports
+    assert all(b - a <= 16 for a, b in zip([0, *reports], reports)), reports
+    assert [s for s in at.success if "finished" in s.value]
+    at.run()   # the next interaction: the banner has gone
+    assert not [s for s in at.success if "finished" in s.value]
+    assert list(at.dataframe[0].value["name"])[0].startswith("demo.en · TUQ, TLQ · 2 models · 8 ex · ")
