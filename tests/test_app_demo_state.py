@@ -275,3 +275,37 @@ def test_sweep_progress_under_start_moves_often_names_the_sweep_and_says_time_le
     at.run()   # the next interaction: the banner has gone
     assert not [s for s in at.success if "finished" in s.value]
     assert list(at.dataframe[0].value["name"])[0].startswith("demo.en · TUQ, TLQ · 2 models · 8 ex · ")
+
+
+# ------------------------------------------------------------------------------------------- bug 4
+
+def test_speech_trial_resumes_on_return_counts_agree_and_takes_are_stored_once(tiny_env):
+    from core import trials
+    from core.speech import tts
+    from core.speech.audio import to_wav_bytes
+
+    at = go(app(), "speech_trial")
+    at.text_input(key="trial_speaker").input("Presenter")
+    at.selectbox(key="trial_dataset").set_value("demo.en")
+    at.number_input(key="trial_n").set_value(3)
+    next(b for b in at.button if b.label == "Start the trial").click().run()
+    [trial] = trials.list_trials()
+    samples, rate = tts.synthesize(trial.examples[0].question, "flite:kal16")
+    at.audio_input[0].set_value(("take.wav", to_wav_bytes(samples, rate), "audio/wav")).run()
+    assert not at.exception, at.exception
+    # the picker and the progress bar count the same take
+    assert [b.proto.text.split(" · ")[0] for b in at.get("progress")] == ["1 of 3 recorded"]
+    picker = at.selectbox(key="trial_pick")
+    assert " · 1/3 recorded · " in picker.format_func(picker.value)
+    # a rerun (any click) neither stores nor transcribes the same take again
+    at.run()
+    at.run()
+    assert len(trial.recordings()) == 1
+    # the zip is built when clicked, without a rerun of the page
+    assert at.get("download_button")[0].proto.ignore_rerun
+    # leave and come back: the open trial, not an empty "Start a new trial" form
+    go(at, "ask")
+    go(at, "speech_trial")
+    assert at.radio(key="trial_mode").value == "Resume a trial"
+    assert not [t for t in at.text_input if t.key == "trial_speaker"]
+    assert at.selectbox(key="trial_pick").value == trial.id
