@@ -51,9 +51,11 @@ _DARK = {"#2166ac", "#1a9850", "#a50026", "#f46d43"}
 METRICS = {"f1": "F1", "em": "EM"}
 VALUES = {"pct": "% change", "score": "perturbed score", "drop": "absolute drop (points)"}
 
-MIN_CELL, MAX_CELL, TARGET_PLOT_WIDTH = 18, 64, 960
+# The grid aims at 440 px: beside Streamlit's sidebar, a window 800 px wide leaves ~500 px for the
+# page, and the figure must fit there with its labels (a projector's 1024 x 768 is a common demo).
+MIN_CELL, MAX_CELL, TARGET_PLOT_WIDTH = 18, 64, 440
 FULL_TEXT_CELL = 40  # px: narrower cells show their penalty only
-LEGEND_HEIGHT = 250  # px: title and nine entries of the band legend
+LEGEND_ROW_HEIGHT, LEGEND_ENTRY_WIDTH = 22, 118  # px: the band legend, in rows under the plot
 
 
 def cell_value(cell: Cell, metric: str = "f1", value: str = "pct") -> float | None:
@@ -184,22 +186,27 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
             start = i
 
     totals = totals or {}
-    # Plotly reads tick text as its own small HTML (<a href> included): names are escaped
-    y_labels = [html.escape(f"{m}  (Σ {totals[m]})" if m in totals else m) for m in model_rows]
+    # Plotly reads tick text as its own small HTML (<a href> included): names are escaped. The
+    # penalty total goes on a second line, so long model names do not widen the figure twice.
+    y_labels = [html.escape(m) + (f"<br>Σ {totals[m]}" if m in totals else "") for m in model_rows]
     x_labels = [html.escape(c.label) for c in cols]
-    left = 20 + 7 * max(len(s) for s in y_labels)
+    left = 20 + 7 * max(max(len(m) for m in model_rows), 6)
     label_h = 30 + int(5.6 * max(len(s) for s in x_labels))   # x labels at -60 degrees
     grid_h = n_rows * px
-    # The plot area holds the grid on top and the x labels below it, and is at least as tall as
-    # the legend (9 entries), which Plotly would otherwise cut and scroll.
-    area_h = max(grid_h + label_h, LEGEND_HEIGHT)
-    top, right, bottom = 90, 190, 10
+    area_h = grid_h + label_h   # the grid on top, the x labels below it
+    width = left + n_cols * px + 20
+    # The band legend sits under the plot, in rows as wide as the figure: beside the grid it
+    # took 190 px and covered the cells at 800 px.
+    per_row = max(1, (width - 20) // LEGEND_ENTRY_WIDTH)
+    legend_rows = -(-(len(BANDS) + 1) // per_row)
+    top, right, bottom = 90, 20, 40 + legend_rows * LEGEND_ROW_HEIGHT
     fig.update_layout(
-        width=left + n_cols * px + right, height=top + area_h + bottom,
+        width=width, height=top + area_h + bottom,
         margin=dict(l=left, r=right, t=top, b=bottom),
         plot_bgcolor="white", clickmode="event+select", dragmode=False,
-        legend=dict(title=dict(text=f"{METRICS[metric]} % change band (penalty)"), x=1.02, y=1,
-                    xanchor="left", yanchor="top"),
+        legend=dict(title=dict(text=f"{METRICS[metric]} % change band (penalty):", side="top"),
+                    orientation="h", x=0, y=0, xanchor="left", yanchor="top", xref="container",
+                    entrywidth=LEGEND_ENTRY_WIDTH - 30, font=dict(size=11)),
         title=dict(text=f"{METRICS[metric]}: {VALUES[value]} (colour: band of % change)",
                    x=0, xanchor="left", y=0.995, yanchor="top", font=dict(size=14)),
     )
