@@ -20,6 +20,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -47,7 +48,7 @@ class WordPicker:
     def predict(self, questions, contexts, n_best=5, progress=None, skip_invalid=False):
         out = []
         for q, c in zip(questions, contexts):
-            words = [(m.start(), m.end()) for m in __import__("re").finditer(r"\S+", c)]
+            words = [(m.start(), m.end()) for m in re.finditer(r"\S+", c)]
             h = int(hashlib.sha256((self.salt + q).encode()).hexdigest(), 16)
             i = h % min(len(words), 40) if words else 0
             if not words:
@@ -64,7 +65,8 @@ def build(db: Path, sample: int) -> str:
                          sample=sample, name=f"benchmark-{sample}")
     t0 = time.perf_counter()
     run = run_sweep(config, engines, db, chunk_size=512)
-    print(f"built sweep {run.name!r}: {run.done_units:,} result rows in {time.perf_counter() - t0:.1f} s")
+    print(f"sweep {run.name!r} ready: {run.done_units:,} result rows ({run.resumed_units:,} already stored) "
+          f"in {time.perf_counter() - t0:.1f} s")
     return run.name
 
 

@@ -22,6 +22,7 @@ from components.state import init_state, sidebar_settings
 from components.sweep_db import db_path_input, md_escape, stored_sweeps_or_stop
 from components.sweep_figures import breakdown_figure, bucket_figure
 from components.text import html_text
+from core import sweep_aggregates as aggregates
 from core import sweep_drill
 from core import sweep_report as report
 from core import sweep_views as views
@@ -58,9 +59,16 @@ if sweep["done_units"] < sweep["total_units"]:
                "page, or reload this page while it runs).")
 
 
+# The slow aggregates come from the sweep's database when they were stored as it finished
+# (core.sweep_aggregates), else they are computed here.
+def stored_version(version) -> str:
+    return aggregates.version_of({"updated_at": version[0], "done_units": version[1]})
+
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_cells(db: str, sid: int, version) -> list:
-    return report.cells(db, sid)
+    return aggregates.cells(db, sid, stored_version(version))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -70,6 +78,8 @@ def load_across(db: str, sid: int, version, perturbation: str, params_json: str,
 
 @st.cache_data(show_spinner="Finding trap sentences…", max_entries=16)
 def load_traps(db: str, sid: int, version, perturbation: str | None, params_json: str | None) -> dict:
+    if perturbation is None:
+        return aggregates.clean_traps(db, sid, stored_version(version))
     return report.f1_by_trap_similarity(db, sid, perturbation=perturbation, params=params_json)
 
 
@@ -143,7 +153,7 @@ csv_download(cells_df, file_stem("cells", stem), "hm_cells_csv", "CSV of all cel
 
 @st.cache_data(show_spinner="Resampling examples (paired bootstrap)…", max_entries=16)
 def load_differences(db: str, sid: int, version, model_a: str, model_b: str) -> list:
-    return report.model_differences(db, sid, model_a, model_b)
+    return aggregates.model_differences(db, sid, stored_version(version), model_a, model_b)
 
 
 if len(sweep["models"]) >= 2:
@@ -276,7 +286,7 @@ else:
 st.subheader("NoiseQA: interface noise")
 @st.cache_data(show_spinner="Measuring CER / WER / BLEU of the noisy questions…", max_entries=16)
 def load_noise_rates(db: str, sid: int, version) -> dict:
-    return report.noise_rates(db, sid)
+    return aggregates.noise_rates(db, sid, stored_version(version))
 
 
 noise_rates = load_noise_rates(str(db_path), sweep_id, version)

@@ -135,7 +135,9 @@ def job_panel() -> None:
         return
     name = job.result.name if job.result else (job.name or job.config.name or job.config.dataset)
     if job.running:
-        if job.total:
+        if job.phase == "aggregates":
+            text = f"Sweep '{name}' is done: storing its heatmap's aggregates, so Heatmaps opens it at once…"
+        elif job.total:
             left = st.session_state.setdefault("sw_eta", Eta()).update(job.done, job.total, time.monotonic())
             text = (f"Sweep '{name}': {job.done:,}/{job.total:,} result rows · {format_seconds(job.elapsed_s)}"
                     + (f" · about {format_seconds(left)} left" if left is not None else " · estimating the time left…"))

@@ -195,21 +195,25 @@ def test_variants_options_say_what_they_do_and_repeats_and_wer_are_honest(tiny_e
 def test_keyboard_noise_on_german_types_on_qwertz():
     import random
 
-    from core.perturb.keyboards import NOISEQA_ROWWISE_QWERTY, rowwise
+    from core.perturb.registry import get
     from core.types import QAExample
 
+    # QWERTZ's letter rows, left and right neighbours (z sits between t and u, y between < and x)
+    qwertz = {"w": "qe", "a": "s", "n": "bm", "z": "tu", "o": "ip", "g": "fh", "y": "x", "p": "oü",
+              "r": "et", "i": "uo", "e": "wr", "d": "sf", "u": "zi", "c": "xv", "k": "jl", "f": "dg",
+              "b": "vn", "m": "n", "h": "gj", "t": "rz", "s": "ad", "l": "kö", "x": "yc"}
     ex = QAExample("d1", "Wann zog Zyprian in die Zuckerfabrik nach Mainz?", "Zyprian zog 1901 nach Mainz.", lang="de")
-    qwertz, seen = rowwise("qwertz"), set()
+    seen = set()
     for seed in range(40):
-        (variant,) = __import__("core.perturb.registry", fromlist=["get"]).get("keyboard_Q").apply(
-            ex, random.Random(seed), p=1.0)
+        (variant,) = get("keyboard_Q").apply(ex, random.Random(seed), p=1.0)
         for edit in variant.edits:
-            old = ex.question[edit.start].lower()
-            assert edit.replacement.lower() in qwertz[old], (old, edit.replacement)
-            seen.add((old, edit.replacement.lower()))
-    # z sits between t and u on QWERTZ (it is y's place on QWERTY, between x and nothing)
-    assert {n for o, n in seen if o == "z"} <= {"t", "u"} and ("z", "x") not in seen
-    assert NOISEQA_ROWWISE_QWERTY["z"] == ("x",)   # English keeps NoiseQA's exact map
+            old, new = ex.question[edit.start].lower(), edit.replacement.lower()
+            assert new in qwertz[old], (old, new)
+            seen.add((old, new))
+    assert ("z", "t") in seen or ("z", "u") in seen   # on QWERTY z's only neighbour is x
+    english = QAExample("e1", "Why zoom?", "Because.", lang="en")
+    draws = {get("keyboard_Q").apply(english, random.Random(s), p=1.0)[0].text for s in range(30)}
+    assert any("x" in d.lower().split()[1] for d in draws)   # English keeps NoiseQA's QWERTY map
 
 
 # ------------------------------------------------------------------------------------------- bug 6
