@@ -409,11 +409,11 @@ def compact_table(table: Sequence[Mapping[str, Any]], models: Sequence[str]) -> 
     >>> row = {"#": 1, "perturbation": "TUQ", "params": "", "variant (edits marked)": "WHO?",
     ...        "m: answer": "Paris", "m: changed": "✓", "m: EM": 0.0, "m: F1": 66.7, "WER %": 0.0}
     >>> compact_table([row], ["m"])
-    [{'#': 1, 'perturbation': 'TUQ', 'params': '', 'variant (edits marked)': 'WHO?', 'm': '✓ Paris · F1 67', 'WER %': 0.0}]
+    [{'#': 1, 'perturbation': 'TUQ', 'variant (edits marked)': 'WHO?', 'm': '✓ Paris · F1 67', 'params': '', 'WER %': 0.0}]
     """
     out = []
     for r in table:
-        record = {"#": r["#"], "perturbation": r["perturbation"], "params": r.get("params", ""),
+        record = {"#": r["#"], "perturbation": r["perturbation"],
                   "variant (edits marked)": r["variant (edits marked)"]}
         for m in models:
             answer = r.get(f"{m}: answer") or "∅"

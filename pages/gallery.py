@@ -126,7 +126,7 @@ for tab, kind in zip(tabs, KINDS):
                     st.markdown(f"<div>Question: <b>{html_text(f.question)}</b></div>", unsafe_allow_html=True)
                 st.markdown(" · ".join(f"{html_text(who)}: <i>{html_text(a or '∅')}</i>"
                                        for who, a in f.answers.items()), unsafe_allow_html=True)
-                c1, c2, _ = st.columns([1, 1, 4])
+                c1, c2, _ = st.columns([2, 3, 5])
                 if c1.button("Open on Ask", key=f"gal_ask_{kind}_{n}"):
                     open_on("ask", f)
                 if c2.button("Open on Variants", key=f"gal_var_{kind}_{n}"):

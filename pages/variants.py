@@ -200,9 +200,11 @@ st.caption("⟦old→new⟧ replaced, ⟦+x⟧ inserted, ⟦−x⟧ deleted (con
 shown_table = pd.DataFrame(cv.compact_table(res["table"], list(predictions)))
 event = st.dataframe(shown_table, key="var_table", on_select="rerun", selection_mode="single-row",
                      hide_index=True, width="stretch",
-                     column_config={"#": st.column_config.NumberColumn(width=40),
-                                    "perturbation": st.column_config.TextColumn(width="small"),
-                                    **{name: st.column_config.TextColumn(width="medium") for name in predictions}})
+                     # sized so that three models' columns fit beside the variant on a 1280 px screen
+                     column_config={"#": st.column_config.NumberColumn(width=30),
+                                    "perturbation": st.column_config.TextColumn(width=110),
+                                    "variant (edits marked)": st.column_config.TextColumn(width=210),
+                                    **{name: st.column_config.TextColumn(width=140) for name in predictions}})
 selected = list(getattr(getattr(event, "selection", None), "rows", []) or [])
 if selected and selected != st.session_state.get("var_last_selection"):
     st.session_state["var_row"] = selected[0]

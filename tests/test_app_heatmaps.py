@@ -112,7 +112,7 @@ def test_figure_markers_colours_and_labels(sweep_db):
     fig, plotted = heatmap_figure(cells, "f1", "pct", totals=totals, models=["fake-a", "fake-b"])
     trace = fig.data[0]
     assert len(trace.x) == len(plotted) == 2 * 5          # one marker per (model, perturbation)
-    assert trace.marker.symbol == "square" and trace.marker.size == grid_size(5) - 2 == 62
+    assert trace.marker.symbol == "square" and trace.marker.size == grid_size(5) - 2 == 58
     assert [c.label for c in plotted[:5]] == EXPECTED_COLUMNS
     assert list(fig.layout.xaxis.ticktext) == EXPECTED_COLUMNS
     assert list(fig.layout.yaxis.ticktext) == ["fake-a<br>Σ 12", "fake-b<br>Σ 13"]

@@ -37,11 +37,14 @@ def test_heatmap_fits_beside_the_sidebar_of_an_800px_window(sweep_db):
         assert fig.layout.legend.orientation == "h" and fig.layout.legend.yanchor == "top"
         assert fig.layout.legend.y <= 0   # under the plot area
         assert fig.layout.margin.r <= 20
-    # 11 columns at 440 px: 40 px cells, wide enough for the value and the penalty
-    wide = [c.__class__(**{**c.as_dict(), "params_json": f'{{"k":{i}}}', "label": f"X{i}"})
-            for i in range(11) for c in cells[:1]]
-    fig, _ = heatmap_figure(wide, "f1", "pct")
-    assert fig.data[0].marker.size == 38 and "<br>" in fig.data[0].text[0]
+    # 7 columns: 42 px cells, wide enough for the value and the penalty; 11 columns (the
+    # benchmark sweep's) still fit, with the penalty alone in 27 px cells (the value is in the hover)
+    for n_cols, size, both in ((7, 40, True), (11, 25, False)):
+        wide = [c.__class__(**{**c.as_dict(), "params_json": f'{{"k":{i}}}', "label": f"DCRQ(n_chars={i})",
+                               "model": "minilm-squad-noise"}) for i in range(n_cols) for c in cells[:1]]
+        fig, _ = heatmap_figure(wide, "f1", "pct", totals={"minilm-squad-noise": 3})
+        assert fig.data[0].marker.size == size and ("<br>" in fig.data[0].text[0]) == both
+        assert fig.layout.width <= 470, (n_cols, fig.layout.width)
 
 
 def test_first_open_reads_the_stored_aggregates_and_not_stale_ones(sweep_db):
