@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -48,7 +49,8 @@ def question_wav(tmp_path) -> Path:
 class Walk:
     def __init__(self, page):
         self.page, self.timings, self.n = page, {}, 0
-        OUT.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(OUT, ignore_errors=True)   # this walk's screenshots only
+        OUT.mkdir(parents=True)
 
     def step(self, name: str, seconds: float) -> None:
         self.timings[name] = round(seconds, 1)
@@ -236,6 +238,7 @@ def test_demo_walk_in_one_browser_session(tmp_path, question_wav):
         t = time.perf_counter()
         w.nav("Gallery")
         w.visible("Striking examples")
+        w.visible(re.compile(r"^Models disagree \(\d+\)$"), timeout=120_000)
         w.idle()
         w.step("open Gallery", time.perf_counter() - t)
         w.shot("gallery")
