@@ -14,6 +14,7 @@ import json
 import pandas as pd
 import streamlit as st
 
+from components import persist
 from components.choice import keep_valid
 from components.export import csv_download, figure_downloads, file_stem
 from components.heatmap import METRICS, VALUES, format_value, heatmap_figure
@@ -43,6 +44,8 @@ sweeps = stored_sweeps_or_stop(
 
 by_id = {s["id"]: s for s in sweeps}
 newest_first = list(reversed(list(by_id)))
+persist.keep("hm_sweep", newest_first)
+persist.keep_all(["hm_metric", "hm_value"])
 keep_valid("hm_sweep", newest_first)
 sweep_id = st.selectbox("Sweep", newest_first, key="hm_sweep",
                         format_func=lambda i: f"{by_id[i]['name']} · {by_id[i]['dataset']}")

@@ -24,7 +24,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from components import loaders
+from components import loaders, persist
 from components.choice import keep_valid
 from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir, init_state, sidebar_settings
@@ -185,6 +185,8 @@ if data_dir:
         if info.role == "challenge" and info.original is not None and str(info.original) in by_path:
             challenges.setdefault(by_path[str(info.original)], []).append(f"file:{info.name}")
 
+persist.keep("sw_dataset", options)   # this page's inputs survive a visit to another page
+persist.keep_all(["sw_sample", "sw_repeats", "sw_seed", "sw_name", "sw_chunk"])
 keep_valid("sw_dataset", options)
 c1, c2 = st.columns([3, 1])
 dataset_name = c1.selectbox("Dataset", options, key="sw_dataset",
@@ -222,6 +224,7 @@ chosen: list[str] = []
 cols = st.columns(3)
 for i, (family, members) in enumerate(families.items()):
     with cols[i % 3]:
+        persist.keep(f"sw_fam_{family}", [p.id for p in members])
         chosen += st.multiselect(family, [p.id for p in members], key=f"sw_fam_{family}",
                                  format_func=option_label,
                                  help="\n".join(f"- **{p.id}**: {md_escape(p.description)}" for p in members))

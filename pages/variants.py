@@ -101,6 +101,7 @@ for pid in chosen_ids:
 
 def param_widget(pid: str, name: str, default, bounds):
     key = f"var_param_{pid}_{name}"
+    persist.keep(key)
     label = f"{pid} · {name}"
     if isinstance(default, bool):
         return st.checkbox(label, value=default, key=key)

@@ -313,3 +313,20 @@ def test_speech_trial_resumes_on_return_counts_agree_and_takes_are_stored_once(t
     assert at.radio(key="trial_mode").value == "Resume a trial"
     assert not [t for t in at.text_input if t.key == "trial_speaker"]
     assert at.selectbox(key="trial_pick").value == trial.id
+
+
+def test_sweeps_variants_and_heatmaps_inputs_survive_a_visit_elsewhere(tiny_env):
+    at = go(app(), "sweeps")
+    at.number_input(key="sw_sample").set_value(5)
+    at.multiselect(key="sw_fam_case").set_value(["TUQ"])
+    at.number_input(key="sw_seed").set_value(7).run()
+    go(at, "variants")
+    at.multiselect(key="var_fam_keyboard").set_value(["keyboard_Q"]).run()
+    at.slider(key="var_param_keyboard_Q_p").set_value(0.5).run()
+    go(at, "ask")
+    go(at, "sweeps")
+    assert (at.number_input(key="sw_sample").value, at.multiselect(key="sw_fam_case").value,
+            at.number_input(key="sw_seed").value) == (5, ["TUQ"], 7)
+    go(at, "variants")
+    assert at.multiselect(key="var_fam_keyboard").value == ["keyboard_Q"]
+    assert at.slider(key="var_param_keyboard_Q_p").value == 0.5
