@@ -203,9 +203,9 @@ event = st.dataframe(shown_table, key="var_table", on_select="rerun", selection_
                      hide_index=True, width="stretch",
                      # sized so that three models' columns fit beside the variant on a 1280 px screen
                      column_config={"#": st.column_config.NumberColumn(width=30),
-                                    "perturbation": st.column_config.TextColumn(width=110),
-                                    "variant (edits marked)": st.column_config.TextColumn(width=210),
-                                    **{name: st.column_config.TextColumn(width=140) for name in predictions}})
+                                    "perturbation": st.column_config.TextColumn(width=100),
+                                    "variant (edits marked)": st.column_config.TextColumn(width=190),
+                                    **{name: st.column_config.TextColumn(width=155) for name in predictions}})
 selected = list(getattr(getattr(event, "selection", None), "rows", []) or [])
 if selected and selected != st.session_state.get("var_last_selection"):
     st.session_state["var_row"] = selected[0]
