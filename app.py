@@ -21,6 +21,7 @@ PAGES = [
     st.Page("pages/gallery.py", title="Gallery", icon="🖼️", url_path="gallery"),
     st.Page("pages/beat_the_ai.py", title="Beat the AI", icon="🥊", url_path="beat_the_ai"),
     st.Page("pages/speech_trial.py", title="Speech trial", icon="🎙️", url_path="speech_trial"),
+    st.Page("pages/behaviour.py", title="Behaviour tests", icon="✅", url_path="behaviour"),
     st.Page("pages/models.py", title="Models", icon="🧠", url_path="models"),
 ]
 

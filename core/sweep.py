@@ -105,10 +105,30 @@ class PerturbationSpec:
 
     @property
     def is_file(self) -> bool:
-        return self.id.startswith(FILE_PREFIX)
+        return self.id.startswith(FILE_PREFIX) and not self.is_chain
+
+    @property
+    def is_chain(self) -> bool:
+        """``A+B``: B applied to what A made (see :func:`chain_steps`)."""
+        return len(chain_steps(self.id)) > 1
 
     def __str__(self) -> str:
         return spec_label(self.id, self.params_dict)
+
+
+# A chain step begins after a "+" followed by a perturbation id or "file:".
+_CHAIN_SPLIT = re.compile(r"\+(?=\s*(?:file:|[A-Za-z_]))")
+
+
+def chain_steps(pid: str) -> list[str]:
+    """The step ids of a chain id: ``"keyboard_Q+repair_Q"`` -> ``["keyboard_Q", "repair_Q"]``.
+
+    >>> chain_steps("file:noiseqa/Synthetic/xquad-asr-synthetic+repair_Q")
+    ['file:noiseqa/Synthetic/xquad-asr-synthetic', 'repair_Q']
+    >>> chain_steps("DCRQ")
+    ['DCRQ']
+    """
+    return [part.strip() for part in _CHAIN_SPLIT.split(pid)]
 
 
 def spec_label(pid: str, params: Mapping[str, Any]) -> str:
@@ -162,6 +182,10 @@ def parse_specs(text: str) -> list[PerturbationSpec]:
     for item in (part.strip() for part in text.split(",")):
         if not item:
             continue
+        steps = _split_chain(item)
+        if len(steps) > 1:
+            specs.extend(_parse_chain(item, steps))
+            continue
         if item.startswith(FILE_PREFIX):
             path = item[len(FILE_PREFIX):].strip().removesuffix(".json")
             if not path:
@@ -193,6 +217,60 @@ def parse_specs(text: str) -> list[PerturbationSpec]:
     if not specs:
         raise SweepError("no perturbations given")
     return specs
+
+
+_STEP_START = re.compile(r"\+\s*(file:|[A-Za-z_][A-Za-z0-9_]*(?=\s*(?::|\+|$)))")
+
+
+def _split_chain(item: str) -> list[str]:
+    """An item's chain steps: a "+" starts a step only before ``file:`` or a registered perturbation
+    id, so a "+" inside a value stays there (``asr_Q:voice=espeak-ng:en-us+f3`` is one step).
+
+    >>> _split_chain("keyboard_Q:p=0.5+repair_Q:mode=all")
+    ['keyboard_Q:p=0.5', 'repair_Q:mode=all']
+    >>> _split_chain("asr_Q:voice=espeak-ng:en-us+f3")
+    ['asr_Q:voice=espeak-ng:en-us+f3']
+    """
+    if "+" not in item:
+        return [item]
+    from core.perturb import registry
+
+    registry.load_all()
+    known = {p.id for p in registry.all_perturbations()}
+    cuts = [m.start() for m in _STEP_START.finditer(item) if m.group(1) == "file:" or m.group(1) in known]
+    bounds = [0, *cuts, len(item)]
+    return [item[a:b].lstrip("+").strip() for a, b in zip(bounds, bounds[1:])]
+
+
+def _parse_chain(item: str, steps: list[str]) -> list[PerturbationSpec]:
+    """``A:x=1+B:y=2|3`` -> chain specs ``A+B`` with flat parameters (x=1, y=2), (x=1, y=3).
+
+    Each step's parameters are written after it; the chain keeps them in one flat dict, and at
+    resolution a flat parameter goes to the step that accepts it (:func:`_chain_spec`). A name
+    written on two steps is kept apart as ``STEP_ID.name``.
+    """
+    parsed: list[list[PerturbationSpec]] = []
+    for step in steps:
+        if not step:
+            raise SweepError(f"{item!r}: empty step in the chain")
+        if step.startswith("family:"):
+            raise SweepError(f"{item!r}: a chain step is one perturbation or file:, not a family")
+        parsed.append(parse_specs(step))
+    ids = [group[0].id for group in parsed]
+    if len(set(ids)) != len(ids):
+        raise SweepError(f"{item!r}: a chain cannot repeat a step")
+    counts: dict[str, int] = {}
+    for group in parsed:
+        for key in {k for spec in group for k in spec.params_dict}:
+            counts[key] = counts.get(key, 0) + 1
+    out = []
+    for combo in itertools.product(*parsed):
+        flat: dict[str, Any] = {}
+        for spec in combo:
+            for key, value in spec.params:
+                flat[f"{spec.id}.{key}" if counts[key] > 1 else key] = value
+        out.append(PerturbationSpec.make("+".join(ids), flat))
+    return out
 
 
 # ---------------------------------------------------------------------------------------- config
@@ -432,6 +510,7 @@ class _Spec:
     source: str
     make: Callable[[QAExample, random.Random], _Outcome]
     key_salt: str                     # file specs: the file's sha256; registry specs: ""
+    first: "_Spec | None" = None      # chains: the first step, whose rng the chain uses
 
     def variant_key(self, ex_hash: str, seed: int, repeat: int) -> str:
         if self.randomised:
@@ -439,6 +518,10 @@ class _Spec:
         return _sha("variant", FORMAT, self.id, self.params_json, "-", 0, ex_hash, self.key_salt)
 
     def rng(self, ex_hash: str, seed: int, repeat: int) -> random.Random:
+        if self.first is not None:
+            # A chain's first step draws exactly what it draws on its own: "keyboard_Q" and
+            # "keyboard_Q+repair_Q" score the same noisy questions, before and after repair.
+            return self.first.rng(ex_hash, seed, repeat)
         digest = hashlib.sha256(("rng" + self.variant_key(ex_hash, seed, repeat)).encode()).digest()
         return random.Random(int.from_bytes(digest[:8], "big"))
 
@@ -517,6 +600,101 @@ def _file_spec(spec: PerturbationSpec, original: Dataset, data_dir: str | Path |
     return _Spec(spec.id, {}, "{}", FILE_PREFIX + Path(rel).name, family, field_name, False, 1,
                  f"challenge file {path.name} (paired by {pairing.rule})", make,
                  hashlib.sha256(raw).hexdigest())
+
+
+def _chain_spec(spec: PerturbationSpec, repeats: int, catalogue, original: Dataset | None,
+                data_dir: str | Path | None) -> _Spec:
+    """``A+B+...``: each step applied to what the step before it made.
+
+    A ``file:`` step may only come first (it replaces the question, undoing any step before it).
+    Flat parameters go to the step that accepts them (``STEP.name`` names the step outright); the
+    stored parameters are always qualified (``{"repair_Q.mode": "all", "keyboard_Q.p": 0.25}``) so
+    each step's settings can be read back without the registry. The first step draws its random
+    numbers as it does on its own (:meth:`_Spec.rng`); later steps draw from a generator seeded
+    by it. The chain's CER/WER compare the final text with the original.
+    """
+    ids = chain_steps(spec.id)
+    if len(set(ids)) != len(ids):
+        raise SweepError(f"{spec.id}: a chain cannot repeat a step")
+    if any(i.startswith(FILE_PREFIX) for i in ids[1:]):
+        raise SweepError(f"{spec.id}: a file: step can only be the first of a chain")
+    perturbations = {}
+    for i in ids:
+        if not i.startswith(FILE_PREFIX):
+            try:
+                perturbations[i] = catalogue(i)
+            except KeyError as e:
+                raise SweepError(str(e.args[0]) if e.args else str(e)) from None
+    given: dict[str, dict[str, Any]] = {i: {} for i in ids}
+    for key, value in spec.params:
+        step, dot, name = key.rpartition(".")
+        if dot and step in given:
+            owners = [step]
+        else:
+            name = key
+            owners = [i for i, p in perturbations.items() if name in p.default_params]
+        if not owners:
+            raise SweepError(f"{spec.id}: no step accepts parameter {key!r}")
+        if len(owners) > 1:
+            raise SweepError(f"{spec.id}: parameter {key!r} is accepted by {' and '.join(owners)}; "
+                             f"write it as STEP.{key}, e.g. {owners[-1]}.{key}")
+        given[owners[0]][name] = value
+    steps: list[_Spec] = []
+    for i in ids:
+        if i.startswith(FILE_PREFIX):
+            if original is None:
+                raise SweepError(f"{spec.id}: a file: step needs the data set it pairs with")
+            steps.append(_file_spec(PerturbationSpec(i), original, data_dir))
+        else:
+            steps.append(_registry_spec(PerturbationSpec.make(i, given[i]), repeats, catalogue))
+    qualified = {f"{st.id}.{k}": v for st in steps for k, v in st.params.items()}
+    names = [k for st in steps for k in st.params]
+    shown = {}
+    for st in steps:
+        defaults = perturbations[st.id].default_params if st.id in perturbations else {}
+        for k, v in st.params.items():
+            if v != defaults.get(k):
+                shown[f"{st.id}.{k}" if names.count(k) > 1 else k] = v
+    randomised = any(st.randomised for st in steps)
+    fields = {st.field for st in steps}
+
+    def make(example: QAExample, rng: random.Random) -> _Outcome:
+        current, metas, outcome = example, [], None
+        for n, st in enumerate(steps):
+            step_rng = rng if n == 0 else random.Random(rng.getrandbits(64))
+            outcome = st.make(current, step_rng)
+            if outcome.status != "ok":
+                note = f"step {n + 1} ({st.label}): {outcome.note}"
+                return _Outcome(outcome.status, note)
+            current = outcome.example
+            metas.append(outcome.meta)
+        q_changed = current.question != example.question
+        c_changed = current.context != example.context
+        what = "both" if q_changed and c_changed else ("context" if c_changed else "question")
+        reference, hypothesis = ((example.context, current.context) if what == "context"
+                                 else (example.question, current.question))
+        cer, wer = error_rates(reference, hypothesis)
+        return _Outcome("ok", None, current, what, q_changed or c_changed, cer, wer,
+                        {"id": spec.id, "steps": metas})
+
+    short = "+".join(FILE_PREFIX + Path(i[len(FILE_PREFIX):]).name if i.startswith(FILE_PREFIX) else i for i in ids)
+    return _Spec(spec.id, qualified, canonical_json(qualified), spec_label(short, shown), steps[0].family,
+                 fields.pop() if len(fields) == 1 else "both", randomised, repeats if randomised else 1,
+                 " then ".join(st.source for st in steps), make,
+                 "+".join(st.key_salt for st in steps) if any(st.key_salt for st in steps) else "",
+                 first=steps[0])
+
+
+def resolve_spec(spec: PerturbationSpec, repeats: int, catalogue, original: Dataset | None,
+                 data_dir: str | Path | None = None) -> _Spec:
+    """A spec resolved: a chain, a challenge file or a registered perturbation."""
+    if spec.is_chain:
+        return _chain_spec(spec, repeats, catalogue, original, data_dir)
+    if spec.is_file:
+        if original is None:
+            raise SweepError(f"{spec.id}: a file spec needs the data set it pairs with")
+        return _file_spec(spec, original, data_dir)
+    return _registry_spec(spec, repeats, catalogue)
 
 
 # ----------------------------------------------------------------------------------------- running
@@ -781,7 +959,7 @@ def run_sweep(config: SweepConfig, engines: Mapping[str, Any], db: str | Path | 
         raise SweepError("no perturbations given")
     specs: list[_Spec] = []
     for s in specs_in:
-        resolved = _file_spec(s, full, data_dir) if s.is_file else _registry_spec(s, config.repeats, catalogue)
+        resolved = resolve_spec(s, config.repeats, catalogue, full, data_dir)
         if any((r.id, r.params_json) == (resolved.id, resolved.params_json) for r in specs):
             continue  # the same spec written twice (e.g. DCRQ and DCRQ:n_words=1)
         specs.append(resolved)
@@ -895,6 +1073,12 @@ def _build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--show", metavar="NAME", help="print the table of a stored sweep and exit")
     ap.add_argument("--compare", metavar="A,B", help="with --show: model B - model A in F1 per spec, with a 95%% "
                                                      "paired-bootstrap interval over examples")
+    ap.add_argument("--repair", action="store_true", help="with --show: NoiseQA's question repair table (each "
+                    "A+repair_Q spec against A, gain with a 95%% paired-bootstrap interval)")
+    ap.add_argument("--slice", metavar="NAME", help="with --show: the table per slice group: wh, answer, qlen, "
+                                                    "clen, overlap or cer (N per cell)")
+    ap.add_argument("--calibration", action="store_true", help="with --show: answer scores clean vs perturbed "
+                    "and the abstention threshold that keeps 90%% of clean F1")
     ap.add_argument("--list-perturbations", action="store_true", help="list registered perturbations and exit")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     return ap
@@ -914,8 +1098,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             kind = "randomised" if p.randomised else "deterministic"
             print(f"{p.id:22s} {p.family:12s} {p.field:9s} {kind:13s} {p.default_params}")
         return 0
-    if args.compare and not args.show:
-        raise cli.CLIError("--compare goes with --show NAME")
+    views = [flag for flag, on in (("--compare", args.compare), ("--repair", args.repair),
+                                   ("--slice", args.slice), ("--calibration", args.calibration)) if on]
+    if views and not args.show:
+        raise cli.CLIError(f"{views[0]} goes with --show NAME")
+    if len(views) > 1:
+        raise cli.CLIError(f"choose one of {', '.join(views)}")
+    if args.slice:
+        from core.sweep_slices import SLICES
+
+        if args.slice not in SLICES:
+            raise cli.CLIError(f"unknown slice {args.slice!r}; slices: {', '.join(SLICES)}")
     if (args.list or args.show) and Path(args.db).is_dir():
         raise cli.CLIError(f"{args.db} is a folder, not a sweep database")
     if (args.list or args.show) and not Path(args.db).is_file():
@@ -936,6 +1129,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                     raise cli.CLIError("--compare takes two model names, A,B")
                 rows = report.model_differences(store, args.show, *models)
                 print(report.format_differences(rows, *models))
+            elif args.repair:
+                from core.sweep_repair import format_repair_table, repair_table
+
+                print(format_repair_table(repair_table(store, args.show)))
+            elif args.slice:
+                from core.sweep_slices import format_slice, slice_cells
+
+                print(format_slice(slice_cells(store, args.show, args.slice), args.slice, metric=args.metric))
+            elif args.calibration:
+                from core.sweep_calibration import calibration_table, format_calibration
+
+                print(format_calibration(calibration_table(store, args.show)))
             else:
                 print(report.format_report(store, args.show, metric=args.metric))
         return 0
@@ -959,7 +1164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     dataset = load_dataset(args.dataset, args.data_dir)
     for spec in specs:
         if not spec.is_file:
-            _registry_spec(spec, args.repeats, perturbations.get)
+            resolve_spec(spec, args.repeats, perturbations.get, dataset, args.data_dir)
     for name in model_names:
         get_entry(name)
     from core.sqlite_db import sqlite_kind

@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from components import loaders, persist
+from components.ask_tools import counterfactual_panel, repair_panel
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.state import current_data_dir, init_state, sidebar_settings
@@ -333,3 +334,12 @@ if res:
         c1.download_button("Export CSV", csv_bytes(table), "ask_answers.csv", "text/csv")
         c2.download_button("Export JSON", json.dumps(export, ensure_ascii=False, indent=1),
                            "ask_answers.json", "application/json")
+
+    # Error analysis on these answers: NoiseQA's repair, and one-word counterfactuals (components.ask_tools).
+    if res["results"]:
+        before = {r["model"]: r["pred"] for r in res["results"]}
+        gold_spans = [(s, s + len(t)) for t, s in res["gold"] if s >= 0]   # a typed gold may not be in it
+        repair_panel("ask", res["question"], res["context"], res["lang"], before, loaders.engine_for_state,
+                     [g for g, _ in res["gold"]], gold_spans)
+        counterfactual_panel("ask", res["question"], res["context"], res["lang"], before, loaders.engine_for_state,
+                             gold_spans)

@@ -14,7 +14,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from components import persist
+from components import error_views, persist
 from components.choice import keep_valid
 from components.export import csv_download, figure_downloads, file_stem
 from components.heatmap import METRICS, VALUES, format_value, heatmap_figure
@@ -383,3 +383,9 @@ if traps["buckets"]:
                             for m, bs in traps["buckets"].items() for b in bs])
     csv_download(trap_df, file_stem("f1-by-trap-similarity", stem), "hm_trap_csv")
     figure_downloads(trap_fig, file_stem("f1-by-trap-similarity", stem), "hm_trap")
+
+# ------------------------------------------------------------------------------------ error analysis
+# NoiseQA's repair table, slices, confidence and abstention (components.error_views).
+error_views.repair_section(db_path, sweep_id, version, stem)
+error_views.slices_section(db_path, sweep_id, version, stem, sweep["models"])
+error_views.calibration_section(db_path, sweep_id, version, stem)

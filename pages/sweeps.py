@@ -33,9 +33,10 @@ from components.text import choose_hint
 from core import config
 from core.datasets import DatasetError
 from core.perturb import registry
-from core.sweep import PerturbationSpec, SweepConfig, SweepError, load_dataset, sample_examples
+from core.sweep import PerturbationSpec, SweepConfig, SweepError, chain_steps, load_dataset, sample_examples
 from core.sweep_job import SweepJob
 from core.sweep_progress import Eta, format_seconds, readable_name
+from core.sweep_repair import SETTINGS, repair_specs
 
 init_state()
 sidebar_settings()
@@ -293,6 +294,12 @@ for pid in chosen:
     for combo in itertools.product(*grid):
         specs.append(PerturbationSpec.make(pid, dict(combo)))
 specs += [PerturbationSpec(f) for f in files]
+repairs = st.multiselect(
+    "Also measure NoiseQA's question repair", list(SETTINGS), key="sw_repair",
+    help="For each setting: repair_Q on the clean questions, and chained after every chosen question "
+         "perturbation and challenge file (e.g. keyboard_Q+repair_Q), so Heatmaps can show the gain of each "
+         "repair with a paired-bootstrap interval. The noise is drawn as without the repair.")
+specs += repair_specs(specs, repairs, {pid for pid, p in by_id.items() if p.field == "question"})
 specs = list(dict.fromkeys(specs))
 
 c1, c2, c3, c4 = st.columns(4)
@@ -308,7 +315,7 @@ models = model_picker("sw")
 language_mismatch_note(models, ds.lang)
 
 n_examples = len(sample_examples(usable, sample or None, seed)) if usable else 0
-runs = sum(1 if s.is_file or not by_id[s.id].randomised else repeats for s in specs)
+runs = sum(repeats if any(by_id[i].randomised for i in chain_steps(s.id) if i in by_id) else 1 for s in specs)
 total = n_examples * len(models) * (1 + runs)
 if specs and models:
     st.caption(f"{len(specs)} perturbation spec(s) × {n_examples} examples × {len(models)} model(s): "

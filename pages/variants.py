@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from components import loaders, persist
+from components.ask_tools import repair_panel
 from components.edits import edits_html
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
@@ -242,3 +243,9 @@ for k, name in enumerate(names):
     st.markdown(f'<span style="border-left:6px solid {color_for(k)};padding-left:.4rem">'
                 f"<b>{html_text(name)}</b>: {html_text(answer) if answer else '<i>no answer</i>'}</span>",
                 unsafe_allow_html=True)
+
+# NoiseQA's repair on this row's question: the repaired text, and every model's answer before and after.
+if predictions and row.field in (None, "question"):
+    repair_panel("var", row.example.question, row.example.context, res["lang"],
+                 {name: predictions[name][i] for name in names}, loaders.engine_for_state,
+                 [a.text for a in row.example.answers], gold)

@@ -24,7 +24,7 @@ def _pages() -> list[dict]:
 
 def test_every_page_address_is_its_file_name():
     pages = _pages()
-    assert len(pages) == 8
+    assert len(pages) == 9
     for p in pages:   # the default page is served at "/" (and /ask opens it: app.py)
         assert p.get("default") or p["url_path"] == Path(p["file"]).stem, p
 
