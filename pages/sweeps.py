@@ -311,7 +311,7 @@ name = c3.text_input("Name (optional)", key="sw_name", help="Default: what the s
                      "configuration; the same configuration under the same name resumes.")
 c4.number_input("Chunk size", 8, 4096, CHUNK, step=8, key="sw_chunk",
                 help="Units per committed transaction: smaller = more frequent progress and faster cancel.")
-models = model_picker("sw")
+models = model_picker("sw", lang=ds.lang)
 language_mismatch_note(models, ds.lang)
 
 n_examples = len(sample_examples(usable, sample or None, seed)) if usable else 0
