@@ -30,7 +30,8 @@ from core.sweep import chain_steps
 from core.sweep_report import _models, _store, sweep_specs
 from core.sweep_views import INTERFACES, interface_of, kind_of
 
-__all__ = ["REPAIR_ID", "repair_setting", "repair_pairs", "repair_table", "format_repair_table"]
+__all__ = ["REPAIR_ID", "SETTINGS", "repair_setting", "repair_specs", "repair_pairs", "repair_table",
+           "format_repair_table"]
 
 REPAIR_ID = "repair_Q"
 CLEAN = ("", "")
@@ -55,6 +56,36 @@ def repair_setting(params: dict[str, Any]) -> str:
     if own.get("question_mark"):
         parts.append("question mark")
     return " + ".join(parts) or "nothing"
+
+
+# The repair settings a page offers, as repair_Q parameters.
+SETTINGS = {"content": {"mode": "content"}, "entities": {"mode": "entities"}, "all": {"mode": "all"},
+            "spellcheck": {"mode": "none", "spellcheck": True}, "question mark": {"mode": "none", "question_mark": True}}
+
+
+def repair_specs(specs: Sequence[Any], settings: Sequence[str], question_ids: set[str]) -> list[Any]:
+    """The specs that measure ``settings`` against ``specs``: for each setting, repair_Q alone (on
+    the clean questions) and ``S+repair_Q`` for every spec S that changes the question (a registry id
+    in ``question_ids``, or a challenge file). Parameters go to repair_Q by name (``repair_Q.mode``).
+
+    >>> from core.sweep import PerturbationSpec
+    >>> out = repair_specs([PerturbationSpec.make("keyboard_Q", {"p": 0.5}), PerturbationSpec("DCRC")],
+    ...                    ["spellcheck"], {"keyboard_Q"})
+    >>> [(s.id, s.params_dict) for s in out]   # doctest: +NORMALIZE_WHITESPACE
+    [('repair_Q', {'mode': 'none', 'spellcheck': True}),
+     ('keyboard_Q+repair_Q', {'p': 0.5, 'repair_Q.mode': 'none', 'repair_Q.spellcheck': True})]
+    """
+    from core.sweep import PerturbationSpec
+
+    out = []
+    for name in settings:
+        own = {f"{REPAIR_ID}.{k}": v for k, v in SETTINGS[name].items()}
+        out.append(PerturbationSpec.make(REPAIR_ID, SETTINGS[name]))
+        for spec in specs:
+            if spec.is_chain or not (spec.is_file or spec.id in question_ids):
+                continue
+            out.append(PerturbationSpec.make(f"{spec.id}+{REPAIR_ID}", {**spec.params_dict, **own}))
+    return out
 
 
 def _base_of(perturbation: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:

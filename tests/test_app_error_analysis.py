@@ -127,3 +127,41 @@ def test_variants_repairs_the_selected_row_with_minilm():
     assert not at.exception, at.exception
     after = _frame(at, "answer after").iloc[0]
     assert after["model"] == "minilm-squad" and after["answer after"] == "Peyton Manning"
+
+
+def test_sweeps_page_adds_repair_chains(monkeypatch, tiny_registry, tmp_path):
+    import sqlite3
+
+    monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    db = tmp_path / "sweeps.sqlite"
+    monkeypatch.setenv("QAX_SWEEP_DB", str(db))
+    at = AppTest.from_file("../pages/sweeps.py", default_timeout=180).run()
+    at.number_input(key="sw_sample").set_value(4)
+    at.multiselect(key="sw_models").set_value(["tiny-a"])
+    at.multiselect(key="sw_fam_keyboard").set_value(["keyboard_Q"])
+    at.multiselect(key="sw_repair").set_value(["spellcheck", "entities"])
+    at.number_input(key="sw_repeats").set_value(2)
+    at.text_input(key="sw_name").set_value("rep").run()
+    assert not at.exception, at.exception
+    # keyboard_Q (2 repeats), repair_Q x 2 settings (once), keyboard_Q+repair_Q x 2 (2 repeats each):
+    # 4 examples x 1 model x (1 clean + 2 + 2 + 4) = 36 rows
+    assert any("5 perturbation spec(s) × 4 examples × 1 model(s): 36 result rows" in c.value for c in at.caption)
+    at.button(key="sw_start").click().run()
+    job = at.session_state["sweep_job"]
+    assert job.wait(240) and job.error is None and job.result.status == "done"
+    conn = sqlite3.connect(db)
+    # the chains score the same noisy questions as keyboard_Q alone, then repaired
+    noisy = dict(conn.execute("SELECT example_hash || repeat, variant_question FROM result_rows "
+                              "WHERE perturbation = 'keyboard_Q'").fetchall())
+    pairs = conn.execute(
+        "SELECT r.example_hash || r.repeat, r.variant_question, c.text FROM result_rows r JOIN examples e "
+        "ON e.hash = r.example_hash JOIN contexts c ON c.hash = e.context_hash "
+        "WHERE r.perturbation = 'keyboard_Q+repair_Q' AND r.params_json LIKE '%entities%'").fetchall()
+    assert len(pairs) == 8 and set(noisy) == {k for k, _, _ in pairs}
+    from core.perturb.repair import repair_question
+
+    assert all(q == repair_question(noisy[k], ctx, "en", "entities").text for k, q, ctx in pairs)
+    metas = [json_meta for (json_meta,) in conn.execute(
+        "SELECT meta_json FROM variants WHERE perturbation = 'keyboard_Q+repair_Q'")]
+    assert all('"steps"' in m for m in metas)

@@ -56,6 +56,15 @@ def test_malformed_files_are_refused_with_the_reason(text, message):
         loads(text)
 
 
+def test_files_with_too_many_cases_are_refused():
+    test = ('[[test]]\nname = "t{i}"\ntype = "MFT"\ncontext = "{{a}} {{b}}"\nquestion = "q"\nexpect = "{{a}}"\n'
+            'n = 2000\nfill.a = [{words}]\nfill.b = [{words}]\n')
+    words = ", ".join(f'"w{k}"' for k in range(50))   # 2,500 combinations, 2,000 cases per test
+    loads("\n".join(test.format(i=i, words=words) for i in range(10)))   # 20,000: the limit
+    with pytest.raises(BehaviourError, match="at most 20,000 per file"):
+        loads("\n".join(test.format(i=i, words=words) for i in range(11)))
+
+
 def test_expected_answer_must_be_in_the_context():
     f = loads('[[test]]\ntype = "MFT"\nquestion = "q"\ncontext = "Anna sings."\nexpect = "Ben"')
     with pytest.raises(BehaviourError, match="not in the context"):

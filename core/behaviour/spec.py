@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["BehaviourError", "BehaviourFile", "TestSpec", "Case", "load", "loads", "expand", "KINDS",
-           "MAX_FILE_BYTES", "MAX_CASES"]
+           "MAX_FILE_BYTES", "MAX_CASES", "MAX_TOTAL_CASES"]
 
 KINDS = ("MFT", "INV", "DIR")
 MAX_FILE_BYTES = 1_000_000
 MAX_TESTS = 500
 MAX_CASES = 2_000            # per test
+MAX_TOTAL_CASES = 20_000     # per file: each case is one or two model calls
 DEFAULT_CASES = 50
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _TOP_KEYS = {"name", "description", "lang", "seed", "test"}
@@ -202,6 +203,9 @@ def loads(text: str, name: str = "behaviour") -> BehaviourFile:
     if len(tests) > MAX_TESTS:
         raise BehaviourError(f"{name}: {len(tests)} tests, at most {MAX_TESTS}")
     parsed = tuple(_test(t, i + 1) for i, t in enumerate(tests))
+    total = sum(min(t.n, prod(len(v) for v in t.fill.values())) for t in parsed)
+    if total > MAX_TOTAL_CASES:
+        raise BehaviourError(f"{name}: up to {total:,} cases; at most {MAX_TOTAL_CASES:,} per file (lower 'n')")
     names = [t.name for t in parsed]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
