@@ -4,8 +4,9 @@ A sweep is
   * a data set, or a seeded sample of ``n`` of its examples (:func:`sample_examples`: the sample
     for n=200 contains the one for n=100, so growing a sample reuses the work done);
   * perturbation specs: a registered perturbation id with parameters (``DCRQ:n_chars=2``), or a
-    natural challenge set ``file:<path under the data dir>`` paired with the data set by question
-    id (:func:`core.datasets.pair_challenge`), e.g. ``file:noiseqa/Synthetic/xquad-keyboard-synthetic``
+    natural challenge set ``file:<path under the data dir>`` paired with the data set by id, else
+    by position, only where both are the same item (:func:`core.datasets.pair_challenge`; the
+    config's ``pair_by`` forces a rule), e.g. ``file:noiseqa/Synthetic/xquad-keyboard-synthetic``
     (kept inside the data directory, or an absolute path inside the other roots of core.config:
     :func:`resolve_data_file` refuses ``..`` escapes, symlinks and paths elsewhere);
     randomised perturbations run ``repeats`` times with independent seeds, deterministic ones and
@@ -63,7 +64,7 @@ from typing import Any
 
 from core import cli
 from core import config as qax_config
-from core.datasets import Dataset, DatasetError, demo_dataset, load_squad, pair_challenge
+from core.datasets import Dataset, DatasetError, demo_dataset, legacy_rule, load_squad, pair_challenge
 from core.metrics import score_answer
 from core.perturb.base import PerturbationError, error_rates
 from core.store import Store, canonical_json, text_hash
@@ -71,7 +72,7 @@ from core.types import Answer, QAExample
 
 __all__ = [
     "FORMAT", "SweepError", "PerturbationSpec", "SweepConfig", "SweepRun", "parse_specs",
-    "load_dataset", "sample_examples", "example_hash", "engine_fingerprint", "run_sweep", "main",
+    "load_dataset", "sample_examples", "example_hash", "engine_fingerprint", "run_sweep", "main", "pair_file",
 ]
 
 FORMAT = "qax-sweep-1"
@@ -105,10 +106,30 @@ class PerturbationSpec:
 
     @property
     def is_file(self) -> bool:
-        return self.id.startswith(FILE_PREFIX)
+        return self.id.startswith(FILE_PREFIX) and not self.is_chain
+
+    @property
+    def is_chain(self) -> bool:
+        """``A+B``: B applied to what A made (see :func:`chain_steps`)."""
+        return len(chain_steps(self.id)) > 1
 
     def __str__(self) -> str:
         return spec_label(self.id, self.params_dict)
+
+
+# A chain step begins after a "+" followed by a perturbation id or "file:".
+_CHAIN_SPLIT = re.compile(r"\+(?=\s*(?:file:|[A-Za-z_]))")
+
+
+def chain_steps(pid: str) -> list[str]:
+    """The step ids of a chain id: ``"keyboard_Q+repair_Q"`` -> ``["keyboard_Q", "repair_Q"]``.
+
+    >>> chain_steps("file:noiseqa/Synthetic/xquad-asr-synthetic+repair_Q")
+    ['file:noiseqa/Synthetic/xquad-asr-synthetic', 'repair_Q']
+    >>> chain_steps("DCRQ")
+    ['DCRQ']
+    """
+    return [part.strip() for part in _CHAIN_SPLIT.split(pid)]
 
 
 def spec_label(pid: str, params: Mapping[str, Any]) -> str:
@@ -162,6 +183,10 @@ def parse_specs(text: str) -> list[PerturbationSpec]:
     for item in (part.strip() for part in text.split(",")):
         if not item:
             continue
+        steps = _split_chain(item)
+        if len(steps) > 1:
+            specs.extend(_parse_chain(item, steps))
+            continue
         if item.startswith(FILE_PREFIX):
             path = item[len(FILE_PREFIX):].strip().removesuffix(".json")
             if not path:
@@ -195,6 +220,60 @@ def parse_specs(text: str) -> list[PerturbationSpec]:
     return specs
 
 
+_STEP_START = re.compile(r"\+\s*(file:|[A-Za-z_][A-Za-z0-9_]*(?=\s*(?::|\+|$)))")
+
+
+def _split_chain(item: str) -> list[str]:
+    """An item's chain steps: a "+" starts a step only before ``file:`` or a registered perturbation
+    id, so a "+" inside a value stays there (``asr_Q:voice=espeak-ng:en-us+f3`` is one step).
+
+    >>> _split_chain("keyboard_Q:p=0.5+repair_Q:mode=all")
+    ['keyboard_Q:p=0.5', 'repair_Q:mode=all']
+    >>> _split_chain("asr_Q:voice=espeak-ng:en-us+f3")
+    ['asr_Q:voice=espeak-ng:en-us+f3']
+    """
+    if "+" not in item:
+        return [item]
+    from core.perturb import registry
+
+    registry.load_all()
+    known = {p.id for p in registry.all_perturbations()}
+    cuts = [m.start() for m in _STEP_START.finditer(item) if m.group(1) == "file:" or m.group(1) in known]
+    bounds = [0, *cuts, len(item)]
+    return [item[a:b].lstrip("+").strip() for a, b in zip(bounds, bounds[1:])]
+
+
+def _parse_chain(item: str, steps: list[str]) -> list[PerturbationSpec]:
+    """``A:x=1+B:y=2|3`` -> chain specs ``A+B`` with flat parameters (x=1, y=2), (x=1, y=3).
+
+    Each step's parameters are written after it; the chain keeps them in one flat dict, and at
+    resolution a flat parameter goes to the step that accepts it (:func:`_chain_spec`). A name
+    written on two steps is kept apart as ``STEP_ID.name``.
+    """
+    parsed: list[list[PerturbationSpec]] = []
+    for step in steps:
+        if not step:
+            raise SweepError(f"{item!r}: empty step in the chain")
+        if step.startswith("family:"):
+            raise SweepError(f"{item!r}: a chain step is one perturbation or file:, not a family")
+        parsed.append(parse_specs(step))
+    ids = [group[0].id for group in parsed]
+    if len(set(ids)) != len(ids):
+        raise SweepError(f"{item!r}: a chain cannot repeat a step")
+    counts: dict[str, int] = {}
+    for group in parsed:
+        for key in {k for spec in group for k in spec.params_dict}:
+            counts[key] = counts.get(key, 0) + 1
+    out = []
+    for combo in itertools.product(*parsed):
+        flat: dict[str, Any] = {}
+        for spec in combo:
+            for key, value in spec.params:
+                flat[f"{spec.id}.{key}" if counts[key] > 1 else key] = value
+        out.append(PerturbationSpec.make("+".join(ids), flat))
+    return out
+
+
 # ---------------------------------------------------------------------------------------- config
 
 
@@ -209,6 +288,11 @@ class SweepConfig:
     seed: int = 0
     sample: int | None = None
     name: str | None = None
+    # Loader and pairing options (core.datasets); stored in the configuration only when they
+    # differ from these defaults, so sweeps stored before they existed keep their hashes.
+    pair_by: str = "auto"
+    on_ambiguous: str = "error"
+    lang: str | None = None
 
 
 @dataclass
@@ -245,7 +329,11 @@ def example_hash(ex: QAExample) -> str:
     return _sha("example", ex.id, ex.lang, ex.question, ex.context, _answers_json(ex.answers))
 
 
-def prediction_key(model: str, fingerprint: str, question: str, context_hash: str) -> str:
+def prediction_key(model: str, fingerprint: str, question: str, context_hash: str, tag: str = "") -> str:
+    """The cache key of one model's answer. ``tag``: the engine's window shape for a long context
+    (``QAEngine.long_context_tag``), "" (left out of the key) for ordinary ones."""
+    if tag:
+        return _sha("prediction", model, fingerprint, question, context_hash, tag)
     return _sha("prediction", model, fingerprint, question, context_hash)
 
 
@@ -286,6 +374,12 @@ def engine_fingerprint(engine: Any) -> str:
         shape = getattr(engine, "_window_shape", None)
         max_length, stride = shape() if callable(shape) else (s.max_length, s.stride)
         h.update(f"{max_length}:{stride}:{s.max_answer_tokens}:{s.top_k}".encode())
+        # Long contexts' window shape: its threshold hashed only when not the default (stored
+        # fingerprints stay); the shape itself joins the key of each long context's prediction
+        # (:func:`prediction_key`), since before it existed long contexts were read like short ones.
+        threshold = getattr(s, "long_context_chars", 8000)
+        if threshold != 8000:
+            h.update(f":long_from={threshold}".encode())
         # The backend that answers (an ONNX one that fell back is torch), hashed only when not
         # torch: every fingerprint from before backends existed, and their stored sweeps, stay.
         resolve = getattr(engine, "resolve_backend", None)
@@ -353,23 +447,26 @@ def resolve_data_file(name: str, data_dir: str | Path | None = None, *, what: st
     return path
 
 
-def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: bool = False) -> Dataset:
+def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: bool = False,
+                 lang: str | None = None, on_ambiguous: str = "error") -> Dataset:
     """A data set by name: ``demo.<lang>`` (the bundled demo set), ``file:<path>`` or a path under
     the data directory with or without ``.json`` (``xquad/xquad.en``), both kept inside the
     roots (:func:`resolve_data_file`), or, unless ``confined`` (the web UI), any existing file
-    path (the CLI is the administrator's tool)."""
+    path (the CLI is the administrator's tool). ``lang`` and ``on_ambiguous``: see
+    :func:`core.datasets.load_squad` (the demo set has its own languages)."""
+    opts = {"lang": lang, "on_ambiguous": on_ambiguous}
     if name.startswith(FILE_PREFIX):
         path = resolve_data_file(name[len(FILE_PREFIX):], data_dir, what=f"dataset {name!r}")
-        return load_squad(path, name=name[len(FILE_PREFIX):].strip().removesuffix(".json"))
+        return load_squad(path, name=name[len(FILE_PREFIX):].strip().removesuffix(".json"), **opts)
     if name.startswith("demo.") and "/" not in name:
         return demo_dataset(name.split(".", 1)[1])
     path = Path(name).expanduser()
     if not confined and path.is_file():
-        return load_squad(path)
+        return load_squad(path, **opts)
     if path.is_absolute():
         if not confined:
             raise SweepError(f"dataset {name!r}: no such file")
-        return load_squad(resolve_data_file(name, data_dir, what=f"dataset {name!r}"))
+        return load_squad(resolve_data_file(name, data_dir, what=f"dataset {name!r}"), **opts)
     root = Path(data_dir) if data_dir is not None else qax_config.data_dir()
     if root is None:
         raise SweepError(f"dataset {name!r}: no such file, and no data directory "
@@ -380,7 +477,7 @@ def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: boo
         except ValueError as e:   # ConfinementError; a NUL byte in the name
             raise SweepError(f"dataset {name!r}: {e}") from None
         if candidate.is_file():
-            return load_squad(candidate, name=name.removesuffix(".json"))
+            return load_squad(candidate, name=name.removesuffix(".json"), **opts)
     raise SweepError(f"dataset {name!r}: neither a file nor found under the data directory {root}")
 
 
@@ -432,6 +529,8 @@ class _Spec:
     source: str
     make: Callable[[QAExample, random.Random], _Outcome]
     key_salt: str                     # file specs: the file's sha256; registry specs: ""
+    pairing: Any = None               # file specs (and chains starting with one): the core.datasets.Pairing
+    first: "_Spec | None" = None      # chains: the first step, whose rng the chain uses
 
     def variant_key(self, ex_hash: str, seed: int, repeat: int) -> str:
         if self.randomised:
@@ -439,6 +538,10 @@ class _Spec:
         return _sha("variant", FORMAT, self.id, self.params_json, "-", 0, ex_hash, self.key_salt)
 
     def rng(self, ex_hash: str, seed: int, repeat: int) -> random.Random:
+        if self.first is not None:
+            # A chain's first step draws exactly what it draws on its own: "keyboard_Q" and
+            # "keyboard_Q+repair_Q" score the same noisy questions, before and after repair.
+            return self.first.rng(ex_hash, seed, repeat)
         digest = hashlib.sha256(("rng" + self.variant_key(ex_hash, seed, repeat)).encode()).digest()
         return random.Random(int.from_bytes(digest[:8], "big"))
 
@@ -484,16 +587,20 @@ _FILE_FAMILIES = (("keyboard", "keyboard"), ("asr", "asr"), ("translation", "mt"
                   ("paraphras", "paraphrase"))
 
 
-def _file_spec(spec: PerturbationSpec, original: Dataset, data_dir: str | Path | None) -> _Spec:
-    """A natural (or pre-generated) challenge file as a deterministic perturbation."""
+def _file_spec(spec: PerturbationSpec, original: Dataset, data_dir: str | Path | None,
+               pair_by: str = "auto", on_ambiguous: str = "error") -> _Spec:
+    """A natural (or pre-generated) challenge file as a deterministic perturbation, paired with
+    ``original`` by :func:`core.datasets.pair_challenge` (which refuses pairs that are not the
+    same items). The resolved spec's ``pairing`` says how; its ``source`` (stored with the sweep)
+    gives the rule and the counts."""
     if spec.params:
         raise SweepError(f"{spec.id}: file specs take no parameters")
     rel = spec.id[len(FILE_PREFIX):]
     path = resolve_data_file(rel, data_dir, what=spec.id)
     raw = path.read_bytes()
     try:
-        challenge = load_squad(path, lang=original.lang, name=rel)
-        pairing = pair_challenge(original, challenge)
+        challenge = load_squad(path, lang=original.lang, name=rel, on_ambiguous=on_ambiguous)
+        pairing = pair_challenge(original, challenge, pair_by)
     except DatasetError as e:
         raise SweepError(f"{spec.id}: {e}") from None
     partner = {o.id: c for o, c in pairing.pairs}
@@ -514,9 +621,119 @@ def _file_spec(spec: PerturbationSpec, original: Dataset, data_dir: str | Path |
         return _Outcome("ok", None, new, what, q_changed or c_changed, cer, wer,
                         {"id": spec.id, "pairing": pairing.rule})
 
+    # The cache key of a variant holds the file's hash; where pairing now joins other items than
+    # it did before pairs were checked (or drops some), the rule joins the key, so no stale
+    # variant is reused. Unchanged pairings keep their keys: stored sweeps stay valid.
+    salt = hashlib.sha256(raw).hexdigest()
+    if pairing.rule != legacy_rule(original, challenge) or pairing.mismatched:
+        salt += f":pair={pairing.rule}:{len(pairing.mismatched)}"
     return _Spec(spec.id, {}, "{}", FILE_PREFIX + Path(rel).name, family, field_name, False, 1,
-                 f"challenge file {path.name} (paired by {pairing.rule})", make,
-                 hashlib.sha256(raw).hexdigest())
+                 f"challenge file {path.name} ({pairing.summary()})", make, salt, pairing)
+
+
+def pair_file(spec_id: str, original: Dataset, data_dir: str | Path | None = None, pair_by: str = "auto",
+              on_ambiguous: str = "error"):
+    """How the challenge file of a ``file:`` spec pairs with ``original`` (a
+    :class:`core.datasets.Pairing`: rule and counts), checked as a sweep would before it starts;
+    SweepError (naming the first mismatches) when it does not pair."""
+    return _file_spec(PerturbationSpec(spec_id), original, data_dir, pair_by, on_ambiguous).pairing
+
+
+def _chain_spec(spec: PerturbationSpec, repeats: int, catalogue, original: Dataset | None,
+                data_dir: str | Path | None, pair_by: str = "auto", on_ambiguous: str = "error") -> _Spec:
+    """``A+B+...``: each step applied to what the step before it made.
+
+    A ``file:`` step may only come first (it replaces the question, undoing any step before it).
+    Flat parameters go to the step that accepts them (``STEP.name`` names the step outright); the
+    stored parameters are always qualified (``{"repair_Q.mode": "all", "keyboard_Q.p": 0.25}``) so
+    each step's settings can be read back without the registry. The first step draws its random
+    numbers as it does on its own (:meth:`_Spec.rng`); later steps draw from a generator seeded
+    by it. The chain's CER/WER compare the final text with the original.
+    """
+    ids = chain_steps(spec.id)
+    if len(set(ids)) != len(ids):
+        raise SweepError(f"{spec.id}: a chain cannot repeat a step")
+    if any(i.startswith(FILE_PREFIX) for i in ids[1:]):
+        raise SweepError(f"{spec.id}: a file: step can only be the first of a chain")
+    perturbations = {}
+    for i in ids:
+        if not i.startswith(FILE_PREFIX):
+            try:
+                perturbations[i] = catalogue(i)
+            except KeyError as e:
+                raise SweepError(str(e.args[0]) if e.args else str(e)) from None
+    given: dict[str, dict[str, Any]] = {i: {} for i in ids}
+    for key, value in spec.params:
+        step, dot, name = key.rpartition(".")
+        if dot and step in given:
+            owners = [step]
+        else:
+            name = key
+            owners = [i for i, p in perturbations.items() if name in p.default_params]
+        if not owners:
+            raise SweepError(f"{spec.id}: no step accepts parameter {key!r}")
+        if len(owners) > 1:
+            raise SweepError(f"{spec.id}: parameter {key!r} is accepted by {' and '.join(owners)}; "
+                             f"write it as STEP.{key}, e.g. {owners[-1]}.{key}")
+        given[owners[0]][name] = value
+    steps: list[_Spec] = []
+    for i in ids:
+        if i.startswith(FILE_PREFIX):
+            if original is None:
+                raise SweepError(f"{spec.id}: a file: step needs the data set it pairs with")
+            steps.append(_file_spec(PerturbationSpec(i), original, data_dir, pair_by, on_ambiguous))
+        else:
+            steps.append(_registry_spec(PerturbationSpec.make(i, given[i]), repeats, catalogue))
+    qualified = {f"{st.id}.{k}": v for st in steps for k, v in st.params.items()}
+    names = [k for st in steps for k in st.params]
+    shown = {}
+    for st in steps:
+        defaults = perturbations[st.id].default_params if st.id in perturbations else {}
+        for k, v in st.params.items():
+            if v != defaults.get(k):
+                shown[f"{st.id}.{k}" if names.count(k) > 1 else k] = v
+    randomised = any(st.randomised for st in steps)
+    fields = {st.field for st in steps}
+
+    def make(example: QAExample, rng: random.Random) -> _Outcome:
+        current, metas, outcome = example, [], None
+        for n, st in enumerate(steps):
+            step_rng = rng if n == 0 else random.Random(rng.getrandbits(64))
+            outcome = st.make(current, step_rng)
+            if outcome.status != "ok":
+                note = f"step {n + 1} ({st.label}): {outcome.note}"
+                return _Outcome(outcome.status, note)
+            current = outcome.example
+            metas.append(outcome.meta)
+        q_changed = current.question != example.question
+        c_changed = current.context != example.context
+        what = "both" if q_changed and c_changed else ("context" if c_changed else "question")
+        reference, hypothesis = ((example.context, current.context) if what == "context"
+                                 else (example.question, current.question))
+        cer, wer = error_rates(reference, hypothesis)
+        return _Outcome("ok", None, current, what, q_changed or c_changed, cer, wer,
+                        {"id": spec.id, "steps": metas})
+
+    short = "+".join(FILE_PREFIX + Path(i[len(FILE_PREFIX):]).name if i.startswith(FILE_PREFIX) else i for i in ids)
+    return _Spec(spec.id, qualified, canonical_json(qualified), spec_label(short, shown), steps[0].family,
+                 fields.pop() if len(fields) == 1 else "both", randomised, repeats if randomised else 1,
+                 " then ".join(st.source for st in steps), make,
+                 "+".join(st.key_salt for st in steps) if any(st.key_salt for st in steps) else "",
+                 pairing=steps[0].pairing, first=steps[0])
+
+
+def resolve_spec(spec: PerturbationSpec, repeats: int, catalogue, original: Dataset | None,
+                 data_dir: str | Path | None = None, *, pair_by: str = "auto",
+                 on_ambiguous: str = "error") -> _Spec:
+    """A spec resolved: a chain, a challenge file or a registered perturbation. ``pair_by`` and
+    ``on_ambiguous``: how a challenge file is read and paired (:func:`_file_spec`)."""
+    if spec.is_chain:
+        return _chain_spec(spec, repeats, catalogue, original, data_dir, pair_by, on_ambiguous)
+    if spec.is_file:
+        if original is None:
+            raise SweepError(f"{spec.id}: a file spec needs the data set it pairs with")
+        return _file_spec(spec, original, data_dir, pair_by, on_ambiguous)
+    return _registry_spec(spec, repeats, catalogue)
 
 
 # ----------------------------------------------------------------------------------------- running
@@ -564,6 +781,13 @@ class Predict:
 ChunkSteps = Generator[Any, Any, int]   # yields requests, is sent their answers, returns rows written
 
 
+def context_tagger(engine: Any) -> Callable[[str], str] | None:
+    """The engine's ``long_context_tag`` (a long context's window shape, part of its prediction
+    key), or None for an engine without one."""
+    tag_of = getattr(engine, "long_context_tag", None)
+    return tag_of if callable(tag_of) else None
+
+
 def compute_locally(unit: _Unit, seed: int) -> _Outcome:
     """A unit's variant, computed here with the unit's own RNG (the same on every backend)."""
     return unit.spec.make(unit.example, unit.spec.rng(unit.ex_hash, seed, unit.repeat))
@@ -590,9 +814,12 @@ class _Runner:
     """
 
     def __init__(self, store: Store, sweep_id: int, examples: list[QAExample], specs: list[_Spec],
-                 fingerprints: dict[str, str], seed: int, run: SweepRun, progress: ProgressFn | None):
+                 fingerprints: dict[str, str], seed: int, run: SweepRun, progress: ProgressFn | None,
+                 taggers: Mapping[str, Callable[[str], str] | None] | None = None):
         self.store, self.sweep_id, self.examples, self.specs = store, sweep_id, examples, specs
         self.fingerprints, self.seed, self.run = fingerprints, seed, run
+        # model -> its engine's long_context_tag (part of a long context's prediction key)
+        self.taggers = dict(taggers or {})
         self.models = list(fingerprints)
         self.progress = progress
         self.hashes = {ex.id: example_hash(ex) for ex in examples}
@@ -607,6 +834,11 @@ class _Runner:
             self.contexts[context_hash] = self.store.context_text(context_hash)
             self.stored_contexts.add(context_hash)
         return self.contexts[context_hash]
+
+    def _key(self, model: str, question: str, context_hash: str) -> str:
+        tag_of = self.taggers.get(model)
+        tag = tag_of(self._context(context_hash)) if tag_of is not None else ""
+        return prediction_key(model, self.fingerprints[model], question, context_hash, tag)
 
     def _heartbeat(self) -> None:
         """Inside a chunk's transaction: ``updated_at`` tells a live sweep from a killed one."""
@@ -670,11 +902,11 @@ class _Runner:
             pairs = {}
             for ex in todo:
                 ch = text_hash(ex.context)
-                pairs[prediction_key(model, self.fingerprints[model], ex.question, ch)] = (ex.question, ch)
+                pairs[self._key(model, ex.question, ch)] = (ex.question, ch)
             answers, rows = yield from self._answer(model, pairs)
             predictions += rows
             for ex in todo:
-                k = prediction_key(model, self.fingerprints[model], ex.question, text_hash(ex.context))
+                k = self._key(model, ex.question, text_hash(ex.context))
                 em, f1 = score_answer(answers[k][0], ex.answer_texts, ex.lang)
                 results.append({"sweep_id": self.sweep_id, "model": model,
                                 "example_hash": self.hashes[ex.id], "prediction_key": k,
@@ -753,7 +985,7 @@ class _Runner:
             for u in mine:
                 rec = records[u.variant_key]
                 if rec.status == "ok":
-                    pairs[prediction_key(model, fp, rec.question, rec.context_hash)] = (rec.question, rec.context_hash)
+                    pairs[self._key(model, rec.question, rec.context_hash)] = (rec.question, rec.context_hash)
             answers, rows = (yield from self._answer(model, pairs)) if pairs else ({}, [])
             predictions += rows
             for u in mine:
@@ -763,7 +995,7 @@ class _Runner:
                        "variant_key": u.variant_key, "status": rec.status, "prediction_key": None,
                        "em": None, "f1": None}
                 if rec.status == "ok":
-                    k = prediction_key(model, fp, rec.question, rec.context_hash)
+                    k = self._key(model, rec.question, rec.context_hash)
                     em, f1 = score_answer(answers[k][0], rec.golds, u.example.lang)
                     row.update(prediction_key=k, em=em, f1=f1)
                 results.append(row)
@@ -824,7 +1056,8 @@ def resolve_inputs(config: SweepConfig, *, dataset: Dataset | None = None, data_
 
         catalogue = registry.get
 
-    full = dataset if dataset is not None else load_dataset(config.dataset, data_dir)
+    full = dataset if dataset is not None else load_dataset(
+        config.dataset, data_dir, lang=config.lang, on_ambiguous=config.on_ambiguous)
     scorable = [ex for ex in full.examples if ex.answers and not ex.is_impossible]
     examples = sample_examples(scorable, config.sample, config.seed)
     if not examples:
@@ -837,7 +1070,8 @@ def resolve_inputs(config: SweepConfig, *, dataset: Dataset | None = None, data_
         raise SweepError("no perturbations given")
     specs: list[_Spec] = []
     for s in specs_in:
-        resolved = _file_spec(s, full, data_dir) if s.is_file else _registry_spec(s, config.repeats, catalogue)
+        resolved = resolve_spec(s, config.repeats, catalogue, full, data_dir, pair_by=config.pair_by,
+                                on_ambiguous=config.on_ambiguous)
         if any((r.id, r.params_json) == (resolved.id, resolved.params_json) for r in specs):
             continue  # the same spec written twice (e.g. DCRQ and DCRQ:n_words=1)
         specs.append(resolved)
@@ -858,6 +1092,9 @@ def plan_sweep(inputs: SweepInputs, fingerprints: Mapping[str, str]) -> SweepPla
         "specs": [[s.id, s.params_json, s.repeats, s.key_salt] for s in specs],
         "models": [[m, fps[m]] for m in models],
     }
+    for key, default in (("pair_by", "auto"), ("on_ambiguous", "error"), ("lang", None)):
+        if getattr(config, key) != default:
+            cfg[key] = getattr(config, key)
     cfg_json = canonical_json(cfg)
     cfg_hash = hashlib.sha256(cfg_json.encode()).hexdigest()
     name = config.name or f"{config.dataset}-{cfg_hash[:8]}"
@@ -867,7 +1104,8 @@ def plan_sweep(inputs: SweepInputs, fingerprints: Mapping[str, str]) -> SweepPla
 
 def execute_plan(plan: SweepPlan, db: str | Path | Store, run_chunks: Callable[[_Runner], bool], *,
                  t0: float, progress: ProgressFn | None = None,
-                 on_start: Callable[[SweepRun], None] | None = None) -> SweepRun:
+                 on_start: Callable[[SweepRun], None] | None = None,
+                 taggers: Mapping[str, Callable[[str], str] | None] | None = None) -> SweepRun:
     """Create or resume the planned sweep in ``db`` and let ``run_chunks(runner)`` do its chunks
     (True when all were done, False when cancelled); records the final status either way."""
     inputs = plan.inputs
@@ -879,7 +1117,7 @@ def execute_plan(plan: SweepPlan, db: str | Path | Store, run_chunks: Callable[[
         already = store.done_units(sweep_id)
         run = SweepRun(sweep_id, plan.name, "running", plan.total, already, already)
         runner = _Runner(store, sweep_id, inputs.examples, inputs.specs, plan.fingerprints,
-                         inputs.config.seed, run, progress)
+                         inputs.config.seed, run, progress, taggers)
         if on_start is not None:
             on_start(run)
         runner._tick()
@@ -946,7 +1184,8 @@ def run_sweep(config: SweepConfig, engines: Mapping[str, Any], db: str | Path | 
             drive(steps, serve)
         return True
 
-    return execute_plan(plan, db, run_chunks, t0=t0, progress=progress, on_start=on_start)
+    return execute_plan(plan, db, run_chunks, t0=t0, progress=progress, on_start=on_start,
+                        taggers={m: context_tagger(engines[m]) for m in models})
 
 
 def _create_or_resume(store: Store, name: str, cfg_hash: str, cfg_json: str, dataset: str,
@@ -1025,7 +1264,14 @@ def _build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--show", metavar="NAME", help="print the table of a stored sweep and exit")
     ap.add_argument("--compare", metavar="A,B", help="with --show: model B - model A in F1 per spec, with a 95%% "
                                                      "paired-bootstrap interval over examples")
+    ap.add_argument("--repair", action="store_true", help="with --show: NoiseQA's question repair table (each "
+                    "A+repair_Q spec against A, gain with a 95%% paired-bootstrap interval)")
+    ap.add_argument("--slice", metavar="NAME", help="with --show: the table per slice group: wh, answer, qlen, "
+                                                    "clen, overlap or cer (N per cell)")
+    ap.add_argument("--calibration", action="store_true", help="with --show: answer scores clean vs perturbed "
+                    "and the abstention threshold that keeps 90%% of clean F1")
     ap.add_argument("--list-perturbations", action="store_true", help="list registered perturbations and exit")
+    cli.add_loader_options(ap, pairing=True)
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     return ap
 
@@ -1068,8 +1314,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             kind = "randomised" if p.randomised else "deterministic"
             print(f"{p.id:22s} {p.family:12s} {p.field:9s} {kind:13s} {p.default_params}")
         return 0
-    if args.compare and not args.show:
-        raise cli.CLIError("--compare goes with --show NAME")
+    views = [flag for flag, on in (("--compare", args.compare), ("--repair", args.repair),
+                                   ("--slice", args.slice), ("--calibration", args.calibration)) if on]
+    if views and not args.show:
+        raise cli.CLIError(f"{views[0]} goes with --show NAME")
+    if len(views) > 1:
+        raise cli.CLIError(f"choose one of {', '.join(views)}")
+    if args.slice:
+        from core.sweep_slices import SLICES
+
+        if args.slice not in SLICES:
+            raise cli.CLIError(f"unknown slice {args.slice!r}; slices: {', '.join(SLICES)}")
     if (args.list or args.show) and Path(args.db).is_dir():
         raise cli.CLIError(f"{args.db} is a folder, not a sweep database")
     if (args.list or args.show) and not Path(args.db).is_file():
@@ -1090,6 +1345,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                     raise cli.CLIError("--compare takes two model names, A,B")
                 rows = report.model_differences(store, args.show, *models)
                 print(report.format_differences(rows, *models))
+            elif args.repair:
+                from core.sweep_repair import format_repair_table, repair_table
+
+                print(format_repair_table(repair_table(store, args.show)))
+            elif args.slice:
+                from core.sweep_slices import format_slice, slice_cells
+
+                print(format_slice(slice_cells(store, args.show, args.slice), args.slice, metric=args.metric))
+            elif args.calibration:
+                from core.sweep_calibration import calibration_table, format_calibration
+
+                print(format_calibration(calibration_table(store, args.show)))
             else:
                 print(report.format_report(store, args.show, metric=args.metric))
         return 0
@@ -1111,10 +1378,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # Data set, perturbation ids and parameters, model names: all known before the first (slow)
     # model load, so a typo costs a second, not a model load, and prints nothing else.
-    dataset = load_dataset(args.dataset, args.data_dir)
+    dataset = load_dataset(args.dataset, args.data_dir, **cli.loader_kwargs(args))
+    print(dataset.load_line(), flush=True)
     for spec in specs:
-        if not spec.is_file:
-            _registry_spec(spec, args.repeats, perturbations.get)
+        # each challenge file is read and paired now too: a refusal costs no model load
+        resolved = resolve_spec(spec, args.repeats, perturbations.get, dataset, args.data_dir,
+                                pair_by=args.pair_by, on_ambiguous=args.on_ambiguous)
+        if resolved.pairing is not None:
+            print(f"{spec.id}: {resolved.pairing.summary()}", flush=True)
     for name in model_names:
         get_entry(name)
     from core.sqlite_db import sqlite_kind
@@ -1126,7 +1397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # changing the settings of a shared cached engine after the fact. On Ray the actors load them.
     engines = {name: load_engine(name, settings) for name in model_names} if where == "local" else {}
     config = SweepConfig(args.dataset, specs, model_names, repeats=args.repeats, seed=args.seed,
-                         sample=args.sample, name=args.name)
+                         sample=args.sample, name=args.name, pair_by=args.pair_by,
+                         on_ambiguous=args.on_ambiguous, lang=args.lang)
     bar = None
     if not args.quiet:
         from tqdm import tqdm
@@ -1166,6 +1438,10 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{run.predictions_cached} from cache, {run.model_calls} model calls, {run.elapsed_s:.1f} s")
     with Store(args.db) as store:
         print(report.format_report(store, run.sweep_id, metric=args.metric))
+    if run.status == "done":   # so that Heatmaps opens it at once (core/sweep_aggregates.py)
+        from core import sweep_aggregates
+
+        sweep_aggregates.store(args.db, run.sweep_id)
     return 0
 
 

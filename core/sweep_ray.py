@@ -58,13 +58,13 @@ from core.sweep import (
     SweepConfig,
     SweepError,
     SweepRun,
-    _registry_spec,
     _Runner,
     _Unit,
     compute_locally,
     execute_plan,
     plan_sweep,
     resolve_inputs,
+    resolve_spec,
 )
 
 __all__ = ["RAY_ADDRESS_ENV", "WorkerState", "connect", "disconnect", "run_sweep_ray", "ModelActor"]
@@ -163,7 +163,7 @@ def _perturb(spec_table: Sequence[tuple[PerturbationSpec, int, str]], items: Seq
         spec, repeats, params_json = spec_table[index]
         cache_key = (spec.id, spec.params, repeats)
         if cache_key not in _resolved:
-            _resolved[cache_key] = _registry_spec(spec, repeats, registry.get)
+            _resolved[cache_key] = resolve_spec(spec, repeats, registry.get, None)
         resolved = _resolved[cache_key]
         unit = _Unit(resolved, repeat, example, ex_hash, resolved.variant_key(ex_hash, seed, repeat))
         if resolved.params_json != params_json or unit.variant_key != key:
@@ -182,8 +182,20 @@ def _warm(spec_table: Sequence[tuple[PerturbationSpec, int, str]]) -> str:
     for spec, repeats, _ in spec_table:
         key = (spec.id, spec.params, repeats)
         if key not in _resolved:
-            _resolved[key] = _registry_spec(spec, repeats, registry.get)
+            _resolved[key] = resolve_spec(spec, repeats, registry.get, None)
     return socket.gethostname()
+
+
+@dataclass(frozen=True)
+class LongContextTagger:
+    """QAEngine.long_context_tag for the driver, from what an actor reported: a context of at
+    least ``long_from`` characters is read with the long window shape, ``tag``."""
+
+    long_from: int | None
+    tag: str
+
+    def __call__(self, context: str) -> str:
+        return self.tag if self.long_from is not None and self.tag and len(context) >= self.long_from else ""
 
 
 class ModelActor:
@@ -202,8 +214,13 @@ class ModelActor:
     def info(self) -> dict[str, Any]:
         import ray
 
+        e = self.engine
+        long_shape = getattr(e, "_window_shape", None)
         return {"fingerprint": self.fingerprint, "host": socket.gethostname(), "pid": os.getpid(),
-                "node_id": ray.get_runtime_context().get_node_id(), "device": str(self.engine.device)}
+                "node_id": ray.get_runtime_context().get_node_id(), "device": str(e.device),
+                # what the driver needs to key long contexts as QAEngine.long_context_tag does
+                "long_from": getattr(e.settings, "long_context_chars", None),
+                "long_tag": "long={}:{}".format(*long_shape(long=True)) if callable(long_shape) else ""}
 
     def predict(self, questions: list[str], contexts: list[str]) -> list:
         return self.engine.predict(questions, contexts, n_best=1, skip_invalid=True)
@@ -291,9 +308,11 @@ class _Driver:
         for f in warming:
             self._get(f)
         fingerprints: dict[str, str] = {}
+        self.taggers: dict[str, LongContextTagger] = {}
         for (w, m), info in sorted(infos.items()):
             fp = fingerprints.setdefault(m, info["fingerprint"])
-            if info["fingerprint"] != fp:
+            tagger = self.taggers.setdefault(m, LongContextTagger(info["long_from"], info["long_tag"]))
+            if info["fingerprint"] != fp or LongContextTagger(info["long_from"], info["long_tag"]) != tagger:
                 raise SweepError(f"model {m!r} on {info['host']} has other weights or settings than on the "
                                  f"other workers (fingerprint {info['fingerprint']} against {fp}): every "
                                  "node needs the same models.toml and model folders")
@@ -511,7 +530,8 @@ def run_sweep_ray(config: SweepConfig, db: str | Path | Store, *, settings: Any 
                 driver.runner = runner
                 return driver.run(chunk_size, cancel)
 
-            return execute_plan(plan, db, run_chunks, t0=t0, progress=progress, on_start=on_start)
+            return execute_plan(plan, db, run_chunks, t0=t0, progress=progress, on_start=on_start,
+                                taggers=driver.taggers)
         finally:
             driver.stop()
     finally:

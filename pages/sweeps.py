@@ -29,7 +29,7 @@ import os
 import pandas as pd
 import streamlit as st
 
-from components import loaders
+from components import loaders, persist
 from components.choice import keep_valid
 from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir, init_state, sidebar_settings
@@ -38,9 +38,11 @@ from components.text import choose_hint
 from core import config
 from core.datasets import DatasetError
 from core.perturb import registry
-from core.sweep import PerturbationSpec, SweepConfig, SweepError, load_dataset, sample_examples
+from core.sweep import PerturbationSpec, SweepConfig, SweepError, chain_steps, load_dataset, pair_file, sample_examples
 from core.sweep_job import RayOptions, SweepJob
+from core.sweep_progress import Eta, format_seconds, readable_name
 from core.sweep_ray import RAY_ADDRESS_ENV
+from core.sweep_repair import SETTINGS, repair_specs
 
 init_state()
 sidebar_settings()
@@ -52,11 +54,24 @@ st.caption("Evaluate every selected model under many perturbations over a whole 
 
 JOB = "sweep_job"
 WHERE = ("This process", "Ray on this machine", "Ray cluster (server setting)")
+# Units (example x perturbation x repeat, each answered by every model) per committed chunk: the
+# progress bar moves with every chunk, so a small one keeps it moving (128 left it stuck ~a minute).
+CHUNK = 8
 
 
 @st.cache_data(show_spinner="Reading dataset…", max_entries=8)
-def dataset_by_name(name: str, data_dir: str):
-    return load_dataset(name, data_dir or None, confined=True)
+def dataset_by_name(name: str, data_dir: str, on_ambiguous: str = "error", lang: str | None = None):
+    return load_dataset(name, data_dir or None, confined=True, on_ambiguous=on_ambiguous, lang=lang)
+
+
+@st.cache_data(show_spinner="Pairing the challenge file with the data set…", max_entries=32)
+def file_pairing(spec_id: str, dataset_name: str, data_dir: str, pair_by: str, on_ambiguous: str,
+                 _original) -> tuple[str | None, str | None]:
+    """(the pairing's one-line summary, None) or (None, why the file does not pair)."""
+    try:
+        return pair_file(spec_id, _original, data_dir or None, pair_by, on_ambiguous).summary(), None
+    except (SweepError, DatasetError, OSError) as e:
+        return None, str(e)
 
 
 @st.cache_data(ttl=10, show_spinner=False)
@@ -121,8 +136,10 @@ def start_job(config: SweepConfig, ds) -> None:
         st.error(md_escape(db.error or db.hint or "Choose a sweep database."))
         return
     st.session_state[JOB] = SweepJob(config, engines, db_path, dataset=ds, data_dir=str(d) if d else None,
-                                     chunk_size=int(st.session_state.get("sw_chunk", 128)), ray=ray).start()
-    st.session_state.pop("sw_job_reported", None)
+                                     chunk_size=int(st.session_state.get("sw_chunk", CHUNK)), ray=ray).start()
+    st.session_state["sw_eta"] = Eta()
+    for k in ("sw_job_reported", "sw_banner_shown"):
+        st.session_state.pop(k, None)
     st.rerun()
 
 
@@ -142,23 +159,36 @@ busy = bool(job and job.running)
 
 @st.fragment(run_every=1.0 if busy else None)
 def job_panel() -> None:
+    """Under Start: the running sweep's progress (its name, rows, time left), then its result once."""
+    import time
+
     job = st.session_state.get(JOB)
     if job is None:
         return
-    name = job.result.name if job.result else (job.config.name or job.config.dataset)
+    name = job.result.name if job.result else (job.name or job.config.name or job.config.dataset)
     if job.running:
-        text = md_escape(f"Sweep {name} on {job.config.dataset}: {job.done:,}/{job.total:,} result rows · "
-                         f"{job.elapsed_s:.0f} s" if job.total else f"Preparing the sweep on {job.config.dataset}…")
-        st.progress(job.fraction, text=text)
+        if job.phase == "aggregates":
+            text = f"Sweep '{name}' is done: storing its heatmap's aggregates, so Heatmaps opens it at once…"
+        elif job.total:
+            left = st.session_state.setdefault("sw_eta", Eta()).update(job.done, job.total, time.monotonic())
+            text = (f"Sweep '{name}': {job.done:,}/{job.total:,} result rows · {format_seconds(job.elapsed_s)}"
+                    + (f" · about {format_seconds(left)} left" if left is not None else " · estimating the time left…"))
+        else:
+            text = f"Preparing sweep '{name}' (loading {job.config.dataset}, making variants)…"
+        st.progress(job.fraction, text=md_escape(text))
         worker_table(job)
         if not job.cancel_requested and st.button("Cancel", key="sw_cancel"):
             job.cancel()
         if job.cancel_requested:
             st.info("Cancelling: the sweep stops after the chunk in progress (everything committed is kept).")
         return
+    if st.session_state.get("sw_banner_shown"):   # shown once: it goes with the next interaction
+        st.session_state.pop(JOB, None)
+        return
     if not st.session_state.get("sw_job_reported"):
         st.session_state["sw_job_reported"] = True
         st.rerun()  # the whole page: the stored-sweeps list below changed
+    st.session_state["sw_banner_shown"] = True
     if job.error:
         st.error(f"The sweep stopped with an error: {md_escape(job.error)}")
         return
@@ -184,8 +214,6 @@ def worker_table(job: SweepJob) -> None:
         "actor restarts": w.restarts} for w in job.workers]), hide_index=True, width="stretch", key="sw_workers_table")
 
 
-job_panel()
-
 # ------------------------------------------------------------------------------------- new sweep
 
 st.subheader("New sweep")
@@ -202,12 +230,20 @@ if data_dir:
         if info.role == "challenge" and info.original is not None and str(info.original) in by_path:
             challenges.setdefault(by_path[str(info.original)], []).append(f"file:{info.name}")
 
+persist.keep("sw_dataset", options)   # this page's inputs survive a visit to another page
+persist.keep_all(["sw_sample", "sw_repeats", "sw_seed", "sw_name", "sw_chunk", "sw_where", "sw_workers"])
 keep_valid("sw_dataset", options)
 c1, c2 = st.columns([3, 1])
 dataset_name = c1.selectbox("Dataset", options, key="sw_dataset",
                             help="The bundled demo sets, and every evaluation set found in the data directory.")
+on_ambiguous = st.radio(
+    "Answer offset -1 with several occurrences (DuReader-robust files)", ("error", "first", "nearest"),
+    horizontal=True, key="sw_on_ambiguous",
+    format_func={"error": "refuse", "first": "first occurrence", "nearest": "nearest the question's words"}.get,
+    help="What the loader does with an answer whose position is unknown (answer_start -1) and which occurs "
+         "several times in its context; the same as --on-ambiguous on the command line.")
 try:
-    ds = dataset_by_name(dataset_name, str(data_dir) if data_dir else "")
+    ds = dataset_by_name(dataset_name, str(data_dir) if data_dir else "", on_ambiguous)
 except (SweepError, DatasetError, OSError) as e:
     st.error(md_escape(f"Could not read {dataset_name}: {e}"))
     st.stop()
@@ -221,7 +257,7 @@ sample = int(c2.number_input("Sample size (0 = all)", 0, len(usable), key="sw_sa
                              help="A seeded sample: the sample of 200 contains the sample of 100 (same seed), "
                                   "so growing a sweep reuses its work."))
 st.caption(f"{len(ds):,} questions, {len(usable):,} with a gold answer (only those can be scored), "
-           f"language `{ds.lang}`.")
+           f"language `{ds.lang}`. Loaded: {md_escape(ds.load_line())}")
 
 st.markdown("**Perturbations** (by family; parameters below)")
 families = registry.by_family()
@@ -239,11 +275,12 @@ chosen: list[str] = []
 cols = st.columns(3)
 for i, (family, members) in enumerate(families.items()):
     with cols[i % 3]:
+        persist.keep(f"sw_fam_{family}", [p.id for p in members])
         chosen += st.multiselect(family, [p.id for p in members], key=f"sw_fam_{family}",
                                  format_func=option_label,
                                  help="\n".join(f"- **{p.id}**: {md_escape(p.description)}" for p in members))
 keep_valid("sw_files", challenges.get(dataset_name, []))
-files = st.multiselect("Challenge files paired with this data set by question id (natural or pre-generated "
+files = st.multiselect("Challenge files made from this data set (natural or pre-generated "
                        "noise, compared with the clean questions like a perturbation)",
                        challenges.get(dataset_name, []), key="sw_files")
 if not challenges.get(dataset_name):
@@ -307,18 +344,41 @@ for pid in chosen:
     for combo in itertools.product(*grid):
         specs.append(PerturbationSpec.make(pid, dict(combo)))
 specs += [PerturbationSpec(f) for f in files]
+repairs = st.multiselect(
+    "Also measure NoiseQA's question repair", list(SETTINGS), key="sw_repair",
+    help="For each setting: repair_Q on the clean questions, and chained after every chosen question "
+         "perturbation and challenge file (e.g. keyboard_Q+repair_Q), so Heatmaps can show the gain of each "
+         "repair with a paired-bootstrap interval. The noise is drawn as without the repair.")
+specs += repair_specs(specs, repairs, {pid for pid, p in by_id.items() if p.field == "question"})
 specs = list(dict.fromkeys(specs))
+unpaired = []  # challenge files that do not pair: the sweep cannot start with them
+if files:
+    pair_by = st.radio("Pair challenge files", ("auto", "id", "position"), horizontal=True, key="sw_pair_by",
+                       format_func={"auto": "auto (by id, else by position, only the same items)",
+                                    "id": "by id", "position": "by position"}.get,
+                       help="A challenge question is compared with its original only when both have the same "
+                            "context (and a gold answer in common). Forcing id or position drops the pairs "
+                            "that disagree and counts them; --pair-by on the command line.")
+    for f in files:
+        summary, error = file_pairing(f, dataset_name, str(data_dir) if data_dir else "", pair_by, on_ambiguous, ds)
+        if error:
+            unpaired.append(f)
+            st.error(md_escape(f"{label(f[len('file:'):])} cannot be used: {error}"))
+        else:
+            st.caption(md_escape(f"{label(f[len('file:'):])}: {summary}"))
+else:
+    pair_by = "auto"
 
 c1, c2, c3, c4 = st.columns(4)
 repeats = int(c1.number_input("Repeats (randomised)", 1, 100, 3, key="sw_repeats",
                               help="Runs of each randomised perturbation with independent seeds, averaged "
                                    "(the German paper uses 25). Deterministic ones and files run once."))
 seed = int(c2.number_input("Seed", 0, 2**31 - 1, 0, key="sw_seed"))
-name = c3.text_input("Name (optional)", key="sw_name", help="Default: <dataset>-<hash of the configuration>; "
-                     "the same configuration under the same name resumes.")
-c4.number_input("Chunk size", 8, 4096, 128, step=8, key="sw_chunk",
+name = c3.text_input("Name (optional)", key="sw_name", help="Default: what the sweep runs and a short hash of its "
+                     "configuration; the same configuration under the same name resumes.")
+c4.number_input("Chunk size", 8, 4096, CHUNK, step=8, key="sw_chunk",
                 help="Units per committed transaction: smaller = more frequent progress and faster cancel.")
-models = model_picker("sw")
+models = model_picker("sw", lang=ds.lang)
 language_mismatch_note(models, ds.lang)
 
 ray_address = os.environ.get(RAY_ADDRESS_ENV, "").strip()
@@ -342,7 +402,7 @@ elif not ray_address:
     c1.caption(f"A Ray cluster is offered when the server sets {RAY_ADDRESS_ENV}.")
 
 n_examples = len(sample_examples(usable, sample or None, seed)) if usable else 0
-runs = sum(1 if s.is_file or not by_id[s.id].randomised else repeats for s in specs)
+runs = sum(repeats if any(by_id[i].randomised for i in chain_steps(s.id) if i in by_id) else 1 for s in specs)
 total = n_examples * len(models) * (1 + runs)
 if specs and models:
     st.caption(f"{len(specs)} perturbation spec(s) × {n_examples} examples × {len(models)} model(s): "
@@ -350,12 +410,19 @@ if specs and models:
 else:
     st.caption(choose_hint({"at least one perturbation": not specs, "at least one model": not models},
                            "to start a sweep"))
+default_name = readable_name(dataset_name, [str(s) for s in specs], models,
+                             n_examples, repeats, seed, sample or None)
+if specs and models and not name.strip():
+    st.caption(md_escape(f"It will be called “{default_name}”."))
 if st.button("Start sweep", type="primary", key="sw_start",
-             disabled=busy or db_path is None or not (specs and models and usable)):
+             disabled=busy or db_path is None or not (specs and models and usable) or bool(unpaired)):
     start_job(SweepConfig(dataset_name, specs, models, repeats=repeats, seed=seed, sample=sample or None,
-                          name=name.strip() or None), ds)
+                          name=name.strip() or default_name, pair_by=pair_by, on_ambiguous=on_ambiguous), ds)
+if unpaired:
+    st.caption("Leave out the challenge files that do not pair (or choose another pairing) to start.")
 if busy:
     st.caption("A sweep is running in this session; start another when it ends (or cancel it).")
+job_panel()   # under Start, where the presenter's eyes are
 
 # ----------------------------------------------------------------------------------- stored sweeps
 
@@ -404,10 +471,12 @@ if c2.button("Resume", key="sw_resume", disabled=busy or db_path is None):
                            f"resume it with python -m core.sweep."))
         st.stop()
     try:
-        resume_ds = dataset_by_name(cfg["dataset"], str(data_dir) if data_dir else "")
+        resume_ds = dataset_by_name(cfg["dataset"], str(data_dir) if data_dir else "",
+                                    cfg.get("on_ambiguous", "error"), cfg.get("lang"))
     except (SweepError, DatasetError, OSError) as e:
         st.error(md_escape(f"Cannot reload the data set {cfg['dataset']!r} of this sweep: {e}"))
         st.stop()
     start_job(SweepConfig(cfg["dataset"], resume_specs, [m for m, _fp in cfg["models"]],
                           repeats=int(cfg["repeats"]), seed=int(cfg["seed"]), sample=cfg["sample"],
-                          name=pick), resume_ds)
+                          name=pick, pair_by=cfg.get("pair_by", "auto"),
+                          on_ambiguous=cfg.get("on_ambiguous", "error"), lang=cfg.get("lang")), resume_ds)

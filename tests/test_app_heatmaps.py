@@ -112,10 +112,10 @@ def test_figure_markers_colours_and_labels(sweep_db):
     fig, plotted = heatmap_figure(cells, "f1", "pct", totals=totals, models=["fake-a", "fake-b"])
     trace = fig.data[0]
     assert len(trace.x) == len(plotted) == 2 * 5          # one marker per (model, perturbation)
-    assert trace.marker.symbol == "square" and trace.marker.size == grid_size(5) - 2 == 62
+    assert trace.marker.symbol == "square" and trace.marker.size == grid_size(5) - 2 == 58
     assert [c.label for c in plotted[:5]] == EXPECTED_COLUMNS
     assert list(fig.layout.xaxis.ticktext) == EXPECTED_COLUMNS
-    assert list(fig.layout.yaxis.ticktext) == ["fake-a  (Σ 12)", "fake-b  (Σ 13)"]
+    assert list(fig.layout.yaxis.ticktext) == ["fake-a<br>Σ 12", "fake-b<br>Σ 13"]
     for m, model in enumerate(("fake-a", "fake-b")):
         mine = plotted[5 * m:5 * m + 5]
         assert [c.f1_band for c in mine] == EXPECTED_BANDS[model]
@@ -196,7 +196,7 @@ def test_page_heatmap_totals_drilldown_and_exports(sweep_db):
     cells = spec["data"][0]
     assert cells["marker"]["symbol"] == "square" and len(cells["x"]) == 10
     assert cells["marker"]["color"] == EXPECTED_COLOURS["fake-a"] + EXPECTED_COLOURS["fake-b"]
-    assert spec["layout"]["yaxis"]["ticktext"] == ["fake-a  (Σ 12)", "fake-b  (Σ 13)"]
+    assert spec["layout"]["yaxis"]["ticktext"] == ["fake-a<br>Σ 12", "fake-b<br>Σ 13"]
     assert spec["layout"]["xaxis"]["ticktext"] == EXPECTED_COLUMNS
 
     penalties = _frame(at, "penalty total (F1)")
@@ -219,9 +219,17 @@ def test_page_heatmap_totals_drilldown_and_exports(sweep_db):
     assert list(ex["clean answer"])[:2] == ["three million", "Neumann"]
     assert list(ex["perturbed answer"])[:2] == ["Berlin", "palace"]
     contexts = [m.value for m in at.markdown if 'class="qax-context"' in m.value]
-    assert len(contexts) == 1   # the largest loss in detail: both answers marked in one context
-    assert re.search(r'title="clean answer, gold answer">three million</mark>', html.unescape(contexts[0]))
-    assert 'title="perturbed answer">Berlin</mark>' in contexts[0]
+    assert len(contexts) == 1   # the largest loss in detail: every model's answer marked in one context
+    shown_html = html.unescape(contexts[0])
+    assert 'title="fake-a">Berlin</mark>' in shown_html
+    assert 'title="fake-b, gold answer">three million</mark>' in shown_html
+    # every model of the sweep side by side, not only the cell's
+    texts = [t.value for t in at.text]
+    assert texts.count("clean: three million  (F1 100)") == 2
+    assert "perturbed: Berlin  (F1 0)" in texts and "perturbed: three million  (F1 100)" in texts
+    at.radio(key="hm_show_answers").set_value("clean answers").run()
+    contexts = [m.value for m in at.markdown if 'class="qax-context"' in m.value]
+    assert 'title="fake-a, fake-b, gold answer">three million</mark>' in html.unescape(contexts[0])
     assert html.unescape(re.sub(r"<[^>]+>", "", contexts[0])) == TOY.examples[3].context
 
     # The metric switch re-colours: EM bands (fake-b TUQ: -20 % -> (-40, -10])
@@ -292,8 +300,11 @@ def test_mt_and_asr_breakdowns_from_files_and_params(tmp_path):
     assert mt_rates["n"] == 5
     assert (round(mt_rates["cer"], 2), round(mt_rates["wer"], 2)) == (1.97, 3.57)
     with_rates = views.noiseqa_table(cells, rates)
-    assert (with_rates[1]["CER %"], with_rates[1]["WER %"]) == (1.97, 3.57)
-    assert with_rates[0]["WER %"] > 0 and with_rates[0]["perturbation"] == "keyboard_Q(p=0.25)"
+    assert (with_rates[1]["CER % (raw)"], with_rates[1]["WER % (raw)"]) == (1.97, 3.57)
+    # Table 3 as the paper computes it: lower-cased, no punctuation: "what" -> "which" is 3 edits over
+    # the 147 characters left of the five questions (no "?"), 1 of 28 words
+    assert (with_rates[1]["CER % (Table 3)"], with_rates[1]["WER % (Table 3)"]) == (2.04, 3.57)
+    assert with_rates[0]["WER % (raw)"] > 0 and with_rates[0]["perturbation"] == "keyboard_Q(p=0.25)"
     # core.natural_mt's file names carry "mt", not "translation" (core.sweep files them as "natural")
     assert views.interface_of("file:/x/runs/xquad-natural-mt-es", "natural") == "mt"
     assert views.interface_of("file:noiseqa/Natural/asr-speaker3", "natural") == "asr"
@@ -347,8 +358,8 @@ def test_page_noiseqa_and_dureader_views(tmp_path, monkeypatch):
     assert table4["fake-a noisy F1"].tolist() == [0.0, 73.33]
     assert table4["fake-a clean F1"].tolist() == [93.33, 93.33]
     # lower-casing and dropping "?" changes the first and the last word of each question: 10 / 28
-    assert table4["WER %"].tolist() == [35.71, 3.57]
-    assert table4["WER % (lower-case, no punct.)"].tolist() == [0.0, 3.57]   # ...which ASR never writes
+    assert table4["WER % (raw)"].tolist() == [35.71, 3.57]
+    assert table4["WER % (Table 3)"].tolist() == [0.0, 3.57]   # ...which ASR never writes (the paper's figure)
 
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     titles = [c["layout"].get("title", {}).get("text", "") for c in charts]

@@ -27,7 +27,7 @@ FIELDS = ("question", "context")
 
 FAMILIES = (
     "character", "word", "sentence", "keyboard", "asr", "mt",
-    "paraphrase", "artefact", "case", "punctuation",
+    "paraphrase", "artefact", "case", "punctuation", "repair",
 )
 
 

@@ -85,12 +85,37 @@ def closest_word(word: str, candidates: list[str]) -> tuple[str, float] | None:
 
 
 def _question_targets(question: str, lang: str, mode: str) -> list[tuple[int, int]]:
+    """The [start, end) spans of the question words ``mode`` selects, as whole words.
+
+    The tagger splits "government-owned" and "Bronco's" into several tokens while the context's
+    words (:func:`word_spans`) keep them whole; a selected token is therefore widened to the whole
+    word it is part of, else "government" (absent from a context that has "government-owned")
+    would be "repaired" into "government-owned", giving "government-owned-owned".
+    """
+    words = word_spans(question, lang)
     if mode == "all":
-        return word_spans(question, lang)
+        return words
     tokens = analyse(question, lang).tokens
     if mode == "content":
-        return [(t.start, t.end) for t in tokens if t.pos in CONTENT_POS]
-    return [(t.start, t.end) for t in tokens if t.ent and t.ent not in NUMERIC_ENTITY_TYPES]
+        chosen = [(t.start, t.end) for t in tokens if t.pos in CONTENT_POS]
+    else:
+        chosen = [(t.start, t.end) for t in tokens if t.ent and t.ent not in NUMERIC_ENTITY_TYPES]
+    spans: list[tuple[int, int]] = []
+    for start, end in chosen:
+        whole = next(((s, e) for s, e in words if s <= start and end <= e), (start, end))
+        if whole not in spans:
+            spans.append(whole)
+    return spans
+
+
+def _repairable(word: str) -> bool:
+    """Words the context repair may touch: with a letter and no digit.
+
+    A word with a digit ("4th", "1960s", "B2") is a number or a code, not a misheard or mistyped
+    word: replacing it by a near context word turned "4th" into "With" (CER 0.5). Our choice; the
+    paper does not say.
+    """
+    return any(ch.isalpha() for ch in word) and not any(ch.isdigit() for ch in word)
 
 
 def repair_with_context(question: str, context: str, lang: str = "en", mode: str = "content",
@@ -105,7 +130,7 @@ def repair_with_context(question: str, context: str, lang: str = "en", mode: str
     changes = []
     for start, end in _question_targets(question, lang, mode):
         word = question[start:end]
-        if not any(ch.isalnum() for ch in word) or word.lower() in present:
+        if not _repairable(word) or word.lower() in present:
             continue
         best = closest_word(word, context_words)
         if best is not None and best[1] <= max_cer:
@@ -137,20 +162,51 @@ def _skip_for_spelling(word: str, is_first: bool) -> bool:
     return word[:1].isupper() and not is_first
 
 
-def spellcheck(question: str, lang: str = "en") -> Repair:
-    """Correct misspelled words with pyspellchecker's most probable candidate (see module docstring)."""
+def spellcheck(question: str, lang: str = "en", keep: frozenset[str] | set[str] = frozenset()) -> Repair:
+    """Correct misspelled words with pyspellchecker's most probable candidate (see module docstring).
+
+    Words whose lower-case form is in ``keep`` (the context's words, when repairing against a
+    context) are left alone: the context says they are spelled right.
+    """
     if lang not in SPELLCHECK_LANGUAGES:
         raise ValueError(f"no spellchecker dictionary for {lang!r}; available: {', '.join(SPELLCHECK_LANGUAGES)}")
     checker = _spellchecker(lang)
     changes = []
     for i, m in enumerate(WORD_RE.finditer(question)):
         word = m.group()
-        if _skip_for_spelling(word, i == 0) or word.lower() in checker:
+        if _skip_for_spelling(word, i == 0) or word.lower() in keep or word.lower() in checker:
             continue
         correction = checker.correction(word.lower())
         if correction and correction != word.lower():
             fixed = correction[:1].upper() + correction[1:] if word[:1].isupper() else correction
             changes.append(Change(m.start(), m.end(), word, fixed, "spellchecker"))
+    return Repair(_apply(question, changes), changes)
+
+
+def repair_question(question: str, context: str, lang: str = "en", mode: str = "content",
+                    spellcheck_words: bool = False, question_mark: bool = False,
+                    max_cer: float = MAX_CER) -> Repair:
+    """NoiseQA's repairs together, as one :class:`Repair` with offsets into the original question.
+
+    In order: the context repair (``mode`` content / entities / all, or ``"none"`` to skip it),
+    then the spellchecker on the words the context repair left alone and that do not occur in the
+    context, then the final question mark. Each change keeps its reason.
+
+    >>> r = repair_question("Who ownz the cat", "The cat is owned by Ann.", mode="all", question_mark=True)
+    >>> r.text, [c.reason for c in r.changes]
+    ('Who owned the cat?', ['closest context word, CER 0.40', 'added the final question mark'])
+    """
+    if mode not in MODES + ("none",):
+        raise ValueError(f"mode must be one of {MODES + ('none',)}, got {mode!r}")
+    changes = list(repair_with_context(question, context, lang, mode, max_cer).changes) if mode != "none" else []
+    if spellcheck_words:
+        present = frozenset(context[s:e].lower() for s, e in word_spans(context, lang))
+        for c in spellcheck(question, lang, keep=present).changes:
+            if not any(c.start < o.end and o.start < c.end for o in changes):
+                changes.append(c)
+    if question_mark:
+        changes.extend(add_question_mark(question, lang).changes)
+    changes.sort(key=lambda c: c.start)
     return Repair(_apply(question, changes), changes)
 
 
@@ -169,5 +225,5 @@ def repair_example(example: QAExample, method: str, **kwargs) -> tuple[QAExample
     return dataclasses.replace(example, question=result.text), result
 
 
-__all__ = ["Change", "Repair", "repair_with_context", "add_question_mark", "spellcheck", "repair_example",
+__all__ = ["Change", "Repair", "repair_with_context", "repair_question", "add_question_mark", "spellcheck", "repair_example",
            "word_cer", "closest_word", "MODES", "MAX_CER"]

@@ -1,0 +1,82 @@
+"""``python -m core.behaviour FILE --model NAME [--max-failure-rate F]``: run behaviour tests.
+
+Exit status (for CI): 0 when every test is within its failure-rate threshold (a test's own
+``max_failure_rate`` in the file, else ``--max-failure-rate``; a test with neither only reports),
+1 when at least one test is over it, 2 on bad input (file, model name, flags, perturbation spec).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from core import cli
+from core.behaviour import case_rows, load, results_rows, run_file
+
+PROG = "python -m core.behaviour"
+
+
+def _parser():
+    ap = cli.ArgumentParser(prog=PROG, description="Run CheckList-style behaviour tests (MFT, INV, DIR) from a "
+                                                   "TOML file against QA models; exit 1 when a test fails too often.")
+    ap.add_argument("file", help="behaviour file (TOML; see docs/BEHAVIOUR.md), e.g. assets/behaviour/en.toml")
+    ap.add_argument("--model", required=True, action="append",
+                    help="model name from models.toml (repeat the flag for several models)")
+    ap.add_argument("--max-failure-rate", type=float, default=None,
+                    help="fail (exit 1) when a test without its own max_failure_rate fails more than this share "
+                         "of its cases (0 to 1)")
+    ap.add_argument("--json", metavar="PATH", help="write every case's result as JSON")
+    ap.add_argument("--csv", metavar="PATH", help="write every case's result as CSV")
+    ap.add_argument("--failures", type=int, default=3, help="failing cases printed per test (default 3)")
+    return ap
+
+
+@cli.command(PROG)
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    rate = args.max_failure_rate
+    if rate is not None and not 0 <= rate <= 1:
+        raise cli.CLIError(f"--max-failure-rate must be between 0 and 1, got {rate}")
+    if args.failures < 0:
+        raise cli.CLIError("--failures must be at least 0")
+    bfile = load(args.file)
+    from core.behaviour import expand
+
+    for test in bfile.tests:   # every template and perturbation checked before a model loads
+        expand(test, bfile.seed)
+        if test.perturb:
+            from core.behaviour import _perturber
+
+            _perturber(test.perturb)
+    from core.qa.registry import get_entry, load_engine
+
+    for name in args.model:
+        get_entry(name)
+    engines = {name: load_engine(name) for name in args.model}
+    results = run_file(bfile, engines, rate)
+    for r in results:
+        rate_text = "-" if r.failure_rate is None else f"{100 * r.failure_rate:.1f}%"
+        limit = "" if r.max_failure_rate is None else f" (max {100 * r.max_failure_rate:.1f}%)"
+        flag = "  OVER THRESHOLD" if r.over_threshold else ""
+        print(f"{r.model}  {r.kind}  {r.name}: {r.passed} passed, {r.failed} failed, {r.skipped} skipped; "
+              f"failure rate {rate_text}{limit}{flag}")
+        for c in [c for c in r.cases if c.status == "fail"][:args.failures]:
+            print(f"    Q: {c.question_after or c.question}  ->  {c.reason}")
+    rows = case_rows(results)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"summary": results_rows(results), "cases": rows}, indent=2,
+                                              ensure_ascii=False), encoding="utf-8")
+    if args.csv:
+        import pandas as pd
+
+        pd.DataFrame(rows).to_csv(args.csv, index=False)
+    over = [r for r in results if r.over_threshold]
+    if over:
+        print(f"{len(over)} test(s) over their failure-rate threshold", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Behaviour tests: CheckList-style MFT / INV / DIR tests (core.behaviour) against the selected models.
+
+A shipped example file (assets/behaviour/*.toml) or an uploaded one (format: docs/BEHAVIOUR.md)
+is read, expanded with its seed, run; the page shows pass rates per model and test, the failing
+cases with the answer spans highlighted, and CSV/JSON exports.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from components import loaders
+from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
+from components.pickers import model_picker
+from components.state import init_state, sidebar_settings
+from components.text import md_escape
+from core.behaviour import BehaviourError, case_rows, expand, loads, results_rows, run_file
+from core.behaviour.spec import MAX_FILE_BYTES
+from core.csv_export import csv_bytes
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "behaviour"
+
+init_state()
+sidebar_settings()
+st.markdown(CSS, unsafe_allow_html=True)
+st.title("Behaviour tests")
+st.caption("Templated tests of what a model should do (CheckList): **MFT** the answer must be the expected one, "
+           "**INV** a perturbation of the question must not change the answer, **DIR** an edit of the context "
+           "must change it. Pick a shipped file or upload your own (format: docs/BEHAVIOUR.md).")
+
+models = model_picker("bt")
+shipped = sorted((p.name for p in EXAMPLES.glob("*.toml")), key=lambda n: (n != "en.toml", n))
+source = st.radio("Tests", ["Shipped example", "Upload a file"], horizontal=True, key="bt_source")
+text, file_name = None, None
+if source == "Shipped example":
+    if not shipped:
+        st.error("No example file in assets/behaviour/.")
+        st.stop()
+    file_name = st.selectbox("File", shipped, key="bt_file")
+    text = (EXAMPLES / file_name).read_text(encoding="utf-8")
+else:
+    up = st.file_uploader("Behaviour file (.toml)", type=["toml"], key="bt_upload")
+    if up is not None:
+        if up.size > MAX_FILE_BYTES:
+            st.error(f"The file is larger than {MAX_FILE_BYTES // 1000} kB.")
+            st.stop()
+        try:
+            text, file_name = up.getvalue().decode("utf-8"), up.name
+        except UnicodeDecodeError:
+            st.error("The file is not UTF-8 text.")
+            st.stop()
+if text is None:
+    st.info("Upload a behaviour file to run it.")
+    st.stop()
+
+try:
+    bfile = loads(text, Path(file_name).stem)
+    counts = {t.name: len(expand(t, bfile.seed)) for t in bfile.tests}
+except BehaviourError as e:
+    st.error(md_escape(f"This file cannot be used: {e}"))
+    st.stop()
+
+st.caption(md_escape(f"{bfile.name} · language {bfile.lang} · seed {bfile.seed} · {len(bfile.tests)} tests · "
+                     f"{sum(counts.values())} cases"))
+with st.expander("The tests"):
+    st.dataframe(pd.DataFrame([{"test": t.name, "type": t.kind, "cases": counts[t.name],
+                                "perturb": t.perturb or "", "max failure rate": t.max_failure_rate,
+                                "description": t.description} for t in bfile.tests]), hide_index=True)
+    st.download_button("⬇ The file", text, file_name, "text/plain", key="bt_file_dl", on_click="ignore")
+
+threshold = st.slider("Default maximum failure rate (tests without their own)", 0.0, 1.0, 0.2, 0.05,
+                      key="bt_threshold")
+signature = (text, tuple(models), threshold)
+if st.button("Run the tests", type="primary", key="bt_go", disabled=not models):
+    engines, errors = {}, []
+    for name in models:
+        try:
+            engines[name] = loaders.engine_for_state(name)
+        except Exception as e:   # one model failing to load must not hide the others
+            errors.append(f"{name}: {e}")
+    bar = st.progress(0.0, text="Running…")
+    try:
+        results = run_file(bfile, engines, threshold,
+                           progress=lambda d, t: bar.progress(d / max(t, 1), text=f"Running tests… {d}/{t}"))
+    except BehaviourError as e:
+        errors.append(str(e))
+        results = []
+    bar.empty()
+    st.session_state["bt_result"] = {"signature": signature, "results": results, "errors": errors}
+
+res = st.session_state.get("bt_result")
+if not res:
+    st.stop()
+if res["signature"] != signature:
+    st.info("The file, models or threshold changed since these results; press Run the tests to refresh them.")
+for e in res["errors"]:
+    st.error(md_escape(e))
+results = res["results"]
+if not results:
+    st.stop()
+
+summary = pd.DataFrame(results_rows(results))
+over = int(summary["over threshold"].sum())
+st.subheader("Pass rates")
+(st.error if over else st.success)(f"{over} of {len(summary)} (model, test) pairs over their failure-rate threshold.")
+st.dataframe(summary, hide_index=True, key="bt_summary")
+cases = pd.DataFrame(case_rows(results))
+c1, c2, c3 = st.columns(3)
+c1.download_button("⬇ Summary CSV", csv_bytes(summary), "behaviour_summary.csv", "text/csv", key="bt_sum_csv",
+                   on_click="ignore")
+c2.download_button("⬇ Cases CSV", csv_bytes(cases), "behaviour_cases.csv", "text/csv", key="bt_cases_csv",
+                   on_click="ignore")
+c3.download_button("⬇ JSON", json.dumps({"file": bfile.name, "summary": results_rows(results),
+                                         "cases": case_rows(results)}, ensure_ascii=False, indent=1),
+                   "behaviour.json", "application/json", key="bt_json", on_click="ignore")
+
+st.subheader("Failing cases")
+failing = [(r, c) for r in results for c in r.cases if c.status == "fail"]
+if not failing:
+    st.success("No case failed.")
+    st.stop()
+tests = list(dict.fromkeys(f"{r.model} · {r.name}" for r, _ in failing))
+chosen = st.selectbox("Test", tests, key="bt_fail_test")
+mine = [(r, c) for r, c in failing if f"{r.model} · {r.name}" == chosen]
+st.caption(f"{len(mine)} failing cases; the answer is highlighted in its context (before and after the change "
+           "for INV and DIR).")
+for r, c in mine[:25]:
+    with st.container(border=True):
+        st.markdown(f"**Q:** {md_escape(c.question)}" + (f"  \n**Perturbed Q:** {md_escape(c.question_after)}"
+                                                         if c.question_after else ""))
+        st.caption(md_escape(c.reason))
+        marks = [Mark("answer", c.answer.start, c.answer.end, color_for(0))] if c.answer and c.answer.start is not None else []
+        gold = []
+        if c.expect and c.expect in c.context:
+            i = c.context.index(c.expect)
+            gold = [(i, i + len(c.expect))]
+        st.markdown(highlight_html(c.context, marks, gold), unsafe_allow_html=True)
+        if c.answer_after is not None:
+            after_ctx = c.context_after or c.context
+            after_marks = ([Mark("answer after", c.answer_after.start, c.answer_after.end, color_for(1))]
+                           if c.answer_after.start is not None else [])
+            st.markdown(highlight_html(after_ctx, after_marks), unsafe_allow_html=True)
+if len(mine) > 25:
+    st.caption(f"{len(mine) - 25} more in the cases CSV.")
+st.markdown(legend_html([("answer", color_for(0)), ("answer after the change", color_for(1))], with_gold=True),
+            unsafe_allow_html=True)
