@@ -181,6 +181,13 @@ def render_card_markdown(card: dict) -> str:
             lines.append(f"| {r['dataset']} | {r['lang']} | {r['n']} | {r['exact_match']:.1f} | {r['f1']:.1f} | "
                          f"{r['ms_per_question']} | {r['questions_per_second']} | {r['date']} |")
         lines.append("")
+    for cap in (card.get("capabilities") or {}).values():
+        lines += [f"## Capabilities: {cap.get('name', '')} (python -m core.behaviour --card)", "",
+                  f"{cap.get('file')}, {cap.get('n')} cases, seed {cap.get('seed')}, {cap.get('date')}.", "",
+                  "| family | cases | failed | failure rate % |", "|---|---|---|---|"]
+        for fam, f in (cap.get("families") or {}).items():
+            lines.append(f"| {fam} | {f.get('n')} | {f.get('failed')} | {f.get('failure_rate')} |")
+        lines.append("")
     if notes := card.get("notes"):
         lines += ["## Notes", "", *[f"- {n}" for n in notes], ""]
     return "\n".join(lines)
