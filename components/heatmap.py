@@ -51,9 +51,12 @@ _DARK = {"#2166ac", "#1a9850", "#a50026", "#f46d43"}
 METRICS = {"f1": "F1", "em": "EM"}
 VALUES = {"pct": "% change", "score": "perturbed score", "drop": "absolute drop (points)"}
 
-MIN_CELL, MAX_CELL, TARGET_PLOT_WIDTH = 18, 64, 960
+# The grid aims at 300 px: beside Streamlit's sidebar, a window 800 px wide leaves ~470 px for the
+# page (measured in Chromium), and the figure must fit there with its model names and margins.
+# Up to 7 columns the cells are 40 px or more and show value and penalty; more show the penalty.
+MIN_CELL, MAX_CELL, TARGET_PLOT_WIDTH = 18, 64, 300
 FULL_TEXT_CELL = 40  # px: narrower cells show their penalty only
-LEGEND_HEIGHT = 250  # px: title and nine entries of the band legend
+LEGEND_ROW_HEIGHT, LEGEND_ENTRY_WIDTH = 22, 118  # px: the band legend, in rows under the plot
 
 
 def cell_value(cell: Cell, metric: str = "f1", value: str = "pct") -> float | None:
@@ -154,7 +157,7 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
         # no fading on selection: the chosen cell gets an outline instead (``highlight``)
         selected=dict(marker=dict(opacity=1.0)), unselected=dict(marker=dict(opacity=1.0)),
         text=texts, textposition="middle center",
-        textfont=dict(size=max(7, min(12, px // 4)), color=font_colours),
+        textfont=dict(size=max(9, min(12, px // 4)), color=font_colours),
         customdata=trace_data,
         hovertext=[_hover(c, metric) for c in plotted], hovertemplate="%{hovertext}<extra></extra>",
     ))
@@ -184,22 +187,27 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
             start = i
 
     totals = totals or {}
-    # Plotly reads tick text as its own small HTML (<a href> included): names are escaped
-    y_labels = [html.escape(f"{m}  (Σ {totals[m]})" if m in totals else m) for m in model_rows]
+    # Plotly reads tick text as its own small HTML (<a href> included): names are escaped. The
+    # penalty total goes on a second line, so long model names do not widen the figure twice.
+    y_labels = [html.escape(m) + (f"<br>Σ {totals[m]}" if m in totals else "") for m in model_rows]
     x_labels = [html.escape(c.label) for c in cols]
-    left = 20 + 7 * max(len(s) for s in y_labels)
-    label_h = 30 + int(5.6 * max(len(s) for s in x_labels))   # x labels at -60 degrees
+    left = 20 + 7 * max(max(len(m) for m in model_rows), 6)
+    label_h = 30 + int(6.2 * max(len(s) for s in x_labels))   # x labels at -60 degrees
     grid_h = n_rows * px
-    # The plot area holds the grid on top and the x labels below it, and is at least as tall as
-    # the legend (9 entries), which Plotly would otherwise cut and scroll.
-    area_h = max(grid_h + label_h, LEGEND_HEIGHT)
-    top, right, bottom = 90, 190, 10
+    area_h = grid_h + label_h   # the grid on top, the x labels below it
+    width = left + n_cols * px + 20
+    # The band legend sits under the plot, in rows as wide as the figure: beside the grid it
+    # took 190 px and covered the cells at 800 px.
+    per_row = max(1, (width - 20) // LEGEND_ENTRY_WIDTH)
+    legend_rows = -(-(len(BANDS) + 1) // per_row)
+    top, right, bottom = 90, 20, 40 + legend_rows * LEGEND_ROW_HEIGHT
     fig.update_layout(
-        width=left + n_cols * px + right, height=top + area_h + bottom,
+        width=width, height=top + area_h + bottom,
         margin=dict(l=left, r=right, t=top, b=bottom),
         plot_bgcolor="white", clickmode="event+select", dragmode=False,
-        legend=dict(title=dict(text=f"{METRICS[metric]} % change band (penalty)"), x=1.02, y=1,
-                    xanchor="left", yanchor="top"),
+        legend=dict(title=dict(text=f"{METRICS[metric]} % change band (penalty):", side="top"),
+                    orientation="h", x=0, y=0, xanchor="left", yanchor="top",
+                    entrywidth=LEGEND_ENTRY_WIDTH - 30, font=dict(size=11)),
         title=dict(text=f"{METRICS[metric]}: {VALUES[value]} (colour: band of % change)",
                    x=0, xanchor="left", y=0.995, yanchor="top", font=dict(size=14)),
     )
@@ -207,5 +215,6 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
                      ticktext=x_labels, tickangle=-60, showgrid=False, zeroline=False, fixedrange=True)
     fig.update_yaxes(range=[n_rows - 0.5, -0.5], tickmode="array", tickvals=list(range(n_rows)),
                      ticktext=y_labels, showgrid=False, zeroline=False, fixedrange=True,
+                     tickfont=dict(size=12 if px >= 34 else 10),   # two label lines fit a row
                      domain=[1 - grid_h / area_h, 1])
     return fig, plotted

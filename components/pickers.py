@@ -5,7 +5,7 @@ import math
 
 import streamlit as st
 
-from components import loaders, session_memory
+from components import loaders, persist, session_memory
 from components.state import current_data_dir
 from components.text import count, md_escape
 from core import memory, safe_json
@@ -31,6 +31,10 @@ def dataset_picker(key: str, roles=("eval", "challenge")):
     # though Streamlit keeps the closed session: see components/session_memory.py.
     session_memory.watch(uploaded)
     options += [f"upload:{n}" for n in uploaded]
+    # A file uploaded in the last run is selected (its widget value is set before it is drawn).
+    if (fresh := st.session_state.pop(f"{key}_dataset_next", None)) in options:
+        persist.hand_over({f"{key}_dataset": fresh})
+    persist.keep(f"{key}_dataset", options)
     choice = st.selectbox("Dataset", options, key=f"{key}_dataset",
                           help="The bundled demo set, files found in the data directory, or your uploads.")
     with st.expander("Upload a SQuAD-format JSON file"):
@@ -79,6 +83,7 @@ def _upload_box(key: str, uploaded: dict) -> None:
             while len(uploaded) > MAX_UPLOADS:
                 uploaded.pop(next(iter(uploaded)))
             s[msg_key] = ("success", f"Loaded {count(len(ds), 'question')} from {name}.")
+            s[f"{key}_dataset_next"] = f"upload:{name}"
         session_memory.drop_uploaded_file(up.file_id)  # parsed: Streamlit's copy can go
         del up
         s[gen_key] = gen + 1  # a new uploader, so the dropped file is never asked for again
@@ -108,13 +113,13 @@ def model_picker(key: str, default_all: bool = True) -> list[str]:
     # Until the user chooses, the English models answer (core.qa.registry.default_choice); a model
     # for another language is one click away, tagged with its language.
     english = registry.default_choice(installed)
-    sel = st.session_state.get("selected_models")
-    default = [n for n in (sel or english) if n in names] if default_all else english[:1]
-    chosen = st.multiselect("Models", names, default=default, key=f"{key}_models",
+    # Each page keeps its own selection (components/persist.py): the speech trial's one scoring
+    # model must not cut Ask's three, nor Sweeps' choice appear on Beat the AI.
+    persist.keep(f"{key}_models", names, default=list(english) if default_all else english[:1])
+    chosen = st.multiselect("Models", names, key=f"{key}_models",
                             format_func=lambda n: n if "en" in langs[n] else f"{n} ({'/'.join(langs[n])})",
                             help="Installed models from models.toml; a language tag marks a model "
                                  "trained for another language.")
-    st.session_state["selected_models"] = chosen
     return chosen
 
 
@@ -133,6 +138,9 @@ def item_picker(key: str):
     c1, c2 = st.columns([3, 1])
     if c2.button("Random item", key=f"{key}_random"):
         st.session_state[f"{key}_item"] = random.Random(time.time_ns()).randrange(n)
+    persist.keep(f"{key}_item")
+    if not 0 <= st.session_state.get(f"{key}_item", 0) < n:   # kept for a longer data set
+        persist.hand_over({f"{key}_item": 0})
     idx = c1.number_input(f"Item (0–{n - 1})", 0, n - 1, key=f"{key}_item")
     ex = ds.examples[int(idx)]
     if st.session_state.get(f"{key}_item_id") != (ds.name, ex.id):

@@ -19,7 +19,6 @@ from core import config
 
 DEFAULTS = {
     "data_dir": None,  # filled from QAX_DATA_DIR / ../shared/data on first run
-    "selected_models": None,  # None = "all installed models" until the user chooses
     "threads": 0,
     "max_answer_tokens": 30,
     "backend": "torch",  # core.qa.onnx_backend.BACKENDS

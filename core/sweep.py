@@ -1209,6 +1209,10 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{run.predictions_cached} from cache, {run.model_calls} model calls, {run.elapsed_s:.1f} s")
     with Store(args.db) as store:
         print(report.format_report(store, run.sweep_id, metric=args.metric))
+    if run.status == "done":   # so that Heatmaps opens it at once (core/sweep_aggregates.py)
+        from core import sweep_aggregates
+
+        sweep_aggregates.store(args.db, run.sweep_id)
     return 0
 
 

@@ -37,6 +37,7 @@ class SweepJob:
         self.result: SweepRun | None = None
         self.name: str | None = config.name  # the stored sweep's name, known once it has started
         self.error: str | None = None
+        self.phase = "sweep"   # then "aggregates" while the heatmap's aggregates are stored
         self.started_at: float | None = None
         self.finished_at: float | None = None
         self._cancel = threading.Event()
@@ -63,6 +64,11 @@ class SweepJob:
             self.result = run_sweep(self.config, self._engines, self.db, progress=self._progress,
                                     cancel=self._cancel, on_start=self._started, **self._kwargs)
             self.done, self.total = self.result.done_units, self.result.total_units
+            if self.result.status == "done":   # Heatmaps then opens it from stored aggregates
+                from core import sweep_aggregates
+
+                self.phase = "aggregates"
+                sweep_aggregates.store(self.db, self.result.sweep_id)
         except BaseException as e:  # shown on the page; the thread must not die silently
             self.error = f"{type(e).__name__}: {e}"
         finally:

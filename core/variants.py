@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.metrics import predictions_differ, score_answer
+from core.metrics.text_distance import asr_normalise, wer
 from core.perturb import registry
 from core.perturb.base import Edit, Perturbation, PerturbationError
 from core.perturb.compose import Composite
@@ -65,6 +66,13 @@ class VariantRow:
     wer: float = 0.0
     params: dict[str, Any] = field(default_factory=dict)   # resolved parameters
     index: int = 0                 # k-th variant of one apply() call (the catalogue returns one)
+    same_as: list[int] = field(default_factory=list)   # later repeats that gave this very variant
+
+    @property
+    def wer_normalised(self) -> float:
+        """WER with both texts lower-cased and unpunctuated (as Heatmaps reports it): a
+        recogniser that only drops the case and the "?" has WER 0, not 37.5 %."""
+        return wer(asr_normalise(self.original_text), asr_normalise(self.text))
 
     @property
     def text(self) -> str:
@@ -158,6 +166,7 @@ def generate_variants(
     notes: list[Note] = []
     total = sum(runs_for(p, repeats) if p else 1 for p, _ in prepared)
     done = 0
+    seen: dict[tuple, VariantRow] = {}   # (perturbation, params, field, text) -> its first row
     for choice, (p, problem) in zip(choices, prepared):
         n_runs = runs_for(p, repeats) if p else 1
         reason = problem or incompatibility_reason(p, example)
@@ -185,8 +194,15 @@ def generate_variants(
                     notes.append(Note(p.id, r, "n/a", f"{p.id} returned no variant: this example has nothing "
                                                      f"it can change ({p.description})"))
             for k, v in enumerate(variants or []):
-                rows.append(VariantRow(p.id, r, v.field, v.example, getattr(example, v.field), list(v.edits),
-                                       v.cer, v.wer, dict(params), k))
+                # A repeat that drew the very same variant (a paraphraser with one good rewrite)
+                # is one row that says which repeats gave it, not three identical rows.
+                key = (p.id, repr(params), v.field, getattr(v.example, v.field))
+                if key in seen:
+                    seen[key].same_as.append(r)
+                    continue
+                seen[key] = VariantRow(p.id, r, v.field, v.example, getattr(example, v.field), list(v.edits),
+                                       v.cer, v.wer, dict(params), k)
+                rows.append(seen[key])
             done += 1
             if progress:
                 progress(done, total)
@@ -326,7 +342,8 @@ def row_label(i: int, row: VariantRow) -> str:
     if row.perturbation == ORIGINAL:
         return f"#{i} original"
     suffix = f".{row.index}" if row.index else ""
-    return f"#{i} {row.perturbation} r{row.repeat}{suffix}"
+    same = f" (= {', '.join(f'r{r}' for r in row.same_as)})" if row.same_as else ""
+    return f"#{i} {row.perturbation} r{row.repeat}{suffix}{same}"
 
 
 def _pct(x: float) -> float:
@@ -374,11 +391,37 @@ def results_table(
         record.update({
             "field": row.field or "",
             "repeat": row.repeat,
+            "same as repeats": ", ".join(map(str, row.same_as)),
             "n edits": len(row.edits),
             "CER %": _pct(row.cer),
-            "WER %": _pct(row.wer),
+            "WER %": _pct(row.wer_normalised),
             "question": row.example.question,
             "text": row.text,
         })
         table.append(record)
     return table
+
+
+def compact_table(table: Sequence[Mapping[str, Any]], models: Sequence[str]) -> list[dict[str, Any]]:
+    """The table as the page shows it: one narrow column per model (changed mark, answer, F1), so
+    three models fit on screen; :func:`results_table` keeps every column for the CSV.
+
+    >>> row = {"#": 1, "perturbation": "TUQ", "params": "", "variant (edits marked)": "WHO?",
+    ...        "m: answer": "Paris", "m: changed": "✓", "m: EM": 0.0, "m: F1": 66.7, "WER %": 0.0}
+    >>> compact_table([row], ["m"])
+    [{'#': 1, 'perturbation': 'TUQ', 'variant (edits marked)': 'WHO?', 'm': '✓ Paris · F1 67', 'params': '', 'WER %': 0.0}]
+    """
+    out = []
+    for r in table:
+        record = {"#": r["#"], "perturbation": r["perturbation"],
+                  "variant (edits marked)": r["variant (edits marked)"]}
+        for m in models:
+            answer = r.get(f"{m}: answer") or "∅"
+            mark = r.get(f"{m}: changed") or ""
+            f1 = r.get(f"{m}: F1")
+            record[m] = f"{mark} {answer}".strip() + ("" if f1 is None else f" · F1 {f1:.0f}")
+        # then the edit statistics and full texts, as in the full table
+        record.update({k: v for k, v in r.items() if k not in record and not any(
+            k.startswith(f"{m}: ") for m in models)})
+        out.append(record)
+    return out

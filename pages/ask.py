@@ -12,7 +12,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from components import loaders
+from components import loaders, persist
 from components.ask_tools import counterfactual_panel, repair_panel
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
@@ -23,6 +23,7 @@ from core.csv_export import csv_bytes
 from core.langid import guess_language
 from core.metrics import score_answer
 from core.qa.engine import QAInputError
+from core.question_match import same_question
 from core.speech import asr, recorder
 from core.speech.audio import AudioError, to_wav_bytes
 
@@ -33,16 +34,22 @@ st.title("Ask")
 st.caption("Type a question about a context; every selected model answers, spans highlighted side by side.")
 
 models = model_picker("ask")
+# Kept across pages and across the context switch (components/persist.py): "Paste a context" and
+# back used to reset the data set to demo.en and the item to 0 under a question typed for another.
+persist.keep_all(["ask_source", "ask_context", "ask_question", "ask_qlang", "ask_nbest", "ask_asr_engine",
+                  "ask_auto_answer", "ask_gold", "ask_reference"])
 source = st.radio("Context", ["Dataset item", "Paste a context"], horizontal=True, key="ask_source")
 
 gold: list[tuple[str, int]] = []
 lang = "en"
+ds = ex = None
 if source == "Dataset item":
     ds, ex = item_picker("ask")
     context, lang = ex.context, ex.lang
     gold = [(a.text, a.answer_start) for a in ex.answers]
     # Wikipedia titles come with underscores ("Fresno,_California")
     st.caption(f"{md_escape(ds.name)} · id {md_escape(ex.id)} · {md_escape(ex.title.replace('_', ' '))}")
+    passage_slot = st.container()   # the passage, shown as soon as the item is chosen (filled below)
 else:
     context = st.text_area("Context", height=180, key="ask_context",
                            placeholder="Paste a paragraph the answer should come from.")
@@ -98,6 +105,9 @@ def _speech_panel() -> None:
         if problems[chosen]:
             st.caption(md_escape(f"{chosen}: {problems[chosen]}"))
         st.text_input("What you meant to say (optional, for WER)", key="ask_reference")
+        st.toggle("Answer as soon as it is transcribed", value=True, key="ask_auto_answer",
+                  help="A new recording's transcript becomes the question and every selected model "
+                       "answers it at once, without pressing Answer.")
     ok, why = recorder.available()
     if ok:
         rc1, rc2 = st.columns([1, 2])
@@ -149,6 +159,7 @@ def _speech_panel() -> None:
     if picked is not None and picked.text is not None and speech["applied"] != (speech["key"], chosen):
         st.session_state["ask_question"] = picked.text
         speech["applied"] = (speech["key"], chosen)
+        st.session_state["ask_answer_now"] = True   # answered below when the toggle is on
     reference = st.session_state.get("ask_reference", "")
     rows = []
     for name in names:
@@ -210,9 +221,41 @@ if plan.lang != lang or qlang not in (ask_input.AUTO, "en"):
         st.caption("A Hugging Face seq2seq translation model can answer here too: an administrator puts its "
                    "folder under the data directory or a folder named in QAX_EXTRA_ROOTS (docs/SECURITY.md).")
 n_best = st.slider("n-best spans", 1, 10, 5, key="ask_nbest")
+user_gold = st.text_input(
+    "Gold answer (optional)", key="ask_gold",
+    help="Scores the answers (EM/F1) against this text. Without it, only a dataset item's own question "
+         "is scored (against the item's gold answers): a question of your own has no gold answer.")
 language_mismatch_note(models, lang)
 
-if st.button("Answer", type="primary", key="ask_go", disabled=not models):
+own_question = ex is not None and same_question(question, ex.question)
+if user_gold.strip():
+    at = context.find(user_gold.strip())
+    score_gold = [(user_gold.strip(), at)]
+    score_note = "EM/F1 against the gold answer you typed."
+elif own_question:
+    score_gold = gold
+    score_note = "EM/F1 against the item's gold answers (this is the item's own question)."
+else:
+    score_gold = []
+    score_note = ("Not scored: this is not the item's own question. Type a gold answer above to score it."
+                  if ex is not None else "Not scored: type a gold answer above to score the answers.")
+signature = (plan.asked, context, tuple(models), n_best, tuple(score_gold))
+
+b1, b2, _ = st.columns([1, 2, 3])
+pressed = b1.button("Answer", type="primary", key="ask_go", disabled=not models)
+if b2.button("🧪 Perturb this question", key="ask_perturb", disabled=not (plan.asked.strip() and context.strip()),
+             help="Opens Variants on this passage and question, with the same models."):
+    handed = {"var_question": plan.asked, "var_models": list(models)}
+    if ex is not None:
+        handed |= {"var_source": "Dataset item", "var_dataset": st.session_state.get("ask_dataset"),
+                   "var_item": int(st.session_state.get("ask_item", 0)), "var_item_id": (ds.name, ex.id)}
+    else:
+        handed |= {"var_source": "Type a question and context", "var_context": context}
+    persist.hand_over(handed)
+    st.session_state.pop("var_result", None)   # its table was for other inputs
+    st.switch_page("pages/variants.py")
+answer_now = st.session_state.pop("ask_answer_now", False) and st.session_state.get("ask_auto_answer", True)
+if (pressed or (answer_now and models)):
     results, errors = [], []
     for name in models:
         try:
@@ -226,12 +269,23 @@ if st.button("Answer", type="primary", key="ask_go", disabled=not models):
             errors.append(f"{name}: {e}")
     st.session_state["ask_result"] = {
         "question": plan.asked, "typed": question, "question_lang": plan.lang,
-        "translator": plan.translator, "context": context, "gold": gold, "lang": lang,
-        "results": results, "errors": errors,
+        "translator": plan.translator, "context": context, "gold": score_gold, "lang": lang,
+        "results": results, "errors": errors, "signature": signature, "score_note": score_note,
     }
 
 res = st.session_state.get("ask_result")
-if res and res["context"] == context:
+if res and res["context"] != context:
+    res = None   # answers about another passage: not shown over this one
+if source == "Dataset item":
+    with passage_slot:
+        if res is None:   # before Answer: the plain passage (the answers' highlights replace it)
+            st.caption("Passage")
+            with st.container(height=260, border=True):
+                st.markdown(highlight_html(context, []), unsafe_allow_html=True)
+if res and res.get("signature") != signature:
+    st.info("The question, models or gold answer changed since these answers were made: press Answer "
+            "to refresh them.")
+if res:
     for e in res["errors"]:
         st.error(md_escape(e))
     if res["results"]:
@@ -261,9 +315,10 @@ if res and res["context"] == context:
                 rows.append(row)
                 if best:
                     marks.append(Mark(r["model"], best.start, best.end, colour))
+        st.caption(md_escape(res.get("score_note", "")))
         st.markdown(legend_html([(r["model"], color_for(i)) for i, r in enumerate(res["results"])],
                                 with_gold=bool(res["gold"])), unsafe_allow_html=True)
-        gold_spans = [(s, s + len(t)) for t, s in res["gold"]]
+        gold_spans = [(s, s + len(t)) for t, s in res["gold"] if s >= 0]
         st.markdown(highlight_html(res["context"], marks, gold_spans), unsafe_allow_html=True)
         if res["gold"]:
             st.caption("Gold: " + " | ".join(md_escape(t) for t in dict.fromkeys(t for t, _ in res["gold"])))
@@ -283,7 +338,7 @@ if res and res["context"] == context:
     # Error analysis on these answers: NoiseQA's repair, and one-word counterfactuals (components.ask_tools).
     if res["results"]:
         before = {r["model"]: r["pred"] for r in res["results"]}
-        gold_spans = [(s, s + len(t)) for t, s in res["gold"]]
+        gold_spans = [(s, s + len(t)) for t, s in res["gold"] if s >= 0]   # a typed gold may not be in it
         repair_panel("ask", res["question"], res["context"], res["lang"], before, loaders.engine_for_state,
                      [g for g, _ in res["gold"]], gold_spans)
         counterfactual_panel("ask", res["question"], res["context"], res["lang"], before, loaders.engine_for_state,

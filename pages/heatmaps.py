@@ -14,7 +14,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from components import error_views
+from components import error_views, persist
 from components.choice import keep_valid
 from components.export import csv_download, figure_downloads, file_stem
 from components.heatmap import METRICS, VALUES, format_value, heatmap_figure
@@ -22,6 +22,9 @@ from components.highlight import CSS, Mark, color_for, highlight_html, legend_ht
 from components.state import init_state, sidebar_settings
 from components.sweep_db import db_path_input, md_escape, stored_sweeps_or_stop
 from components.sweep_figures import breakdown_figure, bucket_figure
+from components.text import html_text
+from core import sweep_aggregates as aggregates
+from core import sweep_drill
 from core import sweep_report as report
 from core import sweep_views as views
 
@@ -41,6 +44,8 @@ sweeps = stored_sweeps_or_stop(
 
 by_id = {s["id"]: s for s in sweeps}
 newest_first = list(reversed(list(by_id)))
+persist.keep("hm_sweep", newest_first)
+persist.keep_all(["hm_metric", "hm_value"])
 keep_valid("hm_sweep", newest_first)
 sweep_id = st.selectbox("Sweep", newest_first, key="hm_sweep",
                         format_func=lambda i: f"{by_id[i]['name']} · {by_id[i]['dataset']}")
@@ -57,13 +62,27 @@ if sweep["done_units"] < sweep["total_units"]:
                "page, or reload this page while it runs).")
 
 
+# The slow aggregates come from the sweep's database when they were stored as it finished
+# (core.sweep_aggregates), else they are computed here.
+def stored_version(version) -> str:
+    return aggregates.version_of({"updated_at": version[0], "done_units": version[1]})
+
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_cells(db: str, sid: int, version) -> list:
-    return report.cells(db, sid)
+    return aggregates.cells(db, sid, stored_version(version))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def load_across(db: str, sid: int, version, perturbation: str, params_json: str, example_hash: str, repeat: int):
+    return sweep_drill.example_across_models(db, sid, perturbation, params_json, example_hash, repeat)
 
 
 @st.cache_data(show_spinner="Finding trap sentences…", max_entries=16)
 def load_traps(db: str, sid: int, version, perturbation: str | None, params_json: str | None) -> dict:
+    if perturbation is None:
+        return aggregates.clean_traps(db, sid, stored_version(version))
     return report.f1_by_trap_similarity(db, sid, perturbation=perturbation, params=params_json)
 
 
@@ -137,7 +156,7 @@ csv_download(cells_df, file_stem("cells", stem), "hm_cells_csv", "CSV of all cel
 
 @st.cache_data(show_spinner="Resampling examples (paired bootstrap)…", max_entries=16)
 def load_differences(db: str, sid: int, version, model_a: str, model_b: str) -> list:
-    return report.model_differences(db, sid, model_a, model_b)
+    return aggregates.model_differences(db, sid, stored_version(version), model_a, model_b)
 
 
 if len(sweep["models"]) >= 2:
@@ -202,11 +221,24 @@ else:
     r = rows[k]
     st.markdown(f"**Original question:** {md_escape(r['original_question'])}")
     st.markdown(f"**Perturbed question:** {md_escape(r['variant_question'])}")
-    clean_colour, pert_colour = color_for(0), color_for(1)
-    st.markdown(legend_html([(f"clean answer ({100 * r['clean_f1']:.0f} F1): {r['clean_answer'] or '∅'}",
-                              clean_colour),
-                             (f"perturbed answer ({100 * r['f1']:.0f} F1): {r['answer'] or '∅'}", pert_colour)]),
-                unsafe_allow_html=True)
+    # Every model of the sweep on this example, side by side (the cell is one model's).
+    across = load_across(str(db_path), sweep_id, version, cell.perturbation, cell.params_json,
+                         r["example_hash"], r["repeat"])
+    colour_of = {o["model"]: color_for(j) for j, o in enumerate(across)}
+
+    def f1_text(x) -> str:
+        return "–" if x is None else f"{100 * x:.0f}"
+
+    for col, o in zip(st.columns(len(across)), across):
+        with col:
+            chosen = " (this cell)" if o["model"] == cell.model else ""
+            st.markdown(f'<div style="border-left:6px solid {colour_of[o["model"]]};padding-left:.5rem">'
+                        f"<b>{html_text(o['model'])}</b>{html_text(chosen)}</div>", unsafe_allow_html=True)
+            st.text(f"clean: {o['clean_answer'] or '∅'}  (F1 {f1_text(o['clean_f1'])})")
+            st.text(f"perturbed: {o['answer'] or '∅'}  (F1 {f1_text(o['f1'])})"
+                    if o["status"] == "ok" else f"perturbed: {o['status'] or 'not stored'}")
+    show = st.radio("Marked in the context", ["perturbed answers", "clean answers"], horizontal=True,
+                    key="hm_show_answers")
 
     def gold_spans(context: str, golds: list[str], starts: list[int] | None = None) -> list[tuple[int, int]]:
         if starts is not None and len(starts) == len(golds):
@@ -217,20 +249,18 @@ else:
     def marks(start, end, label, colour) -> list[Mark]:
         return [Mark(label, start, end, colour)] if start is not None and end is not None and end > start else []
 
-    if r["perturbed_context"] is None:
-        st.markdown(highlight_html(
-            r["context"],
-            marks(r["clean_start"], r["clean_end"], "clean answer", clean_colour)
-            + marks(r["span_start"], r["span_end"], "perturbed answer", pert_colour),
-            gold_spans(r["context"], r["perturbed_golds"] or r["golds"], r["perturbed_gold_starts"] or None)),
-            unsafe_allow_html=True)
+    st.markdown(legend_html([(o["model"], colour_of[o["model"]]) for o in across]), unsafe_allow_html=True)
+    if show == "clean answers" or r["perturbed_context"] is None:
+        prefix = "clean" if show == "clean answers" else "span"
+        all_marks = [m for o in across for m in marks(o[f"{prefix}_start"], o[f"{prefix}_end"], o["model"],
+                                                         colour_of[o["model"]])]
+        golds = (gold_spans(r["context"], r["golds"]) if show == "clean answers" else
+                 gold_spans(r["context"], r["perturbed_golds"] or r["golds"], r["perturbed_gold_starts"] or None))
+        st.markdown(highlight_html(r["context"], all_marks, golds), unsafe_allow_html=True)
     else:
-        st.markdown("Original context, clean answer:")
-        st.markdown(highlight_html(r["context"], marks(r["clean_start"], r["clean_end"], "clean answer", clean_colour),
-                                   gold_spans(r["context"], r["golds"])), unsafe_allow_html=True)
-        st.markdown("Perturbed context, perturbed answer:")
-        st.markdown(highlight_html(r["perturbed_context"],
-                                   marks(r["span_start"], r["span_end"], "perturbed answer", pert_colour),
+        st.markdown("Perturbed context, perturbed answers:")
+        all_marks = [m for o in across for m in marks(o["span_start"], o["span_end"], o["model"], colour_of[o["model"]])]
+        st.markdown(highlight_html(r["perturbed_context"], all_marks,
                                    gold_spans(r["perturbed_context"], r["perturbed_golds"],
                                               r["perturbed_gold_starts"])), unsafe_allow_html=True)
 
@@ -259,7 +289,7 @@ else:
 st.subheader("NoiseQA: interface noise")
 @st.cache_data(show_spinner="Measuring CER / WER / BLEU of the noisy questions…", max_entries=16)
 def load_noise_rates(db: str, sid: int, version) -> dict:
-    return report.noise_rates(db, sid)
+    return aggregates.noise_rates(db, sid, stored_version(version))
 
 
 noise_rates = load_noise_rates(str(db_path), sweep_id, version)

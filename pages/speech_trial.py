@@ -8,12 +8,13 @@ and delete them.
 """
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from components import loaders
+from components import loaders, persist
 from components.export import csv_download, file_stem
 from components.pickers import DEMO_LANGS, model_picker
 from components.state import current_data_dir, init_state, sidebar_settings
@@ -57,23 +58,35 @@ def _trial_label(t: trials.Trial) -> str:
             f"started {t.created[:16].replace('T', ' ')} · {t.id}")
 
 
-def _start_or_resume() -> None:
+def _start_or_resume():
+    """The mode radio and the new-trial form, or (resuming) the chosen trial; returns a function
+    that draws the trial picker, called once this run's take is stored, so its "n/N recorded"
+    agrees with the progress bar below it (None when starting a new trial)."""
     existing = trials.list_trials()
     modes = ["Start a new trial"] + (["Resume a trial"] if existing else [])
     # A mode switch asked for by the previous run (a widget's state can only be set before it is drawn).
     if (wanted := st.session_state.pop("trial_mode_next", None)) in modes:
-        st.session_state["trial_mode"] = wanted
+        persist.hand_over({"trial_mode": wanted})
+    # Coming back to the page resumes the open trial (the radio's value is kept across pages).
+    open_trial = st.session_state.get("trial_id") in {t.id for t in existing}
+    persist.keep("trial_mode", modes, default="Resume a trial" if open_trial else modes[0])
     mode = st.radio("Trial", modes, horizontal=True, key="trial_mode")
     if mode == "Resume a trial":
         ids = [t.id for t in existing]
-        labels = {t.id: _trial_label(t) for t in existing}
         current = st.session_state.get("trial_id")
-        pick = st.selectbox("Your trial", ids, index=ids.index(current) if current in ids else 0,
-                            format_func=labels.__getitem__, key="trial_pick")
+        persist.keep("trial_pick", ids, default=current if current in ids else ids[0])
+        pick = st.session_state["trial_pick"]
         if pick != current:
             st.session_state["trial_id"] = pick
             st.session_state.pop("trial_index", None)
-        return
+        slot = st.container()
+
+        def draw_picker() -> None:
+            labels = {t.id: _trial_label(t) for t in trials.list_trials()}
+            with slot:
+                st.selectbox("Your trial", ids, format_func=lambda i: labels.get(i, i), key="trial_pick")
+        return draw_picker
+    st.session_state.pop("trial_id", None)   # a new trial: the form, not the last trial under it
     options = _dataset_options()
     names = list(options)
     default = names.index("xquad/xquad.en") if "xquad/xquad.en" in names else 0
@@ -98,9 +111,10 @@ def _start_or_resume() -> None:
             return
         st.session_state["trial_id"] = trial.id
         st.session_state.pop("trial_index", None)
-        st.session_state.pop("trial_pick", None)     # so that the picker shows the new trial
+        persist.forget("trial_pick")     # so that the picker shows the new trial
         st.session_state["trial_mode_next"] = "Resume a trial"
         st.rerun()
+    return None
 
 
 def _go(index: int | None) -> None:
@@ -140,7 +154,12 @@ def _recording_step(trial: trials.Trial) -> None:
                "latest one counts.")
     audio = st.audio_input("Record your reading", key=f"trial_audio_{trial.id}_{ex.id}")
     results = None
-    if audio is not None:
+    # A take is stored and transcribed once: the recorder keeps its bytes across reruns, and every
+    # rerun (a click anywhere, the zip download) used to store and transcribe it again.
+    digest = hashlib.sha256(audio.getvalue()).hexdigest() if audio is not None else None
+    takes = st.session_state.setdefault("trial_takes", set())
+    if audio is not None and (trial.id, ex.id, digest) not in takes:
+        takes.add((trial.id, ex.id, digest))
         try:
             rec = trial.add_recording(ex.id, audio.getvalue())
         except AudioError as e:
@@ -207,7 +226,7 @@ def _results(trial: trials.Trial) -> None:
         st.caption("SQuAD-format challenge sets (paired with the original by question id):")
         for key, path in paths.items():
             st.text(f"{key}: {path}")
-        models = st.session_state.get("selected_models") or ["MODEL"]
+        models = st.session_state.get("trial_models") or ["MODEL"]
         st.code(trial.sweep_command({k: Path(v) for k, v in paths.items()}, models),
                 language="bash")
         _score(trial, paths)
@@ -242,8 +261,9 @@ def _score(trial: trials.Trial, paths: dict[str, str]) -> None:
 
 def _export_delete(trial: trials.Trial) -> None:
     st.subheader("Your recordings")
+    # Built when clicked, and no rerun after it (on_click="ignore"): nothing else waits on it.
     st.download_button("Download all recordings and transcripts (zip)", data=trial.export_zip,
-                       file_name=f"{trial.id}.zip", mime="application/zip", key="trial_zip")
+                       file_name=f"{trial.id}.zip", mime="application/zip", key="trial_zip", on_click="ignore")
     with st.expander("Delete this trial"):
         st.caption("Deletes every recording, transcript and challenge set of this trial from the server, for good.")
         typed = st.text_input(f"Type the speaker label ({md_escape(trial.speaker.label)}) to confirm", key="trial_confirm")
@@ -258,7 +278,7 @@ def _export_delete(trial: trials.Trial) -> None:
 
 if deleted := st.session_state.pop("trial_deleted", None):
     st.success(f"Trial {md_escape(deleted)} and all its recordings were deleted.")
-_start_or_resume()
+draw_picker = _start_or_resume()
 trial_id = st.session_state.get("trial_id")
 if trial_id:
     try:
@@ -272,5 +292,7 @@ if trial_id:
                + (f" · microphone: {md_escape(sp.microphone)}" if sp.microphone else "")
                + md_escape(f" · {current.dataset} ({current.lang}), seed {current.seed} · trial {current.id}"))
     _recording_step(current)
+    if draw_picker is not None:
+        draw_picker()
     _results(current)
     _export_delete(current)

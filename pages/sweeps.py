@@ -24,7 +24,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from components import loaders
+from components import loaders, persist
 from components.choice import keep_valid
 from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir, init_state, sidebar_settings
@@ -35,6 +35,7 @@ from core.datasets import DatasetError
 from core.perturb import registry
 from core.sweep import PerturbationSpec, SweepConfig, SweepError, chain_steps, load_dataset, sample_examples
 from core.sweep_job import SweepJob
+from core.sweep_progress import Eta, format_seconds, readable_name
 from core.sweep_repair import SETTINGS, repair_specs
 
 init_state()
@@ -46,6 +47,9 @@ st.caption("Evaluate every selected model under many perturbations over a whole 
            "Browse the results on the **Heatmaps** page.")
 
 JOB = "sweep_job"
+# Units (example x perturbation x repeat, each answered by every model) per committed chunk: the
+# progress bar moves with every chunk, so a small one keeps it moving (128 left it stuck ~a minute).
+CHUNK = 8
 
 
 @st.cache_data(show_spinner="Reading dataset…", max_entries=8)
@@ -101,8 +105,10 @@ def start_job(config: SweepConfig, ds) -> None:
         st.error(md_escape(db.error or db.hint or "Choose a sweep database."))
         return
     st.session_state[JOB] = SweepJob(config, engines, db_path, dataset=ds, data_dir=str(d) if d else None,
-                                     chunk_size=int(st.session_state.get("sw_chunk", 128))).start()
-    st.session_state.pop("sw_job_reported", None)
+                                     chunk_size=int(st.session_state.get("sw_chunk", CHUNK))).start()
+    st.session_state["sw_eta"] = Eta()
+    for k in ("sw_job_reported", "sw_banner_shown"):
+        st.session_state.pop(k, None)
     st.rerun()
 
 
@@ -122,22 +128,35 @@ busy = bool(job and job.running)
 
 @st.fragment(run_every=1.0 if busy else None)
 def job_panel() -> None:
+    """Under Start: the running sweep's progress (its name, rows, time left), then its result once."""
+    import time
+
     job = st.session_state.get(JOB)
     if job is None:
         return
-    name = job.result.name if job.result else (job.config.name or job.config.dataset)
+    name = job.result.name if job.result else (job.name or job.config.name or job.config.dataset)
     if job.running:
-        text = md_escape(f"Sweep {name} on {job.config.dataset}: {job.done:,}/{job.total:,} result rows · "
-                         f"{job.elapsed_s:.0f} s" if job.total else f"Preparing the sweep on {job.config.dataset}…")
-        st.progress(job.fraction, text=text)
+        if job.phase == "aggregates":
+            text = f"Sweep '{name}' is done: storing its heatmap's aggregates, so Heatmaps opens it at once…"
+        elif job.total:
+            left = st.session_state.setdefault("sw_eta", Eta()).update(job.done, job.total, time.monotonic())
+            text = (f"Sweep '{name}': {job.done:,}/{job.total:,} result rows · {format_seconds(job.elapsed_s)}"
+                    + (f" · about {format_seconds(left)} left" if left is not None else " · estimating the time left…"))
+        else:
+            text = f"Preparing sweep '{name}' (loading {job.config.dataset}, making variants)…"
+        st.progress(job.fraction, text=md_escape(text))
         if not job.cancel_requested and st.button("Cancel", key="sw_cancel"):
             job.cancel()
         if job.cancel_requested:
             st.info("Cancelling: the sweep stops after the chunk in progress (everything committed is kept).")
         return
+    if st.session_state.get("sw_banner_shown"):   # shown once: it goes with the next interaction
+        st.session_state.pop(JOB, None)
+        return
     if not st.session_state.get("sw_job_reported"):
         st.session_state["sw_job_reported"] = True
         st.rerun()  # the whole page: the stored-sweeps list below changed
+    st.session_state["sw_banner_shown"] = True
     if job.error:
         st.error(f"The sweep stopped with an error: {md_escape(job.error)}")
         return
@@ -150,8 +169,6 @@ def job_panel() -> None:
         f"{r.variants_computed:,} variants computed, {r.elapsed_s:.1f} s.")
         + " Open the **Heatmaps** page to see it.")
 
-
-job_panel()
 
 # ------------------------------------------------------------------------------------- new sweep
 
@@ -169,6 +186,8 @@ if data_dir:
         if info.role == "challenge" and info.original is not None and str(info.original) in by_path:
             challenges.setdefault(by_path[str(info.original)], []).append(f"file:{info.name}")
 
+persist.keep("sw_dataset", options)   # this page's inputs survive a visit to another page
+persist.keep_all(["sw_sample", "sw_repeats", "sw_seed", "sw_name", "sw_chunk"])
 keep_valid("sw_dataset", options)
 c1, c2 = st.columns([3, 1])
 dataset_name = c1.selectbox("Dataset", options, key="sw_dataset",
@@ -206,6 +225,7 @@ chosen: list[str] = []
 cols = st.columns(3)
 for i, (family, members) in enumerate(families.items()):
     with cols[i % 3]:
+        persist.keep(f"sw_fam_{family}", [p.id for p in members])
         chosen += st.multiselect(family, [p.id for p in members], key=f"sw_fam_{family}",
                                  format_func=option_label,
                                  help="\n".join(f"- **{p.id}**: {md_escape(p.description)}" for p in members))
@@ -287,9 +307,9 @@ repeats = int(c1.number_input("Repeats (randomised)", 1, 100, 3, key="sw_repeats
                               help="Runs of each randomised perturbation with independent seeds, averaged "
                                    "(the German paper uses 25). Deterministic ones and files run once."))
 seed = int(c2.number_input("Seed", 0, 2**31 - 1, 0, key="sw_seed"))
-name = c3.text_input("Name (optional)", key="sw_name", help="Default: <dataset>-<hash of the configuration>; "
-                     "the same configuration under the same name resumes.")
-c4.number_input("Chunk size", 8, 4096, 128, step=8, key="sw_chunk",
+name = c3.text_input("Name (optional)", key="sw_name", help="Default: what the sweep runs and a short hash of its "
+                     "configuration; the same configuration under the same name resumes.")
+c4.number_input("Chunk size", 8, 4096, CHUNK, step=8, key="sw_chunk",
                 help="Units per committed transaction: smaller = more frequent progress and faster cancel.")
 models = model_picker("sw")
 language_mismatch_note(models, ds.lang)
@@ -303,12 +323,17 @@ if specs and models:
 else:
     st.caption(choose_hint({"at least one perturbation": not specs, "at least one model": not models},
                            "to start a sweep"))
+default_name = readable_name(dataset_name, [str(s) for s in specs], models,
+                             n_examples, repeats, seed, sample or None)
+if specs and models and not name.strip():
+    st.caption(md_escape(f"It will be called “{default_name}”."))
 if st.button("Start sweep", type="primary", key="sw_start",
              disabled=busy or db_path is None or not (specs and models and usable)):
     start_job(SweepConfig(dataset_name, specs, models, repeats=repeats, seed=seed, sample=sample or None,
-                          name=name.strip() or None), ds)
+                          name=name.strip() or default_name), ds)
 if busy:
     st.caption("A sweep is running in this session; start another when it ends (or cancel it).")
+job_panel()   # under Start, where the presenter's eyes are
 
 # ----------------------------------------------------------------------------------- stored sweeps
 

@@ -11,7 +11,7 @@ import dataclasses
 import pandas as pd
 import streamlit as st
 
-from components import loaders
+from components import loaders, persist
 from components.ask_tools import repair_panel
 from components.edits import edits_html
 from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
@@ -35,6 +35,7 @@ st.caption("Perturb one question many ways and see how every selected model's an
 
 
 models = model_picker("var")
+persist.keep_all(["var_source", "var_context", "var_question", "var_seed", "var_repeats", "var_chain"])
 source = st.radio("Input", ["Dataset item", "Type a question and context"], horizontal=True, key="var_source")
 
 if source == "Dataset item":
@@ -65,8 +66,10 @@ by_id = {p.id: p for ps in families.values() for p in ps}
 
 
 def option_label(pid: str) -> str:
+    """What the perturbation does, in the option itself (a bare SCRQ says nothing to an audience)."""
     p = by_id[pid]
-    label = f"{pid} · {p.field}"
+    what = p.description if len(p.description) <= 70 else p.description[:69].rstrip() + "…"
+    label = f"{pid} — {what}"
     return label + " · ⚠ not for this example" if reasons[pid] else label
 
 
@@ -75,6 +78,7 @@ cols = st.columns(2)
 for i, (family, members) in enumerate(families.items()):
     with cols[i % 2]:
         help_text = "\n".join(f"- **{p.id}** ({p.field}): {md_escape(p.description)}" for p in members)
+        persist.keep(f"var_fam_{family}", [p.id for p in members])
         chosen_ids += st.multiselect(family, [p.id for p in members], key=f"var_fam_{family}",
                                      format_func=option_label, help=help_text)
 
@@ -98,6 +102,7 @@ for pid in chosen_ids:
 
 def param_widget(pid: str, name: str, default, bounds):
     key = f"var_param_{pid}_{name}"
+    persist.keep(key)
     label = f"{pid} · {name}"
     if isinstance(default, bool):
         return st.checkbox(label, value=default, key=key)
@@ -190,10 +195,18 @@ if res["notes"]:
 rows, predictions, table = res["rows"], res["predictions"], pd.DataFrame(res["table"])
 table["repeat"] = table["repeat"].astype("Int64")  # None for the original row; keep ints, not floats
 st.caption("⟦old→new⟧ replaced, ⟦+x⟧ inserted, ⟦−x⟧ deleted (context rows show only the text around the "
-           "edits). “changed”: ✓ = the model's answer differs from its answer to the original question "
-           "(after EM normalisation), ✗ = same. EM/F1 in % against gold. Click a row to see the spans.")
-event = st.dataframe(table, key="var_table", on_select="rerun", selection_mode="single-row",
-                     hide_index=True, width="stretch")
+           "edits). One column per model: ✓ = its answer differs from its answer to the original question "
+           "(after EM normalisation), ✗ = same, then the answer and its F1 (%) against gold. WER ignores "
+           "case and punctuation, as on Heatmaps. Repeats that drew the same variant are one row. "
+           "Click a row to see the spans; the CSV has every column.")
+shown_table = pd.DataFrame(cv.compact_table(res["table"], list(predictions)))
+event = st.dataframe(shown_table, key="var_table", on_select="rerun", selection_mode="single-row",
+                     hide_index=True, width="stretch",
+                     # sized so that three models' columns fit beside the variant on a 1280 px screen
+                     column_config={"#": st.column_config.NumberColumn(width=30),
+                                    "perturbation": st.column_config.TextColumn(width=100),
+                                    "variant (edits marked)": st.column_config.TextColumn(width=190),
+                                    **{name: st.column_config.TextColumn(width=155) for name in predictions}})
 selected = list(getattr(getattr(event, "selection", None), "rows", []) or [])
 if selected and selected != st.session_state.get("var_last_selection"):
     st.session_state["var_row"] = selected[0]
@@ -210,7 +223,8 @@ row = rows[i]
 st.markdown(f"**Question:** {md_escape(row.example.question)}")
 if row.field:
     window = 60 if row.field == "context" else None
-    st.markdown(f"Edits to the {row.field} (CER {100 * row.cer:.1f} %, WER {100 * row.wer:.1f} %):")
+    st.markdown(f"Edits to the {row.field} (CER {100 * row.cer:.1f} %, WER {100 * row.wer_normalised:.1f} %, "
+                "case and punctuation ignored):")
     st.markdown(edits_html(row.original_text, row.edits, window), unsafe_allow_html=True)
 names = list(predictions)
 marks = []

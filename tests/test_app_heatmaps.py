@@ -112,10 +112,10 @@ def test_figure_markers_colours_and_labels(sweep_db):
     fig, plotted = heatmap_figure(cells, "f1", "pct", totals=totals, models=["fake-a", "fake-b"])
     trace = fig.data[0]
     assert len(trace.x) == len(plotted) == 2 * 5          # one marker per (model, perturbation)
-    assert trace.marker.symbol == "square" and trace.marker.size == grid_size(5) - 2 == 62
+    assert trace.marker.symbol == "square" and trace.marker.size == grid_size(5) - 2 == 58
     assert [c.label for c in plotted[:5]] == EXPECTED_COLUMNS
     assert list(fig.layout.xaxis.ticktext) == EXPECTED_COLUMNS
-    assert list(fig.layout.yaxis.ticktext) == ["fake-a  (Σ 12)", "fake-b  (Σ 13)"]
+    assert list(fig.layout.yaxis.ticktext) == ["fake-a<br>Σ 12", "fake-b<br>Σ 13"]
     for m, model in enumerate(("fake-a", "fake-b")):
         mine = plotted[5 * m:5 * m + 5]
         assert [c.f1_band for c in mine] == EXPECTED_BANDS[model]
@@ -196,7 +196,7 @@ def test_page_heatmap_totals_drilldown_and_exports(sweep_db):
     cells = spec["data"][0]
     assert cells["marker"]["symbol"] == "square" and len(cells["x"]) == 10
     assert cells["marker"]["color"] == EXPECTED_COLOURS["fake-a"] + EXPECTED_COLOURS["fake-b"]
-    assert spec["layout"]["yaxis"]["ticktext"] == ["fake-a  (Σ 12)", "fake-b  (Σ 13)"]
+    assert spec["layout"]["yaxis"]["ticktext"] == ["fake-a<br>Σ 12", "fake-b<br>Σ 13"]
     assert spec["layout"]["xaxis"]["ticktext"] == EXPECTED_COLUMNS
 
     penalties = _frame(at, "penalty total (F1)")
@@ -219,9 +219,17 @@ def test_page_heatmap_totals_drilldown_and_exports(sweep_db):
     assert list(ex["clean answer"])[:2] == ["three million", "Neumann"]
     assert list(ex["perturbed answer"])[:2] == ["Berlin", "palace"]
     contexts = [m.value for m in at.markdown if 'class="qax-context"' in m.value]
-    assert len(contexts) == 1   # the largest loss in detail: both answers marked in one context
-    assert re.search(r'title="clean answer, gold answer">three million</mark>', html.unescape(contexts[0]))
-    assert 'title="perturbed answer">Berlin</mark>' in contexts[0]
+    assert len(contexts) == 1   # the largest loss in detail: every model's answer marked in one context
+    shown_html = html.unescape(contexts[0])
+    assert 'title="fake-a">Berlin</mark>' in shown_html
+    assert 'title="fake-b, gold answer">three million</mark>' in shown_html
+    # every model of the sweep side by side, not only the cell's
+    texts = [t.value for t in at.text]
+    assert texts.count("clean: three million  (F1 100)") == 2
+    assert "perturbed: Berlin  (F1 0)" in texts and "perturbed: three million  (F1 100)" in texts
+    at.radio(key="hm_show_answers").set_value("clean answers").run()
+    contexts = [m.value for m in at.markdown if 'class="qax-context"' in m.value]
+    assert 'title="fake-a, fake-b, gold answer">three million</mark>' in html.unescape(contexts[0])
     assert html.unescape(re.sub(r"<[^>]+>", "", contexts[0])) == TOY.examples[3].context
 
     # The metric switch re-colours: EM bands (fake-b TUQ: -20 % -> (-40, -10])

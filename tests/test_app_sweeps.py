@@ -108,7 +108,7 @@ def test_cancel_then_resume(env, monkeypatch):
     assert not at.exception, at.exception
     job = at.session_state["sweep_job"]
     assert job.running
-    assert any("Preparing the sweep" in p.proto.text or "result rows" in p.proto.text
+    assert any("Preparing sweep" in p.proto.text or "result rows" in p.proto.text
                for p in at.get("progress"))
     # Cancel only once the first chunk is in flight: before that, cancelling stops at 0 rows.
     assert entered.wait(120), "the sweep never reached its first prediction"

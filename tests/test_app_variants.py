@@ -2,6 +2,7 @@
 import html
 import re
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -73,8 +74,13 @@ def test_variants_table_rows_texts_and_changed_answers(tiny_env):
     ]
     assert list(df["n edits"]) == [0, 4, 0, 2, 1, 1]
 
-    # Per model: answer, changed mark consistent with the answers, EM/F1 present (demo has gold).
+    # Per model: answer, changed mark consistent with the answers, EM/F1 present (demo has gold);
+    # on screen one column per model, in the CSV (the full table) each part apart.
+    shown_df, df = df, pd.DataFrame(at.session_state["var_result"]["table"])
     for model in ("tiny-a", "tiny-b"):
+        assert list(shown_df[model]) == [
+            f"{m} {a or '∅'}".strip() + f" · F1 {f:.0f}"
+            for m, a, f in zip(df[f"{model}: changed"], df[f"{model}: answer"], df[f"{model}: F1"])]
         answers = list(df[f"{model}: answer"])
         marks = list(df[f"{model}: changed"])
         assert marks[0] == ""
@@ -151,6 +157,8 @@ def test_typed_question_and_context_without_gold(tiny_env):
     assert not at.exception
     df = at.dataframe[0].value
     assert list(df["text"]) == ["What is the capital of France?", "WHAT IS THE CAPITAL OF FRANCE?"]
+    assert "F1" not in " ".join(df["tiny-a"])   # no gold, no score
+    df = pd.DataFrame(at.session_state["var_result"]["table"])
     assert df["tiny-a: EM"].isna().all() and df["tiny-a: answer"].str.len().gt(0).all()
     ctx = _context_html(at)
     assert len(ctx) == 1 and "<b>" not in ctx[0] and "&#60;b" in ctx[0]

@@ -70,7 +70,7 @@ def test_browser_speaks_a_question_and_sees_transcript_and_answer(tiny_registry,
         assert question.input_value() == SPOKEN
         page.get_by_text("Recording from the browser; transcripts side by side").wait_for(timeout=10_000)
 
-        page.get_by_role("button", name="Answer").click()
+        page.get_by_role("button", name="Answer", exact=True).click()
         mark = page.locator("div.qax-context mark.qax-span").first
         mark.wait_for(timeout=90_000)
         assert mark.inner_text().strip()

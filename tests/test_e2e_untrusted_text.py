@@ -14,6 +14,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -147,7 +148,7 @@ def test_hostile_text_causes_no_request_on_any_page(counting_server, tiny_regist
         page.wait_for_timeout(3_000)
         _choose(page, "Dataset", "upload:evil.json")
         _wait_visible(page, "[click me](http://127.0.0.1", 60_000)
-        page.get_by_role("button", name="Answer").click()
+        page.get_by_role("button", name="Answer", exact=True).click()
         page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=120_000)
         page.wait_for_timeout(2_000)
         _no_fetchable_elements(page, port)
@@ -187,5 +188,13 @@ def test_hostile_text_causes_no_request_on_any_page(counting_server, tiny_regist
         page.wait_for_timeout(2_000)
         _no_fetchable_elements(page, port)
         page.screenshot(path=str(SHOTS / "e2e_untrusted_heatmaps.png"), full_page=True)
+
+        # Gallery: the stored attempt (the AI beaten) shows its hostile question and the player's name.
+        page.get_by_role("link", name="Gallery").click()
+        page.get_by_role("heading", name="Gallery").wait_for(timeout=60_000)
+        page.get_by_role("tab", name=re.compile(r"^The AI was beaten \(")).click()
+        _wait_visible(page, "Stored ![px](", 120_000)
+        page.wait_for_timeout(2_000)
+        _no_fetchable_elements(page, port)
 
     assert hits == [], f"the browser fetched {hits}"

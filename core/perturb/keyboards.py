@@ -71,6 +71,43 @@ def neighbours(layout: str) -> dict[str, tuple[str, ...]]:
     return result
 
 
+# The keyboard a speaker of the language types on: German QWERTZ, French AZERTY, else QWERTY.
+LAYOUT_FOR_LANG: dict[str, str] = {"de": "qwertz", "fr": "azerty"}
+
+
+@functools.lru_cache(maxsize=None)
+def rowwise(layout: str) -> dict[str, tuple[str, ...]]:
+    """Row-wise letter neighbours of ``layout`` (left key first, then right): NoiseQA's notion of a
+    keyboard neighbour, on another layout. For "qwerty" it is :data:`NOISEQA_ROWWISE_QWERTY`
+    itself (the paper's exact map, whose neighbour order the seeded draws depend on).
+
+    >>> rowwise("qwertz")["z"], rowwise("qwertz")["y"], rowwise("azerty")["a"]
+    (('t', 'u'), ('x',), ('z',))
+    >>> rowwise("qwertz")["ö"]
+    ('l', 'ä')
+    """
+    if layout == "qwerty":
+        return NOISEQA_ROWWISE_QWERTY
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown keyboard layout {layout!r}; known: {sorted(LAYOUTS)}")
+    result: dict[str, tuple[str, ...]] = {}
+    for _offset, chars in LAYOUTS[layout][1:]:   # the letter rows
+        for i, ch in enumerate(chars):
+            if ch.isalpha():
+                near = [c for c in (chars[i - 1] if i else "", chars[i + 1: i + 2]) if c and c.isalpha()]
+                result[ch] = tuple(near)
+    return result
+
+
+def layout_for(lang: str) -> str:
+    """The keyboard layout typed on for ``lang``.
+
+    >>> layout_for("de"), layout_for("fr"), layout_for("en"), layout_for("zh")
+    ('qwertz', 'azerty', 'qwerty', 'qwerty')
+    """
+    return LAYOUT_FOR_LANG.get(lang, "qwerty")
+
+
 def are_adjacent(a: str, b: str, layout: str = "qwerty") -> bool:
     """Whether letters ``a`` and ``b`` (any case) sit on neighbouring keys of ``layout``."""
     return b.lower() in neighbours(layout).get(a.lower(), ())

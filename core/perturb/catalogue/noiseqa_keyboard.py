@@ -22,7 +22,7 @@ from typing import Any
 
 from core.perturb import misspellings
 from core.perturb.base import Edit, Perturbation, PerturbationError, Variant, make_variant
-from core.perturb.keyboards import NOISEQA_ROWWISE_QWERTY, replace_keeping_case
+from core.perturb.keyboards import layout_for, replace_keeping_case, rowwise
 from core.perturb.nlp import WORD_RE
 from core.perturb.registry import register
 from core.types import QAExample
@@ -31,8 +31,8 @@ SOURCE = "NoiseQA (Ravichander et al. 2021), synthetic keyboard noise"
 _TOKEN_RE = re.compile(r"\S+")
 
 
-def _eligible_positions(token: str) -> list[int]:
-    return [i for i, ch in enumerate(token) if ch.lower() in NOISEQA_ROWWISE_QWERTY]
+def _eligible_positions(token: str, keys: dict[str, tuple[str, ...]]) -> list[int]:
+    return [i for i, ch in enumerate(token) if ch.lower() in keys and keys[ch.lower()]]
 
 
 @register
@@ -41,26 +41,30 @@ class KeyboardQ(Perturbation):
     family = "keyboard"
     field = "question"
     randomised = True
-    description = "NoiseQA keyboard noise: 1 in 4 words gets one letter replaced by a row-wise QWERTY neighbour"
+    description = ("NoiseQA keyboard noise: 1 in 4 words gets one letter replaced by a row-wise keyboard "
+                   "neighbour (QWERTY; QWERTZ for German, AZERTY for French)")
     default_params = {"p": 0.25}
     param_ranges = {"p": (0.0, 1.0)}
     source = SOURCE
 
     def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
         params = self.resolve_params(params)
+        # NoiseQA's exact QWERTY map for English; a German speaker types on QWERTZ (no y/z swap
+        # in its typos on QWERTY), a French one on AZERTY.
+        keys = rowwise(layout_for(example.lang))
         tokens = list(_TOKEN_RE.finditer(example.question))
-        if not any(len(t.group()) > 1 and _eligible_positions(t.group()) for t in tokens):
+        if not any(len(t.group()) > 1 and _eligible_positions(t.group(), keys) for t in tokens):
             return None
         edits, changed = [], []
         for token in tokens:
             if rng.random() >= params["p"] or len(token.group()) <= 1:
                 continue
-            positions = _eligible_positions(token.group())
+            positions = _eligible_positions(token.group(), keys)
             if not positions:
                 continue
             i = rng.choice(positions)
             original = token.group()[i]
-            new = replace_keeping_case(original, rng.choice(NOISEQA_ROWWISE_QWERTY[original.lower()]))
+            new = replace_keeping_case(original, rng.choice(keys[original.lower()]))
             edits.append(Edit(token.start() + i, token.start() + i + 1, new, "keyboard"))
             changed.append({"token": token.group(), "position": i, "from": original, "to": new})
         return [make_variant(self, example, self.field, edits,

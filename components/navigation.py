@@ -1,0 +1,35 @@
+"""What the app does with the address a visitor opened: the page it names, or a plain "no such page".
+
+Streamlit runs the default page for any address it does not know (``/ask`` included, because
+the default page lives at ``/``) and only flashes "page not found". A presenter who mistypes an
+address should be told, with a link to every page; ``/ask`` should simply show Ask.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["requested_page", "is_unknown"]
+
+
+def requested_page() -> str | None:
+    """The page name in the address of this run's request ("" for the root, None when unknown or
+    when the run was asked for by page hash, as in-app links and AppTest do)."""
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+    except ImportError:   # pragma: no cover - Streamlit moved it
+        return None
+    ctx = get_script_run_ctx()
+    if ctx is None or ctx.pages_manager.intended_page_script_hash:
+        return None
+    return ctx.pages_manager.intended_page_name
+
+
+def is_unknown(requested: str | None, url_paths: Iterable[str]) -> bool:
+    """Whether ``requested`` names no page (the root, and an address that is a page's, are known).
+
+    >>> is_unknown("heatmaps", ["ask", "heatmaps"]), is_unknown("", ["ask"]), is_unknown(None, ["ask"])
+    (False, False, False)
+    >>> is_unknown("heatmap", ["ask", "heatmaps"])
+    True
+    """
+    return bool(requested) and requested not in set(url_paths)

@@ -1,0 +1,133 @@
+"""Gallery: striking examples for a demo, found in stored sweeps and Beat-the-AI attempts.
+
+Where the models disagree, where one keystroke flips an answer, where a person beat the AI
+(core.gallery finds them); each opens on Ask or Variants in one click, with its passage and
+question filled in.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from components import loaders, persist
+from components.pickers import DEMO_LANGS
+from components.state import current_data_dir, init_state, sidebar_settings
+from components.sweep_db import db_picker
+from components.text import html_text, md_escape
+from core import beat
+from core import gallery as cg
+from core import sweep_report as report
+from core.perturb import registry
+
+init_state()
+sidebar_settings()
+st.title("Gallery")
+st.caption("Striking examples from the stored sweeps and Beat-the-AI games: where the models disagree, where one "
+           "keystroke flips an answer, where a person beat the AI. Open any of them on **Ask** or **Variants** "
+           "in one click.")
+
+KINDS = {"disagree": "Models disagree", "flip": "One keystroke flips the answer", "beaten": "The AI was beaten"}
+
+
+@st.cache_data(show_spinner="Looking for striking examples…", max_entries=8)
+def findings(db: str | None, sweep_ids: tuple[int, ...], versions: tuple, attempts_version: tuple) -> dict:
+    try:
+        attempts = beat.BeatStore().attempts(outcome="human")
+    except (ValueError, OSError):
+        attempts = []
+    return cg.find_all(db, sweep_ids, attempts)
+
+
+choice = db_picker("gal")
+sweeps = []
+if choice.path is not None and choice.path.exists():
+    try:
+        sweeps = report.list_sweeps(choice.path)
+    except Exception as e:  # a damaged file must not take the page down
+        st.error(md_escape(f"Cannot read {choice.path}: {e}"))
+by_id = {s["id"]: s for s in sweeps}
+ids = list(reversed(list(by_id)))
+persist.keep("gal_sweeps", ids, default=ids[:5])
+picked = st.multiselect("Sweeps to look in", ids, key="gal_sweeps",
+                        format_func=lambda i: f"{by_id[i]['name']} · {by_id[i]['dataset']}")
+if not sweeps:
+    st.caption("No stored sweep in this database: only Beat-the-AI wins can be shown. Run a sweep on **Sweeps**.")
+try:
+    n_attempts = len(beat.BeatStore().attempts(outcome="human"))
+except (ValueError, OSError):
+    n_attempts = 0
+found = findings(str(choice.path) if sweeps else None, tuple(picked),
+                 tuple((by_id[i]["updated_at"], by_id[i]["done_units"]) for i in picked), (n_attempts,))
+
+
+def _dataset_item(name: str, example_id: str):
+    """(dataset, index) of ``example_id`` in the data set the pickers call ``name``, or None."""
+    try:
+        if name in DEMO_LANGS:
+            ds = loaders.demo(DEMO_LANGS[name])
+        else:
+            d = current_data_dir()
+            infos = {i.name: i for i in loaders.discovered(str(d))} if d else {}
+            if name not in infos:
+                return None
+            ds = loaders.dataset(str(infos[name].path))
+    except Exception:  # the data set moved or broke: open with the passage pasted instead
+        return None
+    for k, ex in enumerate(ds.examples):
+        if ex.id == example_id:
+            return ds, k
+    return None
+
+
+def open_on(page: str, f: cg.Finding) -> None:
+    """Fill ``page``'s inputs with the finding and go there."""
+    prefix = "ask" if page == "ask" else "var"
+    item = _dataset_item(f.dataset, f.example_id) if f.dataset else None
+    values: dict = {f"{prefix}_question": f.question if page == "ask" else f.original_question}
+    if item is not None:
+        ds, k = item
+        values |= {f"{prefix}_source": "Dataset item", f"{prefix}_dataset": f.dataset, f"{prefix}_item": k,
+                   f"{prefix}_item_id": (ds.name, ds.examples[k].id)}
+    else:
+        values |= {f"{prefix}_source": "Paste a context" if page == "ask" else "Type a question and context",
+                   f"{prefix}_context": f.context}
+    if page == "ask":
+        # a flipped or a player's question is not the item's own: score it against the gold
+        values["ask_gold"] = f.golds[0] if f.golds and (f.kind != "disagree" or item is None) else ""
+        st.session_state.pop("ask_result", None)
+    else:
+        st.session_state.pop("var_result", None)
+        if f.perturbation:
+            try:
+                values[f"var_fam_{registry.get(f.perturbation).family}"] = [f.perturbation]
+            except KeyError:
+                pass
+    persist.hand_over(values)
+    st.switch_page("pages/ask.py" if page == "ask" else "pages/variants.py")
+
+
+tabs = st.tabs([f"{label} ({len(found[kind])})" for kind, label in KINDS.items()])
+for tab, kind in zip(tabs, KINDS):
+    with tab:
+        if not found[kind]:
+            st.caption({"disagree": "No clean question where one model is right and another wrong in the chosen "
+                                    "sweeps (a sweep with two or more models finds them).",
+                        "flip": "No one-keystroke flip in the chosen sweeps (a sweep with keyboard or "
+                                "character perturbations finds them).",
+                        "beaten": "Nobody has beaten the AI yet: play on **Beat the AI**."}[kind])
+        for n, f in enumerate(found[kind]):
+            with st.container(border=True):
+                st.markdown(f"**{md_escape(f.title)}**")
+                st.caption(md_escape(f"{f.source} · {f.dataset or 'own passage'} · {f.example_id} · gold: "
+                                     + " | ".join(f.golds)))
+                if f.kind == "flip":
+                    st.markdown(f"<div>Question: {html_text(f.original_question)}<br>Typed: "
+                                f"<b>{html_text(f.question)}</b></div>", unsafe_allow_html=True)
+                else:
+                    st.markdown(f"<div>Question: <b>{html_text(f.question)}</b></div>", unsafe_allow_html=True)
+                st.markdown(" · ".join(f"{html_text(who)}: <i>{html_text(a or '∅')}</i>"
+                                       for who, a in f.answers.items()), unsafe_allow_html=True)
+                c1, c2, _ = st.columns([2, 3, 5])
+                if c1.button("Open on Ask", key=f"gal_ask_{kind}_{n}"):
+                    open_on("ask", f)
+                if c2.button("Open on Variants", key=f"gal_var_{kind}_{n}"):
+                    open_on("variants", f)
