@@ -196,3 +196,23 @@ def test_models_page_shows_the_capability_matrix(card_copy, tmp_path):
     assert len(matrix) == 1
     assert matrix[0].loc["types", "minilm-copy"] == 50.0 and matrix[0].loc["who first", "minilm-copy"] == 0.0
     assert "⬇ CSV (failure-rate matrix)" in [b.label for b in at.get("download_button")]
+
+
+def test_models_page_shows_the_shipped_cards_capabilities():
+    from streamlit.testing.v1 import AppTest
+
+    from core.qa import registry
+
+    at = AppTest.from_file("../pages/models.py", default_timeout=60).run()
+    assert not at.exception, at.exception
+    matrix = [d.value for d in at.dataframe if "animal vs vehicle" in d.value.index]
+    assert len(matrix) == 1
+    english = ["minilm-squad", "minilm-squad-noise", "minilm-squad-lora", "mpnet-squad-lora"]
+    assert set(english) <= set(matrix[0].columns) and list(matrix[0].index) == list(FAMILIES)
+    for name in english:
+        card = registry.get_entry(name).model_card()["capabilities"]["assets/behaviour/capabilities_en.toml"]
+        assert card["n"] == 1090 and {f: v["n"] for f, v in card["families"].items()} == FAMILIES
+        for family, v in card["families"].items():
+            assert matrix[0].loc[family, name] == v["failure_rate"]
+    # measured with the shipped weights (docs/MODELS.md): the MiniLM baseline fails most type cases
+    assert matrix[0].loc["animal vs vehicle", "minilm-squad"] == 85.6
