@@ -36,7 +36,8 @@ def engine_for_state(name: str):
 
 def backend_note(eng) -> str:
     """Which backend answered, for a caption under the answers, with the reason when the one
-    chosen in the sidebar could not run here (plain text: pass it through md_escape).
+    chosen in the sidebar could not run here, and the answer-length cap (the sidebar's setting)
+    the engine answered under (plain text: pass it through md_escape).
 
     >>> class E: backend_name, backend_message = "onnx-int8", None
     >>> backend_note(E())
@@ -44,7 +45,9 @@ def backend_note(eng) -> str:
     """
     note = f"answered with {getattr(eng, 'backend_name', 'torch')}"
     message = getattr(eng, "backend_message", None)
-    return f"{note} ({message})" if message else note
+    note = f"{note} ({message})" if message else note
+    cap = getattr(getattr(eng, "settings", None), "max_answer_tokens", None)
+    return f"{note} · answer cap {cap} tokens" if cap else note
 
 
 @st.cache_data(show_spinner="Reading dataset…")

@@ -9,7 +9,7 @@ from components import loaders, persist, session_memory
 from components.state import current_data_dir
 from components.text import count, md_escape
 from core import memory, safe_json
-from core.datasets import DatasetError, load_squad
+from core.datasets import ON_AMBIGUOUS, DatasetError, load_squad
 from core.qa import registry
 
 DEMO_LANGS = {"demo.en": "en", "demo.de": "de", "demo.zh": "zh"}
@@ -66,15 +66,27 @@ def _upload_box(key: str, uploaded: dict) -> None:
     except ValueError as e:  # a malformed QAX_MAX_UPLOAD_MB is the admin's: say so, no uploads
         st.error(md_escape(e))
         return
-    up = st.file_uploader("SQuAD v1.1/v2.0 JSON", type=["json"], key=f"{key}_upload_{gen}",
+    c1, c2 = st.columns(2)
+    ambiguous = c1.selectbox(
+        "Answer offset -1 with several occurrences", ON_AMBIGUOUS, key=f"{key}_on_ambiguous",
+        format_func={"error": "refuse the file (say which question)", "first": "take the first occurrence",
+                     "nearest": "take the one nearest the question's words"}.get,
+        help="DuReader-robust files give answer_start -1 (position unknown); when the answer occurs several "
+             "times in its context the loader must choose (python -m core.evaluate --on-ambiguous).")
+    lang = c2.text_input("Language (empty: guess)", "", key=f"{key}_lang", max_chars=8,
+                         help="The language code of the file (en, de, zh, ...). Empty: from the file's articles, "
+                              "its name, or the script of its text (Latin script is taken as English).").strip()
+    up = st.file_uploader("SQuAD v1.1/v2.0 JSON (also NoiseQA, DuReader-robust, CMRC 2018)", type=["json"],
+                          key=f"{key}_upload_{gen}",
                           max_upload_size=max(1, math.ceil(limit / 1024 / 1024)),
                           help=f"At most {limit / 1024 / 1024:.3g} MB.")
     if up is not None:
         name = up.name
         try:
             safe_json.check_upload_size(up.size, name)
-            ds = load_squad(up, name=name)  # messages start with the file name
-        except (DatasetError, safe_json.JSONLimitError) as e:
+            # messages start with the file name
+            ds = load_squad(up, lang or None, name=name, on_ambiguous=ambiguous)
+        except (DatasetError, safe_json.JSONLimitError, ValueError) as e:  # ValueError: a bad language code
             s[msg_key] = ("error", f"Not loaded: {e}")
         else:
             uploaded.pop(name, None)
@@ -83,6 +95,7 @@ def _upload_box(key: str, uploaded: dict) -> None:
             while len(uploaded) > MAX_UPLOADS:
                 uploaded.pop(next(iter(uploaded)))
             s[msg_key] = ("success", f"Loaded {count(len(ds), 'question')} from {name}.")
+            s[f"{msg_key}_line"] = ds.load_line()   # what was recognised, repaired, guessed, dropped
             s[f"{key}_dataset_next"] = f"upload:{name}"
         session_memory.drop_uploaded_file(up.file_id)  # parsed: Streamlit's copy can go
         del up
@@ -92,34 +105,67 @@ def _upload_box(key: str, uploaded: dict) -> None:
     shown = s.pop(msg_key, None)
     if shown:
         (st.error if shown[0] == "error" else st.success)(md_escape(shown[1]))
+    if line := s.pop(f"{msg_key}_line", None):
+        st.caption(md_escape(line))
 
 
-def model_picker(key: str, default_all: bool = True) -> list[str]:
-    """Multiselect of installed models; explains plainly when none is installed."""
+def model_label(name: str, languages, lang: str | None = None, hub: bool = False) -> str:
+    """A model's label in a picker: marked when it was not trained for the item's language
+    ``lang`` (an English model offered on a German passage is not an equal choice), tagged with
+    its languages when no item is in front of the user, and marked when it needs the hub.
+
+    >>> model_label("minilm-squad", ("en",), "de")
+    'minilm-squad · en only, not for de'
+    >>> model_label("minilm-squad", ("en",), "en"), model_label("minilm-squad", ("en",))
+    ('minilm-squad', 'minilm-squad')
+    >>> model_label("minilm-cmrc-zh", ("zh",))
+    'minilm-cmrc-zh (zh)'
+    >>> model_label("xlm (hub)", ("ar", "de", "el", "en", "es", "zh"), "th", hub=True)
+    'xlm (hub) · 6 languages, not for th · needs internet'
+    """
+    langs = tuple(languages)
+    shown = "/".join(langs) if len(langs) <= 3 else f"{len(langs)} languages"
+    label = name
+    if lang and lang not in langs:
+        label += f" · {shown}{' only' if len(langs) <= 3 else ''}, not for {lang}"
+    elif not lang and "en" not in langs:
+        label += f" ({shown})"
+    return label + (" · needs internet" if hub else "")
+
+
+def model_picker(key: str, default_all: bool = True, lang: str | None = None) -> list[str]:
+    """Multiselect of the installed models, and of the hub entries for users with internet
+    (never ticked by default; offline one fails at once with the reason). ``lang``, the language
+    of the item in front of the user, marks the models not trained for it."""
     installed, entries, err = loaders.model_entries()
     if err:
         st.error(md_escape(err))
         return []
+    hub = [m for m in entries if m.hf_id and not m.path]
     if not installed:
         st.warning(
             "**No QA model is installed.** The registry (models.toml) lists "
             + ", ".join(md_escape(m.name) for m in entries)
             + " but none of their folders is present. Train one with `python -m core.train` "
             "(see README) or add a local folder to models.toml."
+            + (" Hub models below need internet." if hub else "")
         )
-        return []
-    names = [m.name for m in installed]
-    langs = {m.name: m.languages for m in installed}
+        if not hub:
+            return []
+    names = [m.name for m in installed] + [m.name for m in hub]
+    langs = {m.name: m.languages for m in installed + hub}
+    hub_names = {m.name for m in hub}
     # Until the user chooses, the English models answer (core.qa.registry.default_choice); a model
-    # for another language is one click away, tagged with its language.
-    english = registry.default_choice(installed)
+    # for another language is one click away, marked against the item's language.
+    english = registry.default_choice(installed) if installed else []
     # Each page keeps its own selection (components/persist.py): the speech trial's one scoring
     # model must not cut Ask's three, nor Sweeps' choice appear on Beat the AI.
     persist.keep(f"{key}_models", names, default=list(english) if default_all else english[:1])
     chosen = st.multiselect("Models", names, key=f"{key}_models",
-                            format_func=lambda n: n if "en" in langs[n] else f"{n} ({'/'.join(langs[n])})",
-                            help="Installed models from models.toml; a language tag marks a model "
-                                 "trained for another language.")
+                            format_func=lambda n: model_label(n, langs[n], lang, n in hub_names),
+                            help="Installed models from models.toml, then hub models (they download on "
+                                 "first use and need internet). A mark says when a model was not "
+                                 "trained for the item's language.")
     return chosen
 
 

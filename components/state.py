@@ -81,8 +81,15 @@ def sidebar_settings() -> None:
                 "CPU threads (0 = all)", 0, os.cpu_count() or 1, st.session_state["threads"]
             )
             st.session_state["max_answer_tokens"] = st.number_input(
-                "Max answer length (tokens)", 1, 200, st.session_state["max_answer_tokens"]
-            )
+                "Max answer length (tokens)", 1, 200, st.session_state["max_answer_tokens"],
+                help="The longest answer span a model may return (default 30 tokens, as the model cards' "
+                     "figures were measured; python -m core.evaluate --max-answer-tokens). SQuAD answers are "
+                     "short; a domain set with long gold answers (clauses, sentences) needs more, or every "
+                     "long answer is cut and scores low. Part of the prediction cache key: sweeps run with "
+                     "another cap are answered afresh.")
+            if st.session_state["max_answer_tokens"] != DEFAULTS["max_answer_tokens"]:
+                st.caption(f"Answers capped at {st.session_state['max_answer_tokens']} tokens (default "
+                           f"{DEFAULTS['max_answer_tokens']}).")
             from core.qa.onnx_backend import BACKENDS
 
             if st.session_state.get("backend") not in BACKENDS:

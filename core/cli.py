@@ -101,6 +101,29 @@ def engine_settings(**flags):
         raise CLIError(f"--{exc.setting.replace('_', '-')} {exc.problem}") from None
 
 
+def add_loader_options(ap: argparse.ArgumentParser, pairing: bool = False) -> None:
+    """The data-loading flags every command shares: ``--on-ambiguous``, ``--lang`` and, where a
+    challenge file is paired with its original, ``--pair-by`` (core.datasets)."""
+    ap.add_argument("--on-ambiguous", choices=("error", "first", "nearest"), default="error",
+                    help="an answer with answer_start -1 that occurs several times in its context "
+                         "(DuReader-robust): error (default), take the first occurrence, or the one "
+                         "nearest the question's words")
+    ap.add_argument("--lang", default=None,
+                    help="language of the data (en, de, zh, ...); default: from the file's articles, "
+                         "its name, or the script of its text")
+    if pairing:
+        ap.add_argument("--pair-by", choices=("auto", "id", "position"), default="auto",
+                        help="how a challenge file is paired with its original: auto (default: by id "
+                             "when every id-pair is the same item, else by position, else refused), or "
+                             "force id / position (pairs whose contexts or answers disagree are dropped "
+                             "and counted)")
+
+
+def loader_kwargs(args: argparse.Namespace) -> dict:
+    """``{"lang": ..., "on_ambiguous": ...}`` from :func:`add_loader_options`' flags."""
+    return {"lang": args.lang, "on_ambiguous": args.on_ambiguous}
+
+
 def command(prog: str) -> Callable[[Callable[[list[str]], int]], Callable[[Sequence[str] | None], int]]:
     """Decorate a CLI's ``main(argv) -> int``: expected errors become ``prog: error: message`` on
     stderr and exit status 2; Ctrl-C becomes status 130 without a stack."""

@@ -44,6 +44,7 @@ from core.types import Answer, QAExample
 __all__ = [
     "DatasetError", "Dataset", "Pairing", "DatasetInfo", "EVAL_ONLY",
     "load_squad", "detect_lang", "lang_from_filename", "pair_challenge", "discover_datasets",
+    "ON_AMBIGUOUS", "PAIR_RULES", "FORMATS", "contexts_agree", "disagreement", "nearest_occurrence",
     "normalize_context", "eval_contexts", "find_eval_overlap", "squad_dev_minus_xquad",
     "load_demo", "demo_dataset", "DEMO_PATH",
 ]
@@ -78,6 +79,10 @@ class Dataset:
     examples: list[QAExample]
     report: list[str] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
+    # What the loader recognised (:data:`FORMATS`) and where ``lang`` came from ("given",
+    # "articles", "file name", "script of the text"): the one-line report, :meth:`load_line`.
+    format: str = "SQuAD v1.1"
+    lang_source: str = ""
     by_id: dict[str, QAExample] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -92,6 +97,35 @@ class Dataset:
 
     def __iter__(self):
         return iter(self.examples)
+
+    def load_line(self) -> str:
+        """One line saying what was loaded: the format recognised, the size, where the language
+        came from, and what the loader repaired, guessed, dropped or cannot score.
+
+        >>> ds = Dataset("demo", "en", [QAExample("1", "Who?", "Ann sang.", (Answer("Ann", 0),))],
+        ...              lang_source="given")
+        >>> ds.load_line()
+        'demo: SQuAD v1.1, 1 question; language en (given); nothing repaired, guessed or dropped'
+        """
+        n = len(self.examples)
+        head = f"{self.name}: {self.format}, {n:,} question{'s' if n != 1 else ''}; language {self.lang}"
+        if self.lang_source:
+            head += f" ({self.lang_source})"
+        parts = []
+        groups = (("repaired", ("offsets_recovered", "offsets_repaired")),
+                  ("guessed", ("ambiguous_first", "ambiguous_nearest")),
+                  ("dropped", ("answers_dropped", "answers_empty")))
+        for verb, kinds in groups:
+            said = [f"{self.stats[k]} {_Fixes.SHORT[k]}" for k in kinds if self.stats.get(k)]
+            if said:
+                parts.append(f"{verb}: {', '.join(said)}")
+        impossible = sum(ex.is_impossible for ex in self.examples)
+        cannot = [f"{impossible} unanswerable (SQuAD 2.0)"] if impossible else []
+        if self.stats.get("no_gold"):
+            cannot.append(f"{self.stats['no_gold']} without a gold answer")
+        if cannot:
+            parts.append(f"cannot be scored: {', '.join(cannot)}")
+        return f"{head}; {'; '.join(parts) if parts else 'nothing repaired, guessed or dropped'}"
 
     def contexts(self) -> list[str]:
         """The distinct contexts, in order of first appearance."""
@@ -254,6 +288,8 @@ class _Fixes:
     LABELS = {
         "offsets_recovered": "answer_start -1 recovered from the unique occurrence of the answer",
         "ambiguous_first": "answer_start -1 with several occurrences: first occurrence taken",
+        "ambiguous_nearest": "answer_start -1 with several occurrences: the occurrence with most "
+                             "question words nearby taken",
         "offsets_repaired": "answer offsets that did not match the answer text, moved to the "
                             "nearest occurrence",
         "answers_dropped": "answers whose text does not occur in the context, dropped (the "
@@ -261,6 +297,14 @@ class _Fixes:
         "answers_empty": "answers with an empty text, dropped",
         "no_gold": "questions without any gold answer (EM/F1 cannot be scored on them)",
     }
+
+    SHORT = {"offsets_recovered": "answer_start -1 found (one occurrence)",
+             "ambiguous_first": "answer_start -1 set to the first of several occurrences",
+             "ambiguous_nearest": "answer_start -1 set to the occurrence nearest the question's words",
+             "offsets_repaired": "wrong offsets moved to the text",
+             "answers_dropped": "answers not in the context",
+             "answers_empty": "empty answers",
+             "no_gold": "without gold"}
 
     def __init__(self) -> None:
         self.ids: dict[str, list[str]] = {k: [] for k in self.LABELS}
@@ -282,8 +326,38 @@ class _Fixes:
         return out
 
 
+ON_AMBIGUOUS = ("error", "first", "nearest")
+# "nearest": the occurrence with the most question words within this many characters of it.
+NEAREST_WINDOW = 150
+
+
+def _word_set(text: str) -> set[str]:
+    """Lower-cased words (runs of letters/digits; each CJK character its own word)."""
+    return {w for w in re.findall(r"[^\W_]", text.lower()) if _is_cjk(w)} | {
+        w for w in re.findall(r"[^\W\d_]{2,}|\d+", text.lower()) if not any(map(_is_cjk, w))}
+
+
+def nearest_occurrence(context: str, found: list[int], length: int, question: str) -> int:
+    """Of several occurrences of an answer, the one with the most question words within
+    NEAREST_WINDOW characters on either side (ties: the first).
+
+    >>> ctx = "In 1990 it rained for weeks. " + "x " * 100 + "The bridge opened in 1990."
+    >>> [i for i in range(len(ctx)) if ctx.startswith("1990", i)]
+    [3, 250]
+    >>> nearest_occurrence(ctx, [3, 250], 4, "When did the bridge open?")
+    250
+    """
+    words = _word_set(question)
+
+    def overlap(i: int) -> int:
+        near = context[max(0, i - NEAREST_WINDOW): i + length + NEAREST_WINDOW]
+        return len(words & _word_set(near))
+
+    return max(found, key=lambda i: (overlap(i), -i))
+
+
 def _locate(context: str, text: str, start: int, qid: str, where: str, path: str,
-            on_ambiguous: str, fixes: _Fixes) -> int | None:
+            on_ambiguous: str, fixes: _Fixes, question: str = "") -> int | None:
     """The checked offset of one answer, or None when its text is not in the context."""
     if start >= 0 and context[start:start + len(text)] == text:
         return start
@@ -297,10 +371,14 @@ def _locate(context: str, text: str, start: int, qid: str, where: str, path: str
         if on_ambiguous == "first":
             fixes.add("ambiguous_first", qid)
             return found[0]
+        if on_ambiguous == "nearest":
+            fixes.add("ambiguous_nearest", qid)
+            return nearest_occurrence(context, found, len(text), question)
         raise DatasetError(
             f"{where}: {path} (question id {qid!r}): answer_start is -1 and the answer "
             f"{text!r} occurs {len(found)} times in the context, so its position is ambiguous; "
-            f"pass on_ambiguous='first' to take the first occurrence")
+            f"choose on_ambiguous='first' (the first occurrence) or 'nearest' (the one nearest "
+            f"the question's words): --on-ambiguous first|nearest on the command line")
     fixes.add("offsets_repaired", qid)
     return min(found, key=lambda i: (abs(i - start), i))
 
@@ -311,12 +389,15 @@ def load_squad(source: str | Path | IO, lang: str | None = None, *, name: str | 
 
     ``lang``: the language of every example; None = per-article ``"lang"`` field, else the file
     name, else the script of the text (see the module docstring). ``name``: the data set name
-    (default: the file name without ``.json``). ``on_ambiguous``: "error" (default) or "first",
-    what to do with an ``answer_start`` of -1 whose text occurs several times in the context.
-    Raises DatasetError naming the file and the JSON path of the problem.
+    (default: the file name without ``.json``). ``on_ambiguous``: "error" (default), "first" or
+    "nearest" (:func:`nearest_occurrence`), what to do with an ``answer_start`` of -1 whose text
+    occurs several times in the context. Raises DatasetError naming the file and the JSON path of
+    the problem. The result's :meth:`Dataset.load_line` says what was recognised and repaired.
     """
-    if on_ambiguous not in ("error", "first"):
-        raise ValueError(f"on_ambiguous must be 'error' or 'first', not {on_ambiguous!r}")
+    if on_ambiguous not in ON_AMBIGUOUS:
+        raise ValueError(f"on_ambiguous must be one of {', '.join(ON_AMBIGUOUS)}, not {on_ambiguous!r}")
+    if lang is not None and not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z]{2,4})?", lang):
+        raise ValueError(f"lang should be a language code like en, de or zh, not {lang!r}")
     src_name = str(source) if isinstance(source, (str, Path)) else getattr(source, "name", None)
     where = src_name if isinstance(src_name, str) else "<stream>"
     if name is None:
@@ -386,7 +467,8 @@ def load_squad(source: str | Path | IO, lang: str | None = None, *, name: str | 
                     if not text:  # MLQA's rebuilt test files: {"text": "", "answer_start": 0}
                         fixes.add("answers_empty", qid)
                         continue
-                    found = _locate(context, text, start, qid, where, npath, on_ambiguous, fixes)
+                    found = _locate(context, text, start, qid, where, npath, on_ambiguous, fixes,
+                                    question)
                     if found is not None:
                         answers.append(Answer(text, found))
                 texts = [a["text"] for a in raw_answers if a["text"]]
@@ -404,25 +486,64 @@ def load_squad(source: str | Path | IO, lang: str | None = None, *, name: str | 
 
     langs = {ex.lang for ex in examples}
     ds_lang = langs.pop() if len(langs) == 1 else ("mul" if langs else (file_lang or "und"))
+    if lang:
+        lang_source = "given"
+    elif any(isinstance(a, dict) and isinstance(a.get("lang"), str) for a in data):
+        lang_source = "from the articles"
+    elif file_lang:
+        lang_source = "from the file name"
+    else:
+        lang_source = "guessed from the script of the text"
     report = fixes.lines()
     if detected and not lang:
         report.append(f"language not given: guessed {detected[0]!r} from the script of the "
                       f"text" + (" (Latin script is always taken as 'en')"
                                  if detected[0] == "en" else ""))
+    fmt = _recognise_format(doc, src_name if isinstance(src_name, str) else name, examples, fixes)
     return Dataset(name=name, lang=ds_lang, examples=examples, report=report,
-                   stats=fixes.stats())
+                   stats=fixes.stats(), format=fmt, lang_source=lang_source)
+
+
+FORMATS = ("SQuAD v1.1", "SQuAD 2.0", "NoiseQA", "DuReader-robust", "CMRC 2018")
+
+
+def _recognise_format(doc: dict, source: str, examples: list[QAExample], fixes: _Fixes) -> str:
+    """Which of :data:`FORMATS` a file is (all share SQuAD's layout): from its name, its version
+    field, SQuAD 2.0's is_impossible flags and DuReader's unknown offsets (-1)."""
+    base = Path(source).name.lower()
+    if "dureader" in base:
+        return "DuReader-robust"
+    if "cmrc" in base:
+        return "CMRC 2018"
+    if "noiseqa" in source.lower() or re.search(r"(keyboard|asr|translation)-(synthetic|natural)", base):
+        return "NoiseQA"
+    if any(ex.is_impossible for ex in examples) or str(doc.get("version", "")).lstrip("v").startswith("2"):
+        return "SQuAD 2.0"
+    minus_one = fixes.ids["offsets_recovered"] + fixes.ids["ambiguous_first"] + fixes.ids["ambiguous_nearest"]
+    if minus_one:
+        return "DuReader-robust" if any(ex.lang == "zh" for ex in examples) else "SQuAD v1.1 (offsets -1)"
+    return "SQuAD v1.1"
 
 
 # ----------------------------------------------------------------------------------------------
 # Pairing original and challenge sets
 
+PAIR_RULES = ("auto", "id", "position")
+# An edited copy of a context (a context perturbation) still "agrees" with its original down to
+# this rapidfuzz similarity (0-1); two different paragraphs of one article score far lower.
+CONTEXT_SIMILARITY = 0.8
+
 
 @dataclass
 class Pairing:
-    """Original/challenge example pairs. ``rule`` says how they were paired: "id" or "position".
+    """Original/challenge example pairs, and the proof that they are the same items.
 
-    ``context_mismatches`` lists original ids whose challenge example has another context (a
-    question-only challenge set such as NoiseQA should have none).
+    ``rule``: "id" or "position" (how they were paired). ``mismatched``: (original id,
+    challenge id, why) of the candidate pairs the rule found but refused to join (different
+    contexts or gold answers); ``unmatched_original`` / ``unmatched_challenge``: ids the rule
+    found no partner for. ``context_mismatches`` lists original ids whose (agreeing) challenge
+    example has an edited context (a question-only set such as NoiseQA has none).
+    ``verified`` is False only for cross-language pairing (:func:`pair_challenge` ``verify``).
     """
 
     pairs: list[tuple[QAExample, QAExample]]
@@ -430,32 +551,136 @@ class Pairing:
     unmatched_challenge: list[str]
     rule: str
     context_mismatches: list[str] = field(default_factory=list)
+    mismatched: list[tuple[str, str, str]] = field(default_factory=list)
+    verified: bool = True
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {"paired": len(self.pairs), "mismatched": len(self.mismatched),
+                "unpaired": len(self.unmatched_original) + len(self.unmatched_challenge)}
+
+    def summary(self) -> str:
+        """One line: the rule and the counts, e.g. ``paired by position: 3 paired, 0
+        mismatched, 0 unpaired``."""
+        c = self.counts
+        line = (f"paired by {self.rule}{'' if self.verified else ' (not checked: contexts in another language)'}"
+                f": {c['paired']:,} paired, {c['mismatched']:,} mismatched, {c['unpaired']:,} unpaired")
+        if c["unpaired"]:
+            line += (f" ({len(self.unmatched_original):,} original, "
+                     f"{len(self.unmatched_challenge):,} challenge)")
+        return line
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, **self.counts, "verified": self.verified,
+                "first_mismatches": [list(m) for m in self.mismatched[:5]]}
 
 
-def pair_challenge(original: Dataset, challenge: Dataset) -> Pairing:
-    """Pair each original example with its challenge (perturbed) version.
+def _norm_answer(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
-    Rule: when at least one question id occurs in both sets, pair by id (pairs in the original's
-    order; ids found on one side only are listed as unmatched). When no id is shared but both
-    sets have the same number of examples, pair by position (the i-th with the i-th). Otherwise
-    the sets cannot be paired: DatasetError. NoiseQA's synthetic sets carry the XQuAD-en ids,
-    so they pair by id.
+
+def contexts_agree(a: str, b: str) -> bool:
+    """The same paragraph: equal up to whitespace, or an edited copy (rapidfuzz similarity at
+    least CONTEXT_SIMILARITY).
+
+    >>> contexts_agree("The cat sat on the mat.", "The cat sat  on teh mat.")
+    True
+    >>> contexts_agree("The cat sat on the mat.", "Paris is the capital of France.")
+    False
     """
-    shared = original.by_id.keys() & challenge.by_id.keys()
-    if shared:
-        pairs = [(ex, challenge.by_id[ex.id]) for ex in original.examples if ex.id in shared]
-        rule = "id"
-        unmatched_o = [ex.id for ex in original.examples if ex.id not in shared]
-        unmatched_c = [ex.id for ex in challenge.examples if ex.id not in shared]
-    elif len(original) == len(challenge):
-        pairs = list(zip(original.examples, challenge.examples))
-        rule, unmatched_o, unmatched_c = "position", [], []
-    else:
-        raise DatasetError(
-            f"cannot pair {original.name!r} ({len(original)} questions) with {challenge.name!r} "
-            f"({len(challenge)} questions): no question id in common and different sizes")
-    mismatches = [o.id for o, c in pairs if o.context != c.context]
-    return Pairing(pairs, unmatched_o, unmatched_c, rule, mismatches)
+    if a == b or normalize_context(a) == normalize_context(b):
+        return True
+    from rapidfuzz.fuzz import ratio
+
+    return ratio(a, b, score_cutoff=100 * CONTEXT_SIMILARITY) > 0
+
+
+def disagreement(original: QAExample, challenge: QAExample) -> str | None:
+    """Why two examples are not the same item (None when they are): their contexts differ, or
+    both have gold answers and share none (compared lower-cased, without punctuation)."""
+    if not contexts_agree(original.context, challenge.context):
+        return "different contexts"
+    if original.answers and challenge.answers:
+        mine = {_norm_answer(a.text) for a in original.answers}
+        if not mine & {_norm_answer(a.text) for a in challenge.answers}:
+            return (f"different gold answers ({original.answers[0].text[:40]!r} vs "
+                    f"{challenge.answers[0].text[:40]!r})")
+    return None
+
+
+def _candidates(original: Dataset, challenge: Dataset, rule: str):
+    """(candidate pairs, unmatched original ids, unmatched challenge ids) of one rule, or None
+    when the rule cannot apply (no shared id; different sizes)."""
+    if rule == "id":
+        shared = original.by_id.keys() & challenge.by_id.keys()
+        if not shared:
+            return None
+        return ([(o, challenge.by_id[o.id]) for o in original.examples if o.id in shared],
+                [o.id for o in original.examples if o.id not in shared],
+                [c.id for c in challenge.examples if c.id not in shared])
+    if len(original) != len(challenge):
+        return None
+    return list(zip(original.examples, challenge.examples)), [], []
+
+
+def _first(mismatched: list[tuple[str, str, str]], rule: str, n: int = 3) -> str:
+    shown = "; ".join(f"{o}" + (f" / {c}" if c != o else "") + f": {why}" for o, c, why in mismatched[:n])
+    return f"{len(mismatched):,} {'shared ids' if rule == 'id' else 'positions'} join different items (first: {shown})"
+
+
+def pair_challenge(original: Dataset, challenge: Dataset, pair_by: str = "auto", *,
+                   verify: bool = True) -> Pairing:
+    """Pair each original example with its challenge (perturbed) version, and prove the pairs
+    are the same items: a pair is joined only when :func:`disagreement` finds nothing.
+
+    ``pair_by="auto"``: by id when ids are shared and every id-pair agrees; else by position
+    (the i-th with the i-th) when both sets have the same size and every position agrees; else
+    DatasetError naming the first mismatches of each rule. ``"id"`` / ``"position"`` force a
+    rule: pairs that disagree are dropped and counted in ``mismatched``; DatasetError when the
+    rule cannot apply or no pair is left. ``verify=False`` (cross-language sets whose contexts
+    are translations, core.natural_mt) pairs by id without the check.
+    """
+    if pair_by not in PAIR_RULES:
+        raise ValueError(f"pair_by must be one of {', '.join(PAIR_RULES)}, not {pair_by!r}")
+    where = (f"cannot pair {original.name!r} ({len(original)} questions) with {challenge.name!r} "
+             f"({len(challenge)} questions)")
+    if not verify:
+        found = _candidates(original, challenge, "id")
+        if found is None:
+            raise DatasetError(f"{where}: no question id in common")
+        pairs, uo, uc = found
+        return Pairing(pairs, uo, uc, "id", verified=False)
+    why_not: list[str] = []
+    forceable = False  # some rule found pairs, only disagreeing ones: forcing it keeps the rest
+    for rule in (("id", "position") if pair_by == "auto" else (pair_by,)):
+        found = _candidates(original, challenge, rule)
+        if found is None:
+            why_not.append(f"by {rule}: " + ("no question id in common" if rule == "id" else
+                                             "the files have different numbers of questions"))
+            continue
+        candidates, uo, uc = found
+        good, bad = [], []
+        for o, c in candidates:
+            why = disagreement(o, c)
+            if why is None:
+                good.append((o, c))
+            else:
+                bad.append((o.id, c.id, why))
+        forceable = forceable or bool(good)
+        if bad and (pair_by == "auto" or not good):
+            why_not.append(f"by {rule}: {_first(bad, rule)}")
+            continue
+        return Pairing(good, uo, uc, rule, [o.id for o, c in good if o.context != c.context], bad)
+    hint = "" if pair_by != "auto" or not forceable else "; --pair-by id|position forces a rule and drops the pairs that disagree"
+    raise DatasetError(f"{where}: {' | '.join(why_not)}{hint}")
+
+
+def legacy_rule(original: Dataset, challenge: Dataset) -> str | None:
+    """The rule pairing used before pairs were checked (id when any id is shared, else position
+    for equal sizes): a sweep whose pairing is unchanged keeps its stored cache keys."""
+    if original.by_id.keys() & challenge.by_id.keys():
+        return "id"
+    return "position" if len(original) == len(challenge) else None
 
 
 # ----------------------------------------------------------------------------------------------

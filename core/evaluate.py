@@ -14,8 +14,10 @@ the mean per-question F1 difference with a 95% paired-bootstrap interval (core.m
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
+import re
 import sys
 import time
 from datetime import datetime, timezone
@@ -75,12 +77,35 @@ def skip_summary(name: str, n_scored: int, skipped: dict[str, int]) -> str:
     return f"{name}: scored {n_scored} of {total} questions; skipped {sum(skipped.values())}: {reasons}"
 
 
-def evaluate(engine: QAEngine, ds: Dataset, progress=None, per_question: bool = False) -> dict:
+def select(examples: list[QAExample], first: int | None = None, sample: int | None = None,
+           seed: int = 0) -> list[QAExample]:
+    """The questions to score: the first ``first``, or a seeded sample of ``sample`` in file
+    order (core.sweep.sample_examples: the sample of 100 is inside the sample of 200), or all.
+
+    >>> exs = [QAExample(str(i), "Q?", "C.") for i in range(10)]
+    >>> [e.id for e in select(exs, first=3)], len(select(exs, sample=4, seed=1)), len(select(exs))
+    (['0', '1', '2'], 4, 10)
+    >>> select(exs, sample=4, seed=1) == select(exs, sample=4, seed=1)
+    True
+    """
+    if first is not None:
+        return list(examples[:first])
+    if sample is not None:
+        from core.sweep import sample_examples
+
+        return sample_examples(examples, sample, seed)
+    return list(examples)
+
+
+def evaluate(engine: QAEngine, ds: Dataset, progress=None, per_question: bool = False,
+             details: bool = False) -> dict:
     """EM/F1 (x100) and latency of one engine on one data set: the questions :func:`scorable`
     keeps; ``skipped`` counts the others by reason, ``n`` the scored ones.
 
     ``per_question``: also return ``per_question_f1``, {question id: F1 in [0, 1]}, for paired
-    comparisons of two models (:mod:`core.metrics.paired`)."""
+    comparisons of two models (:mod:`core.metrics.paired`). ``details``: also return
+    ``predictions`` ({id: answer}, the official SQuAD prediction format) and ``questions`` (one
+    row per question: id, question, gold, prediction, EM, F1)."""
     examples, skipped = scorable(ds.examples)
     if not examples:
         raise ValueError(f"{ds.name}: no question can be scored ({skip_summary(ds.name, 0, skipped)})")
@@ -104,14 +129,21 @@ def evaluate(engine: QAEngine, ds: Dataset, progress=None, per_question: bool = 
         "questions_per_second": round(len(examples) / secs, 2),
         "ms_per_question": round(1000 * secs / len(examples), 2),
         "threads": engine.settings.threads,
+        "max_answer_tokens": engine.settings.max_answer_tokens,
         "backend": getattr(engine, "backend_name", "torch"),  # the one that answered
         "device": str(engine.device),
         "hardware": f"{platform.machine()}, {__import__('os').cpu_count()} cores",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
     }
+    if per_question or details:
+        each = {e.id: score_answer(predictions[e.id], e.answer_texts, ds.lang) for e in examples}
     if per_question:
-        result["per_question_f1"] = {e.id: score_answer(predictions[e.id], e.answer_texts, ds.lang)[1]
-                                     for e in examples}
+        result["per_question_f1"] = {i: f1 for i, (_em, f1) in each.items()}
+    if details:
+        result["predictions"] = predictions
+        result["questions"] = [{"id": e.id, "question": e.question, "gold": " | ".join(e.answer_texts),
+                                "prediction": predictions[e.id], "EM": each[e.id][0], "F1": round(each[e.id][1], 4)}
+                               for e in examples]
     return result
 
 
@@ -176,10 +208,14 @@ def render_card_markdown(card: dict) -> str:
         lines.append("")
     if ev := card.get("evaluations"):
         lines += ["## Measured (python -m core.evaluate)", "",
-                  "| data set | lang | n | EM | F1 | ms/question | questions/s | date |", "|---|---|---|---|---|---|---|---|"]
+                  "| data set | lang | n | EM | F1 | answer cap (tokens) | ms/question | questions/s | date |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in ev.values():
             lines.append(f"| {r['dataset']} | {r['lang']} | {r['n']} | {r['exact_match']:.1f} | {r['f1']:.1f} | "
-                         f"{r['ms_per_question']} | {r['questions_per_second']} | {r['date']} |")
+                         f"{r.get('max_answer_tokens', 30)} | {r['ms_per_question']} | {r['questions_per_second']} | "
+                         f"{r['date']} |")
+        lines += ["", "The answer cap is the longest span the engine may return (EngineSettings."
+                      "max_answer_tokens; cards from before it was recorded were measured at 30).", ""]
         lines.append("")
     for cap in (card.get("capabilities") or {}).values():
         lines += [f"## Capabilities: {cap.get('name', '')} (python -m core.behaviour --card)", "",
@@ -215,32 +251,62 @@ def main(argv=None) -> int:
     ap.add_argument("--paired", action="store_true",
                     help="with exactly two models: the second minus the first in F1 on each data set, "
                          "with a 95%% paired-bootstrap interval over questions")
+    pick = ap.add_mutually_exclusive_group()
+    pick.add_argument("--first", type=int, metavar="N", help="score only the first N scorable questions")
+    pick.add_argument("--sample", type=int, metavar="N",
+                      help="score a seeded sample of N scorable questions (the sample core.sweep draws)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    ap.add_argument("--predictions", metavar="OUT.json",
+                    help="write the predictions in the official SQuAD format {id: answer}; with several "
+                         "models or data sets, one file each: OUT.<model>.<dataset>.json")
+    ap.add_argument("--csv", metavar="OUT.csv",
+                    help="write one row per question: model, dataset, id, question, gold, prediction, EM, F1")
+    ap.add_argument("--max-answer-tokens", type=int, default=30,
+                    help="longest answer span the engine may return, in tokens (default 30; long answers "
+                         "in domain sets need more)")
+    cli.add_loader_options(ap)
     args = ap.parse_args(argv)
     if args.paired and len(args.model) != 2:
         ap.error("--paired compares exactly two models (--model A B)")
+    for flag, value in (("--first", args.first), ("--sample", args.sample)):
+        if value is not None and value < 1:
+            raise cli.CLIError(f"{flag} must be at least 1, got {value}")
 
-    settings = cli.engine_settings(threads=args.threads or None, batch_size=args.batch_size, backend=args.backend)
-    if args.json:
-        cli.writable_file(args.json, "--json")
+    settings = cli.engine_settings(threads=args.threads or None, batch_size=args.batch_size, backend=args.backend,
+                                   max_answer_tokens=args.max_answer_tokens)
+    for flag, path in (("--json", args.json), ("--predictions", args.predictions), ("--csv", args.csv)):
+        if path:
+            cli.writable_file(path, flag)
     entries = {name: registry.get_entry(name) for name in args.model}
     if args.card:
         for entry in entries.values():
             if entry.local_dir() is not None:
                 read_card(entry.local_dir())  # a broken card fails now, not after the evaluation
-    datasets = []
-    for dname in args.dataset:
-        ds = load_dataset(dname)
+    datasets, load_lines = [], []   # the load lines are printed once a model has loaded: a refused
+    for dname in args.dataset:      # run prints nothing on stdout
+        ds = load_dataset(dname, **cli.loader_kwargs(args))
         ds.name = dname
+        load_lines.append(ds.load_line())
         examples, skipped = scorable(ds.examples)
         if not examples:
             raise cli.CLIError(f"no question can be scored: {skip_summary(dname, 0, skipped)}")
         if skipped:
             print(skip_summary(dname, len(examples), skipped), file=sys.stderr, flush=True)
+        chosen = select(examples, args.first, args.sample, args.seed)
+        if len(chosen) < len(examples):
+            how = f"the first {len(chosen)}" if args.first else f"a sample of {len(chosen)} (seed {args.seed})"
+            print(f"{dname}: scoring {how} of {len(examples)} scorable questions", file=sys.stderr, flush=True)
+            ds = dataclasses.replace(ds, examples=chosen, report=list(ds.report), stats=dict(ds.stats))
+            ds.name = dname
         datasets.append(ds)
 
-    all_results = []
+    all_results, rows = [], []
+    many = len(entries) * len(datasets) > 1
     for name, entry in entries.items():
         engine = registry.load_engine(name, settings)
+        for line in load_lines:
+            print(line, flush=True)
+        load_lines = []
         results = []
         for ds in datasets:
             dname = ds.name
@@ -249,8 +315,17 @@ def main(argv=None) -> int:
                     bar.total = total
                     bar.n = done
                     bar.refresh()
-                r = evaluate(engine, ds, progress, per_question=args.paired)
+                r = evaluate(engine, ds, progress, per_question=args.paired,
+                             details=bool(args.predictions or args.csv))
             r["model"] = name
+            if args.first or args.sample:
+                r["selection"] = {"first": args.first} if args.first else {"sample": args.sample, "seed": args.seed}
+            if args.predictions:
+                out = prediction_path(args.predictions, name, dname, many)
+                cli.write_text_atomic(out, json.dumps(r["predictions"], indent=1, ensure_ascii=False))
+                print(f"predictions (official SQuAD format) -> {out}", file=sys.stderr, flush=True)
+            rows += [{"model": name, "dataset": dname, **q} for q in r.pop("questions", [])]
+            r.pop("predictions", None)
             print(f"{name:24s} {dname:40s} n={r['n']:5d} EM={r['exact_match']:6.2f} F1={r['f1']:6.2f} "
                   f"{r['ms_per_question']:.1f} ms/q", flush=True)
             results.append(r)
@@ -271,7 +346,25 @@ def main(argv=None) -> int:
         output = {"results": all_results, "paired": comparisons}
     if args.json:
         cli.write_text_atomic(args.json, json.dumps(output, indent=1, ensure_ascii=False))
+    if args.csv:
+        from core.csv_export import csv_text
+
+        cli.write_text_atomic(args.csv, csv_text(rows))
+        print(f"{len(rows)} per-question rows -> {args.csv}", file=sys.stderr, flush=True)
     return 0
+
+
+def prediction_path(path: str, model: str, dataset: str, many: bool) -> str:
+    """``path`` itself for one model on one data set; else ``OUT.<model>.<dataset>.json``.
+
+    >>> prediction_path("p.json", "m", "xquad/xquad.en", False), prediction_path("p.json", "m", "xquad/xquad.en", True)
+    ('p.json', 'p.m.xquad-xquad.en.json')
+    """
+    if not many:
+        return path
+    stem = path.removesuffix(".json")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", dataset).strip("-")
+    return f"{stem}.{model}.{slug}.json"
 
 
 if __name__ == "__main__":

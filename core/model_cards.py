@@ -25,7 +25,11 @@ __all__ = ["FIELDS", "METRICS", "CAPABILITY_FIELDS", "dataset_label", "evaluatio
            "capability_rows", "capability_matrix"]
 
 # The columns of a tidy row, in order; a card that lacks one leaves it None.
-FIELDS = ("model", "dataset", "lang", "n", "exact_match", "f1", "ms_per_question", "threads", "hardware", "date")
+FIELDS = ("model", "dataset", "lang", "n", "exact_match", "f1", "ms_per_question", "threads", "max_answer_tokens",
+          "hardware", "date")
+# core.evaluate had no answer-length flag before it recorded the cap: older cards were measured
+# with the engine's default of 30 tokens.
+DEFAULT_ANSWER_TOKENS = 30
 METRICS = {"f1": "F1", "exact_match": "EM", "ms_per_question": "ms / question"}
 # ``python -m core.behaviour FILE --card`` writes failure rates per family under ``capabilities``.
 CAPABILITY_FIELDS = ("model", "file", "family", "n", "failed", "failure_rate", "date")
@@ -60,6 +64,8 @@ def evaluation_rows(cards: dict[str, dict | None]) -> list[dict]:
             if not isinstance(ev, dict):
                 continue
             row = {f: ev.get(f) for f in FIELDS}
+            if row["max_answer_tokens"] is None:
+                row["max_answer_tokens"] = DEFAULT_ANSWER_TOKENS
             row.update(model=model, dataset=dataset_label(key))
             rows.append(row)
     return rows

@@ -4,8 +4,9 @@ A sweep is
   * a data set, or a seeded sample of ``n`` of its examples (:func:`sample_examples`: the sample
     for n=200 contains the one for n=100, so growing a sample reuses the work done);
   * perturbation specs: a registered perturbation id with parameters (``DCRQ:n_chars=2``), or a
-    natural challenge set ``file:<path under the data dir>`` paired with the data set by question
-    id (:func:`core.datasets.pair_challenge`), e.g. ``file:noiseqa/Synthetic/xquad-keyboard-synthetic``
+    natural challenge set ``file:<path under the data dir>`` paired with the data set by id, else
+    by position, only where both are the same item (:func:`core.datasets.pair_challenge`; the
+    config's ``pair_by`` forces a rule), e.g. ``file:noiseqa/Synthetic/xquad-keyboard-synthetic``
     (kept inside the data directory, or an absolute path inside the other roots of core.config:
     :func:`resolve_data_file` refuses ``..`` escapes, symlinks and paths elsewhere);
     randomised perturbations run ``repeats`` times with independent seeds, deterministic ones and
@@ -63,7 +64,7 @@ from typing import Any
 
 from core import cli
 from core import config as qax_config
-from core.datasets import Dataset, DatasetError, demo_dataset, load_squad, pair_challenge
+from core.datasets import Dataset, DatasetError, demo_dataset, legacy_rule, load_squad, pair_challenge
 from core.metrics import score_answer
 from core.perturb.base import PerturbationError, error_rates
 from core.store import Store, canonical_json, text_hash
@@ -71,7 +72,7 @@ from core.types import Answer, QAExample
 
 __all__ = [
     "FORMAT", "SweepError", "PerturbationSpec", "SweepConfig", "SweepRun", "parse_specs",
-    "load_dataset", "sample_examples", "example_hash", "engine_fingerprint", "run_sweep", "main",
+    "load_dataset", "sample_examples", "example_hash", "engine_fingerprint", "run_sweep", "main", "pair_file",
 ]
 
 FORMAT = "qax-sweep-1"
@@ -287,6 +288,11 @@ class SweepConfig:
     seed: int = 0
     sample: int | None = None
     name: str | None = None
+    # Loader and pairing options (core.datasets); stored in the configuration only when they
+    # differ from these defaults, so sweeps stored before they existed keep their hashes.
+    pair_by: str = "auto"
+    on_ambiguous: str = "error"
+    lang: str | None = None
 
 
 @dataclass
@@ -323,7 +329,11 @@ def example_hash(ex: QAExample) -> str:
     return _sha("example", ex.id, ex.lang, ex.question, ex.context, _answers_json(ex.answers))
 
 
-def prediction_key(model: str, fingerprint: str, question: str, context_hash: str) -> str:
+def prediction_key(model: str, fingerprint: str, question: str, context_hash: str, tag: str = "") -> str:
+    """The cache key of one model's answer. ``tag``: the engine's window shape for a long context
+    (``QAEngine.long_context_tag``), "" (left out of the key) for ordinary ones."""
+    if tag:
+        return _sha("prediction", model, fingerprint, question, context_hash, tag)
     return _sha("prediction", model, fingerprint, question, context_hash)
 
 
@@ -364,6 +374,12 @@ def engine_fingerprint(engine: Any) -> str:
         shape = getattr(engine, "_window_shape", None)
         max_length, stride = shape() if callable(shape) else (s.max_length, s.stride)
         h.update(f"{max_length}:{stride}:{s.max_answer_tokens}:{s.top_k}".encode())
+        # Long contexts' window shape: its threshold hashed only when not the default (stored
+        # fingerprints stay); the shape itself joins the key of each long context's prediction
+        # (:func:`prediction_key`), since before it existed long contexts were read like short ones.
+        threshold = getattr(s, "long_context_chars", 8000)
+        if threshold != 8000:
+            h.update(f":long_from={threshold}".encode())
         # The backend that answers (an ONNX one that fell back is torch), hashed only when not
         # torch: every fingerprint from before backends existed, and their stored sweeps, stay.
         resolve = getattr(engine, "resolve_backend", None)
@@ -431,23 +447,26 @@ def resolve_data_file(name: str, data_dir: str | Path | None = None, *, what: st
     return path
 
 
-def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: bool = False) -> Dataset:
+def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: bool = False,
+                 lang: str | None = None, on_ambiguous: str = "error") -> Dataset:
     """A data set by name: ``demo.<lang>`` (the bundled demo set), ``file:<path>`` or a path under
     the data directory with or without ``.json`` (``xquad/xquad.en``), both kept inside the
     roots (:func:`resolve_data_file`), or, unless ``confined`` (the web UI), any existing file
-    path (the CLI is the administrator's tool)."""
+    path (the CLI is the administrator's tool). ``lang`` and ``on_ambiguous``: see
+    :func:`core.datasets.load_squad` (the demo set has its own languages)."""
+    opts = {"lang": lang, "on_ambiguous": on_ambiguous}
     if name.startswith(FILE_PREFIX):
         path = resolve_data_file(name[len(FILE_PREFIX):], data_dir, what=f"dataset {name!r}")
-        return load_squad(path, name=name[len(FILE_PREFIX):].strip().removesuffix(".json"))
+        return load_squad(path, name=name[len(FILE_PREFIX):].strip().removesuffix(".json"), **opts)
     if name.startswith("demo.") and "/" not in name:
         return demo_dataset(name.split(".", 1)[1])
     path = Path(name).expanduser()
     if not confined and path.is_file():
-        return load_squad(path)
+        return load_squad(path, **opts)
     if path.is_absolute():
         if not confined:
             raise SweepError(f"dataset {name!r}: no such file")
-        return load_squad(resolve_data_file(name, data_dir, what=f"dataset {name!r}"))
+        return load_squad(resolve_data_file(name, data_dir, what=f"dataset {name!r}"), **opts)
     root = Path(data_dir) if data_dir is not None else qax_config.data_dir()
     if root is None:
         raise SweepError(f"dataset {name!r}: no such file, and no data directory "
@@ -458,7 +477,7 @@ def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: boo
         except ValueError as e:   # ConfinementError; a NUL byte in the name
             raise SweepError(f"dataset {name!r}: {e}") from None
         if candidate.is_file():
-            return load_squad(candidate, name=name.removesuffix(".json"))
+            return load_squad(candidate, name=name.removesuffix(".json"), **opts)
     raise SweepError(f"dataset {name!r}: neither a file nor found under the data directory {root}")
 
 
@@ -510,6 +529,7 @@ class _Spec:
     source: str
     make: Callable[[QAExample, random.Random], _Outcome]
     key_salt: str                     # file specs: the file's sha256; registry specs: ""
+    pairing: Any = None               # file specs (and chains starting with one): the core.datasets.Pairing
     first: "_Spec | None" = None      # chains: the first step, whose rng the chain uses
 
     def variant_key(self, ex_hash: str, seed: int, repeat: int) -> str:
@@ -567,16 +587,20 @@ _FILE_FAMILIES = (("keyboard", "keyboard"), ("asr", "asr"), ("translation", "mt"
                   ("paraphras", "paraphrase"))
 
 
-def _file_spec(spec: PerturbationSpec, original: Dataset, data_dir: str | Path | None) -> _Spec:
-    """A natural (or pre-generated) challenge file as a deterministic perturbation."""
+def _file_spec(spec: PerturbationSpec, original: Dataset, data_dir: str | Path | None,
+               pair_by: str = "auto", on_ambiguous: str = "error") -> _Spec:
+    """A natural (or pre-generated) challenge file as a deterministic perturbation, paired with
+    ``original`` by :func:`core.datasets.pair_challenge` (which refuses pairs that are not the
+    same items). The resolved spec's ``pairing`` says how; its ``source`` (stored with the sweep)
+    gives the rule and the counts."""
     if spec.params:
         raise SweepError(f"{spec.id}: file specs take no parameters")
     rel = spec.id[len(FILE_PREFIX):]
     path = resolve_data_file(rel, data_dir, what=spec.id)
     raw = path.read_bytes()
     try:
-        challenge = load_squad(path, lang=original.lang, name=rel)
-        pairing = pair_challenge(original, challenge)
+        challenge = load_squad(path, lang=original.lang, name=rel, on_ambiguous=on_ambiguous)
+        pairing = pair_challenge(original, challenge, pair_by)
     except DatasetError as e:
         raise SweepError(f"{spec.id}: {e}") from None
     partner = {o.id: c for o, c in pairing.pairs}
@@ -597,13 +621,26 @@ def _file_spec(spec: PerturbationSpec, original: Dataset, data_dir: str | Path |
         return _Outcome("ok", None, new, what, q_changed or c_changed, cer, wer,
                         {"id": spec.id, "pairing": pairing.rule})
 
+    # The cache key of a variant holds the file's hash; where pairing now joins other items than
+    # it did before pairs were checked (or drops some), the rule joins the key, so no stale
+    # variant is reused. Unchanged pairings keep their keys: stored sweeps stay valid.
+    salt = hashlib.sha256(raw).hexdigest()
+    if pairing.rule != legacy_rule(original, challenge) or pairing.mismatched:
+        salt += f":pair={pairing.rule}:{len(pairing.mismatched)}"
     return _Spec(spec.id, {}, "{}", FILE_PREFIX + Path(rel).name, family, field_name, False, 1,
-                 f"challenge file {path.name} (paired by {pairing.rule})", make,
-                 hashlib.sha256(raw).hexdigest())
+                 f"challenge file {path.name} ({pairing.summary()})", make, salt, pairing)
+
+
+def pair_file(spec_id: str, original: Dataset, data_dir: str | Path | None = None, pair_by: str = "auto",
+              on_ambiguous: str = "error"):
+    """How the challenge file of a ``file:`` spec pairs with ``original`` (a
+    :class:`core.datasets.Pairing`: rule and counts), checked as a sweep would before it starts;
+    SweepError (naming the first mismatches) when it does not pair."""
+    return _file_spec(PerturbationSpec(spec_id), original, data_dir, pair_by, on_ambiguous).pairing
 
 
 def _chain_spec(spec: PerturbationSpec, repeats: int, catalogue, original: Dataset | None,
-                data_dir: str | Path | None) -> _Spec:
+                data_dir: str | Path | None, pair_by: str = "auto", on_ambiguous: str = "error") -> _Spec:
     """``A+B+...``: each step applied to what the step before it made.
 
     A ``file:`` step may only come first (it replaces the question, undoing any step before it).
@@ -644,7 +681,7 @@ def _chain_spec(spec: PerturbationSpec, repeats: int, catalogue, original: Datas
         if i.startswith(FILE_PREFIX):
             if original is None:
                 raise SweepError(f"{spec.id}: a file: step needs the data set it pairs with")
-            steps.append(_file_spec(PerturbationSpec(i), original, data_dir))
+            steps.append(_file_spec(PerturbationSpec(i), original, data_dir, pair_by, on_ambiguous))
         else:
             steps.append(_registry_spec(PerturbationSpec.make(i, given[i]), repeats, catalogue))
     qualified = {f"{st.id}.{k}": v for st in steps for k, v in st.params.items()}
@@ -682,18 +719,20 @@ def _chain_spec(spec: PerturbationSpec, repeats: int, catalogue, original: Datas
                  fields.pop() if len(fields) == 1 else "both", randomised, repeats if randomised else 1,
                  " then ".join(st.source for st in steps), make,
                  "+".join(st.key_salt for st in steps) if any(st.key_salt for st in steps) else "",
-                 first=steps[0])
+                 pairing=steps[0].pairing, first=steps[0])
 
 
 def resolve_spec(spec: PerturbationSpec, repeats: int, catalogue, original: Dataset | None,
-                 data_dir: str | Path | None = None) -> _Spec:
-    """A spec resolved: a chain, a challenge file or a registered perturbation."""
+                 data_dir: str | Path | None = None, *, pair_by: str = "auto",
+                 on_ambiguous: str = "error") -> _Spec:
+    """A spec resolved: a chain, a challenge file or a registered perturbation. ``pair_by`` and
+    ``on_ambiguous``: how a challenge file is read and paired (:func:`_file_spec`)."""
     if spec.is_chain:
-        return _chain_spec(spec, repeats, catalogue, original, data_dir)
+        return _chain_spec(spec, repeats, catalogue, original, data_dir, pair_by, on_ambiguous)
     if spec.is_file:
         if original is None:
             raise SweepError(f"{spec.id}: a file spec needs the data set it pairs with")
-        return _file_spec(spec, original, data_dir)
+        return _file_spec(spec, original, data_dir, pair_by, on_ambiguous)
     return _registry_spec(spec, repeats, catalogue)
 
 
@@ -738,6 +777,11 @@ class _Runner:
         if context_hash not in self.contexts:
             self.contexts[context_hash] = self.store.context_text(context_hash)
         return self.contexts[context_hash]
+
+    def _key(self, model: str, question: str, context_hash: str) -> str:
+        tag_of = getattr(self.engines[model], "long_context_tag", None)
+        tag = tag_of(self._context(context_hash)) if callable(tag_of) else ""
+        return prediction_key(model, self.fingerprints[model], question, context_hash, tag)
 
     def _heartbeat(self) -> None:
         """Inside a chunk's transaction: ``updated_at`` tells a live sweep from a killed one."""
@@ -790,11 +834,11 @@ class _Runner:
                 pairs = {}
                 for ex in todo:
                     ch = text_hash(ex.context)
-                    pairs[prediction_key(model, self.fingerprints[model], ex.question, ch)] = (ex.question, ch)
+                    pairs[self._key(model, ex.question, ch)] = (ex.question, ch)
                 answers, rows = self._answer(model, pairs)
                 predictions += rows
                 for ex in todo:
-                    k = prediction_key(model, self.fingerprints[model], ex.question, text_hash(ex.context))
+                    k = self._key(model, ex.question, text_hash(ex.context))
                     em, f1 = score_answer(answers[k][0], ex.answer_texts, ex.lang)
                     results.append({"sweep_id": self.sweep_id, "model": model,
                                     "example_hash": self.hashes[ex.id], "prediction_key": k,
@@ -879,7 +923,7 @@ class _Runner:
             for u in mine:
                 rec = records[u.variant_key]
                 if rec.status == "ok":
-                    pairs[prediction_key(model, fp, rec.question, rec.context_hash)] = (rec.question, rec.context_hash)
+                    pairs[self._key(model, rec.question, rec.context_hash)] = (rec.question, rec.context_hash)
             answers, rows = self._answer(model, pairs) if pairs else ({}, [])
             predictions += rows
             for u in mine:
@@ -889,7 +933,7 @@ class _Runner:
                        "variant_key": u.variant_key, "status": rec.status, "prediction_key": None,
                        "em": None, "f1": None}
                 if rec.status == "ok":
-                    k = prediction_key(model, fp, rec.question, rec.context_hash)
+                    k = self._key(model, rec.question, rec.context_hash)
                     em, f1 = score_answer(answers[k][0], rec.golds, u.example.lang)
                     row.update(prediction_key=k, em=em, f1=f1)
                 results.append(row)
@@ -946,7 +990,8 @@ def run_sweep(config: SweepConfig, engines: Mapping[str, Any], db: str | Path | 
 
         catalogue = registry.get
 
-    full = dataset if dataset is not None else load_dataset(config.dataset, data_dir)
+    full = dataset if dataset is not None else load_dataset(
+        config.dataset, data_dir, lang=config.lang, on_ambiguous=config.on_ambiguous)
     scorable = [ex for ex in full.examples if ex.answers and not ex.is_impossible]
     examples = sample_examples(scorable, config.sample, config.seed)
     if not examples:
@@ -959,7 +1004,8 @@ def run_sweep(config: SweepConfig, engines: Mapping[str, Any], db: str | Path | 
         raise SweepError("no perturbations given")
     specs: list[_Spec] = []
     for s in specs_in:
-        resolved = resolve_spec(s, config.repeats, catalogue, full, data_dir)
+        resolved = resolve_spec(s, config.repeats, catalogue, full, data_dir, pair_by=config.pair_by,
+                                on_ambiguous=config.on_ambiguous)
         if any((r.id, r.params_json) == (resolved.id, resolved.params_json) for r in specs):
             continue  # the same spec written twice (e.g. DCRQ and DCRQ:n_words=1)
         specs.append(resolved)
@@ -973,6 +1019,9 @@ def run_sweep(config: SweepConfig, engines: Mapping[str, Any], db: str | Path | 
         "specs": [[s.id, s.params_json, s.repeats, s.key_salt] for s in specs],
         "models": [[m, fingerprints[m]] for m in models],
     }
+    for key, default in (("pair_by", "auto"), ("on_ambiguous", "error"), ("lang", None)):
+        if getattr(config, key) != default:
+            cfg[key] = getattr(config, key)
     cfg_json = canonical_json(cfg)
     cfg_hash = hashlib.sha256(cfg_json.encode()).hexdigest()
     name = config.name or f"{config.dataset}-{cfg_hash[:8]}"
@@ -1080,6 +1129,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--calibration", action="store_true", help="with --show: answer scores clean vs perturbed "
                     "and the abstention threshold that keeps 90%% of clean F1")
     ap.add_argument("--list-perturbations", action="store_true", help="list registered perturbations and exit")
+    cli.add_loader_options(ap, pairing=True)
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     return ap
 
@@ -1161,10 +1211,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # Data set, perturbation ids and parameters, model names: all known before the first (slow)
     # model load, so a typo costs a second, not a model load, and prints nothing else.
-    dataset = load_dataset(args.dataset, args.data_dir)
+    dataset = load_dataset(args.dataset, args.data_dir, **cli.loader_kwargs(args))
+    print(dataset.load_line(), flush=True)
     for spec in specs:
-        if not spec.is_file:
-            resolve_spec(spec, args.repeats, perturbations.get, dataset, args.data_dir)
+        # each challenge file is read and paired now too: a refusal costs no model load
+        resolved = resolve_spec(spec, args.repeats, perturbations.get, dataset, args.data_dir,
+                                pair_by=args.pair_by, on_ambiguous=args.on_ambiguous)
+        if resolved.pairing is not None:
+            print(f"{spec.id}: {resolved.pairing.summary()}", flush=True)
     for name in model_names:
         get_entry(name)
     from core.sqlite_db import sqlite_kind
@@ -1176,7 +1230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # changing the settings of a shared cached engine after the fact.
     engines = {name: load_engine(name, settings) for name in model_names}
     config = SweepConfig(args.dataset, specs, model_names, repeats=args.repeats, seed=args.seed,
-                         sample=args.sample, name=args.name)
+                         sample=args.sample, name=args.name, pair_by=args.pair_by,
+                         on_ambiguous=args.on_ambiguous, lang=args.lang)
     bar = None
     if not args.quiet:
         from tqdm import tqdm

@@ -33,7 +33,7 @@ from typing import Any
 from core.metrics.dpr import bucket_by, predictions_differ
 from core.metrics.paired import paired_difference
 from core.metrics.penalty import band, pct_change, penalty
-from core.metrics.text_distance import corpus_wer_normalised, noise_summary
+from core.metrics.text_distance import noise_summary, table3_summary
 from core.store import Store, effective_status
 from core.traps import find_trap, question_similarity
 
@@ -354,10 +354,12 @@ def cell_examples(db: Store | str | Path, sweep: int | str, model: str, perturba
 def noise_rates(db: Store | str | Path, sweep: int | str) -> dict[tuple[str, str], dict[str, float]]:
     """NoiseQA Table 3 for a sweep: how far each question perturbation moved the questions.
 
-    {(perturbation, params_json): {"n", "cer", "wer", "bleu", "wer_norm"}}: corpus CER and WER
-    (percent) and BLEU of the perturbed questions against the originals as written
-    (:func:`core.metrics.text_distance.noise_summary`, the paper's convention), and ``wer_norm``,
-    the WER with both sides lower-cased and unpunctuated (what an ASR engine can get right), over
+    {(perturbation, params_json): {"n", "cer", "wer", "bleu", "t3_cer", "t3_wer", "wer_norm"}}:
+    ``t3_cer`` / ``t3_wer`` / ``bleu`` are Table 3 as the paper defines it (CER and WER on
+    lower-cased text without punctuation, BLEU uncased as written:
+    :func:`core.metrics.text_distance.table3_summary`); ``cer`` / ``wer`` the raw figures, case and
+    punctuation counted (:func:`~core.metrics.text_distance.noise_summary`); ``wer_norm`` is
+    ``t3_wer`` (its older name), over
     the distinct variants the sweep scored (every repeat counts once, however many models
     answered it). Context-only perturbations are left out: their question is the original.
     """
@@ -373,8 +375,12 @@ def noise_rates(db: Store | str | Path, sweep: int | str) -> dict[tuple[str, str
             originals, noisy = pairs[(r["perturbation"], r["params_json"])]
             originals.append(r["original"])
             noisy.append(r["noisy"] or "")
-    return {key: {"n": len(o), **noise_summary(o, h), "wer_norm": 100.0 * corpus_wer_normalised(o, h)}
-            for key, (o, h) in pairs.items()}
+    out = {}
+    for key, (o, h) in pairs.items():
+        t3 = table3_summary(o, h)
+        out[key] = {"n": len(o), **noise_summary(o, h), "t3_cer": t3["cer"], "t3_wer": t3["wer"],
+                    "wer_norm": t3["wer"]}
+    return out
 
 
 def _ok_rows(store: Store, sid: int, families: Sequence[str] | None,

@@ -147,14 +147,15 @@ def _models(cell_list: Sequence[Cell]) -> list[str]:
 
 def _rate_columns(rates: Mapping[tuple[str, str], Mapping[str, float]] | None,
                   perturbation: str, params_json: str) -> dict[str, Any]:
-    """"CER %", "WER %", "BLEU" of a spec from core.sweep_report.noise_rates, and "WER % (lower-case,
-    no punct.)" (None when unknown)."""
+    """NoiseQA Table 3 of a spec from core.sweep_report.noise_rates: "CER % (Table 3)", "WER %
+    (Table 3)" (lower-cased, without punctuation, as the paper computes them), "BLEU", and the raw
+    "CER % (raw)", "WER % (raw)" where case and punctuation count (None when unknown)."""
     if rates is None:
         return {}
     r = rates.get((perturbation, params_json))
-    return {"CER %": _r(r["cer"]) if r else None, "WER %": _r(r["wer"]) if r else None,
+    return {"CER % (Table 3)": _r(r["t3_cer"]) if r else None, "WER % (Table 3)": _r(r["t3_wer"]) if r else None,
             "BLEU": _r(r["bleu"]) if r else None,
-            "WER % (lower-case, no punct.)": _r(r["wer_norm"]) if r else None}
+            "CER % (raw)": _r(r["cer"]) if r else None, "WER % (raw)": _r(r["wer"]) if r else None}
 
 
 def noiseqa_table(cell_list: Sequence[Cell],

@@ -109,18 +109,20 @@ def resolve_base(base: str) -> str:
 
 
 def load_training_examples(
-    files: list[str], use_squad_dev: bool, data_dir, drop_overlap: bool = False
+    files: list[str], use_squad_dev: bool, data_dir, drop_overlap: bool = False, loader: dict | None = None
 ) -> tuple[list[QAExample], dict]:
+    """``loader``: load_squad's ``lang`` / ``on_ambiguous`` for the ``files`` (core.cli.loader_kwargs)."""
     from core import datasets
 
     eval_ctx = datasets.eval_contexts(data_dir)
     examples: list[QAExample] = []
     counts: dict[str, dict] = {}
-    sources = [(f, lambda f=f: datasets.load_squad(f)) for f in files]
+    sources = [(f, lambda f=f: datasets.load_squad(f, **(loader or {}))) for f in files]
     if use_squad_dev:
         sources.append(("squad/dev-v1.1.json minus the XQuAD paragraphs", lambda: datasets.squad_dev_minus_xquad(data_dir)))
     for name, load in sources:
         ds = load()
+        print(ds.load_line(), flush=True)
         usable = [e for e in ds.examples if e.answers and not e.is_impossible]
         usable, dropped = check_no_eval_overlap(usable, eval_ctx, str(name), drop_overlap)
         counts[str(name)] = {"questions": len(usable), "dropped_eval_overlap": dropped}
@@ -408,6 +410,7 @@ def main(argv=None) -> int:
     ap.add_argument("--base", required=True, help="local folder, 'minilm', 'mpnet' or a hub id")
     ap.add_argument("--train", nargs="*", default=[], help="SQuAD-format training files")
     ap.add_argument("--squad-dev-minus-xquad", action="store_true")
+    cli.add_loader_options(ap)
     ap.add_argument("--output", required=True)
     ap.add_argument("--epochs", type=float, default=2.0)
     ap.add_argument("--lr", type=float, default=8e-5)
@@ -509,7 +512,7 @@ def main(argv=None) -> int:
     tok = AutoTokenizer.from_pretrained(args.init_from or base_path)
     model = AutoModelForQuestionAnswering.from_pretrained(weights_path, dtype=torch.float32)
     examples, counts = load_training_examples(
-        args.train, args.squad_dev_minus_xquad, data_dir(), args.drop_eval_overlap
+        args.train, args.squad_dev_minus_xquad, data_dir(), args.drop_eval_overlap, cli.loader_kwargs(args)
     )
     if not examples:
         raise TrainingDataError("no training examples")

@@ -56,7 +56,7 @@ from typing import Any
 
 from core import config
 from core.datasets import Dataset
-from core.metrics.text_distance import corpus_cer, corpus_wer, noise_summary
+from core.metrics.text_distance import corpus_cer, corpus_wer, table3_summary
 from core.speech import asr
 from core.speech.audio import AudioError, load_audio
 from core.types import Answer, QAExample
@@ -501,13 +501,14 @@ class Trial:
 
     def wer_summary(self) -> list[dict[str, Any]]:
         """Per engine: questions transcribed, WER and CER (percent, both sides normalised), and
-        NoiseQA's Table 3 triple on the texts as they are (CER, WER, BLEU vs the original questions)."""
+        NoiseQA's Table 3 triple as the paper defines it (CER, WER lower-cased without punctuation,
+        BLEU uncased as written, vs the original questions: core.metrics.text_distance.table3_summary)."""
         rows = []
         for engine in self.engines_transcribed():
             pairs = self.challenge_pairs(engine)
             refs = [asr.normalise_transcript(ex.question) for ex, _ in pairs]
             hyps = [text for _, text in pairs]
-            table3 = noise_summary([ex.question for ex, _ in pairs], hyps)
+            table3 = table3_summary([ex.question for ex, _ in pairs], hyps)
             rows.append({"speaker": self.speaker.label, "trial": self.id, "engine": engine, "n": len(pairs),
                          "wer": 100 * corpus_wer(refs, hyps), "cer": 100 * corpus_cer(refs, hyps),
                          "table3_cer": table3["cer"], "table3_wer": table3["wer"], "table3_bleu": table3["bleu"]})

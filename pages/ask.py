@@ -33,7 +33,8 @@ st.markdown(CSS, unsafe_allow_html=True)
 st.title("Ask")
 st.caption("Type a question about a context; every selected model answers, spans highlighted side by side.")
 
-models = model_picker("ask")
+# Drawn here, filled once the passage is known: the picker marks models not trained for its language.
+models_slot = st.container()
 # Kept across pages and across the context switch (components/persist.py): "Paste a context" and
 # back used to reset the data set to demo.en and the item to 0 under a question typed for another.
 persist.keep_all(["ask_source", "ask_context", "ask_question", "ask_qlang", "ask_nbest", "ask_asr_engine",
@@ -54,6 +55,8 @@ else:
     context = st.text_area("Context", height=180, key="ask_context",
                            placeholder="Paste a paragraph the answer should come from.")
     lang = guess_language(context).code if context.strip() else "en"
+with models_slot:
+    models = model_picker("ask", lang=lang)
 
 # ------------------------------------------------------------------ question language
 QLANGS = [ask_input.AUTO, "en", "es", "ca", "gl", "eu", "eo", "de", "zh", "ar", "el", "hi", "ro", "ru",

@@ -57,6 +57,10 @@ st.caption(md_escape(
     f"{len(sweep['perturbations'])} perturbation specs · repeats {sweep['config'].get('repeats')} · "
     f"seed {sweep['config'].get('seed')} · {sweep['done_units']:,}/{sweep['total_units']:,} result rows · "
     f"status {sweep['status']} · updated {sweep['updated_at']}"))
+file_sources = [f"{sp['label']}: {sp['source']}" for sp in report.sweep_specs(db_path, sweep_id)
+                if sp["perturbation"].startswith("file:")]
+if file_sources:   # how each challenge file was paired with the data set (rule and counts)
+    st.caption(md_escape("Challenge files: " + " · ".join(file_sources)))
 if sweep["done_units"] < sweep["total_units"]:
     st.warning("This sweep is incomplete: the numbers cover the rows stored so far (resume it on the Sweeps "
                "page, or reload this page while it runs).")
@@ -299,7 +303,9 @@ if not noise_rows:
             "typo_Q, asr_Q, backtranslate_Q, or a NoiseQA challenge file).")
 else:
     st.markdown("**Clean vs noisy EM / F1** (Table 4 layout; clean = the same questions without noise), with "
-                "each noisy set's CER / WER / BLEU against the original questions (Table 3)")
+                "each noisy set's CER / WER / BLEU against the original questions: Table 3 as the paper computes "
+                "it (CER and WER lower-cased without punctuation, BLEU uncased as written) and the raw CER / WER "
+                "(case and punctuation counted)")
     noise_df = pd.DataFrame(noise_rows)
     st.dataframe(noise_df, hide_index=True, key="hm_noiseqa")
     csv_download(noise_df, file_stem("noiseqa-table4", stem), "hm_noiseqa_csv")

@@ -22,6 +22,7 @@ from components.text import html_text, md_escape
 from core import trials
 from core.datasets import DatasetError
 from core.metrics.text_distance import wer
+from core.qa.registry import ModelLoadError
 from core.speech import asr
 from core.speech.audio import AudioError
 
@@ -204,7 +205,8 @@ def _results(trial: trials.Trial) -> None:
                                     "Table 3 BLEU": round(r["table3_bleu"], 1)} for r in summary]),
                      hide_index=True, width="stretch")
         st.caption("WER/CER: transcripts against the questions, both lower-cased and unpunctuated. Table 3: "
-                   "NoiseQA's CER/WER/BLEU against the questions as written.")
+                   "NoiseQA's CER/WER/BLEU as the paper computes them (CER and WER lower-cased without "
+                   "punctuation, BLEU uncased on the text as written).")
     else:
         st.caption("No transcripts yet.")
     everyone = trials.speaker_wer(trials.list_trials())
@@ -247,7 +249,7 @@ def _score(trial: trials.Trial, paths: dict[str, str]) -> None:
                 run = run_sweep(SweepConfig(paths["original"], specs, models, name=f"trial-{trial.id}"), engines,
                                 trial.path / "sweep.sqlite")
                 table = cells(trial.path / "sweep.sqlite", run.name)
-        except (SweepError, DatasetError) as e:
+        except (SweepError, DatasetError, ModelLoadError) as e:   # a hub model offline says why
             st.error(md_escape(e))
             return
         scores[trial.id] = pd.DataFrame([{"model": c.model, "set": c.label, "questions": c.n,

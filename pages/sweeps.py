@@ -33,7 +33,7 @@ from components.text import choose_hint
 from core import config
 from core.datasets import DatasetError
 from core.perturb import registry
-from core.sweep import PerturbationSpec, SweepConfig, SweepError, chain_steps, load_dataset, sample_examples
+from core.sweep import PerturbationSpec, SweepConfig, SweepError, chain_steps, load_dataset, pair_file, sample_examples
 from core.sweep_job import SweepJob
 from core.sweep_progress import Eta, format_seconds, readable_name
 from core.sweep_repair import SETTINGS, repair_specs
@@ -53,8 +53,18 @@ CHUNK = 8
 
 
 @st.cache_data(show_spinner="Reading dataset…", max_entries=8)
-def dataset_by_name(name: str, data_dir: str):
-    return load_dataset(name, data_dir or None, confined=True)
+def dataset_by_name(name: str, data_dir: str, on_ambiguous: str = "error", lang: str | None = None):
+    return load_dataset(name, data_dir or None, confined=True, on_ambiguous=on_ambiguous, lang=lang)
+
+
+@st.cache_data(show_spinner="Pairing the challenge file with the data set…", max_entries=32)
+def file_pairing(spec_id: str, dataset_name: str, data_dir: str, pair_by: str, on_ambiguous: str,
+                 _original) -> tuple[str | None, str | None]:
+    """(the pairing's one-line summary, None) or (None, why the file does not pair)."""
+    try:
+        return pair_file(spec_id, _original, data_dir or None, pair_by, on_ambiguous).summary(), None
+    except (SweepError, DatasetError, OSError) as e:
+        return None, str(e)
 
 
 @st.cache_data(ttl=10, show_spinner=False)
@@ -192,8 +202,14 @@ keep_valid("sw_dataset", options)
 c1, c2 = st.columns([3, 1])
 dataset_name = c1.selectbox("Dataset", options, key="sw_dataset",
                             help="The bundled demo sets, and every evaluation set found in the data directory.")
+on_ambiguous = st.radio(
+    "Answer offset -1 with several occurrences (DuReader-robust files)", ("error", "first", "nearest"),
+    horizontal=True, key="sw_on_ambiguous",
+    format_func={"error": "refuse", "first": "first occurrence", "nearest": "nearest the question's words"}.get,
+    help="What the loader does with an answer whose position is unknown (answer_start -1) and which occurs "
+         "several times in its context; the same as --on-ambiguous on the command line.")
 try:
-    ds = dataset_by_name(dataset_name, str(data_dir) if data_dir else "")
+    ds = dataset_by_name(dataset_name, str(data_dir) if data_dir else "", on_ambiguous)
 except (SweepError, DatasetError, OSError) as e:
     st.error(md_escape(f"Could not read {dataset_name}: {e}"))
     st.stop()
@@ -207,7 +223,7 @@ sample = int(c2.number_input("Sample size (0 = all)", 0, len(usable), key="sw_sa
                              help="A seeded sample: the sample of 200 contains the sample of 100 (same seed), "
                                   "so growing a sweep reuses its work."))
 st.caption(f"{len(ds):,} questions, {len(usable):,} with a gold answer (only those can be scored), "
-           f"language `{ds.lang}`.")
+           f"language `{ds.lang}`. Loaded: {md_escape(ds.load_line())}")
 
 st.markdown("**Perturbations** (by family; parameters below)")
 families = registry.by_family()
@@ -230,7 +246,7 @@ for i, (family, members) in enumerate(families.items()):
                                  format_func=option_label,
                                  help="\n".join(f"- **{p.id}**: {md_escape(p.description)}" for p in members))
 keep_valid("sw_files", challenges.get(dataset_name, []))
-files = st.multiselect("Challenge files paired with this data set by question id (natural or pre-generated "
+files = st.multiselect("Challenge files made from this data set (natural or pre-generated "
                        "noise, compared with the clean questions like a perturbation)",
                        challenges.get(dataset_name, []), key="sw_files")
 if not challenges.get(dataset_name):
@@ -301,6 +317,23 @@ repairs = st.multiselect(
          "repair with a paired-bootstrap interval. The noise is drawn as without the repair.")
 specs += repair_specs(specs, repairs, {pid for pid, p in by_id.items() if p.field == "question"})
 specs = list(dict.fromkeys(specs))
+unpaired = []  # challenge files that do not pair: the sweep cannot start with them
+if files:
+    pair_by = st.radio("Pair challenge files", ("auto", "id", "position"), horizontal=True, key="sw_pair_by",
+                       format_func={"auto": "auto (by id, else by position, only the same items)",
+                                    "id": "by id", "position": "by position"}.get,
+                       help="A challenge question is compared with its original only when both have the same "
+                            "context (and a gold answer in common). Forcing id or position drops the pairs "
+                            "that disagree and counts them; --pair-by on the command line.")
+    for f in files:
+        summary, error = file_pairing(f, dataset_name, str(data_dir) if data_dir else "", pair_by, on_ambiguous, ds)
+        if error:
+            unpaired.append(f)
+            st.error(md_escape(f"{label(f[len('file:'):])} cannot be used: {error}"))
+        else:
+            st.caption(md_escape(f"{label(f[len('file:'):])}: {summary}"))
+else:
+    pair_by = "auto"
 
 c1, c2, c3, c4 = st.columns(4)
 repeats = int(c1.number_input("Repeats (randomised)", 1, 100, 3, key="sw_repeats",
@@ -311,7 +344,7 @@ name = c3.text_input("Name (optional)", key="sw_name", help="Default: what the s
                      "configuration; the same configuration under the same name resumes.")
 c4.number_input("Chunk size", 8, 4096, CHUNK, step=8, key="sw_chunk",
                 help="Units per committed transaction: smaller = more frequent progress and faster cancel.")
-models = model_picker("sw")
+models = model_picker("sw", lang=ds.lang)
 language_mismatch_note(models, ds.lang)
 
 n_examples = len(sample_examples(usable, sample or None, seed)) if usable else 0
@@ -328,9 +361,11 @@ default_name = readable_name(dataset_name, [str(s) for s in specs], models,
 if specs and models and not name.strip():
     st.caption(md_escape(f"It will be called “{default_name}”."))
 if st.button("Start sweep", type="primary", key="sw_start",
-             disabled=busy or db_path is None or not (specs and models and usable)):
+             disabled=busy or db_path is None or not (specs and models and usable) or bool(unpaired)):
     start_job(SweepConfig(dataset_name, specs, models, repeats=repeats, seed=seed, sample=sample or None,
-                          name=name.strip() or default_name), ds)
+                          name=name.strip() or default_name, pair_by=pair_by, on_ambiguous=on_ambiguous), ds)
+if unpaired:
+    st.caption("Leave out the challenge files that do not pair (or choose another pairing) to start.")
 if busy:
     st.caption("A sweep is running in this session; start another when it ends (or cancel it).")
 job_panel()   # under Start, where the presenter's eyes are
@@ -382,10 +417,12 @@ if c2.button("Resume", key="sw_resume", disabled=busy or db_path is None):
                            f"resume it with python -m core.sweep."))
         st.stop()
     try:
-        resume_ds = dataset_by_name(cfg["dataset"], str(data_dir) if data_dir else "")
+        resume_ds = dataset_by_name(cfg["dataset"], str(data_dir) if data_dir else "",
+                                    cfg.get("on_ambiguous", "error"), cfg.get("lang"))
     except (SweepError, DatasetError, OSError) as e:
         st.error(md_escape(f"Cannot reload the data set {cfg['dataset']!r} of this sweep: {e}"))
         st.stop()
     start_job(SweepConfig(cfg["dataset"], resume_specs, [m for m, _fp in cfg["models"]],
                           repeats=int(cfg["repeats"]), seed=int(cfg["seed"]), sample=cfg["sample"],
-                          name=pick), resume_ds)
+                          name=pick, pair_by=cfg.get("pair_by", "auto"),
+                          on_ambiguous=cfg.get("on_ambiguous", "error"), lang=cfg.get("lang")), resume_ds)

@@ -34,7 +34,8 @@ st.caption("Perturb one question many ways and see how every selected model's an
            "Pick perturbations by family, set a seed, press **Generate & answer**, click a row.")
 
 
-models = model_picker("var")
+# Drawn here, filled once the item is known: the picker marks models not trained for its language.
+models_slot = st.container()
 persist.keep_all(["var_source", "var_context", "var_question", "var_seed", "var_repeats", "var_chain"])
 source = st.radio("Input", ["Dataset item", "Type a question and context"], horizontal=True, key="var_source")
 
@@ -53,6 +54,8 @@ else:
     example = QAExample(id="typed", question=question, context=context, lang=lang)
     st.caption(f"Language detected from the context: {md_escape(lang)}. Without a gold answer there is no EM/F1.")
 
+with models_slot:
+    models = model_picker("var", lang=example.lang)
 language_mismatch_note(models, example.lang)
 if warning := tagger_warning(example.lang):
     st.warning(md_escape(warning))

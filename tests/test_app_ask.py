@@ -57,7 +57,7 @@ def test_app_says_plainly_when_no_model_is_installed(monkeypatch, tmp_path):
 
 
 def test_models_for_other_languages_are_offered_but_not_preselected(monkeypatch, tmp_path, tiny_registry):
-    """A Chinese model is listed with its language tag; the English models answer by default,
+    """A Chinese model is listed, marked against the item's language; the English models answer by default,
     except one whose registry entry says preselect = false."""
     from tiny_model import build_tiny_qa
 
@@ -72,7 +72,7 @@ def test_models_for_other_languages_are_offered_but_not_preselected(monkeypatch,
     assert not at.exception
     picker = at.multiselect(key="ask_models")
     assert picker.value == ["tiny-a", "tiny-b"]
-    assert "tiny-zh (zh)" in picker.options
+    assert "tiny-zh · zh only, not for en" in picker.options   # marked against the English item
     assert "tiny-slow" in picker.options  # preselect = false: offered, not chosen by default
     picker.set_value(["tiny-a", "tiny-zh"]).run()
     at.radio(key="ask_source").set_value("Paste a context").run()
@@ -100,3 +100,20 @@ def test_translation_model_is_chosen_among_server_folders_never_typed(tiny_env, 
     assert not [t for t in at.text_input if t.key == "ask_mt_model"]
     picker = at.selectbox(key="ask_mt_model")
     assert picker.options == ["none (Apertium only)", str(inside.resolve())]
+
+
+def test_ask_picker_marks_models_not_trained_for_the_passage_language_and_hub_models(tiny_env):
+    at = AppTest.from_file("../app.py", default_timeout=120).run()
+    picker = at.multiselect(key="ask_models")
+    assert picker.options == ["tiny-a", "tiny-b", "hub-model · needs internet"]
+    at.selectbox(key="ask_dataset").set_value("demo.de").run()
+    picker = at.multiselect(key="ask_models")
+    assert picker.options == ["tiny-a · en only, not for de", "tiny-b · en only, not for de",
+                              "hub-model · en only, not for de · needs internet"]
+    assert picker.value == ["tiny-a", "tiny-b"]          # a hub model is never ticked for the user
+    picker.set_value(["tiny-a", "hub-model"]).run()
+    at.button(key="ask_go").click().run()
+    assert not at.exception
+    errors = shown(" ".join(e.value for e in at.error))
+    assert "hub-model" in errors and "HF_HUB_OFFLINE is set" in errors   # offline: why, at once
+    assert "tiny-a" in _html(at)                                          # the others still answer

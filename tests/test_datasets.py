@@ -211,7 +211,7 @@ def test_minus_one_offset_ambiguous_is_refused_unless_first(tmp_path):
     ds = load_squad(path, on_ambiguous="first")
     assert ds.examples[0].answers == (Answer("Bob", 0),)
     assert ds.stats == {"ambiguous_first": 1}
-    with pytest.raises(ValueError, match="on_ambiguous must be 'error' or 'first'"):
+    with pytest.raises(ValueError, match="on_ambiguous must be one of error, first, nearest"):
         load_squad(path, on_ambiguous="last")
 
 
@@ -339,12 +339,18 @@ def ex(id_, question, context="C"):
 
 
 def test_pair_by_position_when_no_id_is_shared():
-    orig = Dataset("o", "en", [ex("a", "Q1"), ex("b", "Q2")])
-    chal = Dataset("c", "en", [ex("x", "q1"), ex("y", "q2", context="D")])
+    # the second challenge context is an edited copy (a context perturbation): still the same item
+    orig = Dataset("o", "en", [ex("a", "Q1", "The cat sat on the mat."), ex("b", "Q2", "The cat sat on the mat.")])
+    chal = Dataset("c", "en", [ex("x", "q1", "The cat sat on the mat."), ex("y", "q2", "The cat sat on teh mat.")])
     p = pair_challenge(orig, chal)
     assert p.rule == "position"
     assert [(o.id, c.id) for o, c in p.pairs] == [("a", "x"), ("b", "y")]
     assert p.context_mismatches == ["b"]
+    # a different paragraph is not the same item: refused, naming the position
+    chal = Dataset("c", "en", [ex("x", "q1", "The cat sat on the mat."), ex("y", "q2", "Paris is in France.")])
+    with pytest.raises(DatasetError, match=r"by position: 1 positions join different items \(first: b / y: "
+                                           r"different contexts\)"):
+        pair_challenge(orig, chal)
 
 
 def test_pair_by_id_with_unmatched_and_refusal():
@@ -355,7 +361,8 @@ def test_pair_by_id_with_unmatched_and_refusal():
     assert [(o.id, c.question) for o, c in p.pairs] == [("a", "q1"), ("c", "q3")]
     assert (p.unmatched_original, p.unmatched_challenge) == (["b"], ["z"])
     with pytest.raises(DatasetError, match=r"cannot pair 'o' \(3 questions\) with 'd' \(1 "
-                                           r"questions\): no question id in common"):
+                                           r"questions\): by id: no question id in common \| by position: the files have different "
+                                           r"numbers of questions$"):
         pair_challenge(orig, Dataset("d", "en", [ex("q", "?")]))
 
 

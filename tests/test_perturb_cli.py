@@ -34,11 +34,14 @@ def test_drop_qmark_challenge_set_and_table3_summary(squad_file, tmp_path, capsy
     for o, c in zip(original.examples, challenge.examples):
         assert (o.context, o.answers, o.title) == (c.context, c.answers, c.title)
     printed = capsys.readouterr().out.splitlines()
-    assert printed[1] == "examples: 2 | perturbed: 1 | unchanged by chance: 0 | not applicable: 1 | incompatible: 0"
-    # all: 1 char edit over 13 + 17 = 30 chars (3.3 %); 1 of 3 + 4 = 7 words (14.3 %)
-    assert printed[3].split()[-3:-1] == ["3.3", "14.3"]
+    assert printed[0] == "mini.en: SQuAD v1.1, 2 questions; language en (from the file name); nothing repaired, guessed or dropped"
+    assert printed[2] == "examples: 2 | perturbed: 1 | unchanged by chance: 0 | not applicable: 1 | incompatible: 0"
+    # Table 3 as the paper computes it ignores punctuation: a dropped "?" costs no CER or WER
+    assert printed[5].split()[3:5] == ["0.0", "0.0"]
+    # raw, all: 1 char edit over 13 + 17 = 30 chars (3.3 %); 1 of 3 + 4 = 7 words (14.3 %)
+    assert printed[5].split()[-2:] == ["3.3", "14.3"]
     # with a variant (only "a"): 1/13 chars, 1/3 words
-    assert printed[4].split()[-3:-1] == ["7.7", "33.3"]
+    assert printed[6].split()[-2:] == ["7.7", "33.3"]
 
 
 def test_only_perturbed_and_limit(squad_file, tmp_path, capsys):

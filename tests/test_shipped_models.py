@@ -122,3 +122,36 @@ def test_chinese_model_answers_known_xquad_zh_questions(monkeypatch):
     ds = load_dataset("xquad/xquad.zh")
     eng = registry.load_engine("minilm-cmrc-zh")
     _assert_answers(eng, ds, KNOWN_ZH)
+
+
+def test_hub_entries_are_registered_with_their_languages():
+    hub = {m.name: (m.hf_id, m.languages) for m in registry.load_registry() if m.hf_id}
+    assert hub["gelectra-base-germanquad (hub)"] == ("deepset/gelectra-base-germanquad", ("de",))
+    assert hub["roberta-base-chinese-extractive-qa (hub)"] == ("uer/roberta-base-chinese-extractive-qa", ("zh",))
+    hf_id, langs = hub["xlm-roberta-base-squad2 (hub)"]
+    assert hf_id == "deepset/xlm-roberta-base-squad2" and {"de", "zh", "en", "th"} <= set(langs)
+    assert not any(registry.get_entry(n).is_installed() for n in hub)   # nothing of theirs is in the repo
+
+
+def test_a_hub_model_out_of_reach_fails_at_once_with_the_reason(monkeypatch, tmp_path):
+    """Offline, transformers retries the network for about a minute; the loader asks first and
+    names the hub it could not reach, then what to do (the entry's message)."""
+    import socket
+
+    from core.qa import hub
+
+    with socket.socket() as s:           # a local port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)   # the suite's conftest may set it
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))      # an empty local cache
+    monkeypatch.setattr(hub, "_seen", {})
+    assert hub.offline_reason() == f"127.0.0.1:{port} cannot be reached from this machine"
+    with pytest.raises(registry.ModelLoadError) as e:
+        registry.load_engine("gelectra-base-germanquad (hub)")
+    msg = str(e.value)
+    assert f"127.0.0.1:{port} cannot be reached" in msg and "local Hugging Face cache does not hold it" in msg
+    assert "hf download deepset/gelectra-base-germanquad --local-dir DIR" in msg
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert hub.offline_reason() == "HF_HUB_OFFLINE is set"

@@ -14,10 +14,20 @@ chain, ``--param keyboard_Q.p=1.0`` sets a step's parameter. Each example gets i
 ``random.Random`` seeded from ``(seed, example id)``, so one example's variant does not depend on
 which other examples are in the file.
 
-Printed summary (NoiseQA Table 3 style): corpus CER, WER (jiwer) and BLEU (sacreBLEU, uncased) of
-the perturbed field against the original, over all written examples and over those a variant was
-produced for (:func:`core.metrics.text_distance.noise_summary`), plus the counts of perturbed /
-unchanged by chance / not applicable / incompatible examples.
+Printed summary: NoiseQA's Table 3, corpus CER, WER and BLEU of the perturbed field against the
+original, as the paper defines it (CER/WER lower-cased without punctuation, BLEU uncased as
+written: :func:`core.metrics.text_distance.table3_summary`) with the raw figure beside it (case
+and punctuation counted: ``noise_summary``), over all written examples and over those a variant
+was produced for, plus the counts of perturbed / unchanged by chance / not applicable /
+incompatible examples.
+
+An existing challenge file (NoiseQA's, a paraphrase set, ...) is measured the same way:
+
+    python -m core.perturb.make_challenge --input xquad.en.json --challenge xquad-asr-synthetic.json
+
+pairs it with ``--input`` (:func:`core.datasets.pair_challenge`: by id, else by position, else
+refused naming the mismatches; ``--pair-by`` forces a rule), prints the rule and the counts and
+the Table 3 figures of the paired questions. Nothing is written.
 """
 from __future__ import annotations
 
@@ -29,8 +39,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from core import cli
-from core.datasets import Dataset, load_squad
-from core.metrics.text_distance import noise_summary
+from core.datasets import Dataset, load_squad, pair_challenge
+from core.metrics.text_distance import noise_summary, table3_summary
 from core.perturb import compose
 from core.perturb.base import Perturbation
 from core.types import QAExample
@@ -109,17 +119,43 @@ def summary_lines(result: ChallengeResult, total: int) -> list[str]:
     lines = [f"examples: {total} | perturbed: {c['perturbed']} | unchanged by chance: {c['unchanged by chance']}"
              f" | not applicable: {c['not applicable']} | incompatible: {c['incompatible']}"]
     lines += [f"  incompatible ({n}): {reason}" for reason, n in result.reasons.most_common()]
-    lines.append(f"{'':<22}{'CER':>8}{'WER':>8}{'BLEU':>8}")
     rows = [("all written examples", result.originals, result.perturbed)]
     changed = [(o, p) for o, p, a in zip(result.originals, result.perturbed, result.applied) if a]
     if changed:
         rows.append(("with a variant", [o for o, _ in changed], [p for _, p in changed]))
-    for label, originals, perturbed in rows:
-        if not originals:
-            continue
-        s = noise_summary(originals, perturbed)
-        lines.append(f"{label:<22}{s['cer']:>8.1f}{s['wer']:>8.1f}{s['bleu']:>8.1f}")
+    return lines + table3_lines([(label, o, p) for label, o, p in rows if o])
+
+
+def table3_lines(rows: list[tuple[str, list[str], list[str]]]) -> list[str]:
+    """NoiseQA Table 3 (the paper's definition) and the raw figure, one line per (label,
+    originals, noisy).
+
+    >>> for line in table3_lines([("set", ["When did the war end?"], ["when did the war and"])]):
+    ...     print(line)
+                            Table 3 (paper's definition)  raw (case, punctuation counted)
+                               CER     WER    BLEU         CER     WER
+    set                        5.0    20.0    54.8        14.3    40.0
+    """
+    lines = [f"{'':<22}{'Table 3 (paper' + chr(39) + 's definition)':>30}  raw (case, punctuation counted)",
+             f"{'':<22}{'CER':>8}{'WER':>8}{'BLEU':>8}{'CER':>12}{'WER':>8}"]
+    for label, originals, noisy in rows:
+        t, raw = table3_summary(originals, noisy), noise_summary(originals, noisy)
+        lines.append(f"{label:<22}{t['cer']:>8.1f}{t['wer']:>8.1f}{t['bleu']:>8.1f}{raw['cer']:>12.1f}{raw['wer']:>8.1f}")
     return lines
+
+
+def measure_challenge(original: Dataset, challenge: Dataset, pair_by: str = "auto") -> list[str]:
+    """The report on an existing challenge file: what was loaded, how it pairs with its
+    original, and Table 3 of its questions against the paired originals."""
+    pairing = pair_challenge(original, challenge, pair_by)
+    lines = [original.load_line(), challenge.load_line(), f"{challenge.name}: {pairing.summary()}"]
+    for o, c, why in pairing.mismatched[:3]:
+        lines.append(f"  mismatched: {o}" + (f" / {c}" if c != o else "") + f": {why}")
+    originals = [o.question for o, _ in pairing.pairs]
+    noisy = [c.question for _, c in pairing.pairs]
+    changed = sum(a != b for a, b in zip(originals, noisy))
+    lines.append(f"questions changed: {changed:,} of {len(originals):,}")
+    return lines + table3_lines([("paired questions", originals, noisy)])
 
 
 PROG = "python -m core.perturb.make_challenge"
@@ -132,15 +168,29 @@ def main(argv: list[str] | None = None) -> int:
     the output is written whole at the end or not at all."""
     parser = cli.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     parser.add_argument("--input", required=True, help="SQuAD-format JSON file (XQuAD, SQuAD dev, ...)")
-    parser.add_argument("--perturbation", required=True, help="registered id, or a chain ID1+ID2")
+    parser.add_argument("--perturbation", help="registered id, or a chain ID1+ID2")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", required=True, help="where to write the challenge set (SQuAD JSON)")
+    parser.add_argument("--output", help="where to write the challenge set (SQuAD JSON)")
+    parser.add_argument("--challenge", metavar="FILE",
+                        help="instead of writing one: pair this existing challenge file with --input and "
+                             "print the pairing and its Table 3 (CER / WER / BLEU)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    parser.add_argument("--lang", default=None, help="language of the input (default: from the file)")
+    cli.add_loader_options(parser, pairing=True)
     parser.add_argument("--limit", type=int, default=None, help="only the first N examples")
     parser.add_argument("--only-perturbed", action="store_true",
                         help="leave out the examples the perturbation did not apply to")
     args = parser.parse_args(argv)
+    if args.challenge:
+        if args.perturbation or args.output:
+            raise cli.CLIError("--challenge measures an existing file: no --perturbation or --output")
+        original = load_squad(args.input, **cli.loader_kwargs(args))
+        challenge = load_squad(args.challenge, lang=args.lang or original.lang, on_ambiguous=args.on_ambiguous)
+        for line in measure_challenge(original, challenge, args.pair_by):
+            print(line)
+        return 0
+    missing = [f for f, v in (("--perturbation", args.perturbation), ("--output", args.output)) if not v]
+    if missing:
+        raise cli.CLIError(f"{' and '.join(missing)} required (or --challenge FILE to measure an existing set)")
     if args.limit is not None and args.limit < 1:
         raise cli.CLIError(f"--limit must be at least 1, got {args.limit}")
 
@@ -155,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         perturbation = compose.resolve(args.perturbation)
         perturbation.resolve_params(flat)   # fail before reading the data
     cli.writable_file(args.output, "--output")  # before the work, not after it
-    dataset = load_squad(args.input, lang=args.lang)
+    dataset = load_squad(args.input, **cli.loader_kwargs(args))
+    print(dataset.load_line())
     examples = dataset.examples[: args.limit] if args.limit else dataset.examples
 
     started = time.perf_counter()

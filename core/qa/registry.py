@@ -231,6 +231,7 @@ def load_model_and_tokenizer(entry: ModelEntry):
 
     if entry.adapter:
         return load_adapter_model_and_tokenizer(entry)
+    offline = None
     if entry.path:
         d = entry.local_dir()
         if not entry.is_installed():
@@ -240,7 +241,12 @@ def load_model_and_tokenizer(entry: ModelEntry):
             )
         src, kwargs = str(d), {"local_files_only": True}
     else:
-        src, kwargs = entry.hf_id, {}
+        from core.qa.hub import offline_reason
+
+        # Offline, only the local Hugging Face cache can serve it: say so at once instead of
+        # letting transformers retry the network for a minute.
+        offline = offline_reason()
+        src, kwargs = entry.hf_id, ({"local_files_only": True} if offline else {})
     import torch
 
     # Shipped weights are fp16 to stay small; on a CPU compute in fp32 (fp16 CPU kernels are
@@ -252,8 +258,10 @@ def load_model_and_tokenizer(entry: ModelEntry):
         model = AutoModelForQuestionAnswering.from_pretrained(src, **kwargs)
     except Exception as e:  # network errors, missing files, wrong architecture: all end here
         if entry.hf_id:
+            why = (f"the hub is out of reach ({offline}) and the local Hugging Face cache does not hold it"
+                   if offline else f"{type(e).__name__}: {e}")
             raise ModelLoadError(
-                f"could not load {entry.hf_id!r} from the Hugging Face hub ({type(e).__name__}: {e}). "
+                f"could not load {entry.hf_id!r} from the Hugging Face hub ({why}). "
                 "Without internet, download it elsewhere (e.g. `hf download "
                 f"{entry.hf_id} --local-dir DIR`), copy DIR here, and register it in models.toml "
                 "with path = \"DIR\" instead of hf_id."
