@@ -217,6 +217,13 @@ def render_card_markdown(card: dict) -> str:
         lines += ["", "The answer cap is the longest span the engine may return (EngineSettings."
                       "max_answer_tokens; cards from before it was recorded were measured at 30).", ""]
         lines.append("")
+    for cap in (card.get("capabilities") or {}).values():
+        lines += [f"## Capabilities: {cap.get('name', '')} (python -m core.behaviour --card)", "",
+                  f"{cap.get('file')}, {cap.get('n')} cases, seed {cap.get('seed')}, {cap.get('date')}.", "",
+                  "| family | cases | failed | failure rate % |", "|---|---|---|---|"]
+        for fam, f in (cap.get("families") or {}).items():
+            lines.append(f"| {fam} | {f.get('n')} | {f.get('failed')} | {f.get('failure_rate')} |")
+        lines.append("")
     if notes := card.get("notes"):
         lines += ["## Notes", "", *[f"- {n}" for n in notes], ""]
     return "\n".join(lines)

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["FIELDS", "METRICS", "dataset_label", "evaluation_rows", "evaluation_matrix"]
+__all__ = ["FIELDS", "METRICS", "CAPABILITY_FIELDS", "dataset_label", "evaluation_rows", "evaluation_matrix",
+           "capability_rows", "capability_matrix"]
 
 # The columns of a tidy row, in order; a card that lacks one leaves it None.
 FIELDS = ("model", "dataset", "lang", "n", "exact_match", "f1", "ms_per_question", "threads", "max_answer_tokens",
@@ -30,6 +31,8 @@ FIELDS = ("model", "dataset", "lang", "n", "exact_match", "f1", "ms_per_question
 # with the engine's default of 30 tokens.
 DEFAULT_ANSWER_TOKENS = 30
 METRICS = {"f1": "F1", "exact_match": "EM", "ms_per_question": "ms / question"}
+# ``python -m core.behaviour FILE --card`` writes failure rates per family under ``capabilities``.
+CAPABILITY_FIELDS = ("model", "file", "family", "n", "failed", "failure_rate", "date")
 
 
 def dataset_label(key: str) -> str:
@@ -79,4 +82,38 @@ def evaluation_matrix(rows: list[dict], metric: str = "f1") -> pd.DataFrame:
     for r in rows:
         if r.get(metric) is not None:
             table.loc[r["dataset"], r["model"]] = float(r[metric])
+    return table
+
+
+def capability_rows(cards: dict[str, dict | None]) -> list[dict]:
+    """One row per (model, behaviour file, family) a card's ``capabilities`` holds, in card order.
+
+    >>> cards = {"a": {"capabilities": {"caps.toml": {"file": "caps.toml", "date": "2026-11-24", "families": {
+    ...     "animal vs vehicle": {"n": 160, "failed": 40, "failure_rate": 25.0}}}}}, "b": None}
+    >>> [(r["model"], r["family"], r["failure_rate"]) for r in capability_rows(cards)]
+    [('a', 'animal vs vehicle', 25.0)]
+    """
+    rows = []
+    for model, card in cards.items():
+        for key, cap in ((card or {}).get("capabilities") or {}).items():
+            if not isinstance(cap, dict):
+                continue
+            for family, f in (cap.get("families") or {}).items():
+                if isinstance(f, dict):
+                    rows.append({"model": model, "file": cap.get("file", key), "family": family, "n": f.get("n"),
+                                 "failed": f.get("failed"), "failure_rate": f.get("failure_rate"),
+                                 "date": cap.get("date")})
+    return rows
+
+
+def capability_matrix(rows: list[dict], file: str) -> pd.DataFrame:
+    """Families (rows, first-seen order) x models (columns) of the failure rate in % on one behaviour
+    file; NaN where a model was not run on it."""
+    rows = [r for r in rows if r["file"] == file]
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    families = list(dict.fromkeys(r["family"] for r in rows))
+    table = pd.DataFrame(index=families, columns=models, dtype=float)
+    for r in rows:
+        if r.get("failure_rate") is not None:
+            table.loc[r["family"], r["model"]] = float(r["failure_rate"])
     return table

@@ -111,6 +111,32 @@ else:
                            "models_evaluations.json", "application/json", key="models_tidy_json",
                            on_click="ignore")
 
+# ------------------------------------------------------------------------------------- capabilities
+st.subheader("Capabilities (behaviour tests)")
+cap_rows = model_cards.capability_rows(cards)
+if not cap_rows:
+    st.info("No model card holds capability figures yet: run `python -m core.behaviour "
+            "assets/behaviour/capabilities_en.toml --model NAME --card`.")
+else:
+    cap_files = list(dict.fromkeys(r["file"] for r in cap_rows))
+    cap_file = st.selectbox("Behaviour file", cap_files, key="models_cap_file") if len(cap_files) > 1 else cap_files[0]
+    cap_matrix = model_cards.capability_matrix(cap_rows, cap_file)
+    st.dataframe(cap_matrix, width="stretch",
+                 column_config={m: st.column_config.NumberColumn(format="%.1f") for m in cap_matrix.columns})
+    st.caption(md_escape(f"Failure rate in % per family of minimum-functionality tests ({cap_file}; lower is "
+                         "better), as written by `python -m core.behaviour FILE --model NAME --card`. Empty: "
+                         "the model was not run on this file. Run the file on the Behaviour tests page to "
+                         "see the failing cases."))
+    cap_tidy = pd.DataFrame(cap_rows, columns=list(model_cards.CAPABILITY_FIELDS))
+    c1, c2 = st.columns(2)
+    with c1:
+        csv_download(cap_matrix.reset_index(names="family"), "models_capabilities", key="models_cap_csv",
+                     label="CSV (failure-rate matrix)")
+    with c2:
+        st.download_button("⬇ JSON (full table)", json.dumps(cap_rows, indent=1, ensure_ascii=False).encode("utf-8"),
+                           "models_capabilities.json", "application/json", key="models_cap_json",
+                           on_click="ignore")
+
 # ------------------------------------------------------------------------------------- cards
 st.subheader("Model cards")
 for m in entries:

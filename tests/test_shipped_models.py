@@ -143,6 +143,7 @@ def test_a_hub_model_out_of_reach_fails_at_once_with_the_reason(monkeypatch, tmp
     with socket.socket() as s:           # a local port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)   # the suite's conftest may set it
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
     monkeypatch.setenv("HF_HOME", str(tmp_path))      # an empty local cache
     monkeypatch.setattr(hub, "_seen", {})

@@ -1,4 +1,7 @@
-"""``python -m core.behaviour FILE --model NAME [--max-failure-rate F]``: run behaviour tests.
+"""``python -m core.behaviour FILE --model NAME [--max-failure-rate F] [--card]``: run behaviour tests.
+
+With ``--card`` each model's failure rate per family (and per test) is written into its
+``model_card.json`` under ``capabilities`` (core.behaviour.card), which the Models page shows.
 
 Exit status (for CI): 0 when every test is within its failure-rate threshold (a test's own
 ``max_failure_rate`` in the file, else ``--max-failure-rate``; a test with neither only reports),
@@ -28,6 +31,8 @@ def _parser():
                          "of its cases (0 to 1)")
     ap.add_argument("--json", metavar="PATH", help="write every case's result as JSON")
     ap.add_argument("--csv", metavar="PATH", help="write every case's result as CSV")
+    ap.add_argument("--card", action="store_true",
+                    help="write each model's failure rate per family into its model_card.json (under 'capabilities')")
     ap.add_argument("--failures", type=int, default=3, help="failing cases printed per test (default 3)")
     return ap
 
@@ -51,8 +56,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             _perturber(test.perturb)
     from core.qa.registry import get_entry, load_engine
 
-    for name in args.model:
-        get_entry(name)
+    entries = {name: get_entry(name) for name in args.model}
+    if args.card:
+        from core.evaluate import read_card
+
+        for name, entry in entries.items():
+            if entry.local_dir() is None:
+                raise cli.CLIError(f"{name}: a hub model has no local model card to write (--card)")
+            try:
+                read_card(entry.local_dir())   # a broken card fails now, not after the run
+            except ValueError as e:
+                raise cli.CLIError(f"{name}: its model card cannot be read: {e}") from None
     engines = {name: load_engine(name) for name in args.model}
     results = run_file(bfile, engines, rate)
     for r in results:
@@ -71,6 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         import pandas as pd
 
         pd.DataFrame(rows).to_csv(args.csv, index=False)
+    if args.card:
+        from core.behaviour.card import write_capabilities
+
+        for name, entry in entries.items():
+            path = write_capabilities(entry.local_dir(), bfile, args.file, [r for r in results if r.model == name])
+            print(f"{name}: failure rates per family written to {path}")
     over = [r for r in results if r.over_threshold]
     if over:
         print(f"{len(over)} test(s) over their failure-rate threshold", file=sys.stderr)

@@ -36,7 +36,7 @@ DEFAULT_CASES = 50
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _TOP_KEYS = {"name", "description", "lang", "seed", "test"}
 _TEST_KEYS = {"name", "type", "description", "question", "context", "expect", "perturb", "replace",
-              "expect_after", "fill", "n", "distinct", "max_failure_rate"}
+              "expect_after", "fill", "n", "distinct", "max_failure_rate", "family"}
 
 
 class BehaviourError(ValueError):
@@ -60,6 +60,12 @@ class TestSpec:
     distinct: tuple[str, ...] = ()          # placeholders that must take different values
     max_failure_rate: float | None = None
     description: str = ""
+    family: str = ""                        # tests sharing a family are reported together; "" = own name
+
+    @property
+    def family_name(self) -> str:
+        """The family this test reports under: its ``family``, else its own name."""
+        return self.family or self.name
 
 
 @dataclass(frozen=True)
@@ -176,8 +182,11 @@ def _test(data: Any, position: int) -> TestSpec:
     description = data.get("description", "")
     if not isinstance(description, str):
         raise BehaviourError(f"test {name!r}: 'description' must be a string")
+    family = data.get("family", "")
+    if not isinstance(family, str):
+        raise BehaviourError(f"test {name!r}: 'family' must be a string")
     return TestSpec(name, kind, question, context, expect, perturb, replace, expect_after, fill, n,
-                    tuple(distinct), None if rate is None else float(rate), description)
+                    tuple(distinct), None if rate is None else float(rate), description, family.strip())
 
 
 def loads(text: str, name: str = "behaviour") -> BehaviourFile:
