@@ -9,7 +9,7 @@ from components.state import init_state
 from components.text import md_escape
 
 st.set_page_config(page_title="QA Robustness Explorer", page_icon="🔎", layout="wide")
-init_state()
+init_state(entry=True)
 
 # Only pages that are built appear here. The default page is served at "/" but still reserves its
 # own address, so Ask reserves "home" and the address /ask is a hidden page that opens it.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["requested_page", "is_unknown"]
+__all__ = ["requested_page", "is_unknown", "leave_pages_directory_mode"]
 
 
 def requested_page() -> str | None:
@@ -33,3 +33,25 @@ def is_unknown(requested: str | None, url_paths: Iterable[str]) -> bool:
     True
     """
     return bool(requested) and requested not in set(url_paths)
+
+
+def leave_pages_directory_mode() -> None:
+    """Send a page run outside ``app.py``'s navigation back through it.
+
+    A server's first run (and every run until some visitor loads ``/``) is in Streamlit's old
+    ``pages/`` directory mode, because the flag that ``st.navigation`` clears is set from the
+    existence of ``pages/`` when the server starts. A first visit straight to ``/models`` then ran
+    ``pages/models.py`` on its own, under a sidebar of file names ("app", "ask", "beat the ai"...).
+    Every page calls this first (``init_state``; ``app.py`` does not, its own ``st.navigation``
+    leaves the mode): in that mode it clears the flag and asks for a rerun, which runs ``app.py``
+    and its navigation, which opens the page the address names. Known gap: an unknown address as a
+    fresh server's very first request falls to ``app.py`` in that mode and shows Ask.
+    """
+    import streamlit as st
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    if get_script_run_ctx() is None or not PagesManager.uses_pages_directory:
+        return
+    PagesManager.uses_pages_directory = False
+    st.rerun()

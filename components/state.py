@@ -26,7 +26,12 @@ DEFAULTS = {
 }
 
 
-def init_state() -> None:
+def init_state(entry: bool = False) -> None:
+    """Page config and the session's defaults. ``entry``: called by app.py, not by a page."""
+    if not entry:
+        from components.navigation import leave_pages_directory_mode
+
+        leave_pages_directory_mode()   # a page opened by its address before app.py ever ran
     # Every page says it is wide: a page opened straight by its URL, or served on its own, would
     # otherwise fall back to Streamlit's narrow centred column (736 px), which squeezes the heatmap.
     st.set_page_config(page_title="QA Robustness Explorer", page_icon="🔎", layout="wide")
