@@ -53,5 +53,11 @@ def leave_pages_directory_mode() -> None:
 
     if get_script_run_ctx() is None or not PagesManager.uses_pages_directory:
         return
+    from streamlit.runtime import Runtime
+
+    # Only on a real server: AppTest starts every run in that mode on purpose (it resets the flag)
+    # and runs a page it switched to that way; a rerun there would lose the switch.
+    if type(getattr(Runtime, "_instance", None)) is not Runtime:
+        return
     PagesManager.uses_pages_directory = False
     st.rerun()
