@@ -348,8 +348,9 @@ class _Driver:
 
     def _submit_predict(self, request: _Request, piece: int, model: str, questions, contexts, w: int | None = None):
         w = self._least_loaded() if w is None else w
-        future = self.actors[w][model].predict.remote(questions, contexts)
-        self.futures[future] = (request, piece, ("predict", w, model, questions, contexts))
+        actor = self.actors[w][model]
+        future = actor.predict.remote(questions, contexts)
+        self.futures[future] = (request, piece, ("predict", w, model, questions, contexts, actor))
         self.states[w].in_flight += 1
         self.states[w].state = "busy"
 
@@ -426,13 +427,15 @@ class _Driver:
         for future in ready:
             request, piece, how = self.futures.pop(future)
             if how[0] == "predict":
-                _, w, model, questions, contexts = how
+                _, w, model, questions, contexts, actor = how
                 self.states[w].in_flight -= 1
                 try:
                     answer = self.ray.get(future)
                 except self.ray.exceptions.RayActorError:
-                    # the actor died (ray.kill, its process or node lost): replace it, send again
-                    self._replace(w, model)
+                    # the actor died (ray.kill, its process or node lost): replace it, send again;
+                    # its other batches in flight fail too, and go to the replacement already made
+                    if self.actors[w][model] is actor:
+                        self._replace(w, model)
                     self._submit_predict(request, piece, model, questions, contexts, w)
                     continue
                 except self.ray.exceptions.RayTaskError as e:
