@@ -133,7 +133,7 @@ def load_training_examples(
 def parse_augment_spec(spec: str) -> tuple[list[tuple[str, dict]], list[float] | None]:
     """``--augment`` as (perturbation id, params) pairs and optional relative weights.
 
-    The entries use the sweep's spec syntax (:func:`core.sweep.parse_specs`: ``ID``,
+    The entries use the sweep's spec syntax (:func:`core.perturb.spec.parse_specs`: ``ID``,
     ``ID:key=value[:key=value...]``, typed values, ``a..b`` ranges and ``x|y`` lists), plus one
     extra key, ``weight``: the entry's relative share. Without any weight every entry is equally
     likely (None), as in the first noise-augmented runs; a weight lets a slow perturbation
@@ -155,7 +155,8 @@ def parse_augment_spec(spec: str) -> tuple[list[tuple[str, dict]], list[float] |
     """
     from core.perturb import registry
     from core.perturb.base import PerturbationError
-    from core.sweep import SweepError, parse_specs
+    from core.perturb.spec import parse_specs
+    from core.sweeps.config import SweepError
 
     registry.load_all()
     try:
@@ -194,9 +195,9 @@ def augment_examples(examples: list[QAExample], share: float, ids: list, rng: ra
     Returns the new examples and how many each entry made.
     """
     from core.perturb import registry
+    from core.perturb.spec import spec_label
     from core.speech.asr import ASRError
     from core.speech.tts import TTSError
-    from core.sweep import spec_label
     from core.translate import TranslationError
 
     registry.load_all()

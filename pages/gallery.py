@@ -15,8 +15,8 @@ from components.sweep_db import db_picker
 from components.text import html_text, md_escape
 from core import beat
 from core import gallery as cg
-from core import sweep_report as report
 from core.perturb import registry
+from core.sweeps import report as report
 
 init_state()
 sidebar_settings()

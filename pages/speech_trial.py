@@ -236,8 +236,9 @@ def _results(trial: trials.Trial) -> None:
 
 def _score(trial: trials.Trial, paths: dict[str, str]) -> None:
     """Per-speaker F1 (NoiseQA Table 10): a sweep of the chosen models over this trial's sets."""
-    from core.sweep import SweepConfig, SweepError, run_sweep
-    from core.sweep_report import cells
+    from core.sweeps.config import SweepConfig, SweepError
+    from core.sweeps.report import cells
+    from core.sweeps.run import run_sweep
 
     models = model_picker("trial", default_all=False)
     scores = st.session_state.setdefault("trial_scores", {})   # trial id -> the last scores, kept across reruns

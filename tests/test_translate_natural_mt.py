@@ -7,8 +7,9 @@ import pytest
 
 from core import natural_mt, translate
 from core.datasets import Dataset, load_squad
-from core.sweep import SweepConfig, run_sweep
-from core.sweep_report import cells
+from core.sweeps.config import SweepConfig
+from core.sweeps.report import cells
+from core.sweeps.run import run_sweep
 from core.types import Answer, Prediction, QAExample, Span
 
 CTX1 = "Paris is the capital of France."

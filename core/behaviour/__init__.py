@@ -6,7 +6,7 @@ a model:
 
   MFT  minimum functionality: the answer must match ``expect`` (SQuAD exact match, after
        normalisation: case, punctuation, articles);
-  INV  invariance: the answer to the question perturbed by ``perturb`` (any spec of core.sweep:
+  INV  invariance: the answer to the question perturbed by ``perturb`` (any spec of core.sweeps:
        ``keyboard_Q``, ``typo_Q:rate=0.2``, ``keyboard_Q+repair_Q:mode=all``) must equal the answer
        to the original (normalised); a case the perturbation does not apply to is skipped;
   DIR  directional: after replacing ``replace[0]`` by ``replace[1]`` in the context, the answer
@@ -112,7 +112,9 @@ def _case_rng(seed: int, test: str, index: int) -> random.Random:
 def _perturber(spec_text: str) -> Callable[[QAExample, random.Random], QAExample | None]:
     """The ``perturb`` spec as a function (example, rng) -> perturbed example, or None when it does not apply."""
     from core.perturb import registry
-    from core.sweep import SweepError, parse_specs, resolve_spec
+    from core.perturb.spec import parse_specs
+    from core.sweeps.config import SweepError
+    from core.sweeps.resolve import resolve_spec
 
     try:
         specs = parse_specs(spec_text)

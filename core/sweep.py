@@ -1,0 +1,23 @@
+"""The old name of :mod:`core.sweeps`, kept so that ``python -m core.sweep ...`` and users' scripts
+(``from core.sweep import SweepConfig, run_sweep``) keep working. New code imports from the
+package's modules (the README's Layout table lists them); this alias re-exports only the names
+``core.sweep`` exported before the package existed.
+"""
+import sys
+
+from core.datasets import load_dataset, resolve_data_file, sample_examples
+from core.perturb.spec import PerturbationSpec, chain_steps, parse_specs, spec_label
+from core.sweeps.cli import main
+from core.sweeps.config import FORMAT, SweepConfig, SweepError, SweepRun
+from core.sweeps.keys import engine_fingerprint, example_hash
+from core.sweeps.resolve import pair_file, resolve_spec
+from core.sweeps.run import run_sweep
+
+__all__ = [
+    "FORMAT", "SweepError", "PerturbationSpec", "SweepConfig", "SweepRun", "parse_specs", "chain_steps",
+    "spec_label", "load_dataset", "resolve_data_file", "sample_examples", "example_hash", "engine_fingerprint",
+    "resolve_spec", "run_sweep", "main", "pair_file",
+]
+
+if __name__ == "__main__":
+    sys.exit(main())
