@@ -123,7 +123,7 @@ def load_training_examples(
     for name, load in sources:
         ds = load()
         print(ds.load_line(), flush=True)
-        usable = [e for e in ds.examples if e.answers and not e.is_impossible]
+        usable = [e for e in ds.examples if datasets.has_gold(e)]
         usable, dropped = check_no_eval_overlap(usable, eval_ctx, str(name), drop_overlap)
         counts[str(name)] = {"questions": len(usable), "dropped_eval_overlap": dropped}
         examples.extend(usable)
@@ -155,13 +155,12 @@ def parse_augment_spec(spec: str) -> tuple[list[tuple[str, dict]], list[float] |
     """
     from core.perturb import registry
     from core.perturb.base import PerturbationError
-    from core.perturb.spec import parse_specs
-    from core.sweeps.config import SweepError
+    from core.perturb.spec import SpecError, parse_specs
 
     registry.load_all()
     try:
         specs = parse_specs(spec)
-    except SweepError as exc:
+    except SpecError as exc:
         raise ValueError(f"--augment: {exc}") from exc
     entries: list[tuple[str, dict]] = []
     weights: list[float] = []

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from core import config
-from core.datasets import Dataset
+from core.datasets import Dataset, has_gold, sample_examples
 from core.metrics.text_distance import corpus_cer, corpus_wer, table3_summary
 from core.speech import asr
 from core.speech.audio import AudioError, load_audio
@@ -543,13 +543,12 @@ def create_trial(speaker: Speaker, dataset: Dataset, n: int, seed: int, *, datas
     is contained in the sample of n + k). The trial folder is built under a temporary name and
     renamed into place, so a crash never leaves half a trial.
     """
-    from core.datasets import sample_examples
 
     if not isinstance(speaker, Speaker) or not speaker.label.strip():
         raise TrialError("a trial needs a speaker label (a name or a pseudonym)")
     if n < 1:
         raise TrialError(f"a trial needs at least one question, got n={n}")
-    answerable = [ex for ex in dataset.examples if ex.answers and not ex.is_impossible]
+    answerable = [ex for ex in dataset.examples if has_gold(ex)]
     if not answerable:
         raise TrialError(f"data set {dataset.name!r} has no answerable question")
     examples = sample_examples(answerable, n, seed)

@@ -36,7 +36,7 @@ from components.state import current_data_dir, init_state, sidebar_settings
 from components.sweep_db import db_picker, label, md_escape, stored_sweeps_or_stop
 from components.text import choose_hint
 from core import config
-from core.datasets import DatasetError, load_dataset, sample_examples
+from core.datasets import DatasetError, has_gold, load_dataset, sample_examples
 from core.perturb import registry
 from core.perturb.spec import PerturbationSpec, chain_steps
 from core.sweeps.config import SweepConfig, SweepError
@@ -100,7 +100,7 @@ def other_challenge_files(roots: tuple[str, ...]) -> list[str]:
 
 
 def scorable(ds) -> list:
-    return [ex for ex in ds.examples if ex.answers and not ex.is_impossible]
+    return [ex for ex in ds.examples if has_gold(ex)]
 
 
 def load_engines(names: list[str]) -> dict | None:

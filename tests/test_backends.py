@@ -188,7 +188,7 @@ def test_a_bad_backend_is_refused_wherever_it_is_set(make, value):
     assert eng.settings.backend == "torch" and eng.backend_name == "torch"
 
 
-@pytest.mark.parametrize("module", ["core.evaluate", "core.sweeps"])
+@pytest.mark.parametrize("module", ["core.evaluate", "core.sweeps.cli"])
 def test_the_clis_refuse_a_bad_backend_before_loading_anything(module, capsys):
     import importlib
 
@@ -198,9 +198,9 @@ def test_the_clis_refuse_a_bad_backend_before_loading_anything(module, capsys):
     assert main([*argv, "--backend", "tensorrt"]) == 2
     err = capsys.readouterr().err
     # core.sweeps's --backend also names where the sweep runs (local or ray, core.sweeps.ray)
-    where = "local, ray, " if module == "core.sweeps" else ""
+    where = "local, ray, " if module == "core.sweeps.cli" else ""
     assert f"--backend must be one of {where}torch, onnx, onnx-int8, got 'tensorrt'" in err
-    if module == "core.sweeps":
+    if module == "core.sweeps.cli":
         assert main([*argv, "--engine-backend", "tensorrt"]) == 2
         assert "--engine-backend must be one of torch, onnx, onnx-int8, got 'tensorrt'" in capsys.readouterr().err
 

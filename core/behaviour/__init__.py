@@ -112,8 +112,7 @@ def _case_rng(seed: int, test: str, index: int) -> random.Random:
 def _perturber(spec_text: str) -> Callable[[QAExample, random.Random], QAExample | None]:
     """The ``perturb`` spec as a function (example, rng) -> perturbed example, or None when it does not apply."""
     from core.perturb import registry
-    from core.perturb.spec import parse_specs
-    from core.sweeps.config import SweepError
+    from core.perturb.spec import SpecError, parse_specs
     from core.sweeps.resolve import resolve_spec
 
     try:
@@ -123,7 +122,7 @@ def _perturber(spec_text: str) -> Callable[[QAExample, random.Random], QAExample
         if specs[0].is_file or any(s.startswith("file:") for s in specs[0].id.split("+")):
             raise BehaviourError(f"perturb {spec_text!r}: a behaviour test perturbs with a generator, not a file")
         resolved = resolve_spec(specs[0], 1, registry.get, None)
-    except SweepError as e:
+    except SpecError as e:   # SweepError (resolving) is one too
         raise BehaviourError(f"perturb {spec_text!r}: {e}") from None
 
     def apply(example: QAExample, rng: random.Random) -> QAExample | None:
