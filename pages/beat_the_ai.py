@@ -23,8 +23,7 @@ from components.pickers import dataset_picker, model_picker
 from components.span_picker import span_keys, span_picker
 from components.state import init_state, sidebar_settings
 from components.text import count, html_text, md_escape
-from core import identity
-from core.collect import beat, beat_stats, beat_store
+from core.collect import beat, beat_stats, beat_store, identity
 from core.csv_export import csv_bytes
 from core.qa.engine import QAInputError
 from core.types import Span

@@ -299,10 +299,10 @@ def test_ship_bad_input_writes_nothing(env, tmp_path):
 
 def test_natural_mt_bad_input_writes_nothing(env, tmp_path):
     d = env[0]
-    proc = run(env, "core.natural_mt", "--lang", "es", "--output", tmp_path / "o.json", "--limit", "0")
-    assert_refused(proc, "core.natural_mt", "--limit must be at least 1, got 0")
-    proc = run(env, "core.natural_mt", "--lang", "es", "--output", d / "a-file" / "o.json")
-    assert_refused(proc, "core.natural_mt", "--output", "a-file is a file, not a folder")
+    proc = run(env, "core.translate.natural_mt", "--lang", "es", "--output", tmp_path / "o.json", "--limit", "0")
+    assert_refused(proc, "core.translate.natural_mt", "--limit must be at least 1, got 0")
+    proc = run(env, "core.translate.natural_mt", "--lang", "es", "--output", d / "a-file" / "o.json")
+    assert_refused(proc, "core.translate.natural_mt", "--output", "a-file is a file, not a folder")
     assert list(tmp_path.iterdir()) == []
 
 
