@@ -14,9 +14,10 @@ import streamlit as st
 
 from components import loaders, persist
 from components.ask_tools import counterfactual_panel, repair_panel
-from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
+from components.frame import page_frame
+from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
-from components.state import current_data_dir, init_state, sidebar_settings
+from components.state import current_data_dir
 from components.text import html_text, md_escape
 from core import ask_input, config, translate
 from core.csv_export import csv_bytes
@@ -27,9 +28,7 @@ from core.question_match import same_question
 from core.speech import asr, recorder
 from core.speech.audio import AudioError, to_wav_bytes
 
-init_state()
-sidebar_settings()
-st.markdown(CSS, unsafe_allow_html=True)
+page_frame()
 st.title("Ask")
 st.caption("Type a question about a context; every selected model answers, spans highlighted side by side.")
 

@@ -20,19 +20,17 @@ import streamlit as st
 
 from components import loaders
 from components.browser_id import browser_token
-from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
+from components.frame import page_frame
+from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.pickers import dataset_picker, model_picker
 from components.span_picker import span_keys, span_picker
-from components.state import init_state, sidebar_settings
 from components.text import count, html_text, md_escape
 from core import beat, identity
 from core.csv_export import csv_bytes
 from core.qa.engine import QAInputError
 from core.types import Span
 
-init_state()
-sidebar_settings()
-st.markdown(CSS, unsafe_allow_html=True)
+page_frame()
 st.title("Beat the AI")
 st.caption("Write a question about the passage and mark its answer. The models answer at once: "
            "a model wins when its answer overlaps yours (word F1 above the threshold). With "

@@ -9,8 +9,9 @@ from __future__ import annotations
 import streamlit as st
 
 from components import loaders, persist
+from components.frame import page_frame
 from components.pickers import DEMO_LANGS
-from components.state import current_data_dir, init_state, sidebar_settings
+from components.state import current_data_dir
 from components.sweep_db import db_picker
 from components.text import html_text, md_escape
 from core import beat
@@ -18,8 +19,7 @@ from core import gallery as cg
 from core import sweep_report as report
 from core.perturb import registry
 
-init_state()
-sidebar_settings()
+page_frame()
 st.title("Gallery")
 st.caption("Striking examples from the stored sweeps and Beat-the-AI games: where the models disagree, where one "
            "keystroke flips an answer, where a person beat the AI. Open any of them on **Ask** or **Variants** "

@@ -16,8 +16,9 @@ import streamlit as st
 
 from components import loaders, persist
 from components.export import csv_download, file_stem
+from components.frame import page_frame
 from components.pickers import DEMO_LANGS, model_picker
-from components.state import current_data_dir, init_state, sidebar_settings
+from components.state import current_data_dir
 from components.text import html_text, md_escape
 from core import trials
 from core.datasets import DatasetError
@@ -26,8 +27,7 @@ from core.qa.registry import ModelLoadError
 from core.speech import asr
 from core.speech.audio import AudioError
 
-init_state()
-sidebar_settings()
+page_frame()
 st.title("Speech trial")
 st.caption("Read questions aloud, one at a time. Every recording is kept on this server "
            f"(`{trials.trials_root()}`) until you delete it; each speech recogniser transcribes it, and "

@@ -31,8 +31,9 @@ import streamlit as st
 
 from components import loaders, persist
 from components.choice import keep_valid
+from components.frame import page_frame
 from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
-from components.state import current_data_dir, init_state, sidebar_settings
+from components.state import current_data_dir
 from components.sweep_db import db_picker, label, md_escape, stored_sweeps_or_stop
 from components.text import choose_hint
 from core import config
@@ -44,8 +45,7 @@ from core.sweep_progress import Eta, format_seconds, readable_name
 from core.sweep_ray import RAY_ADDRESS_ENV
 from core.sweep_repair import SETTINGS, repair_specs
 
-init_state()
-sidebar_settings()
+page_frame()
 st.title("Sweeps")
 st.caption("Evaluate every selected model under many perturbations over a whole data set (or a seeded "
            "sample). Every prediction is stored; an interrupted or cancelled sweep resumes where it "

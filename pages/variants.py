@@ -14,9 +14,9 @@ import streamlit as st
 from components import loaders, persist
 from components.ask_tools import repair_panel
 from components.edits import edits_html
-from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
+from components.frame import page_frame
+from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
-from components.state import init_state, sidebar_settings
 from components.text import choose_hint, html_text, md_escape
 from core import variants as cv
 from core.csv_export import csv_bytes
@@ -26,9 +26,7 @@ from core.perturb.nlp import tagger_warning
 from core.qa.engine import QAInputError, validate_pair
 from core.types import QAExample
 
-init_state()
-sidebar_settings()
-st.markdown(CSS, unsafe_allow_html=True)
+page_frame()
 st.title("Variants")
 st.caption("Perturb one question many ways and see how every selected model's answer moves. "
            "Pick perturbations by family, set a seed, press **Generate & answer**, click a row.")
