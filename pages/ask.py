@@ -13,18 +13,18 @@ import pandas as pd
 import streamlit as st
 
 from components import loaders, persist
+from components.answers import answer_cards
 from components.ask_tools import counterfactual_panel, repair_panel
 from components.frame import page_frame
-from components.highlight import Mark, color_for, highlight_html, legend_html
+from components.highlight import highlight_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.state import current_data_dir
-from components.text import html_text, md_escape
-from core import ask_input, config, translate
+from components.text import md_escape
+from core import config, translate
 from core.csv_export import csv_bytes
+from core.explore import answers, ask_input
+from core.explore.question_match import same_question
 from core.langid import guess_language
-from core.metrics import score_answer
-from core.qa.engine import QAInputError
-from core.question_match import same_question
 from core.speech import asr, recorder
 from core.speech.audio import AudioError, to_wav_bytes
 
@@ -230,17 +230,7 @@ user_gold = st.text_input(
 language_mismatch_note(models, lang)
 
 own_question = ex is not None and same_question(question, ex.question)
-if user_gold.strip():
-    at = context.find(user_gold.strip())
-    score_gold = [(user_gold.strip(), at)]
-    score_note = "EM/F1 against the gold answer you typed."
-elif own_question:
-    score_gold = gold
-    score_note = "EM/F1 against the item's gold answers (this is the item's own question)."
-else:
-    score_gold = []
-    score_note = ("Not scored: this is not the item's own question. Type a gold answer above to score it."
-                  if ex is not None else "Not scored: type a gold answer above to score the answers.")
+score_gold, score_note = answers.gold_to_score(user_gold, context, gold, own_question, ex is not None)
 signature = (plan.asked, context, tuple(models), n_best, tuple(score_gold))
 
 b1, b2, _ = st.columns([1, 2, 3])
@@ -258,26 +248,17 @@ if b2.button("🧪 Perturb this question", key="ask_perturb", disabled=not (plan
     st.switch_page("pages/variants.py")
 answer_now = st.session_state.pop("ask_answer_now", False) and st.session_state.get("ask_auto_answer", True)
 if (pressed or (answer_now and models)):
-    results, errors = [], []
-    for name in models:
-        try:
-            eng = loaders.engine_for_state(name)
-            pred, secs = eng.timed_answer(plan.asked, context, n_best=n_best)
-            results.append({"model": name, "pred": pred, "latency_s": secs, "backend": loaders.backend_note(eng)})
-        except QAInputError as e:
-            errors.append(str(e))
-            break
-        except Exception as e:  # a model that fails to load must not take the page down
-            errors.append(f"{name}: {e}")
     st.session_state["ask_result"] = {
         "question": plan.asked, "typed": question, "question_lang": plan.lang,
         "translator": plan.translator, "context": context, "gold": score_gold, "lang": lang,
-        "results": results, "errors": errors, "signature": signature, "score_note": score_note,
+        "signature": signature, "score_note": score_note,
+        "answered": answers.answer_all(models, loaders.engine_for_state, plan.asked, context, n_best=n_best,
+                                       golds=[g for g, _ in score_gold], lang=lang, note=loaders.backend_note),
     }
 
 res = st.session_state.get("ask_result")
-if res and res["context"] != context:
-    res = None   # answers about another passage: not shown over this one
+if res and (res["context"] != context or "answered" not in res):
+    res = None   # answers about another passage (or kept from before this version): not shown over this one
 if source == "Dataset item":
     with passage_slot:
         if res is None:   # before Answer: the plain passage (the answers' highlights replace it)
@@ -288,60 +269,27 @@ if res and res.get("signature") != signature:
     st.info("The question, models or gold answer changed since these answers were made: press Answer "
             "to refresh them.")
 if res:
-    for e in res["errors"]:
+    answered = res["answered"]
+    for e in answered.failures:
         st.error(md_escape(e))
-    if res["results"]:
-        cols = st.columns(len(res["results"]))
-        rows, marks = [], []
-        for i, (col, r) in enumerate(zip(cols, res["results"])):
-            best = r["pred"].best
-            colour = color_for(i)
-            with col:
-                st.markdown(
-                    f'<div style="border-left:6px solid {colour};padding-left:.5rem">'
-                    f"<b>{html_text(r['model'])}</b></div>",
-                    unsafe_allow_html=True,
-                )
-                # st.text, not markdown: answers are data and must not be interpreted.
-                st.text(f"Answer: {best.text}" if best else "No answer")
-                row = {"model": r["model"], "answer": best.text if best else "",
-                       "start": best.start if best else None, "end": best.end if best else None,
-                       "score": round(best.score, 4) if best else None,
-                       "latency_ms": round(r["latency_s"] * 1000, 1)}
-                line = f"score {row['score']} · {row['latency_ms']} ms · {md_escape(r.get('backend', ''))}"
-                if res["gold"] and best:
-                    em, f1 = score_answer(best.text, [g for g, _ in res["gold"]], res["lang"])
-                    row.update(EM=round(100 * em, 1), F1=round(100 * f1, 1))
-                    line += f" · EM {row['EM']:.0f} · F1 {row['F1']:.1f}"
-                st.caption(line)
-                rows.append(row)
-                if best:
-                    marks.append(Mark(r["model"], best.start, best.end, colour))
-        st.caption(md_escape(res.get("score_note", "")))
-        st.markdown(legend_html([(r["model"], color_for(i)) for i, r in enumerate(res["results"])],
-                                with_gold=bool(res["gold"])), unsafe_allow_html=True)
-        gold_spans = [(s, s + len(t)) for t, s in res["gold"] if s >= 0]
-        st.markdown(highlight_html(res["context"], marks, gold_spans), unsafe_allow_html=True)
-        if res["gold"]:
-            st.caption("Gold: " + " | ".join(md_escape(t) for t in dict.fromkeys(t for t, _ in res["gold"])))
+    if answered.answers:
+        answer_cards(answered.answers, res["context"], res["gold"], res.get("score_note", ""))
+        nb = answers.nbest_rows(answered.answers)
         with st.expander("n-best spans"):
-            nb = [{"model": r["model"], "rank": k + 1, "answer": s.text, "start": s.start, "end": s.end,
-                   "score": round(s.score, 4)} for r in res["results"] for k, s in enumerate(r["pred"].nbest)]
             st.dataframe(pd.DataFrame(nb), hide_index=True, width="stretch")
-        table = pd.DataFrame(rows)
-        export = {"question": res["question"], "typed_question": res.get("typed", res["question"]),
-                  "question_lang": res.get("question_lang"), "translator": res.get("translator"),
-                  "context": res["context"], "gold": res["gold"], "answers": rows, "nbest": nb}
+        export = answers.ask_export(answered.answers, {
+            "question": res["question"], "typed_question": res.get("typed", res["question"]),
+            "question_lang": res.get("question_lang"), "translator": res.get("translator"),
+            "context": res["context"], "gold": res["gold"]})
         c1, c2 = st.columns(2)
-        c1.download_button("Export CSV", csv_bytes(table), "ask_answers.csv", "text/csv")
+        c1.download_button("Export CSV", csv_bytes(pd.DataFrame(export["answers"])), "ask_answers.csv", "text/csv")
         c2.download_button("Export JSON", json.dumps(export, ensure_ascii=False, indent=1),
                            "ask_answers.json", "application/json")
 
-    # Error analysis on these answers: NoiseQA's repair, and one-word counterfactuals (components.ask_tools).
-    if res["results"]:
-        before = {r["model"]: r["pred"] for r in res["results"]}
-        gold_spans = [(s, s + len(t)) for t, s in res["gold"] if s >= 0]   # a typed gold may not be in it
+        # Error analysis on these answers: NoiseQA's repair, and one-word counterfactuals (components.ask_tools).
+        before = answered.predictions()
+        spans = answers.gold_spans(res["gold"])   # a typed gold may not be in the context
         repair_panel("ask", res["question"], res["context"], res["lang"], before, loaders.engine_for_state,
-                     [g for g, _ in res["gold"]], gold_spans)
+                     [g for g, _ in res["gold"]], spans)
         counterfactual_panel("ask", res["question"], res["context"], res["lang"], before, loaders.engine_for_state,
-                             gold_spans)
+                             spans)

@@ -19,15 +19,16 @@ import plotly.express as px
 import streamlit as st
 
 from components import loaders
+from components.answers import answer_card
 from components.browser_id import browser_token
 from components.frame import page_frame
 from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.pickers import dataset_picker, model_picker
 from components.span_picker import span_keys, span_picker
-from components.text import count, html_text, md_escape
+from components.text import count, md_escape
 from core import beat, identity
 from core.csv_export import csv_bytes
-from core.qa.engine import QAInputError
+from core.explore.answers import answer_all
 from core.types import Span
 
 page_frame()
@@ -122,19 +123,10 @@ with tab_play:
         if not models:
             st.warning("Choose at least one model to play against.")
         if st.button("Submit to the AI", type="primary", key="beat_submit", disabled=not ready):
-            spans: dict[str, Span | None] = {}
-            error = None
-            for name in models:
-                try:
-                    best = loaders.engine_for_state(name).answer(question, passage.context,
-                                                                 n_best=1).best
-                    spans[name] = best
-                except QAInputError as e:
-                    error = str(e)
-                    break
-                except Exception as e:  # a model that fails to load must not take the page down
-                    error = f"{name}: {e}"
-                    break
+            answered = answer_all(models, loaders.engine_for_state, question, passage.context,
+                                  stop_at_failure=True)
+            error = answered.failures[0] if answered.failures else None
+            spans: dict[str, Span | None] = {a.model: a.best for a in answered.answers}
             if error:
                 st.error(f"Not recorded: {md_escape(error)}")
             else:
@@ -161,11 +153,7 @@ with tab_play:
             amarks = []
             for i, (col, m) in enumerate(zip(cols, att.models)):
                 with col:
-                    st.markdown(f'<div style="border-left:6px solid {color_for(i)};'
-                                f'padding-left:.5rem"><b>{html_text(m.model)}</b></div>',
-                                unsafe_allow_html=True)
-                    st.text(f"Answer: {m.answer}" if m.answer else "No answer")
-                    st.caption(f"F1 {m.f1:.2f} · {'wins' if m.won else 'fooled'}")
+                    answer_card(m.model, i, m.answer, f"F1 {m.f1:.2f} · {'wins' if m.won else 'fooled'}")
                 if m.start is not None:
                     amarks.append(Mark(m.model, m.start, m.end, color_for(i)))
             st.markdown(legend_html([(m.model, color_for(i)) for i, m in enumerate(att.models)],

@@ -1,7 +1,7 @@
 """Gallery: striking examples for a demo, found in stored sweeps and Beat-the-AI attempts.
 
 Where the models disagree, where one keystroke flips an answer, where a person beat the AI
-(core.gallery finds them); each opens on Ask or Variants in one click, with its passage and
+(core.explore.gallery finds them); each opens on Ask or Variants in one click, with its passage and
 question filled in.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from components.state import current_data_dir
 from components.sweep_db import db_picker
 from components.text import html_text, md_escape
 from core import beat
-from core import gallery as cg
 from core import sweep_report as report
+from core.explore import gallery as cg
 from core.perturb import registry
 
 page_frame()

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from test_app_heatmaps import CLEAN_A, TOY, LookupEngine, build_sweep
 
 from core import beat
-from core import gallery as cg
+from core.explore import gallery as cg
 from core.sweep import SweepConfig, parse_specs, run_sweep
 
 APP = "../app.py"
