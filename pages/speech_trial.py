@@ -1,6 +1,6 @@
 """Speech trial: read a data set's questions aloud; the recordings become per-speaker ASR challenge sets.
 
-How NoiseQA built its natural speech set, done by our users (logic in core.trials): a seeded
+How NoiseQA built its natural speech set, done by our users (logic in core.collect.trials): a seeded
 sample of questions is shown one at a time; each recording is stored on the server at once, every
 ASR engine transcribes it, and the transcripts form a SQuAD-format challenge set per speaker x
 engine that sweeps read. Speakers can re-record, skip, stop and resume, export their recordings
@@ -20,7 +20,7 @@ from components.frame import page_frame
 from components.pickers import DEMO_LANGS, model_picker
 from components.state import current_data_dir
 from components.text import html_text, md_escape
-from core import trials
+from core.collect import trials
 from core.datasets import DatasetError
 from core.metrics.text_distance import wer
 from core.qa.registry import ModelLoadError

@@ -309,7 +309,7 @@ def test_mt_and_asr_breakdowns_from_files_and_params(tmp_path):
     assert views.interface_of("file:/x/runs/xquad-natural-mt-es", "natural") == "mt"
     assert views.interface_of("file:noiseqa/Natural/asr-speaker3", "natural") == "asr"
     assert views.interface_of("file:paraphrases/gan-ng", "paraphrase") is None
-    trial = "file:/home/u/.cache/trials/anna-2026/challenge/whisper-base"   # core.trials' layout
+    trial = "file:/home/u/.cache/trials/anna-2026/challenge/whisper-base"   # core.collect.trials' layout
     assert (views.interface_of(trial, "natural"), views.kind_of(trial)) == ("asr", "natural")
     assert views.trial_file(trial) == ("anna-2026", "whisper-base")
     assert views.interface_of("translate_question", "sentence") is None
