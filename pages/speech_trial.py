@@ -17,15 +17,19 @@ import streamlit as st
 from components import loaders, persist
 from components.export import csv_download, file_stem
 from components.frame import page_frame
+from components.job_progress import running_job
 from components.pickers import DEMO_LANGS, model_picker
 from components.state import current_data_dir
 from components.text import html_text, md_escape
 from core.collect import trials
 from core.datasets import DatasetError
+from core.explore.answers import load_engines
 from core.metrics.text_distance import wer
-from core.qa.registry import ModelLoadError
 from core.speech import asr
 from core.speech.audio import AudioError
+from core.sweep import SweepConfig
+from core.sweep_job import SweepJob
+from core.sweep_report import cells
 
 page_frame()
 st.title("Speech trial")
@@ -234,31 +238,56 @@ def _results(trial: trials.Trial) -> None:
         _score(trial, paths)
 
 
-def _score(trial: trials.Trial, paths: dict[str, str]) -> None:
-    """Per-speaker F1 (NoiseQA Table 10): a sweep of the chosen models over this trial's sets."""
-    from core.sweep import SweepConfig, SweepError, run_sweep
-    from core.sweep_report import cells
+JOB = "trial_job"   # the scoring sweep running in the background (core.sweep_job.SweepJob)
 
+
+def _score(trial: trials.Trial, paths: dict[str, str]) -> None:
+    """Per-speaker F1 (NoiseQA Table 10): a sweep of the chosen models over this trial's sets, run
+    in the background like the Sweeps page's (progress, Cancel), stored in the trial's folder."""
     models = model_picker("trial", default_all=False)
-    scores = st.session_state.setdefault("trial_scores", {})   # trial id -> the last scores, kept across reruns
-    if models and st.button("Score the models on these recordings", key="trial_score"):
-        specs = [f"file:{p}" for k, p in paths.items() if k != "original"]
-        try:
-            with st.spinner("Answering…"):
-                engines = {m: loaders.engine_for_state(m) for m in models}
-                run = run_sweep(SweepConfig(paths["original"], specs, models, name=f"trial-{trial.id}"), engines,
-                                trial.path / "sweep.sqlite")
-                table = cells(trial.path / "sweep.sqlite", run.name)
-        except (SweepError, DatasetError, ModelLoadError) as e:   # a hub model offline says why
-            st.error(md_escape(e))
+    job = st.session_state.get(JOB)
+    busy = job is not None and job.running
+    if models and st.button("Score the models on these recordings", key="trial_score", disabled=busy):
+        engines, failures = load_engines(models, loaders.engine_for_state)   # a hub model offline says why
+        for failure in failures:
+            st.error(md_escape(failure))
+        if not failures:
+            specs = [f"file:{p}" for k, p in paths.items() if k != "original"]
+            config = SweepConfig(paths["original"], specs, models, name=f"trial-{trial.id}")
+            st.session_state[JOB] = SweepJob(config, engines, trial.path / "sweep.sqlite", chunk_size=8).start()
+            st.session_state.pop("trial_eta", None)
+            busy = True
+    _scoring(trial, busy)
+
+
+def _scoring(trial: trials.Trial, busy: bool) -> None:
+    @st.fragment(run_every=1.0 if busy else None)
+    def panel() -> None:
+        """The running sweep's progress; once it ends, its scores (kept per trial across reruns)."""
+        scores = st.session_state.setdefault("trial_scores", {})   # trial id -> (rows, note)
+        job: SweepJob | None = st.session_state.get(JOB)
+        if job is not None and job.running:
+            running_job(job, "trial")
             return
-        scores[trial.id] = pd.DataFrame([{"model": c.model, "set": c.label, "questions": c.n,
-                                          "F1 clean": None if c.clean_f1 is None else round(c.clean_f1, 1),
-                                          "F1 spoken": None if c.f1 is None else round(c.f1, 1),
-                                          "EM spoken": None if c.em is None else round(c.em, 1)} for c in table])
-    if trial.id in scores:
-        st.dataframe(scores[trial.id], hide_index=True, width="stretch")
-        csv_download(scores[trial.id], file_stem("trial", trial.id, "scores"), key="trial_scores_csv")
+        if job is not None:   # it ended: its table, once, then the whole page without the timer
+            st.session_state.pop(JOB)
+            if job.error:
+                st.session_state["trial_score_error"] = job.error
+            else:
+                r = job.result
+                note = "" if r.status == "done" else f"Cancelled after {r.done_units:,}/{r.total_units:,} rows."
+                scores[trial.id] = (trials.score_rows(cells(job.db, r.name)), note)
+            st.rerun()
+        if error := st.session_state.pop("trial_score_error", None):
+            st.error(md_escape(f"Scoring stopped with an error: {error}"))
+        if trial.id in scores:
+            rows, note = scores[trial.id]
+            if note:
+                st.warning(note)
+            table = pd.DataFrame(rows)
+            st.dataframe(table, hide_index=True, width="stretch")
+            csv_download(table, file_stem("trial", trial.id, "scores"), key="trial_scores_csv")
+    panel()
 
 
 def _export_delete(trial: trials.Trial) -> None:

@@ -642,3 +642,18 @@ def speaker_wer(trials: Iterable[Trial]) -> list[dict[str, Any]]:
 
 __all__ = ["Speaker", "Recording", "StoredTranscript", "QuestionState", "Trial", "TrialError", "create_trial",
            "open_trial", "list_trials", "delete_trial", "speaker_wer", "trials_root", "slug"]
+
+
+def score_rows(cells: Iterable[Any]) -> list[dict[str, Any]]:
+    """The speech trial's scores (NoiseQA Table 10, per speaker and engine) from the cells of the
+    trial's sweep (``core.sweep_report.cells``): F1 on the clean questions and on the spoken ones.
+
+    >>> from types import SimpleNamespace as Cell
+    >>> score_rows([Cell(model="m", label="file:whisper-base", n=3, clean_f1=71.04, f1=50.0, em=33.33)])
+    [{'model': 'm', 'set': 'file:whisper-base', 'questions': 3, 'F1 clean': 71.0, 'F1 spoken': 50.0, 'EM spoken': 33.3}]
+    """
+    def r(x):
+        return None if x is None else round(x, 1)
+
+    return [{"model": c.model, "set": c.label, "questions": c.n, "F1 clean": r(c.clean_f1),
+             "F1 spoken": r(c.f1), "EM spoken": r(c.em)} for c in cells]
