@@ -4,7 +4,7 @@ How NoiseQA built its natural speech set, done by our users (logic in core.colle
 sample of questions is shown one at a time; each recording is stored on the server at once, every
 ASR engine transcribes it, and the transcripts form a SQuAD-format challenge set per speaker x
 engine that sweeps read. Speakers can re-record, skip, stop and resume, export their recordings
-and delete them.
+and delete them. Scoring models on the sets runs as a background sweep (components/trial_scoring.py).
 """
 from __future__ import annotations
 
@@ -15,21 +15,15 @@ import pandas as pd
 import streamlit as st
 
 from components import loaders, persist
-from components.export import csv_download, file_stem
 from components.frame import page_frame
-from components.job_progress import running_job
-from components.pickers import DEMO_LANGS, model_picker
+from components.pickers import DEMO_LANGS
 from components.state import current_data_dir
 from components.text import html_text, md_escape
+from components.trial_scoring import score_panel
 from core.collect import trials
 from core.datasets import DatasetError
-from core.explore.answers import load_engines
-from core.metrics.text_distance import wer
 from core.speech import asr
 from core.speech.audio import AudioError
-from core.sweep import SweepConfig
-from core.sweep_job import SweepJob
-from core.sweep_report import cells
 
 page_frame()
 st.title("Speech trial")
@@ -127,20 +121,6 @@ def _go(index: int | None) -> None:
         st.session_state["trial_index"] = index
 
 
-def _transcripts_table(trial: trials.Trial, state: trials.QuestionState, results: dict | None) -> None:
-    ref = asr.normalise_transcript(state.example.question)
-    rows = []
-    for engine in ENGINES:
-        got = (results or {}).get(engine, state.transcripts.get(engine))
-        if isinstance(got, trials.StoredTranscript):
-            rows.append({"engine": engine, "transcript": got.text, "WER %": round(100 * wer(ref, got.text), 1),
-                         "seconds": round(got.seconds, 2), "problem": ""})
-        else:
-            rows.append({"engine": engine, "transcript": "", "WER %": None, "seconds": None,
-                         "problem": got if isinstance(got, str) else (trial.engine_problem(engine) or "not transcribed yet")})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-
-
 def _recording_step(trial: trials.Trial) -> None:
     states = trial.states()
     n = len(states)
@@ -176,7 +156,8 @@ def _recording_step(trial: trials.Trial) -> None:
             state = trial.states()[idx]
     if state.latest is not None:
         st.audio(state.latest.path.read_bytes(), format="audio/wav")
-        _transcripts_table(trial, state, results)
+        st.dataframe(pd.DataFrame(trials.transcript_rows(trial, state, ENGINES, results)), hide_index=True,
+                     width="stretch")
     c1, c2, c3, c4 = st.columns(4)
     if c1.button("← Back", key="trial_back", disabled=idx == 0):
         _go(idx - 1)
@@ -203,11 +184,7 @@ def _results(trial: trials.Trial) -> None:
     st.subheader("Results")
     summary = trial.wer_summary()
     if summary:
-        st.dataframe(pd.DataFrame([{"engine": r["engine"], "questions": r["n"], "WER %": round(r["wer"], 1),
-                                    "CER %": round(r["cer"], 1), "Table 3 CER": round(r["table3_cer"], 1),
-                                    "Table 3 WER": round(r["table3_wer"], 1),
-                                    "Table 3 BLEU": round(r["table3_bleu"], 1)} for r in summary]),
-                     hide_index=True, width="stretch")
+        st.dataframe(pd.DataFrame(trials.summary_rows(summary)), hide_index=True, width="stretch")
         st.caption("WER/CER: transcripts against the questions, both lower-cased and unpunctuated. Table 3: "
                    "NoiseQA's CER/WER/BLEU as the paper computes them (CER and WER lower-cased without "
                    "punctuation, BLEU uncased on the text as written).")
@@ -235,59 +212,7 @@ def _results(trial: trials.Trial) -> None:
         models = st.session_state.get("trial_models") or ["MODEL"]
         st.code(trial.sweep_command({k: Path(v) for k, v in paths.items()}, models),
                 language="bash")
-        _score(trial, paths)
-
-
-JOB = "trial_job"   # the scoring sweep running in the background (core.sweep_job.SweepJob)
-
-
-def _score(trial: trials.Trial, paths: dict[str, str]) -> None:
-    """Per-speaker F1 (NoiseQA Table 10): a sweep of the chosen models over this trial's sets, run
-    in the background like the Sweeps page's (progress, Cancel), stored in the trial's folder."""
-    models = model_picker("trial", default_all=False)
-    job = st.session_state.get(JOB)
-    busy = job is not None and job.running
-    if models and st.button("Score the models on these recordings", key="trial_score", disabled=busy):
-        engines, failures = load_engines(models, loaders.engine_for_state)   # a hub model offline says why
-        for failure in failures:
-            st.error(md_escape(failure))
-        if not failures:
-            specs = [f"file:{p}" for k, p in paths.items() if k != "original"]
-            config = SweepConfig(paths["original"], specs, models, name=f"trial-{trial.id}")
-            st.session_state[JOB] = SweepJob(config, engines, trial.path / "sweep.sqlite", chunk_size=8).start()
-            st.session_state.pop("trial_eta", None)
-            busy = True
-    _scoring(trial, busy)
-
-
-def _scoring(trial: trials.Trial, busy: bool) -> None:
-    @st.fragment(run_every=1.0 if busy else None)
-    def panel() -> None:
-        """The running sweep's progress; once it ends, its scores (kept per trial across reruns)."""
-        scores = st.session_state.setdefault("trial_scores", {})   # trial id -> (rows, note)
-        job: SweepJob | None = st.session_state.get(JOB)
-        if job is not None and job.running:
-            running_job(job, "trial")
-            return
-        if job is not None:   # it ended: its table, once, then the whole page without the timer
-            st.session_state.pop(JOB)
-            if job.error:
-                st.session_state["trial_score_error"] = job.error
-            else:
-                r = job.result
-                note = "" if r.status == "done" else f"Cancelled after {r.done_units:,}/{r.total_units:,} rows."
-                scores[trial.id] = (trials.score_rows(cells(job.db, r.name)), note)
-            st.rerun()
-        if error := st.session_state.pop("trial_score_error", None):
-            st.error(md_escape(f"Scoring stopped with an error: {error}"))
-        if trial.id in scores:
-            rows, note = scores[trial.id]
-            if note:
-                st.warning(note)
-            table = pd.DataFrame(rows)
-            st.dataframe(table, hide_index=True, width="stretch")
-            csv_download(table, file_stem("trial", trial.id, "scores"), key="trial_scores_csv")
-    panel()
+        score_panel(trial, paths)
 
 
 def _export_delete(trial: trials.Trial) -> None:
