@@ -72,7 +72,7 @@ def _upload_box(key: str, uploaded: dict) -> None:
         format_func={"error": "refuse the file (say which question)", "first": "take the first occurrence",
                      "nearest": "take the one nearest the question's words"}.get,
         help="DuReader-robust files give answer_start -1 (position unknown); when the answer occurs several "
-             "times in its context the loader must choose (python -m core.evaluate --on-ambiguous).")
+             "times in its context the loader must choose (python -m core.models.evaluate --on-ambiguous).")
     lang = c2.text_input("Language (empty: guess)", "", key=f"{key}_lang", max_chars=8,
                          help="The language code of the file (en, de, zh, ...). Empty: from the file's articles, "
                               "its name, or the script of its text (Latin script is taken as English).").strip()

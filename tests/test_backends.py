@@ -188,12 +188,12 @@ def test_a_bad_backend_is_refused_wherever_it_is_set(make, value):
     assert eng.settings.backend == "torch" and eng.backend_name == "torch"
 
 
-@pytest.mark.parametrize("module", ["core.evaluate", "core.sweep"])
+@pytest.mark.parametrize("module", ["core.models.evaluate", "core.sweep"])
 def test_the_clis_refuse_a_bad_backend_before_loading_anything(module, capsys):
     import importlib
 
     main = importlib.import_module(module).main
-    argv = (["--model", "no-such-model", "--dataset", "demo.en"] if module == "core.evaluate"
+    argv = (["--model", "no-such-model", "--dataset", "demo.en"] if module == "core.models.evaluate"
             else ["--dataset", "demo.en", "--perturbations", "none", "--models", "no-such-model"])
     assert main([*argv, "--backend", "tensorrt"]) == 2
     err = capsys.readouterr().err

@@ -239,7 +239,7 @@ def squad2_file(path):
 
 
 def test_squad2_file_is_recognised_and_its_skipped_counts_reported(tmp_path, tiny_registry, monkeypatch, capsys):
-    from core.evaluate import main
+    from core.models.evaluate import main
 
     path = squad2_file(tmp_path / "dev-v2.0.json")
     ds = load_squad(path)
@@ -255,12 +255,12 @@ def test_squad2_file_is_recognised_and_its_skipped_counts_reported(tmp_path, tin
     assert json.loads(out.read_text())[0]["skipped"] == {"unanswerable (SQuAD 2.0 is_impossible)": 2}
 
 
-# ------------------------------------------------------------------------------------ core.evaluate
+# ------------------------------------------------------------------------------------ core.models.evaluate
 
 
 def test_evaluate_first_sample_predictions_and_csv(original, tmp_path, tiny_registry, monkeypatch, capsys):
-    from core.evaluate import main
     from core.metrics import squad_scores
+    from core.models.evaluate import main
 
     monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

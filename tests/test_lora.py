@@ -180,7 +180,7 @@ def test_ship_register_and_load_merged(lora_env, lora_run, tmp_path, monkeypatch
     from peft import PeftModel
     from transformers import AutoTokenizer
 
-    from core import ship
+    from core.models import ship
     from core.qa import registry
 
     out, log = lora_run

@@ -69,7 +69,7 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-# ------------------------------------------------------------------------------ core.evaluate
+# ------------------------------------------------------------------------------ core.models.evaluate
 
 
 EVALUATE_CASES = {
@@ -105,15 +105,15 @@ def test_evaluate_bad_input(env, case):
     d = env[0]
     before = sorted(p.name for p in d.iterdir())
     json_out = [] if "--json" in args else ["--json", d / f"out-{case}.json"]
-    proc = run(env, "core.evaluate", *[a.format(d=d) for a in args], *json_out)
-    assert_refused(proc, "core.evaluate", *fragments)
+    proc = run(env, "core.models.evaluate", *[a.format(d=d) for a in args], *json_out)
+    assert_refused(proc, "core.models.evaluate", *fragments)
     assert proc.stdout == ""  # refused before any evaluation
     assert sorted(p.name for p in d.iterdir()) == before  # no --json output, nothing else either
 
 
 def test_evaluate_reports_what_it_skips_on_a_squad2_file(env):
     d = env[0]
-    proc = run(env, "core.evaluate", "--model", "tiny-a", "--dataset", d / "squad2.json", "--json", d / "s2.json")
+    proc = run(env, "core.models.evaluate", "--model", "tiny-a", "--dataset", d / "squad2.json", "--json", d / "s2.json")
     assert proc.returncode == 0, proc.stderr
     assert (f"{d / 'squad2.json'}: scored 2 of 4 questions; skipped 2: 1 unanswerable (SQuAD 2.0 "
             "is_impossible), 1 empty question") in proc.stderr
@@ -124,7 +124,7 @@ def test_evaluate_reports_what_it_skips_on_a_squad2_file(env):
 
 
 def test_debug_shows_the_traceback(env):
-    proc = run(env, "core.evaluate", "--model", "nope", "--dataset", "demo.en", "--debug")
+    proc = run(env, "core.models.evaluate", "--model", "nope", "--dataset", "demo.en", "--debug")
     assert proc.returncode == 1 and "Traceback" in proc.stderr
     assert "ModelLoadError: no model named 'nope'" in proc.stderr
 
@@ -233,7 +233,7 @@ def test_make_challenge_bad_input_writes_nothing(env, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
-# ------------------------------------------------------------------- core.train, core.ship, natural_mt
+# ------------------------------------------------------------------- core.train, core.models.ship, natural_mt
 
 
 @pytest.fixture(scope="module")
@@ -289,11 +289,11 @@ def test_ship_bad_input_writes_nothing(env, tmp_path):
         (["--run", run_dir, "--name", "ok"], ["train_log.json not found"]),
     ]
     for args, fragments in cases:
-        proc = run(env, "core.ship", *args, "--description", "d", "--dest", dest)
-        assert_refused(proc, "core.ship", *fragments)
+        proc = run(env, "core.models.ship", *args, "--description", "d", "--dest", dest)
+        assert_refused(proc, "core.models.ship", *fragments)
     (run_dir / "train_log.json").write_text('{"base": "minilm"}')
-    proc = run(env, "core.ship", "--run", run_dir, "--name", "ok", "--description", "d", "--dest", dest)
-    assert_refused(proc, "core.ship", "lacks args", "not a complete core.train log")
+    proc = run(env, "core.models.ship", "--run", run_dir, "--name", "ok", "--description", "d", "--dest", dest)
+    assert_refused(proc, "core.models.ship", "lacks args", "not a complete core.train log")
     assert not dest.exists() and not (tmp_path / "escaped").exists()
 
 

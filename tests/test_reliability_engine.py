@@ -1,6 +1,6 @@
 """Bad input at the engine's boundary (issue 23, item 6 and 9): settings are checked whenever they
 are set, n_best >= 1, no answer made of punctuation, a sweep's cache key follows the settings,
-core.evaluate counts what it skips, and a planted checkpoint is refused before it runs code."""
+core.models.evaluate counts what it skips, and a planted checkpoint is refused before it runs code."""
 import dataclasses
 import json
 
@@ -142,7 +142,7 @@ def test_default_settings_keep_the_fingerprint_of_stored_sweeps(engine):
 
 
 def test_evaluate_counts_unanswerable_and_empty_questions_instead_of_scoring_them(engine):
-    from core.evaluate import evaluate
+    from core.models.evaluate import evaluate
 
     good = [e for e in demo_dataset("en").examples[:3]]
     extra = [

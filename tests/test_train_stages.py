@@ -49,8 +49,8 @@ def test_second_stage_starts_from_the_first(env, tmp_path, monkeypatch):
 
 
 def test_card_lists_earlier_stages_and_drops_stale_evaluations(env, tmp_path, monkeypatch):
-    from core.evaluate import write_card
-    from core.ship import ship
+    from core.models.cards import write_card
+    from core.models.ship import ship
 
     s1, s2 = tmp_path / "s1", tmp_path / "s2"
     _train(env, s1, monkeypatch)

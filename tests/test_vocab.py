@@ -63,7 +63,7 @@ def test_training_adds_unknown_characters_and_saves_them(zh_env, tmp_path):
     assert len(ids) == 2 and tok.unk_token_id not in ids
 
     # shipping carries the added tokens and says so on the card
-    from core.ship import ship
+    from core.models.ship import ship
 
     target = ship(out, "tiny-zh", "tiny", [], dest=tmp_path / "shipped")
     card = json.loads((target / "model_card.json").read_text())
@@ -108,7 +108,7 @@ def test_a_further_stage_extends_a_trained_model(zh_env, tmp_path):
     assert log["vocabulary_extension"]["added"] == len("埃菲尔铁塔？在建于年。是的首都哪") == 16
     assert log["init_from"]["path"] == str(tmp_path / "s1" / "model")
     assert log["args"]["embedding_lr"] == 0.05
-    from core.ship import ship
+    from core.models.ship import ship
 
     card = json.loads((ship(tmp_path / "s2", "tiny-s2", "tiny", [], dest=tmp_path / "shipped")
                        / "model_card.json").read_text())["training"]

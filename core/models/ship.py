@@ -1,9 +1,9 @@
 """Ship a trained model: copy it into ``assets/models/<name>`` and write its model card.
 
-    python -m core.ship --run runs/minilm-squad --name minilm-squad --description "..." [--register]
+    python -m core.models.ship --run runs/minilm-squad --name minilm-squad --description "..." [--register]
 
 The card records the base package==version and licence, the training data and counts, steps,
-hardware and wall time from the run's ``train_log.json``; ``python -m core.evaluate --card``
+hardware and wall time from the run's ``train_log.json``; ``python -m core.models.evaluate --card``
 then adds measured EM/F1 and latency.
 
 A LoRA run (``core.train --lora-rank R``) ships only what training changed: the adapter
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from core import cli, safe_json
 from core.config import repo_root
-from core.evaluate import render_card_markdown
+from core.models.cards import render_card_markdown
 from core.train import train_command
 
 BASES = {
@@ -86,7 +86,7 @@ def earlier_stages(init_from: dict | None) -> list[str]:
     return stages
 
 
-PROG = "python -m core.ship"
+PROG = "python -m core.models.ship"
 # The keys of train_log.json a card is made from (core.train writes them all).
 LOG_KEYS = ("base", "args", "data_counts", "training_questions", "windows", "steps", "hardware",
             "wall_time_s_this_run", "final_loss_mean_last_100")
@@ -107,7 +107,7 @@ def check_name(name: str) -> str:
     >>> check_name("../../etc")
     Traceback (most recent call last):
     ...
-    core.ship.ShipError: --name '../../etc': a model name is letters, digits, '.', '_' and '-' (starting with a letter or digit), at most 100
+    core.models.ship.ShipError: --name '../../etc': a model name is letters, digits, '.', '_' and '-' (starting with a letter or digit), at most 100
     """
     if not NAME.fullmatch(name) or ".." in name:
         raise ShipError(f"--name {name!r}: a model name is letters, digits, '.', '_' and '-' "
