@@ -24,7 +24,7 @@ Language of the examples, first rule that gives one wins:
   3. the file name (``xquad.de.json`` -> de, ``...-context-zh-question-zh...`` -> zh, the context
      language wins in cross-lingual MLQA names because answers are spans of the context;
      ``cmrc``/``dureader`` -> zh);
-  4. the script of the text (:func:`detect_lang`): a CJK share of >= 30 % of the letters -> zh,
+  4. the script of the text (:func:`core.langid.detect_lang`): a CJK share of >= 30 % of the letters -> zh,
      otherwise the majority script (Arabic, Devanagari, Thai, Cyrillic, Greek, Hangul, Kana).
      Latin script cannot tell English from German or Spanish, so Latin text is taken as "en"
      and the guess is noted in the report.
@@ -39,11 +39,12 @@ from pathlib import Path
 from typing import IO, Any, Iterable
 
 from core import config, safe_json
+from core.langid import detect_lang, is_cjk, lang_from_filename
 from core.types import Answer, QAExample
 
 __all__ = [
     "DatasetError", "Dataset", "Pairing", "DatasetInfo", "EVAL_ONLY",
-    "load_squad", "detect_lang", "lang_from_filename", "pair_challenge", "discover_datasets",
+    "load_squad", "pair_challenge", "discover_datasets",
     "ON_AMBIGUOUS", "PAIR_RULES", "FORMATS", "contexts_agree", "disagreement", "nearest_occurrence",
     "normalize_context", "eval_contexts", "find_eval_overlap", "squad_dev_minus_xquad",
     "load_demo", "demo_dataset", "DEMO_PATH",
@@ -162,71 +163,6 @@ class Dataset:
 
 
 # ----------------------------------------------------------------------------------------------
-# Language guessing
-
-_KNOWN_CODES = {"ar", "de", "el", "en", "es", "fr", "hi", "it", "ja", "ko", "nl", "pt", "ro",
-                "ru", "th", "tr", "vi", "zh"}
-_NAME_WORDS = {"cmrc": "zh", "dureader": "zh", "chinese": "zh", "english": "en",
-               "german": "de", "germanquad": "de"}
-
-# (first, last code point, language) of the scripts that identify a language on their own.
-_SCRIPTS = [
-    (0x0600, 0x06FF, "ar"), (0x0900, 0x097F, "hi"), (0x0E00, 0x0E7F, "th"),
-    (0x0400, 0x04FF, "ru"), (0x0370, 0x03FF, "el"), (0xAC00, 0xD7AF, "ko"),
-    (0x3040, 0x30FF, "ja"),
-]
-
-
-def _is_cjk(ch: str) -> bool:
-    cp = ord(ch)
-    return 0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0xF900 <= cp <= 0xFAFF
-
-
-def lang_from_filename(name: str | Path) -> str | None:
-    """The language a file name states, or None (see the module docstring, rule 3)."""
-    base = Path(name).name.lower()
-    m = re.search(r"context-([a-z]{2})-question-([a-z]{2})", base)
-    if m:
-        return m.group(1)
-    for word, code in _NAME_WORDS.items():
-        if word in base:
-            return code
-    for token in re.split(r"[^a-z]+", base.removesuffix(".json")):
-        if token in _KNOWN_CODES:
-            return token
-    return None
-
-
-def detect_lang(text: str) -> str:
-    """Guess a language code from the script of ``text`` (module docstring, rule 4).
-
-    >= 30 % CJK ideographs among the letters -> "zh" (Chinese text carries Latin names and
-    digits, so no majority is required); else the script with most letters among Arabic,
-    Devanagari, Thai, Cyrillic, Greek, Hangul, Kana; Latin or nothing -> "en".
-    """
-    letters = [ch for ch in text if ch.isalpha()]
-    if not letters:
-        return "en"
-    cjk = sum(map(_is_cjk, letters))
-    kana = sum(0x3040 <= ord(ch) <= 0x30FF for ch in letters)
-    if cjk / len(letters) >= 0.3:
-        return "ja" if kana > 0.1 * len(letters) else "zh"
-    counts = {lang: 0 for _, _, lang in _SCRIPTS}
-    latin = 0
-    for ch in letters:
-        cp = ord(ch)
-        if cp < 0x0250:
-            latin += 1
-            continue
-        for lo, hi, lang in _SCRIPTS:
-            if lo <= cp <= hi:
-                counts[lang] += 1
-                break
-    best = max(counts, key=counts.__getitem__)
-    return best if counts[best] > latin else "en"
-
-
-# ----------------------------------------------------------------------------------------------
 # Loading
 
 
@@ -333,8 +269,8 @@ NEAREST_WINDOW = 150
 
 def _word_set(text: str) -> set[str]:
     """Lower-cased words (runs of letters/digits; each CJK character its own word)."""
-    return {w for w in re.findall(r"[^\W_]", text.lower()) if _is_cjk(w)} | {
-        w for w in re.findall(r"[^\W\d_]{2,}|\d+", text.lower()) if not any(map(_is_cjk, w))}
+    return {w for w in re.findall(r"[^\W_]", text.lower()) if is_cjk(w)} | {
+        w for w in re.findall(r"[^\W\d_]{2,}|\d+", text.lower()) if not any(map(is_cjk, w))}
 
 
 def nearest_occurrence(context: str, found: list[int], length: int, question: str) -> int:

@@ -21,8 +21,7 @@ from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.pickers import dataset_picker, model_picker
 from components.span_picker import span_keys, span_picker
 from components.text import count, md_escape
-from core import identity
-from core.collect import beat, beat_store
+from core.collect import beat, beat_store, identity
 from core.explore.answers import answer_all
 from core.types import Span
 

@@ -1,7 +1,7 @@
 """Models: what each registered model is and how well it measured, from its model card.
 
 The registry (models.toml) says where each model comes from and whether it is installed; each
-shipped model's card (written by core.train / core.models.ship, figures by ``core.models.evaluate --card``)
+shipped model's card (written by core.training / core.models.ship, figures by ``core.models.evaluate --card``)
 says what it was trained from and on, and what it scored on every data set it was evaluated on.
 Nothing is computed here: the page reads the cards (core.models.cards) and shows them side by side.
 """

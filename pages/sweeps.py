@@ -277,7 +277,7 @@ keep_valid("sw_more_files", others)
 files += st.multiselect("Other challenge files (runs/, speech trials, folders the server adds)", others,
                         key="sw_more_files", format_func=lambda f: label(f[len("file:"):]),
                         help="SQuAD files whose question ids match this data set, e.g. written by "
-                             "python -m core.natural_mt or python -m core.perturb.make_challenge, found "
+                             "python -m core.translate.natural_mt or python -m core.perturb.make_challenge, found "
                              "in the folders the server allows (QAX_EXTRA_ROOTS adds one).")
 
 

@@ -305,7 +305,7 @@ def test_mt_and_asr_breakdowns_from_files_and_params(tmp_path):
     # the 147 characters left of the five questions (no "?"), 1 of 28 words
     assert (with_rates[1]["CER % (Table 3)"], with_rates[1]["WER % (Table 3)"]) == (2.04, 3.57)
     assert with_rates[0]["WER % (raw)"] > 0 and with_rates[0]["perturbation"] == "keyboard_Q(p=0.25)"
-    # core.natural_mt's file names carry "mt", not "translation" (core.sweep files them as "natural")
+    # core.translate.natural_mt's file names carry "mt", not "translation" (core.sweep files them as "natural")
     assert views.interface_of("file:/x/runs/xquad-natural-mt-es", "natural") == "mt"
     assert views.interface_of("file:noiseqa/Natural/asr-speaker3", "natural") == "asr"
     assert views.interface_of("file:paraphrases/gan-ng", "paraphrase") is None

@@ -12,8 +12,7 @@ import time
 import pytest
 from browser import CHROMIUM, launch_chromium, serve_app
 
-from core import identity
-from core.collect import beat, beat_store
+from core.collect import beat, beat_store, identity
 from core.datasets import demo_dataset
 
 pytestmark = pytest.mark.e2e

@@ -233,7 +233,7 @@ def test_make_challenge_bad_input_writes_nothing(env, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
-# ------------------------------------------------------------------- core.train, core.models.ship, natural_mt
+# ------------------------------------------------------------------- core.training, core.models.ship, natural_mt
 
 
 @pytest.fixture(scope="module")
@@ -264,8 +264,8 @@ def test_train_refuses_a_planted_checkpoint_before_it_runs_code(env, train_env, 
     out.mkdir()
     torch.save({"model": {}, "opt": {}, "sched": {}, "step": 1, "log": {}, "lora": None,
                 "rng": {"torch": _Planted(marker)}}, out / "checkpoint.pt")
-    proc = run((env[0], {**env[1], "QAX_DATA_DIR": str(train_env / "data")}), "core.train", *train_args(train_env, out))
-    assert_refused(proc, "core.train", "checkpoint.pt holds more than tensors and plain data (a reference to exec)")
+    proc = run((env[0], {**env[1], "QAX_DATA_DIR": str(train_env / "data")}), "core.training", *train_args(train_env, out))
+    assert_refused(proc, "core.training", "checkpoint.pt holds more than tensors and plain data (a reference to exec)")
     assert not marker.exists()
     assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt"]  # no model, no log
 
@@ -275,8 +275,8 @@ def test_train_refuses_a_planted_checkpoint_before_it_runs_code(env, train_env, 
     (["--stride", "40"], "--stride must be at most half of --max-length (48), got 40"),
 ])
 def test_train_bad_numbers(env, train_env, tmp_path, extra, fragment):
-    proc = run(env, "core.train", *train_args(train_env, tmp_path / "run"), *extra)
-    assert_refused(proc, "core.train", fragment)
+    proc = run(env, "core.training", *train_args(train_env, tmp_path / "run"), *extra)
+    assert_refused(proc, "core.training", fragment)
     assert not (tmp_path / "run").exists()
 
 
@@ -293,16 +293,16 @@ def test_ship_bad_input_writes_nothing(env, tmp_path):
         assert_refused(proc, "core.models.ship", *fragments)
     (run_dir / "train_log.json").write_text('{"base": "minilm"}')
     proc = run(env, "core.models.ship", "--run", run_dir, "--name", "ok", "--description", "d", "--dest", dest)
-    assert_refused(proc, "core.models.ship", "lacks args", "not a complete core.train log")
+    assert_refused(proc, "core.models.ship", "lacks args", "not a complete core.training log")
     assert not dest.exists() and not (tmp_path / "escaped").exists()
 
 
 def test_natural_mt_bad_input_writes_nothing(env, tmp_path):
     d = env[0]
-    proc = run(env, "core.natural_mt", "--lang", "es", "--output", tmp_path / "o.json", "--limit", "0")
-    assert_refused(proc, "core.natural_mt", "--limit must be at least 1, got 0")
-    proc = run(env, "core.natural_mt", "--lang", "es", "--output", d / "a-file" / "o.json")
-    assert_refused(proc, "core.natural_mt", "--output", "a-file is a file, not a folder")
+    proc = run(env, "core.translate.natural_mt", "--lang", "es", "--output", tmp_path / "o.json", "--limit", "0")
+    assert_refused(proc, "core.translate.natural_mt", "--limit must be at least 1, got 0")
+    proc = run(env, "core.translate.natural_mt", "--lang", "es", "--output", d / "a-file" / "o.json")
+    assert_refused(proc, "core.translate.natural_mt", "--output", "a-file is a file, not a folder")
     assert list(tmp_path.iterdir()) == []
 
 

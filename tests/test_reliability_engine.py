@@ -175,7 +175,7 @@ class _Planted:
 def test_a_planted_checkpoint_is_refused_before_its_code_runs(tmp_path):
     import torch
 
-    from core.train import CheckpointError, load_checkpoint
+    from core.training.train import CheckpointError, load_checkpoint
 
     marker = tmp_path / "pwned.txt"
     ckpt = tmp_path / "checkpoint.pt"
@@ -187,11 +187,11 @@ def test_a_planted_checkpoint_is_refused_before_its_code_runs(tmp_path):
 
 
 def test_what_train_saves_loads_with_weights_only(tmp_path):
-    """The state core.train saves (model, AdamW, LambdaLR, step, log, LoRA settings, RNG state)
+    """The state core.training saves (model, AdamW, LambdaLR, step, log, LoRA settings, RNG state)
     is tensors and plain data: it loads with weights_only=True and restores the RNG exactly."""
     import torch
 
-    from core.train import CheckpointError, load_checkpoint
+    from core.training.train import CheckpointError, load_checkpoint
 
     m = torch.nn.Linear(3, 2)
     opt = torch.optim.AdamW([{"params": m.parameters(), "lr": 1e-3}], weight_decay=0.01)
@@ -213,7 +213,7 @@ def test_what_train_saves_loads_with_weights_only(tmp_path):
     with pytest.raises(CheckpointError, match="not a readable checkpoint"):
         load_checkpoint(tmp_path / "other.pt", "cpu")
     torch.save({"weights": torch.zeros(1)}, tmp_path / "foreign.pt")
-    with pytest.raises(CheckpointError, match="not a core.train checkpoint"):
+    with pytest.raises(CheckpointError, match="not a core.training checkpoint"):
         load_checkpoint(tmp_path / "foreign.pt", "cpu")
 
 

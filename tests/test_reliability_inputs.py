@@ -20,8 +20,8 @@ import soundfile as sf
 from rendered import shown
 from streamlit.testing.v1 import AppTest
 
-from core import identity, safe_json
-from core.collect import beat, beat_store, trials
+from core import safe_json
+from core.collect import beat, beat_store, identity, trials
 from core.datasets import Dataset, DatasetError, demo_dataset, load_squad
 from core.speech import recorder, tts
 from core.speech.audio import AudioError, to_wav_bytes

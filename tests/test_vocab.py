@@ -1,4 +1,4 @@
-"""Vocabulary extension for Chinese on an English vocabulary (core.qa.vocab, core.train
+"""Vocabulary extension for Chinese on an English vocabulary (core.training.vocab, core.training
 --extend-vocab-min-count): the characters the tokenizer maps to [UNK] become tokens, the model
 grows embedding rows to match, and the trained model saves and loads with them."""
 import json
@@ -29,7 +29,7 @@ def zh_env(tmp_path, monkeypatch):
 def _run(base, train, out, *extra):
     import torch
 
-    from core import train as core_train
+    from core.training import cli as core_train
 
     with torch.random.fork_rng(devices=[]):
         return core_train.main(["--base", str(base), "--train", str(train), "--output", str(out),
@@ -125,7 +125,7 @@ def test_a_further_stage_extends_a_trained_model(zh_env, tmp_path):
 def test_embedding_lr_puts_the_embeddings_in_their_own_group():
     import torch
 
-    from core.train import param_groups
+    from core.training.train import param_groups
 
     model = torch.nn.Sequential(torch.nn.Embedding(5, 3), torch.nn.Linear(3, 2))
     model.get_input_embeddings = lambda: model[0]

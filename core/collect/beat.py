@@ -30,10 +30,10 @@ answers is >= :data:`AGREE_THRESHOLD` (0.4, configurable). Per attempt: ``answer
 strict majority of its validations agree (one agreeing validation is enough; a 1-1 tie is not,
 and asks for a third validator), ``flagged`` when any validation disagrees.
 
-Who is "another person" (core/identity.py): an author can never validate their own question.
+Who is "another person" (core/collect/identity.py): an author can never validate their own question.
 Each attempt and validation keeps the writer's display name and the hash of their browser's
 token; a validation is refused when its browser token matches the author's, or when the names
-have the same :func:`core.identity.name_key` (case, accents, invisible characters and
+have the same :func:`core.collect.identity.name_key` (case, accents, invisible characters and
 look-alikes such as ``a1ice`` / ``alice`` ignored), and a person (by name key or by browser)
 validates a question once. Names are not authentication: this stops honest mistakes and cheap
 tricks, not a visitor who clears their cookies and invents a new name.

@@ -16,7 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from core import config, identity
+from core import config
+from core.collect import identity
 from core.collect.beat import (
     AGREE_THRESHOLD,
     WIN_THRESHOLD,
@@ -176,7 +177,7 @@ class BeatStore(SQLiteFile):
 
         ``span``: the person's answer, character offsets [start, end) into ``passage.context``.
         ``model_spans``: model name -> its best span (None: it gave no answer), in the order
-        the models were chosen. ``user``: the player's name (:func:`core.identity.display_name`;
+        the models were chosen. ``user``: the player's name (:func:`core.collect.identity.display_name`;
         blank -> "anonymous"). ``browser``: the player's browser token (only its hash is kept).
         """
         if not isinstance(question, str) or not question.strip():
@@ -212,7 +213,7 @@ class BeatStore(SQLiteFile):
         ``span``: the validator's answer as character offsets, or None for "the passage does not
         answer this question" (F1 0, a disagreement). ``browser``: the validator's browser
         token. The author cannot validate their own question (same browser, or a name with the
-        same :func:`core.identity.name_key`), and each person (by name key or by browser)
+        same :func:`core.collect.identity.name_key`), and each person (by name key or by browser)
         validates a question once.
         """
         threshold = _check_threshold(threshold, "the agreement threshold", allow_zero=False,
