@@ -1,4 +1,4 @@
-"""A sweep running in the background (core.sweep_job.SweepJob): its progress bar and its Cancel.
+"""A sweep running in the background (core.sweeps.job.SweepJob): its progress bar and its Cancel.
 
 Shared by the Sweeps page and the speech trial's scoring, which both run ``run_sweep`` on a
 background thread and poll it from an auto-refreshing fragment: the bar names the sweep and says
@@ -13,8 +13,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from components.text import md_escape
-from core.sweep_job import SweepJob
-from core.sweep_progress import Eta, format_seconds
+from core.sweeps.job import SweepJob
+from core.sweeps.progress import Eta, format_seconds
 
 
 def job_name(job: SweepJob) -> str:

@@ -14,10 +14,10 @@ from components.pickers import DEMO_LANGS
 from components.state import current_data_dir
 from components.sweep_db import db_picker
 from components.text import html_text, md_escape
-from core import sweep_report as report
 from core.collect import beat_store
 from core.explore import gallery as cg
 from core.perturb import registry
+from core.sweeps import report as report
 
 page_frame()
 st.title("Gallery")

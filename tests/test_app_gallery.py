@@ -16,7 +16,9 @@ from test_app_heatmaps import CLEAN_A, TOY, LookupEngine, build_sweep
 
 from core.collect import beat, beat_store
 from core.explore import gallery as cg
-from core.sweep import SweepConfig, parse_specs, run_sweep
+from core.perturb.spec import parse_specs
+from core.sweeps.config import SweepConfig
+from core.sweeps.run import run_sweep
 
 APP = "../app.py"
 Q1 = "What is the capital of France?"
