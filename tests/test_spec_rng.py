@@ -11,6 +11,7 @@ import sqlite3
 import pytest
 
 from core.datasets import demo_dataset, has_gold
+from core.explore.variants import Choice, generate_variants
 from core.perturb import compose
 from core.perturb.make_challenge import build_challenge
 from core.perturb.spec import (
@@ -25,7 +26,6 @@ from core.perturb.spec import (
 from core.sweeps.config import SweepConfig
 from core.sweeps.run import run_sweep
 from core.types import Prediction, Span
-from core.variants import Choice, generate_variants
 
 SEED, REPEATS = 11, 3
 EXAMPLES = [ex for ex in demo_dataset("en").examples if has_gold(ex)][:4]
