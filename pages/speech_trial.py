@@ -19,7 +19,7 @@ from components.export import csv_download, file_stem
 from components.pickers import DEMO_LANGS, model_picker
 from components.state import current_data_dir, init_state, sidebar_settings
 from components.text import html_text, md_escape
-from core.collect import trials
+from core.collect import trial_sets, trials
 from core.datasets import DatasetError
 from core.metrics.text_distance import wer
 from core.qa.registry import ModelLoadError
@@ -197,7 +197,7 @@ def _recording_step(trial: trials.Trial) -> None:
 
 def _results(trial: trials.Trial) -> None:
     st.subheader("Results")
-    summary = trial.wer_summary()
+    summary = trial_sets.wer_summary(trial)
     if summary:
         st.dataframe(pd.DataFrame([{"engine": r["engine"], "questions": r["n"], "WER %": round(r["wer"], 1),
                                     "CER %": round(r["cer"], 1), "Table 3 CER": round(r["table3_cer"], 1),
@@ -209,7 +209,7 @@ def _results(trial: trials.Trial) -> None:
                    "punctuation, BLEU uncased on the text as written).")
     else:
         st.caption("No transcripts yet.")
-    everyone = trials.speaker_wer(trials.list_trials())
+    everyone = trial_sets.speaker_wer(trials.list_trials())
     if everyone:
         with st.expander("WER per speaker (all trials on this server)"):
             st.dataframe(pd.DataFrame([{**r, "wer": round(r["wer"], 1), "cer": round(r["cer"], 1)} for r in everyone]),
@@ -221,7 +221,7 @@ def _results(trial: trials.Trial) -> None:
             made = trial.transcribe_pending(ENGINES)
         st.success(f"{made} transcripts made.")
     if c2.button("Write challenge sets", key="trial_write", disabled=not summary):
-        paths = trial.write_challenge_sets()
+        paths = trial_sets.write_challenge_sets(trial)
         st.session_state["trial_paths"] = {k: str(v) for k, v in paths.items()}
     paths = st.session_state.get("trial_paths")
     if paths and paths.get("original", "").startswith(str(trial.path)):
@@ -229,7 +229,7 @@ def _results(trial: trials.Trial) -> None:
         for key, path in paths.items():
             st.text(f"{key}: {path}")
         models = st.session_state.get("trial_models") or ["MODEL"]
-        st.code(trial.sweep_command({k: Path(v) for k, v in paths.items()}, models),
+        st.code(trial_sets.sweep_command(trial, {k: Path(v) for k, v in paths.items()}, models),
                 language="bash")
         _score(trial, paths)
 
