@@ -31,9 +31,11 @@ Language of the examples, first rule that gives one wins:
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterable
@@ -47,13 +49,17 @@ __all__ = [
     "load_squad", "pair_challenge", "discover_datasets",
     "ON_AMBIGUOUS", "PAIR_RULES", "FORMATS", "contexts_agree", "disagreement", "nearest_occurrence",
     "normalize_context", "eval_contexts", "find_eval_overlap", "squad_dev_minus_xquad",
-    "load_demo", "demo_dataset", "DEMO_PATH",
+    "load_demo", "demo_dataset", "DEMO_PATH", "FILE_PREFIX",
+    "has_gold", "resolve_data_file", "load_dataset", "sample_examples",
 ]
 
 DEMO_PATH = Path(__file__).resolve().parents[1] / "assets" / "demo" / "demo.json"
 
 # Data-dir-relative globs of evaluation-only sets: never train on any context found in them.
 EVAL_ONLY: tuple[str, ...] = ("xquad/xquad.*.json", "noiseqa/Synthetic/*.json", "eval/mlqa/*.json")
+
+# A data set name (or a sweep spec) ``file:<path under the data directory>`` (core.perturb.spec).
+FILE_PREFIX = "file:"
 
 XQUAD_PARAGRAPHS = 240  # XQuAD = 240 SQuAD v1.1 dev paragraphs (Artetxe et al. 2020)
 
@@ -574,7 +580,7 @@ def pair_challenge(original: Dataset, challenge: Dataset, pair_by: str = "auto",
     DatasetError naming the first mismatches of each rule. ``"id"`` / ``"position"`` force a
     rule: pairs that disagree are dropped and counted in ``mismatched``; DatasetError when the
     rule cannot apply or no pair is left. ``verify=False`` (cross-language sets whose contexts
-    are translations, core.natural_mt) pairs by id without the check.
+    are translations, core.translate.natural_mt) pairs by id without the check.
     """
     if pair_by not in PAIR_RULES:
         raise ValueError(f"pair_by must be one of {', '.join(PAIR_RULES)}, not {pair_by!r}")
@@ -745,3 +751,102 @@ def demo_dataset(lang: str) -> Dataset:
         if ds.lang == lang:
             return ds
     raise DatasetError(f"the demo set has no {lang!r} part (it has en, de, zh)")
+
+
+def has_gold(example: QAExample) -> bool:
+    """Whether ``example`` can be scored: it has a gold answer and is not marked impossible.
+
+    >>> has_gold(QAExample("q", "Who?", "Ann ran.", (Answer("Ann", 0),))), has_gold(QAExample("q", "Who?", "Ann ran."))
+    (True, False)
+    """
+    return bool(example.answers) and not example.is_impossible
+
+
+# ------------------------------------------------------------------------ data sets by name
+
+
+def resolve_data_file(name: str, data_dir: str | Path | None = None, *, what: str = "file") -> Path:
+    """The SQuAD file a ``file:`` spec (or a confined data set name) means, kept inside the roots.
+
+    A relative name is looked up under the data directory (``data_dir``, else the configured one),
+    with or without ``.json``, and may not climb out of it (``..``, a symlink pointing outside).
+    An absolute name must lie inside :func:`core.config.read_roots` (the data directory, the runs
+    folder, the speech trials' folder, QAX_EXTRA_ROOTS): core.translate.natural_mt and the speech trials
+    print such paths. Anything else is a DatasetError naming the allowed folders; nothing is read.
+    """
+    rel = name.strip().removesuffix(".json")
+    if not rel:
+        raise DatasetError(f"{what}: needs a path under the data directory")
+    root = Path(data_dir).expanduser().resolve() if data_dir is not None else config.data_dir()
+    try:
+        if Path(rel).expanduser().is_absolute():
+            roots = config.read_roots(root)
+            candidates = [config.confine(Path(rel + ".json").expanduser(), roots, "the file"),
+                          config.confine(Path(rel).expanduser(), roots, "the file")]
+        elif root is None:
+            raise DatasetError(f"no data directory to find {rel}.json in (set QAX_DATA_DIR)")
+        else:
+            candidates = [config.under(root, rel + ".json", "the path"),
+                          config.under(root, rel, "the path")]
+    except ValueError as e:   # ConfinementError; a NUL byte in the name
+        raise DatasetError(f"{what}: {e}") from None
+    path = next((c for c in candidates if c.is_file()), None)
+    if path is None:
+        raise DatasetError(f"{what}: no file {rel}.json under the data directory {root}"
+                         if not Path(rel).is_absolute() else f"{what}: no file {rel}.json")
+    return path
+
+
+def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: bool = False,
+                 lang: str | None = None, on_ambiguous: str = "error") -> Dataset:
+    """A data set by name: ``demo.<lang>`` (the bundled demo set), ``file:<path>`` or a path under
+    the data directory with or without ``.json`` (``xquad/xquad.en``), both kept inside the
+    roots (:func:`resolve_data_file`), or, unless ``confined`` (the web UI), any existing file
+    path (the CLI is the administrator's tool). ``lang`` and ``on_ambiguous``: see
+    :func:`core.datasets.load_squad` (the demo set has its own languages)."""
+    opts = {"lang": lang, "on_ambiguous": on_ambiguous}
+    if name.startswith(FILE_PREFIX):
+        path = resolve_data_file(name[len(FILE_PREFIX):], data_dir, what=f"dataset {name!r}")
+        return load_squad(path, name=name[len(FILE_PREFIX):].strip().removesuffix(".json"), **opts)
+    if name.startswith("demo.") and "/" not in name:
+        return demo_dataset(name.split(".", 1)[1])
+    path = Path(name).expanduser()
+    if not confined and path.is_file():
+        return load_squad(path, **opts)
+    if path.is_absolute():
+        if not confined:
+            raise DatasetError(f"dataset {name!r}: no such file")
+        return load_squad(resolve_data_file(name, data_dir, what=f"dataset {name!r}"), **opts)
+    root = Path(data_dir) if data_dir is not None else config.data_dir()
+    if root is None:
+        raise DatasetError(f"dataset {name!r}: no such file, and no data directory "
+                         "(set QAX_DATA_DIR)")
+    for rel in (name, f"{name}.json"):
+        try:
+            candidate = config.under(root, rel, "the path")
+        except ValueError as e:   # ConfinementError; a NUL byte in the name
+            raise DatasetError(f"dataset {name!r}: {e}") from None
+        if candidate.is_file():
+            return load_squad(candidate, name=name.removesuffix(".json"), **opts)
+    raise DatasetError(f"dataset {name!r}: neither a file nor found under the data directory {root}")
+
+
+def sample_examples(examples: Sequence[QAExample], n: int | None, seed: int) -> list[QAExample]:
+    """``n`` examples chosen by seed, in data set order (all of them when n is None or too big).
+
+    Each example is ranked by sha256(seed, id) and the n lowest ranks are kept, so the sample of
+    size n is a subset of the sample of size n + k with the same seed: extending a sweep's sample
+    reuses everything already computed.
+    """
+    if n is None or n >= len(examples):
+        return list(examples)
+    if n < 1:
+        raise DatasetError(f"sample size must be at least 1, got {n}")
+    ranked = sorted(range(len(examples)), key=lambda i: _sample_rank(seed, examples[i].id))
+    keep = set(ranked[:n])
+    return [ex for i, ex in enumerate(examples) if i in keep]
+
+
+def _sample_rank(seed: int, example_id: str) -> str:
+    """sha256 of ("sample", seed, id) joined by the unit separator (the sweeps' sampling order)."""
+    return hashlib.sha256("\x1f".join(("sample", str(seed), example_id)).encode("utf-8")).hexdigest()

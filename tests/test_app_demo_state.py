@@ -233,7 +233,7 @@ def test_sweep_progress_under_start_moves_often_names_the_sweep_and_says_time_le
     import time
 
     from core.qa.engine import QAEngine
-    from core.sweep_job import SweepJob
+    from core.sweeps.job import SweepJob
 
     monkeypatch.setenv("QAX_SWEEP_DB", str(tmp_path / "sweeps.sqlite"))
     allowed, original = threading.Semaphore(0), QAEngine.predict

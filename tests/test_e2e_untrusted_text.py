@@ -100,9 +100,11 @@ def _choose(page, label: str, option: str) -> None:
 def test_hostile_text_causes_no_request_on_any_page(counting_server, tiny_registry, tmp_path):
     from core.collect import beat, beat_store
     from core.datasets import load_squad
+    from core.perturb.spec import parse_specs
     from core.qa import registry
     from core.qa.engine import EngineSettings
-    from core.sweep import SweepConfig, parse_specs, run_sweep
+    from core.sweeps.config import SweepConfig
+    from core.sweeps.run import run_sweep
 
     assert os.path.exists(CHROMIUM), "Debian chromium is required (the test command installs it)"
     port, hits = counting_server

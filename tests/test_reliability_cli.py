@@ -129,7 +129,7 @@ def test_debug_shows_the_traceback(env):
     assert "ModelLoadError: no model named 'nope'" in proc.stderr
 
 
-# -------------------------------------------------------------------------------- core.sweep
+# -------------------------------------------------------------------------------- core.sweeps
 
 
 SWEEP = ["--dataset", "demo.en", "--perturbations", "TLQ", "--models", "tiny-a", "--sample", "3", "--quiet"]
@@ -144,26 +144,26 @@ def test_batch_size_minus_one_never_reaches_the_prediction_cache(env, tmp_path):
     """Before: exit 0, every prediction empty (F1 0.0), and those empty predictions cached, so a
     later correct run of the same configuration in that database reused them."""
     db = tmp_path / "sweeps.sqlite"
-    bad = run(env, "core.sweep", *SWEEP, "--db", db, "--batch-size", "-1")
-    assert_refused(bad, "core.sweep", "--batch-size must be at least 1, got -1")
+    bad = run(env, "core.sweeps", *SWEEP, "--db", db, "--batch-size", "-1")
+    assert_refused(bad, "core.sweeps", "--batch-size must be at least 1, got -1")
     assert not db.exists()  # refused before the database was opened
 
-    good = run(env, "core.sweep", *SWEEP, "--db", db)
+    good = run(env, "core.sweeps", *SWEEP, "--db", db)
     assert good.returncode == 0, good.stderr
     assert "6 predictions computed, 0 from cache" in good.stdout
     rows = predictions(db)
     assert len(rows) == 6 and all(answer and start is not None and end > start for answer, start, end in rows)
 
     before = digest(db)
-    again = run(env, "core.sweep", *SWEEP, "--db", db, "--batch-size", "-1")
-    assert_refused(again, "core.sweep", "--batch-size must be at least 1, got -1")
+    again = run(env, "core.sweeps", *SWEEP, "--db", db, "--batch-size", "-1")
+    assert_refused(again, "core.sweeps", "--batch-size must be at least 1, got -1")
     assert digest(db) == before and predictions(db) == rows
 
 
 @pytest.fixture(scope="module")
 def sweep_db(env, tmp_path_factory):
     db = tmp_path_factory.mktemp("sweepdb") / "sweeps.sqlite"
-    proc = run(env, "core.sweep", *SWEEP, "--db", db, "--name", "toy")
+    proc = run(env, "core.sweeps", *SWEEP, "--db", db, "--name", "toy")
     assert proc.returncode == 0, proc.stderr
     return db
 
@@ -190,8 +190,8 @@ SWEEP_CASES = {
 def test_sweep_bad_input_leaves_the_database_alone(env, sweep_db, case):
     args, fragments = SWEEP_CASES[case]
     before = digest(sweep_db)
-    proc = run(env, "core.sweep", *args, "--db", sweep_db, "--quiet")
-    assert_refused(proc, "core.sweep", *fragments)
+    proc = run(env, "core.sweeps", *args, "--db", sweep_db, "--quiet")
+    assert_refused(proc, "core.sweeps", *fragments)
     assert digest(sweep_db) == before
 
 
@@ -199,14 +199,14 @@ def test_sweep_db_that_is_not_sqlite_is_refused_untouched(env):
     d = env[0]
     before = digest(d / "not-sqlite.db")
     for args in (["--list"], ["--show", "toy"], SWEEP):  # SWEEP: refused before a model loads
-        proc = run(env, "core.sweep", *args, "--db", d / "not-sqlite.db")
-        assert_refused(proc, "core.sweep", "not-sqlite.db", "SQLite")
+        proc = run(env, "core.sweeps", *args, "--db", d / "not-sqlite.db")
+        assert_refused(proc, "core.sweeps", "not-sqlite.db", "SQLite")
         assert digest(d / "not-sqlite.db") == before
 
 
 def test_sweep_show_without_a_database(env, tmp_path):
-    proc = run(env, "core.sweep", "--show", "toy", "--db", tmp_path / "none.sqlite")
-    assert_refused(proc, "core.sweep", "no sweep database at", "cannot show 'toy'")
+    proc = run(env, "core.sweeps", "--show", "toy", "--db", tmp_path / "none.sqlite")
+    assert_refused(proc, "core.sweeps", "no sweep database at", "cannot show 'toy'")
     assert not (tmp_path / "none.sqlite").exists()
 
 
@@ -307,14 +307,14 @@ def test_natural_mt_bad_input_writes_nothing(env, tmp_path):
 
 
 def test_sweep_list_of_a_folder_is_refused(env, tmp_path):
-    proc = run(env, "core.sweep", "--list", "--db", tmp_path)
-    assert_refused(proc, "core.sweep", "is a folder, not a sweep database")
+    proc = run(env, "core.sweeps", "--list", "--db", tmp_path)
+    assert_refused(proc, "core.sweeps", "is a folder, not a sweep database")
 
 
 def test_sweep_list_and_show_never_write_to_the_store(env, sweep_db):
     """Reading is read-only: listing and showing leave the database byte for byte."""
     before = digest(sweep_db)
     for args in (["--list"], ["--show", "toy"]):
-        proc = run(env, "core.sweep", *args, "--db", sweep_db)
+        proc = run(env, "core.sweeps", *args, "--db", sweep_db)
         assert proc.returncode == 0, proc.stderr
         assert digest(sweep_db) == before

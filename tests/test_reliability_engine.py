@@ -47,7 +47,7 @@ def test_a_bad_setting_is_refused_wherever_it_is_set(engine, field, value, messa
 
 
 def test_batch_size_minus_one_set_later_never_gives_empty_answers(engine):
-    """Before: ``engine.settings.batch_size = -1`` (what core.sweep did with --batch-size -1) ran
+    """Before: ``engine.settings.batch_size = -1`` (what core.sweeps did with --batch-size -1) ran
     no forward pass at all and every prediction came back empty."""
     with pytest.raises(SettingsError):
         engine.settings.batch_size = -1
@@ -112,7 +112,7 @@ def test_long_question_in_a_short_window_is_cut_not_a_tokenizer_panic(engine):
 def test_fingerprint_follows_settings_changed_after_the_first_call(engine):
     """Before: the fingerprint was memoised per engine object, so a setting changed later (a
     page's max_answer_tokens) kept keying the old answers in the prediction cache."""
-    from core.sweep import engine_fingerprint
+    from core.sweeps.keys import engine_fingerprint
 
     e = QAEngine(engine.model, engine.tokenizer, EngineSettings(threads=1), device="cpu")
     first = engine_fingerprint(e)
@@ -130,7 +130,7 @@ def test_fingerprint_follows_settings_changed_after_the_first_call(engine):
 def test_default_settings_keep_the_fingerprint_of_stored_sweeps(engine):
     """Keys of stored sweeps keep their meaning: the settings string hashed after the weights
     is the one hashed before (max_length:stride:max_answer_tokens:top_k)."""
-    from core.sweep import _weights_hash, engine_fingerprint
+    from core.sweeps.keys import _weights_hash, engine_fingerprint
 
     e = QAEngine(engine.model, engine.tokenizer, EngineSettings(threads=1), device="cpu")
     h = _weights_hash(e)
@@ -243,7 +243,7 @@ def test_fingerprint_does_not_depend_on_what_the_engine_answered_before(tiny_reg
     tokenizer as loaded, so an engine that already answered (the app's, shared by the pages)
     and a fresh one (the CLI's) key the same sweep and the same cached predictions."""
     from core.qa import registry
-    from core.sweep import engine_fingerprint
+    from core.sweeps.keys import engine_fingerprint
 
     monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
     used = registry.load_engine("tiny-a")

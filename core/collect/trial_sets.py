@@ -18,14 +18,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.collect.trials import Trial, TrialError, slug, write_atomic
+from core.collect.trials import QuestionState, StoredTranscript, Trial, TrialError, slug, write_atomic
 from core.datasets import Dataset
-from core.metrics.text_distance import corpus_cer, corpus_wer, table3_summary
+from core.metrics.text_distance import corpus_cer, corpus_wer, table3_summary, wer
 from core.speech import asr
 from core.types import QAExample
 
 __all__ = ["original_dataset", "engines_transcribed", "challenge_pairs", "challenge_set",
-           "write_challenge_sets", "sweep_command", "wer_summary", "speaker_wer"]
+           "write_challenge_sets", "sweep_command", "wer_summary", "speaker_wer", "transcript_rows",
+           "summary_rows", "score_rows"]
 
 
 def original_dataset(trial: Trial) -> Dataset:
@@ -74,9 +75,9 @@ def write_challenge_sets(trial: Trial, out_dir: str | Path | None = None,
 
 
 def sweep_command(trial: Trial, paths: dict[str, Path], models: Sequence[str] = ("MODEL",)) -> str:
-    """The ``python -m core.sweep`` command that evaluates models on the written sets."""
+    """The ``python -m core.sweeps`` command that evaluates models on the written sets."""
     specs = ",".join(f"file:{p}" for k, p in paths.items() if k != "original")
-    return (f"python -m core.sweep --dataset {paths['original']} --perturbations {specs} "
+    return (f"python -m core.sweeps --dataset {paths['original']} --perturbations {specs} "
             f"--models {','.join(models)} --name trial-{trial.id}")
 
 
@@ -110,3 +111,53 @@ def speaker_wer(trials: Iterable[Trial]) -> list[dict[str, Any]]:
         rows.append({"speaker": speaker, "engine": engine, "n": len(pairs),
                      "wer": 100 * corpus_wer(refs, hyps), "cer": 100 * corpus_cer(refs, hyps)})
     return rows
+
+
+# ----------------------------------------------------------------------------------------------
+# The page's tables
+
+
+def score_rows(cells: Iterable[Any]) -> list[dict[str, Any]]:
+    """The speech trial's scores (NoiseQA Table 10, per speaker and engine) from the cells of the
+    trial's sweep (``core.sweeps.report.cells``): F1 on the clean questions and on the spoken ones.
+
+    >>> from types import SimpleNamespace as Cell
+    >>> score_rows([Cell(model="m", label="file:whisper-base", n=3, clean_f1=71.04, f1=50.0, em=33.33)])
+    [{'model': 'm', 'set': 'file:whisper-base', 'questions': 3, 'F1 clean': 71.0, 'F1 spoken': 50.0, 'EM spoken': 33.3}]
+    """
+    def r(x):
+        return None if x is None else round(x, 1)
+
+    return [{"model": c.model, "set": c.label, "questions": c.n, "F1 clean": r(c.clean_f1),
+             "F1 spoken": r(c.f1), "EM spoken": r(c.em)} for c in cells]
+
+
+def transcript_rows(trial: Trial, state: QuestionState, engines: Sequence[str],
+                    fresh: dict[str, StoredTranscript | str] | None = None) -> list[dict[str, Any]]:
+    """One row per ASR engine for the question in front of the speaker: its transcript of the
+    latest take and the WER against the question (both normalised), or why there is none.
+    ``fresh``: what :meth:`Trial.transcribe` just returned (a transcript, or the engine's error)."""
+    ref = asr.normalise_transcript(state.example.question)
+    rows = []
+    for engine in engines:
+        got = (fresh or {}).get(engine, state.transcripts.get(engine))
+        if isinstance(got, StoredTranscript):
+            rows.append({"engine": engine, "transcript": got.text, "WER %": round(100 * wer(ref, got.text), 1),
+                         "seconds": round(got.seconds, 2), "problem": ""})
+        else:
+            rows.append({"engine": engine, "transcript": "", "WER %": None, "seconds": None,
+                         "problem": got if isinstance(got, str) else (trial.engine_problem(engine)
+                                                                      or "not transcribed yet")})
+    return rows
+
+
+def summary_rows(summary: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """(:func:`wer_summary`) as the page's table: WER/CER and NoiseQA's Table 3 per engine.
+
+    >>> summary_rows([{"engine": "e", "n": 2, "wer": 12.345, "cer": 5.0, "table3_cer": 4.96,
+    ...                "table3_wer": 10.04, "table3_bleu": 71.25}])
+    [{'engine': 'e', 'questions': 2, 'WER %': 12.3, 'CER %': 5.0, 'Table 3 CER': 5.0, 'Table 3 WER': 10.0, 'Table 3 BLEU': 71.2}]
+    """
+    return [{"engine": r["engine"], "questions": r["n"], "WER %": round(r["wer"], 1), "CER %": round(r["cer"], 1),
+             "Table 3 CER": round(r["table3_cer"], 1), "Table 3 WER": round(r["table3_wer"], 1),
+             "Table 3 BLEU": round(r["table3_bleu"], 1)} for r in summary]

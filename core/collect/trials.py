@@ -5,7 +5,7 @@ their accent, the microphone) is shown a seeded sample of a data set's questions
 (e.g. 100 XQuAD questions, as in the paper's speaker study) and reads each one aloud. Every
 recording is stored; each ASR engine transcribes it; per engine the transcripts replace the
 questions of the original examples, giving a SQuAD-format challenge set per speaker x engine,
-paired with the original by question id, which :mod:`core.sweep` reads as ``file:<path>``.
+paired with the original by question id, which :mod:`core.sweeps` reads as ``file:<path>``.
 
 On disk (``<cache_dir>/trials/<trial id>/``)::
 
@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from core import config
-from core.datasets import Dataset
+from core.datasets import Dataset, has_gold, sample_examples
 from core.speech import asr
 from core.speech.audio import AudioError, load_audio
 from core.sqlite_db import SQLiteFile
@@ -494,17 +494,16 @@ def create_trial(speaker: Speaker, dataset: Dataset, n: int, seed: int, *, datas
                  root: str | Path | None = None, trial_id: str | None = None) -> Trial:
     """Start a trial: a seeded sample of ``n`` of ``dataset``'s answerable questions for ``speaker``.
 
-    The sample is :func:`core.sweep.sample_examples` (seeded, in data set order; the sample of n
+    The sample is :func:`core.datasets.sample_examples` (seeded, in data set order; the sample of n
     is contained in the sample of n + k). The trial folder is built under a temporary name and
     renamed into place, so a crash never leaves half a trial.
     """
-    from core.sweep import sample_examples
 
     if not isinstance(speaker, Speaker) or not speaker.label.strip():
         raise TrialError("a trial needs a speaker label (a name or a pseudonym)")
     if n < 1:
         raise TrialError(f"a trial needs at least one question, got n={n}")
-    answerable = [ex for ex in dataset.examples if ex.answers and not ex.is_impossible]
+    answerable = [ex for ex in dataset.examples if has_gold(ex)]
     if not answerable:
         raise TrialError(f"data set {dataset.name!r} has no answerable question")
     examples = sample_examples(answerable, n, seed)

@@ -81,7 +81,7 @@ def skip_summary(name: str, n_scored: int, skipped: dict[str, int]) -> str:
 def select(examples: list[QAExample], first: int | None = None, sample: int | None = None,
            seed: int = 0) -> list[QAExample]:
     """The questions to score: the first ``first``, or a seeded sample of ``sample`` in file
-    order (core.sweep.sample_examples: the sample of 100 is inside the sample of 200), or all.
+    order (core.datasets.sample_examples: the sample of 100 is inside the sample of 200), or all.
 
     >>> exs = [QAExample(str(i), "Q?", "C.") for i in range(10)]
     >>> [e.id for e in select(exs, first=3)], len(select(exs, sample=4, seed=1)), len(select(exs))
@@ -92,7 +92,7 @@ def select(examples: list[QAExample], first: int | None = None, sample: int | No
     if first is not None:
         return list(examples[:first])
     if sample is not None:
-        from core.sweep import sample_examples
+        from core.datasets import sample_examples
 
         return sample_examples(examples, sample, seed)
     return list(examples)
@@ -182,7 +182,7 @@ def build_parser() -> cli.ArgumentParser:
     pick = ap.add_mutually_exclusive_group()
     pick.add_argument("--first", type=int, metavar="N", help="score only the first N scorable questions")
     pick.add_argument("--sample", type=int, metavar="N",
-                      help="score a seeded sample of N scorable questions (the sample core.sweep draws)")
+                      help="score a seeded sample of N scorable questions (the sample core.sweeps draws)")
     ap.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
     ap.add_argument("--predictions", metavar="OUT.json",
                     help="write the predictions in the official SQuAD format {id: answer}; with several "
@@ -199,7 +199,7 @@ def build_parser() -> cli.ArgumentParser:
 def load_datasets(args) -> tuple[list[Dataset], list[str]]:
     """The data sets to score (each cut to ``--first`` / ``--sample``), and their load lines.
     Refuses a set with no scorable question; says on stderr what each set leaves out."""
-    from core.sweep import load_dataset
+    from core.datasets import load_dataset
 
     datasets, load_lines = [], []
     for dname in args.dataset:

@@ -16,7 +16,7 @@ __all__ = ["parse_augment_spec", "augment_examples"]
 def parse_augment_spec(spec: str) -> tuple[list[tuple[str, dict]], list[float] | None]:
     """``--augment`` as (perturbation id, params) pairs and optional relative weights.
 
-    The entries use the sweep's spec syntax (:func:`core.sweep.parse_specs`: ``ID``,
+    The entries use the sweep's spec syntax (:func:`core.perturb.spec.parse_specs`: ``ID``,
     ``ID:key=value[:key=value...]``, typed values, ``a..b`` ranges and ``x|y`` lists), plus one
     extra key, ``weight``: the entry's relative share. Without any weight every entry is equally
     likely (None), as in the first noise-augmented runs; a weight lets a slow perturbation
@@ -38,12 +38,12 @@ def parse_augment_spec(spec: str) -> tuple[list[tuple[str, dict]], list[float] |
     """
     from core.perturb import registry
     from core.perturb.base import PerturbationError
-    from core.sweep import SweepError, parse_specs
+    from core.perturb.spec import SpecError, parse_specs
 
     registry.load_all()
     try:
         specs = parse_specs(spec)
-    except SweepError as exc:
+    except SpecError as exc:
         raise ValueError(f"--augment: {exc}") from exc
     entries: list[tuple[str, dict]] = []
     weights: list[float] = []
@@ -77,9 +77,9 @@ def augment_examples(examples: list[QAExample], share: float, ids: list, rng: ra
     Returns the new examples and how many each entry made.
     """
     from core.perturb import registry
+    from core.perturb.spec import spec_label
     from core.speech.asr import ASRError
     from core.speech.tts import TTSError
-    from core.sweep import spec_label
     from core.translate import TranslationError
 
     registry.load_all()

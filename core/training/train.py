@@ -130,7 +130,7 @@ def load_training_examples(
     for name, load in sources:
         ds = load()
         print(ds.load_line(), flush=True)
-        usable = [e for e in ds.examples if e.answers and not e.is_impossible]
+        usable = [e for e in ds.examples if datasets.has_gold(e)]
         usable, dropped = check_no_eval_overlap(usable, eval_ctx, str(name), drop_overlap)
         counts[str(name)] = {"questions": len(usable), "dropped_eval_overlap": dropped}
         examples.extend(usable)

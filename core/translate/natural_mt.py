@@ -15,7 +15,7 @@ pair of files.)
     python -m core.translate.natural_mt --lang de --model ~/opus-mt-de-en --output ...  # a model you supply
 
 The written file keeps the English ids, titles, contexts and answers; only the question is the
-machine translation. A sweep reads it as ``file:<path>`` (``python -m core.sweep --dataset
+machine translation. A sweep reads it as ``file:<path>`` (``python -m core.sweeps --dataset
 xquad/xquad.en --perturbations file:/abs/path/xquad-natural-mt-es.json ...``).
 
 Translation goes through :mod:`core.translate`: Apertium by default (here Spanish is the only

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rapidfuzz.distance import Levenshtein
 
-from core.sweep_report import _store
+from core.sweeps.report import _store
 
 __all__ = ["Finding", "RIGHT", "disagreements", "one_keystroke_flips", "beaten", "find_all"]
 
