@@ -172,7 +172,7 @@ def resolve_data_file(name: str, data_dir: str | Path | None = None, *, what: st
     A relative name is looked up under the data directory (``data_dir``, else the configured one),
     with or without ``.json``, and may not climb out of it (``..``, a symlink pointing outside).
     An absolute name must lie inside :func:`core.config.read_roots` (the data directory, the runs
-    folder, the speech trials' folder, QAX_EXTRA_ROOTS): core.natural_mt and the speech trials
+    folder, the speech trials' folder, QAX_EXTRA_ROOTS): core.translate.natural_mt and the speech trials
     print such paths. Anything else is a DatasetError naming the allowed folders; nothing is read.
     """
     rel = name.strip().removesuffix(".json")

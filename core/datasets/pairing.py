@@ -124,7 +124,7 @@ def pair_challenge(original: Dataset, challenge: Dataset, pair_by: str = "auto",
     DatasetError naming the first mismatches of each rule. ``"id"`` / ``"position"`` force a
     rule: pairs that disagree are dropped and counted in ``mismatched``; DatasetError when the
     rule cannot apply or no pair is left. ``verify=False`` (cross-language sets whose contexts
-    are translations, core.natural_mt) pairs by id without the check.
+    are translations, core.translate.natural_mt) pairs by id without the check.
     """
     if pair_by not in PAIR_RULES:
         raise ValueError(f"pair_by must be one of {', '.join(PAIR_RULES)}, not {pair_by!r}")
