@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterable
 
-from core import config, safe_json
+from core import config
+from core.io import safe_json
 from core.langid import detect_lang, is_cjk, lang_from_filename
 from core.types import Answer, QAExample
 
