@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from core import safe_json
+from core.io import safe_json
 from core.langid import detect_lang, is_cjk, lang_from_filename
 from core.types import Answer, QAExample
 

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import cli, safe_json
+from core import cli
+from core.io import safe_json
 
 __all__ = ["read_card", "write_card", "render_card_markdown", "FIELDS", "METRICS", "CAPABILITY_FIELDS",
            "dataset_label", "evaluation_rows", "evaluation_matrix", "capability_rows", "capability_matrix"]

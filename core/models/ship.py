@@ -22,8 +22,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from core import cli, safe_json
+from core import cli
 from core.config import repo_root
+from core.io import safe_json
 from core.models.cards import render_card_markdown
 from core.training.cli import train_command
 
