@@ -68,6 +68,16 @@ PARAM_TYPES = (bool, int, float, str)
 RESOURCE_SUFFIXES = ("_model", "_path", "_file", "_dir")
 
 
+def names_a_resource(name: str) -> bool:
+    """Whether a parameter called ``name`` names a model, file or folder (ReplaceRQ's
+    ``mlm_model``, or ``ReplaceRQ.mlm_model`` in a chain): the server's to set, never a browser's.
+
+    >>> names_a_resource("mlm_model"), names_a_resource("ReplaceRQ.mlm_model"), names_a_resource("n_words")
+    (True, True, False)
+    """
+    return name.endswith(RESOURCE_SUFFIXES)
+
+
 class PerturbationError(ValueError):
     """A perturbation was misused: bad parameters, overlapping edits, an edit inside a gold answer."""
 
@@ -149,7 +159,7 @@ class Param:
     @property
     def names_a_resource(self) -> bool:
         """Whether the value names a model, file or folder (set on the server, not in a browser)."""
-        return self.type is str and self.choices is None and self.name.endswith(RESOURCE_SUFFIXES)
+        return self.type is str and self.choices is None and names_a_resource(self.name)
 
     def validate(self, value: Any, owner: str) -> Any:
         """``value`` checked against the declaration (an int given for a float becomes a float);
