@@ -33,9 +33,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 def main() -> int:
     import torch
 
+    from core.datasets import load_dataset
     from core.qa import registry
     from core.qa.engine import EngineSettings
-    from core.sweep import load_dataset
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad")
@@ -108,11 +108,11 @@ def choose_default(backends: dict[str, dict], tolerance: float = F1_TOLERANCE) -
 
 
 def compare_backends(args) -> int:
+    from core.datasets import load_dataset
     from core.metrics import squad_scores
     from core.qa import registry
     from core.qa.engine import EngineSettings, QAEngine
     from core.qa.onnx_backend import BACKENDS
-    from core.sweep import load_dataset
 
     ds = load_dataset(args.dataset)
     ex = ds.examples[: args.n] if args.n else ds.examples

@@ -88,7 +88,7 @@ def sidebar_settings() -> None:
             st.session_state["max_answer_tokens"] = st.number_input(
                 "Max answer length (tokens)", 1, 200, st.session_state["max_answer_tokens"],
                 help="The longest answer span a model may return (default 30 tokens, as the model cards' "
-                     "figures were measured; python -m core.evaluate --max-answer-tokens). SQuAD answers are "
+                     "figures were measured; python -m core.models.evaluate --max-answer-tokens). SQuAD answers are "
                      "short; a domain set with long gold answers (clauses, sentences) needs more, or every "
                      "long answer is cut and scores low. Part of the prediction cache key: sweeps run with "
                      "another cap are answered afresh.")

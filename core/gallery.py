@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rapidfuzz.distance import Levenshtein
 
-from core.sweep_report import _store
+from core.sweeps.report import _store
 
 __all__ = ["Finding", "RIGHT", "disagreements", "one_keystroke_flips", "beaten", "find_all"]
 
@@ -116,7 +116,7 @@ def one_keystroke_flips(db: str | Path, sweep: int | str, limit: int = 20) -> li
 
 
 def beaten(attempts: Iterable, limit: int = 20) -> list[Finding]:
-    """Beat-the-AI attempts (core.beat.Attempt) where every model was fooled, validated first."""
+    """Beat-the-AI attempts (core.collect.beat.Attempt) where every model was fooled, validated first."""
     wins = [a for a in attempts if a.human_won and a.answerable is not False]
     wins.sort(key=lambda a: (a.answerable is not True, a.created_at), reverse=False)
     out = []

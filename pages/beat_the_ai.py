@@ -1,17 +1,15 @@
 """Beat the AI: write a question the models get wrong (Bartolo et al. 2020); validate; export; stats.
 
-All logic lives in core/beat.py; this page only lays it out. Every attempt is stored the moment
-the models have answered (core.beat.BeatStore; database file from $QAX_BEAT_DB or the cache).
+All logic lives in core/collect/ (beat, beat_store, beat_stats); this page only lays it out. Every attempt is stored the moment
+the models have answered (core.collect.beat_store.BeatStore; database file from $QAX_BEAT_DB or the cache).
 Everything a visitor, a dataset or the store supplies is shown escaped (components/text.py) and
 every CSV goes through core.csv_export. Who is who: the typed name plus a per-browser token
-(components/browser_id.py); core.beat refuses an author's validation of their own question.
+(components/browser_id.py); core.collect.beat_store refuses an author's validation of their own question.
 """
 from __future__ import annotations
 
 import html
 import json
-import random
-import time
 import uuid
 
 import pandas as pd
@@ -25,7 +23,7 @@ from components.pickers import dataset_picker, model_picker
 from components.span_picker import span_keys, span_picker
 from components.state import init_state, sidebar_settings
 from components.text import count, html_text, md_escape
-from core import beat, identity
+from core.collect import beat, beat_stats, beat_store, identity
 from core.csv_export import csv_bytes
 from core.qa.engine import QAInputError
 from core.types import Span
@@ -63,7 +61,7 @@ with st.expander("Rules"):
 
 ds = dataset_picker("beat")
 try:
-    store = beat.BeatStore()
+    store = beat_store.BeatStore()
 except (ValueError, OSError) as e:
     st.error(f"Cannot open the Beat-the-AI database: {md_escape(e)}")
     st.stop()
@@ -92,22 +90,15 @@ with tab_play:
     else:
         plist = beat.passages(ds)
         s = st.session_state
-        if s.get("beat_sampler_for") != (ds.name, len(plist)):
-            # A sampler per data set: every passage comes once before any comes again.
-            sampler = beat.PassageSampler.new(len(plist), random.Random(time.time_ns()))
-            s["beat_passage_idx"] = sampler.next()
-            s["beat_sampler"], s["beat_sampler_for"] = sampler.to_state(), (ds.name, len(plist))
-        if st.button("New passage", key="beat_new"):
-            sampler = beat.PassageSampler.from_state(s["beat_sampler"])
-            s["beat_passage_idx"] = sampler.next()
-            s["beat_sampler"] = sampler.to_state()
-        passage = plist[s["beat_passage_idx"]]
+        # A sampler per data set, kept in the session: every passage once before any again.
+        turn = beat.passage_turn(s, ds.name, len(plist), new=st.button("New passage", key="beat_new"))
+        passage = plist[turn]
         if s.get("beat_passage_id") != passage.id:  # a new passage starts a clean form
             s["beat_passage_id"] = passage.id
             for k in ["beat_question", *span_keys("beat")]:
                 s.pop(k, None)
         st.caption(f"{md_escape(ds.name)} · {md_escape(passage.title or 'untitled')} · passage "
-                   f"{s['beat_passage_idx'] + 1} of {len(plist)} · id {md_escape(passage.id)}")
+                   f"{turn + 1} of {len(plist)} · id {md_escape(passage.id)}")
 
         question = st.text_area("Your question", key="beat_question", height=68,
                                 placeholder="Ask something the passage answers, but that a "
@@ -248,7 +239,7 @@ with tab_validate:
 with tab_collected:
     everything = store.attempts()
     won = [a for a in everything if a.human_won]
-    ans = beat.answerability(everything)
+    ans = beat_stats.answerability(everything)
     m = st.columns(5)
     m[0].metric("Attempts", len(everything))
     m[1].metric("Won by people", len(won))
@@ -292,14 +283,14 @@ with tab_collected:
 # ---------------------------------------------------------------------------------------------
 
 
-def source_statistics(dataset) -> beat.SetStatistics:
+def source_statistics(dataset) -> beat_stats.SetStatistics:
     """The source set's statistics, kept in this session only: a process-wide cache keyed by
     name would mix up two visitors' uploads of the same name and outlive their sessions."""
     key = (dataset.name, len(dataset), id(dataset))
     kept = st.session_state.get("beat_source_stats")
     if kept is None or kept[0] != key:
         with st.spinner("Computing statistics…"):
-            kept = (key, beat.dataset_statistics(dataset))
+            kept = (key, beat_stats.dataset_statistics(dataset))
         st.session_state["beat_source_stats"] = kept
     return kept[1]
 
@@ -330,7 +321,7 @@ with tab_stats:
               "All attempts": everything,
               "Validated answerable questions": [a for a in everything if a.answerable]}[scope]
     sets, by_set = [], {}
-    collected = beat.attempt_statistics("collected", chosen)
+    collected = beat_stats.attempt_statistics("collected", chosen)
     if chosen:
         sets.append(collected)
         by_set["collected"] = chosen
@@ -344,23 +335,23 @@ with tab_stats:
                "shares with its passage (Bartolo et al. 2020, Table 3: it falls as stronger "
                "models are put in the loop). Fooling rate and answerability exist only for "
                "collected questions.")
-    summary = beat.comparison_rows(sets, by_set)
+    summary = beat_stats.comparison_rows(sets, by_set)
     st.dataframe(pd.DataFrame(summary).round(3), hide_index=True, width="stretch")
     st.download_button("summary as CSV", csv_bytes(summary),
                        "beat_the_ai_summary.csv", "text/csv", key="beat_csv_summary")
 
-    wh = beat.wh_rows(sets)
+    wh = beat_stats.wh_rows(sets)
     fig = px.bar(plot_frame(wh), x="wh", y="share", color="set", barmode="group",
                  title="Wh-word distribution (Figure 3)", labels={"share": "share of questions"})
     chart_with_csv(fig, wh, "wh_words")
     for attr, title in (("longest_ngram", "Longest common n-gram with the passage"),
                         ("question_tokens", "Question length (words)"),
                         ("answer_tokens", "Answer length (words)")):
-        rows = beat.distribution_rows(sets, attr)
+        rows = beat_stats.distribution_rows(sets, attr)
         fig = px.bar(plot_frame(rows), x=attr, y="share", color="set", barmode="group",
                      title=title, labels={"share": "share of questions"})
         chart_with_csv(fig, rows, attr)
-    fool = beat.fooling_rates(everything)
+    fool = beat_stats.fooling_rates(everything)
     if fool:
         fig = px.bar(plot_frame(fool), x="model", y="fooling_rate", range_y=[0, 1],
                      title="Model-fooling rate per model (all attempts)",

@@ -1,6 +1,6 @@
 """Speech trial: read a data set's questions aloud; the recordings become per-speaker ASR challenge sets.
 
-How NoiseQA built its natural speech set, done by our users (logic in core.trials): a seeded
+How NoiseQA built its natural speech set, done by our users (logic in core.collect.trials): a seeded
 sample of questions is shown one at a time; each recording is stored on the server at once, every
 ASR engine transcribes it, and the transcripts form a SQuAD-format challenge set per speaker x
 engine that sweeps read. Speakers can re-record, skip, stop and resume, export their recordings
@@ -19,7 +19,7 @@ from components.export import csv_download, file_stem
 from components.pickers import DEMO_LANGS, model_picker
 from components.state import current_data_dir, init_state, sidebar_settings
 from components.text import html_text, md_escape
-from core import trials
+from core.collect import trials
 from core.datasets import DatasetError
 from core.metrics.text_distance import wer
 from core.qa.registry import ModelLoadError
@@ -236,8 +236,9 @@ def _results(trial: trials.Trial) -> None:
 
 def _score(trial: trials.Trial, paths: dict[str, str]) -> None:
     """Per-speaker F1 (NoiseQA Table 10): a sweep of the chosen models over this trial's sets."""
-    from core.sweep import SweepConfig, SweepError, run_sweep
-    from core.sweep_report import cells
+    from core.sweeps.config import SweepConfig, SweepError
+    from core.sweeps.report import cells
+    from core.sweeps.run import run_sweep
 
     models = model_picker("trial", default_all=False)
     scores = st.session_state.setdefault("trial_scores", {})   # trial id -> the last scores, kept across reruns

@@ -21,7 +21,7 @@ from components.state import init_state, sidebar_settings
 from components.text import choose_hint, html_text, md_escape
 from core import variants as cv
 from core.csv_export import csv_bytes
-from core.datasets import detect_lang
+from core.langid import detect_lang
 from core.perturb import registry
 from core.perturb.nlp import tagger_warning
 from core.qa.engine import QAInputError, validate_pair

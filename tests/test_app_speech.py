@@ -144,7 +144,7 @@ def speak(text: str) -> bytes:
 
 
 def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_path):
-    from core import trials
+    from core.collect import trials
     from core.datasets import load_squad
 
     at = trial_page()

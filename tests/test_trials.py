@@ -1,4 +1,4 @@
-"""core.trials: natural ASR trials (recordings kept on disk, crash repair, transcripts, challenge sets).
+"""core.collect.trials: natural ASR trials (recordings kept on disk, crash repair, transcripts, challenge sets).
 
 Speech is made with flite's kal16 voice and transcribed with PocketSphinx (exact transcripts
 measured with flite 2.2 and pocketsphinx 5.1.1; whisper is left out to keep the CPU free).
@@ -17,12 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import trials
-from core.datasets import Dataset, load_squad
+from core.collect import trials
+from core.datasets import Dataset, load_squad, sample_examples
 from core.speech import tts
 from core.speech.audio import AudioError, to_wav_bytes
-from core.sweep import SweepConfig, run_sweep, sample_examples
-from core.sweep_report import cells
+from core.sweeps.config import SweepConfig
+from core.sweeps.report import cells
+from core.sweeps.run import run_sweep
 from core.types import Answer, Prediction, QAExample, Span
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,15 +161,15 @@ def test_recording_survives_a_kill_before_it_is_indexed(tmp_path, wavs):
         import os, signal, sys
         sys.path.insert(0, {str(ROOT)!r})
         from pathlib import Path
-        from core import trials
+        from core.collect import trials
         trial = trials.open_trial("t", {str(tmp_path)!r})
-        connect = trial._connect
-        def connect_or_die():
+        index = trial._index
+        def index_or_die(**kwargs):
             # Killed at the first database access after the audio is on disk: the index step.
             if (trial.recordings_dir / "q1" / "001.wav").exists():
                 os.kill(os.getpid(), signal.SIGKILL)
-            return connect()
-        trial._connect = connect_or_die
+            return index(**kwargs)
+        trial._index = index_or_die
         trial.add_recording("q1", Path({str(wav)!r}).read_bytes())
     """)
     proc = subprocess.run([sys.executable, "-c", child], capture_output=True, timeout=120)

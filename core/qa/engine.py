@@ -155,7 +155,7 @@ class QAEngine:
     def __init__(self, model, tokenizer, settings: EngineSettings | None = None, device: str | None = None):
         self.model = model
         self.tokenizer = tokenizer
-        # The tokenizer as loaded, for fingerprints (core.sweep.engine_fingerprint): calling a fast
+        # The tokenizer as loaded, for fingerprints (core.sweeps.keys.engine_fingerprint): calling a fast
         # tokenizer with truncation rewrites its truncation state in place (minilm-squad's loads
         # as 256/96 and reads 384/128 after one answer), so a hash of its JSON taken later would
         # depend on what the engine did before, and the app's sweeps would not match the CLI's.
@@ -223,7 +223,7 @@ class QAEngine:
 
     def long_context_tag(self, context: str) -> str:
         """"" for a context read with the ordinary window shape; else the long shape, e.g.
-        "long=512:128" (core.sweep puts it into such a context's prediction key)."""
+        "long=512:128" (core.sweeps puts it into such a context's prediction key)."""
         if not self.is_long(context):
             return ""
         return "long={}:{}".format(*self._window_shape(long=True))

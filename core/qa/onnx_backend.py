@@ -30,7 +30,7 @@ BACKENDS = ("torch", "onnx", "onnx-int8")
 # 2: int8 weights quantised per channel. 3: traced with padding in the example batch.
 EXPORT_VERSION = 3
 # What a backend's answers depend on beyond the weights, for the prediction cache key
-# (core.sweep.engine_fingerprint): a new quantisation recipe must not reuse the old one's answers.
+# (core.sweeps.keys.engine_fingerprint): a new quantisation recipe must not reuse the old one's answers.
 # Per-channel int8 against per-tensor on XQuAD-en: MiniLM F1 71.1 against 69.1 (torch 72.6, 160
 # questions), MPNet 86.1 against 72.5 (torch 91.0, 48 questions), at the same speed.
 FINGERPRINT_TAGS = {"torch": "torch", "onnx": "onnx", "onnx-int8": "onnx-int8:qint8-per-channel"}

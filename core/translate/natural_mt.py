@@ -10,12 +10,12 @@ is a challenge set paired with ``xquad.en`` by id. (MLQA's ``dev-context-X-quest
 share ids with ``dev-context-en-question-en`` too; ``--original`` / ``--source`` take any such
 pair of files.)
 
-    python -m core.natural_mt --lang es --output runs/natural_mt/xquad-natural-mt-es.json
-    python -m core.natural_mt --lang all --output-dir runs/natural_mt     # every language MT covers
-    python -m core.natural_mt --lang de --model ~/opus-mt-de-en --output ...  # a model you supply
+    python -m core.translate.natural_mt --lang es --output runs/natural_mt/xquad-natural-mt-es.json
+    python -m core.translate.natural_mt --lang all --output-dir runs/natural_mt     # every language MT covers
+    python -m core.translate.natural_mt --lang de --model ~/opus-mt-de-en --output ...  # a model you supply
 
 The written file keeps the English ids, titles, contexts and answers; only the question is the
-machine translation. A sweep reads it as ``file:<path>`` (``python -m core.sweep --dataset
+machine translation. A sweep reads it as ``file:<path>`` (``python -m core.sweeps --dataset
 xquad/xquad.en --perturbations file:/abs/path/xquad-natural-mt-es.json ...``).
 
 Translation goes through :mod:`core.translate`: Apertium by default (here Spanish is the only
@@ -148,7 +148,7 @@ def _translator(args) -> translate.Translator:
     return translator
 
 
-PROG = "python -m core.natural_mt"
+PROG = "python -m core.translate.natural_mt"
 
 
 @cli.command(PROG)

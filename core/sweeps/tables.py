@@ -1,6 +1,6 @@
-"""Tables for the Heatmaps page built from a stored sweep's cells (core.sweep_report.Cell).
+"""Tables for the Heatmaps page built from a stored sweep's cells (core.sweeps.report.Cell).
 
-core.sweep_report computes the cells (clean vs perturbed scores, % change, band, penalty); this
+core.sweeps.report computes the cells (clean vs perturbed scores, % change, band, penalty); this
 module arranges them the way the papers report them. Everything returns plain lists of dicts
 (one per table row), so the page turns them into DataFrames and CSV files as they are.
 
@@ -13,13 +13,13 @@ module arranges them the way the papers report them. Everything returns plain li
     and noisy EM and F1, clean measured on the same questions as noisy.
   * :func:`asr_breakdown`: ASR cells by TTS voice and ASR engine (``asr_Q`` parameters).
   * :func:`mt_breakdown`: MT cells by the source language of the translation into English.
-  * :func:`penalty_rows`: core.sweep_report.penalty_table as rows.
+  * :func:`penalty_rows`: core.sweeps.report.penalty_table as rows.
 
 Our choices:
   * interface of a spec = its family: "keyboard", "asr", "mt" (the registry's and
-    core.sweep's family names for files; ``translate_question`` is the German paper's
+    core.sweeps's family names for files; ``translate_question`` is the German paper's
     de -> en -> de round trip, family "sentence", and is not an interface noise). A challenge
-    file that core.sweep filed under another family is placed by the words of its name:
+    file that core.sweeps filed under another family is placed by the words of its name:
     "keyboard", "asr", "mt" or "translation" (core.natural_mt writes ``xquad-natural-mt-es``),
     or natural ASR when core.trials wrote it (``trials/<id>/challenge/<engine>.json``);
   * a challenge *file* is "natural" when its path says so (NoiseQA's ``Natural/`` files and
@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.store import Store
-from core.sweep_report import Cell
+from core.sweeps.report import Cell
+from core.sweeps.store import Store
 
 __all__ = ["Column", "INTERFACES", "columns", "cell_rows", "is_file_spec", "kind_of", "interface_of", "trial_file", "noiseqa_table",
            "asr_breakdown", "mt_breakdown", "penalty_rows"]
@@ -147,7 +147,7 @@ def _models(cell_list: Sequence[Cell]) -> list[str]:
 
 def _rate_columns(rates: Mapping[tuple[str, str], Mapping[str, float]] | None,
                   perturbation: str, params_json: str) -> dict[str, Any]:
-    """NoiseQA Table 3 of a spec from core.sweep_report.noise_rates: "CER % (Table 3)", "WER %
+    """NoiseQA Table 3 of a spec from core.sweeps.report.noise_rates: "CER % (Table 3)", "WER %
     (Table 3)" (lower-cased, without punctuation, as the paper computes them), "BLEU", and the raw
     "CER % (raw)", "WER % (raw)" where case and punctuation count (None when unknown)."""
     if rates is None:
@@ -162,7 +162,7 @@ def noiseqa_table(cell_list: Sequence[Cell],
                   rates: Mapping[tuple[str, str], Mapping[str, float]] | None = None) -> list[dict[str, Any]]:
     """Table 4 layout: rows (interface, kind, spec), per model "<model> clean EM" / "clean F1" /
     "noisy EM" / "noisy F1" and "<model> N". Empty when the sweep has no interface noise. With
-    ``rates`` (core.sweep_report.noise_rates) each row also carries the set's CER, WER and BLEU
+    ``rates`` (core.sweeps.report.noise_rates) each row also carries the set's CER, WER and BLEU
     against the original questions (Table 3)."""
     models = _models(cell_list)
     by_key = {(c.model, c.perturbation, c.params_json): c for c in cell_list}
@@ -271,7 +271,7 @@ def mt_breakdown(db: Store | str | Path, sweep: int | str, cell_list: Sequence[C
 
 
 def penalty_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
-    """core.sweep_report.penalty_table -> rows {"model", "<param>=1", ..., "total"}."""
+    """core.sweeps.report.penalty_table -> rows {"model", "<param>=1", ..., "total"}."""
     param, ns = table["param"], table["ns"]
     rows = []
     for model, per_n in table["rows"].items():

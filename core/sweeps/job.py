@@ -1,15 +1,15 @@
 """A sweep running on a background thread, so a page can poll its progress and cancel it.
 
-:class:`SweepJob` wraps :func:`core.sweep.run_sweep`: ``start()`` runs it on a daemon thread;
+:class:`SweepJob` wraps :func:`core.sweeps.run.run_sweep`: ``start()`` runs it on a daemon thread;
 ``done`` / ``total`` follow its progress callback (result rows committed so far / in the complete
 sweep); ``cancel()`` sets the event run_sweep checks between chunks, so the sweep stops after the
 chunk in flight with status 'cancelled' (everything committed is kept; running the same
-configuration again resumes). ``result`` is the :class:`core.sweep.SweepRun`, or ``error`` the
+configuration again resumes). ``result`` is the :class:`core.sweeps.config.SweepRun`, or ``error`` the
 message of whatever run_sweep raised (a SweepError names the problem).
 
 The thread opens its own database connection (run_sweep is given the path, not a Store), so the
 page's reads never share a connection with the writer; SQLite's WAL mode lets them run together.
-``ray=RayOptions(...)`` runs the sweep on Ray instead (core.sweep_ray: the models load in its
+``ray=RayOptions(...)`` runs the sweep on Ray instead (core.sweeps.ray: the models load in its
 actors, so ``engines`` is empty); ``workers`` then holds each worker's state (node, calls,
 restarts) as the driver reports it, for the page to show.
 
@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from core.datasets import Dataset
-from core.sweep import SweepConfig, SweepRun, run_sweep
+from core.sweeps.config import SweepConfig, SweepRun
+from core.sweeps.run import run_sweep
 
 __all__ = ["SweepJob", "RayOptions"]
 
@@ -59,7 +60,7 @@ class SweepJob:
         self._kwargs = dict(dataset=dataset, data_dir=data_dir, chunk_size=chunk_size)
         self._engines = dict(engines)
         self.ray = ray
-        self.workers: list = []   # core.sweep_ray.WorkerState per worker (Ray sweeps)
+        self.workers: list = []   # core.sweeps.ray.WorkerState per worker (Ray sweeps)
         self._thread = threading.Thread(target=self._run, name=f"sweep-{config.name or config.dataset}",
                                         daemon=True)
 
@@ -82,7 +83,7 @@ class SweepJob:
     def _run(self) -> None:
         try:
             if self.ray is not None:
-                from core.sweep_ray import run_sweep_ray
+                from core.sweeps.ray import run_sweep_ray
 
                 self.result = run_sweep_ray(self.config, self.db, settings=self.ray.settings,
                                             address=self.ray.address, workers=self.ray.workers,
@@ -93,7 +94,7 @@ class SweepJob:
                                         cancel=self._cancel, on_start=self._started, **self._kwargs)
             self.done, self.total = self.result.done_units, self.result.total_units
             if self.result.status == "done":   # Heatmaps then opens it from stored aggregates
-                from core import sweep_aggregates
+                from core.sweeps import aggregates as sweep_aggregates
 
                 self.phase = "aggregates"
                 sweep_aggregates.store(self.db, self.result.sweep_id)

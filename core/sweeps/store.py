@@ -51,7 +51,6 @@ primary keys and every insert is ``INSERT OR IGNORE``, so re-running a unit of w
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import socket
 import sqlite3
@@ -60,6 +59,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from core.perturb.spec import canonical_json  # noqa: F401  (re-exported: the stored JSON's form)
 from core.sqlite_db import SQLiteFile, sqlite_kind, table_names
 
 SCHEMA_VERSION = "1"
@@ -83,7 +83,7 @@ CREATE TABLE IF NOT EXISTS examples (
     answers_json TEXT NOT NULL          -- [[text, answer_start], ...]
 );
 CREATE TABLE IF NOT EXISTS variants (
-    key          TEXT PRIMARY KEY,      -- content key, see core.sweep.variant_key
+    key          TEXT PRIMARY KEY,      -- content key, see core.perturb.spec.variant_key
     perturbation TEXT NOT NULL,
     params_json  TEXT NOT NULL,
     seed         INTEGER,               -- NULL for deterministic perturbations (seed-independent)
@@ -303,11 +303,6 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces: equal values give equal strings (cache keys, params)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 class Store(SQLiteFile):
     """An open sweep database. Use as a context manager, or call :meth:`close`.
 
@@ -457,6 +452,32 @@ class Store(SQLiteFile):
         pid, host, start = process_identity()
         self.conn.execute("UPDATE sweeps SET owner_pid = ?, owner_host = ?, owner_start = ? WHERE id = ?",
                           (pid, host, start, sweep_id))
+
+    def insert_sweep(self, name: str, cfg_hash: str, cfg_json: str, dataset: str, n_examples: int,
+                     total_units: int, now: str) -> int:
+        """A new sweep's row, status 'running' and owned by this process (call inside a transaction)."""
+        cur = self.conn.execute(
+            "INSERT INTO sweeps (name, config_hash, config_json, dataset, n_examples, total_units, "
+            "status, note, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'running', NULL, ?, ?)",
+            (name, cfg_hash, cfg_json, dataset, n_examples, total_units, now, now))
+        sweep_id = int(cur.lastrowid)
+        self.set_owner(sweep_id)   # this process: a reader tells a killed sweep from a live one
+        return sweep_id
+
+    def heartbeat(self, sweep_id: int, now: str) -> None:
+        """Inside a chunk's transaction: ``updated_at`` tells a live sweep from a killed one."""
+        self.conn.execute("UPDATE sweeps SET updated_at = ? WHERE id = ?", (now, sweep_id))
+
+    def clean_done(self, sweep_id: int) -> set[tuple[str, str]]:
+        """(model, example hash) of every clean result a sweep has."""
+        return {(r[0], r[1]) for r in self.conn.execute(
+            "SELECT model, example_hash FROM clean_results WHERE sweep_id = ?", (sweep_id,))}
+
+    def perturbed_done(self, sweep_id: int) -> set[tuple[str, str, str, int, str]]:
+        """(model, perturbation, params_json, repeat, example hash) of every perturbed result a sweep has."""
+        return {tuple(r) for r in self.conn.execute(
+            "SELECT model, perturbation, params_json, repeat, example_hash FROM results WHERE sweep_id = ?",
+            (sweep_id,))}
 
     def done_units(self, sweep_id: int) -> int:
         """Result rows (clean + perturbed) written so far for a sweep."""

@@ -1,6 +1,6 @@
 """Who wrote what on a shared demo server: display names, their comparison keys, browser tokens.
 
-Beat the AI (core/beat.py) lets any visitor type a name. A name is NOT authentication: anyone can
+Beat the AI (core/collect/) lets any visitor type a name. A name is NOT authentication: anyone can
 type any name, and this module does not pretend otherwise. It only makes the two cheap tricks of a
 visitor who wants to validate their own question fail:
 

@@ -5,7 +5,7 @@ their accent, the microphone) is shown a seeded sample of a data set's questions
 (e.g. 100 XQuAD questions, as in the paper's speaker study) and reads each one aloud. Every
 recording is stored; each ASR engine transcribes it; per engine the transcripts replace the
 questions of the original examples, giving a SQuAD-format challenge set per speaker x engine,
-paired with the original by question id, which :mod:`core.sweep` reads as ``file:<path>``.
+paired with the original by question id, which :mod:`core.sweeps` reads as ``file:<path>``.
 
 On disk (``<cache_dir>/trials/<trial id>/``)::
 
@@ -39,6 +39,7 @@ Nothing here imports streamlit.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
@@ -48,17 +49,18 @@ import re
 import shutil
 import sqlite3
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from core import config
-from core.datasets import Dataset
+from core.datasets import Dataset, has_gold, sample_examples
 from core.metrics.text_distance import corpus_cer, corpus_wer, table3_summary
 from core.speech import asr
 from core.speech.audio import AudioError, load_audio
+from core.sqlite_db import SQLiteFile
 from core.types import Answer, QAExample
 
 FORMAT = "qax-trial-1"
@@ -189,6 +191,17 @@ CREATE TABLE IF NOT EXISTS transcripts (
 """
 
 
+class _TrialIndex(SQLiteFile):
+    """``trial.sqlite``: the index of a trial's recordings, skips and transcripts. FULL
+    synchronous: an acknowledged recording survives a power cut (the files it indexes are
+    fsync'ed too)."""
+
+    synchronous = "FULL"
+
+    def __init__(self, path: Path, timeout: float = 30.0) -> None:
+        self._connect(path, timeout)
+
+
 class Trial:
     """One speaker's recording session over a fixed sample of questions (see the module docstring).
 
@@ -222,14 +235,19 @@ class Trial:
     def recordings_dir(self) -> Path:
         return self.path / "recordings"
 
-    def _connect(self) -> sqlite3.Connection:
-        con = sqlite3.connect(self.path / DB_FILE, timeout=30)
-        con.execute("PRAGMA synchronous=FULL")
-        return con
+    @contextlib.contextmanager
+    def _index(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """A connection to ``trial.sqlite`` for one call, closed afterwards; ``write=True`` makes
+        the block one transaction (all or nothing)."""
+        with _TrialIndex(self.path / DB_FILE) as index:
+            if write:
+                with index.transaction() as con:
+                    yield con
+            else:
+                yield index.conn
 
     def _init_db(self) -> None:
-        with self._connect() as con:
-            con.execute("PRAGMA journal_mode=WAL")
+        with self._index() as con:
             con.executescript(_SCHEMA)
 
     def _example(self, qid: str) -> QAExample:
@@ -247,7 +265,7 @@ class Trial:
         counts = {"recovered": 0, "dropped": 0, "removed": 0}
         if not self.recordings_dir.is_dir():
             return counts
-        with self._connect() as con:
+        with self._index(write=True) as con:
             indexed = {(q, a): p for q, a, p in con.execute("SELECT qid, attempt, path FROM recordings")}
             for (qid, attempt), rel in indexed.items():
                 if not (self.path / rel).is_file():
@@ -300,7 +318,7 @@ class Trial:
 
     def recordings(self, qid: str | None = None) -> list[Recording]:
         """Stored attempts (of one question, or all), in (question order, attempt) order."""
-        with self._connect() as con:
+        with self._index() as con:
             rows = con.execute("SELECT qid, attempt, path, sha256, seconds, sample_rate, created FROM recordings "
                                + ("WHERE qid=? " if qid is not None else "") + "ORDER BY attempt",
                                (qid,) if qid is not None else ()).fetchall()
@@ -333,7 +351,7 @@ class Trial:
                 "sample_rate": audio.sample_rate, "created": _now(), "speaker": self.speaker.label}
         _write_atomic(wav_path, wav)                                                     # 1. the audio
         _write_atomic(wav_path.with_suffix(".json"), json.dumps(meta, ensure_ascii=False, indent=1).encode())
-        with self._connect() as con:                                                     # 3. the index
+        with self._index(write=True) as con:                                                     # 3. the index
             con.execute("INSERT INTO recordings VALUES (?,?,?,?,?,?,?)",
                         (qid, attempt, wav_path.relative_to(self.path).as_posix(), digest, meta["seconds"],
                          meta["sample_rate"], meta["created"]))
@@ -343,7 +361,7 @@ class Trial:
     def skip(self, qid: str) -> None:
         """Mark ``qid`` as skipped (it stays skipped until recorded)."""
         self._example(qid)
-        with self._connect() as con:
+        with self._index(write=True) as con:
             con.execute("INSERT OR REPLACE INTO skips VALUES (?, ?)", (qid, _now()))
 
     def delete_recording(self, qid: str, attempt: int) -> None:
@@ -353,12 +371,12 @@ class Trial:
             raise TrialError(f"no recording {attempt} of question {qid!r} in trial {self.id}")
         rec.path.unlink(missing_ok=True)
         rec.path.with_suffix(".json").unlink(missing_ok=True)
-        with self._connect() as con:
+        with self._index(write=True) as con:
             con.execute("DELETE FROM recordings WHERE qid=? AND attempt=?", (qid, attempt))
             con.execute("DELETE FROM transcripts WHERE qid=? AND attempt=?", (qid, attempt))
 
     def skipped(self) -> set[str]:
-        with self._connect() as con:
+        with self._index() as con:
             return {q for (q,) in con.execute("SELECT qid FROM skips")}
 
     # ---------------------------------------------------------------------------- progress
@@ -398,12 +416,12 @@ class Trial:
     # ------------------------------------------------------------------------- transcription
 
     def transcripts(self) -> list[StoredTranscript]:
-        with self._connect() as con:
+        with self._index() as con:
             rows = con.execute("SELECT qid, attempt, engine, version, text, raw, seconds FROM transcripts").fetchall()
         return [StoredTranscript(*r) for r in rows]
 
     def store_transcript(self, rec: Recording, transcript: asr.Transcript, version: str) -> StoredTranscript:
-        with self._connect() as con:
+        with self._index(write=True) as con:
             con.execute("INSERT OR REPLACE INTO transcripts VALUES (?,?,?,?,?,?,?,?)",
                         (rec.qid, rec.attempt, transcript.engine, version, transcript.text, transcript.raw,
                          transcript.seconds, _now()))
@@ -494,9 +512,9 @@ class Trial:
         return paths
 
     def sweep_command(self, paths: dict[str, Path], models: Sequence[str] = ("MODEL",)) -> str:
-        """The ``python -m core.sweep`` command that evaluates models on the written sets."""
+        """The ``python -m core.sweeps`` command that evaluates models on the written sets."""
         specs = ",".join(f"file:{p}" for k, p in paths.items() if k != "original")
-        return (f"python -m core.sweep --dataset {paths['original']} --perturbations {specs} "
+        return (f"python -m core.sweeps --dataset {paths['original']} --perturbations {specs} "
                 f"--models {','.join(models)} --name trial-{self.id}")
 
     def wer_summary(self) -> list[dict[str, Any]]:
@@ -520,7 +538,7 @@ class Trial:
         """The whole trial (metadata, index, every recording, written sets) as zip bytes."""
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
-            with self._connect() as con:   # fold the WAL into the main file so the copy is complete
+            with self._index() as con:   # fold the WAL into the main file so the copy is complete
                 con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             for f in sorted(self.path.rglob("*")):
                 if f.is_file() and _TMP_MARK not in f.name and not f.name.endswith(("-wal", "-shm")):
@@ -539,17 +557,16 @@ def create_trial(speaker: Speaker, dataset: Dataset, n: int, seed: int, *, datas
                  root: str | Path | None = None, trial_id: str | None = None) -> Trial:
     """Start a trial: a seeded sample of ``n`` of ``dataset``'s answerable questions for ``speaker``.
 
-    The sample is :func:`core.sweep.sample_examples` (seeded, in data set order; the sample of n
+    The sample is :func:`core.datasets.sample_examples` (seeded, in data set order; the sample of n
     is contained in the sample of n + k). The trial folder is built under a temporary name and
     renamed into place, so a crash never leaves half a trial.
     """
-    from core.sweep import sample_examples
 
     if not isinstance(speaker, Speaker) or not speaker.label.strip():
         raise TrialError("a trial needs a speaker label (a name or a pseudonym)")
     if n < 1:
         raise TrialError(f"a trial needs at least one question, got n={n}")
-    answerable = [ex for ex in dataset.examples if ex.answers and not ex.is_impossible]
+    answerable = [ex for ex in dataset.examples if has_gold(ex)]
     if not answerable:
         raise TrialError(f"data set {dataset.name!r} has no answerable question")
     examples = sample_examples(answerable, n, seed)

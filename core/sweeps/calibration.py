@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.store import Store
-from core.sweep_report import _models, _store, sweep_specs
+from core.sweeps.report import _models, _store, sweep_specs
+from core.sweeps.store import Store
 
 __all__ = ["score_samples", "score_histogram", "coverage_curve", "threshold_for", "calibration_table",
            "format_calibration"]

@@ -1,6 +1,6 @@
 """NoiseQA's mitigation table (Ravichander et al. 2021, Tables 4-5 style) from a stored sweep.
 
-A sweep measures question repair by chaining ``repair_Q`` after the noise (core.sweep chains:
+A sweep measures question repair by chaining ``repair_Q`` after the noise (core.sweeps chains:
 ``keyboard_Q,keyboard_Q+repair_Q:mode=all``). This module pairs each repaired spec with the spec
 it repairs - ``A+repair_Q`` with ``A``, a lone ``repair_Q`` with the clean questions - and reports,
 per interface and model (the noise-augmented twin is one more model of the sweep):
@@ -10,7 +10,7 @@ per interface and model (the noise-augmented twin is one more model of the sweep
   (:func:`core.metrics.paired.paired_difference`).
 
 Pairing is per question: both rows must be scored (status ok). A randomised noise runs the same
-draws in both specs (core.sweep gives a chain's first step its own random numbers), so each
+draws in both specs (core.sweeps gives a chain's first step its own random numbers), so each
 question's noisy and repaired versions differ only by the repair; a question's F1 is averaged over
 its repeats first. The setting's name says what was on: ``content`` / ``entities`` / ``all``
 (the context repair's mode), ``spellcheck``, ``question mark``, joined with " + ".
@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from core.metrics.paired import paired_difference
-from core.store import Store, canonical_json
-from core.sweep import chain_steps
-from core.sweep_report import _models, _store, sweep_specs
-from core.sweep_views import INTERFACES, interface_of, kind_of
+from core.perturb.spec import chain_steps
+from core.sweeps.report import _models, _store, sweep_specs
+from core.sweeps.store import Store, canonical_json
+from core.sweeps.tables import INTERFACES, interface_of, kind_of
 
 __all__ = ["REPAIR_ID", "SETTINGS", "repair_setting", "repair_specs", "repair_pairs", "repair_table",
            "format_repair_table"]
@@ -68,14 +68,14 @@ def repair_specs(specs: Sequence[Any], settings: Sequence[str], question_ids: se
     the clean questions) and ``S+repair_Q`` for every spec S that changes the question (a registry id
     in ``question_ids``, or a challenge file). Parameters go to repair_Q by name (``repair_Q.mode``).
 
-    >>> from core.sweep import PerturbationSpec
+    >>> from core.perturb.spec import PerturbationSpec
     >>> out = repair_specs([PerturbationSpec.make("keyboard_Q", {"p": 0.5}), PerturbationSpec("DCRC")],
     ...                    ["spellcheck"], {"keyboard_Q"})
     >>> [(s.id, s.params_dict) for s in out]   # doctest: +NORMALIZE_WHITESPACE
     [('repair_Q', {'mode': 'none', 'spellcheck': True}),
      ('keyboard_Q+repair_Q', {'p': 0.5, 'repair_Q.mode': 'none', 'repair_Q.spellcheck': True})]
     """
-    from core.sweep import PerturbationSpec
+    from core.perturb.spec import PerturbationSpec
 
     out = []
     for name in settings:
@@ -104,7 +104,7 @@ def _base_of(perturbation: str, params: dict[str, Any]) -> tuple[str, dict[str, 
 
 
 def repair_pairs(specs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each repaired spec of ``specs`` (core.sweep_report.sweep_specs rows) with the spec it repairs.
+    """Each repaired spec of ``specs`` (core.sweeps.report.sweep_specs rows) with the spec it repairs.
 
     Rows: ``base`` ((perturbation, params_json), ``CLEAN`` for a lone repair_Q), ``base_label``,
     ``family``, ``repaired`` ((perturbation, params_json)), ``setting``. A repaired spec whose base

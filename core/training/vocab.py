@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
+from core.types import QAExample
+
 
 def unknown_characters(tokenizer, texts: Iterable[str], min_count: int) -> list[tuple[str, int]]:
     """Characters of ``texts`` that the tokenizer turns into [UNK] when they stand alone, seen at
@@ -67,3 +69,16 @@ def unk_share(tokenizer, texts: Iterable[str]) -> float:
                 covered += sum(1 for ch in text[s:e] if not ch.isspace())
         total += sum(1 for ch in text if not ch.isspace())
     return covered / total if total else 0.0
+
+
+def extend_vocab_for(tok, model, examples: list[QAExample], min_count: int) -> dict:
+    """Add the frequent [UNK] characters of the training texts to ``tok`` and ``model``
+    (this module); a pure function of the examples, so a resumed run adds the same tokens."""
+    contexts = sorted({e.context for e in examples})
+    texts = contexts + [e.question for e in examples]
+    before = unk_share(tok, contexts)
+    chars = unknown_characters(tok, texts, min_count)
+    added = extend_vocabulary(tok, model, [c for c, _ in chars])
+    return {"min_count": min_count, "added": added, "unk_share_before": round(before, 4),
+            "unk_share_after": round(unk_share(tok, contexts), 4),
+            "most_frequent": "".join(c for c, _ in chars[:50])}

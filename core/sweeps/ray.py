@@ -1,12 +1,12 @@
-"""Sweeps on a Ray cluster: the same sweep as core.sweep, its work spread over Ray workers.
+"""Sweeps on a Ray cluster: the same sweep as core.sweeps, its work spread over Ray workers.
 
-``python -m core.sweep ... --backend ray [--address ADDRESS] [--workers N]`` (or
+``python -m core.sweeps ... --backend ray [--address ADDRESS] [--workers N]`` (or
 :func:`run_sweep_ray`). Without an address a local Ray starts in this process with the machine's
 CPUs; with one (``ray start --head`` printed it, or ``auto``) the sweep joins that cluster.
 
 What runs where
-  * The driver (this process) plans exactly as the local backend does (core.sweep's
-    ``resolve_inputs``, ``plan_sweep``, ``execute_plan`` and the chunk steps of ``_Runner``): the
+  * The driver (this process) plans exactly as the local backend does (core.sweeps's
+    ``resolve_inputs``, ``plan_sweep``, ``execute_plan`` and the chunk steps of ``Runner``): the
     same units, RNG per unit, cache keys and rows. It skips every unit already in the store,
     looks up both caches, and is the only process that writes the SQLite store: each chunk's
     variants, predictions and results in one transaction as its answers arrive. A killed driver
@@ -49,23 +49,13 @@ from typing import Any
 
 from core.config import repo_root
 from core.datasets import Dataset
-from core.store import Store
-from core.sweep import (
-    ComputeVariants,
-    PerturbationSpec,
-    Predict,
-    ProgressFn,
-    SweepConfig,
-    SweepError,
-    SweepRun,
-    _Runner,
-    _Unit,
-    compute_locally,
-    execute_plan,
-    plan_sweep,
-    resolve_inputs,
-    resolve_spec,
-)
+from core.perturb.spec import PerturbationSpec
+from core.sweeps.config import ProgressFn, SweepConfig, SweepError, SweepRun
+from core.sweeps.plan import plan_sweep, resolve_inputs
+from core.sweeps.resolve import resolve_spec
+from core.sweeps.run import execute_plan
+from core.sweeps.runner import ComputeVariants, Predict, Runner, Unit, compute_locally
+from core.sweeps.store import Store
 
 __all__ = ["RAY_ADDRESS_ENV", "WorkerState", "connect", "disconnect", "run_sweep_ray", "ModelActor"]
 
@@ -119,7 +109,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None):
     if ray.is_initialized():
         if _connected_to is not None and _connected_to != wanted:
             raise SweepError(f"this process is connected to {_connected_to} Ray; a sweep on {wanted} Ray needs "
-                             "a fresh process (restart the app or run python -m core.sweep)")
+                             "a fresh process (restart the app or run python -m core.sweeps)")
         return ray
     import logging
 
@@ -155,7 +145,7 @@ _resolved: dict[tuple, Any] = {}
 
 def _perturb(spec_table: Sequence[tuple[PerturbationSpec, int, str]], items: Sequence[tuple], seed: int) -> list:
     """Body of the perturbation task: each item (spec index, example, example hash, repeat,
-    variant key) -> its _Outcome, computed with the unit's own RNG exactly as the driver would."""
+    variant key) -> its Outcome, computed with the unit's own RNG exactly as the driver would."""
     from core.perturb import registry
 
     out = []
@@ -165,7 +155,7 @@ def _perturb(spec_table: Sequence[tuple[PerturbationSpec, int, str]], items: Seq
         if cache_key not in _resolved:
             _resolved[cache_key] = resolve_spec(spec, repeats, registry.get, None)
         resolved = _resolved[cache_key]
-        unit = _Unit(resolved, repeat, example, ex_hash, resolved.variant_key(ex_hash, seed, repeat))
+        unit = Unit(resolved, repeat, example, ex_hash, resolved.variant_key(ex_hash, seed, repeat))
         if resolved.params_json != params_json or unit.variant_key != key:
             raise SweepError(f"worker {socket.gethostname()} resolves {spec} differently from the driver "
                              f"(parameters {resolved.params_json} against {params_json}): its code or "
@@ -204,7 +194,7 @@ class ModelActor:
     def __init__(self, model: str, settings: dict[str, Any], threads: int):
         from core.qa.engine import EngineSettings
         from core.qa.registry import load_engine
-        from core.sweep import engine_fingerprint
+        from core.sweeps.keys import engine_fingerprint
 
         s = EngineSettings(**settings)
         s.threads = threads
@@ -243,9 +233,9 @@ class _Request:
 
 
 class _Driver:
-    """Serves the chunk steps of core.sweep's _Runner on Ray (see the module doc)."""
+    """Serves the chunk steps of core.sweeps's Runner on Ray (see the module doc)."""
 
-    def __init__(self, ray, runner: _Runner, models: list[str], settings: dict[str, Any], workers: int,
+    def __init__(self, ray, runner: Runner, models: list[str], settings: dict[str, Any], workers: int,
                  seed: int, on_workers: WorkersFn | None):
         self.ray, self.runner, self.models, self.settings = ray, runner, models, settings
         self.workers, self.seed, self.on_workers = workers, seed, on_workers
@@ -500,7 +490,7 @@ def run_sweep_ray(config: SweepConfig, db: str | Path | Store, *, settings: Any 
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                   chunk_size: int = 256, on_start: Callable[[SweepRun], None] | None = None,
                   on_workers: WorkersFn | None = None, shutdown: bool = False) -> SweepRun:
-    """Run (or resume) a sweep on Ray; the same rows as core.sweep.run_sweep.
+    """Run (or resume) a sweep on Ray; the same rows as core.sweeps.run.run_sweep.
 
     Models are loaded by name from the model registry (models.toml) in the actors, with engine
     ``settings`` (an EngineSettings; threads are set per actor). ``address``: the cluster to join
@@ -508,7 +498,7 @@ def run_sweep_ray(config: SweepConfig, db: str | Path | Store, *, settings: Any 
     ``workers``: lanes of work (default: the cluster's GPUs when it has any, else its CPUs).
     ``on_workers(states)`` gets every worker's :class:`WorkerState` when one changes.
     ``shutdown``: disconnect from Ray at the end (the CLI does; the app keeps its local Ray).
-    Everything else as :func:`core.sweep.run_sweep`.
+    Everything else as :func:`core.sweeps.run.run_sweep`.
     """
     from core.qa.engine import EngineSettings
 
@@ -529,7 +519,7 @@ def run_sweep_ray(config: SweepConfig, db: str | Path | Store, *, settings: Any 
             fingerprints = driver.start(inputs.specs)
             plan = plan_sweep(inputs, fingerprints)
 
-            def run_chunks(runner: _Runner) -> bool:
+            def run_chunks(runner: Runner) -> bool:
                 driver.runner = runner
                 return driver.run(chunk_size, cancel)
 

@@ -1,7 +1,10 @@
-"""The measured figures of the registered models, read from their model cards.
+"""Model cards: read and write a model's ``model_card.json``, render its README.md, and tabulate
+the measured figures of several models.
 
-``python -m core.evaluate --card`` writes each evaluation into the model's ``model_card.json``
-under ``evaluations`` (keyed by data set). This module turns the cards of several models into one
+``python -m core.models.evaluate --card`` writes each evaluation into the model's
+``model_card.json`` under ``evaluations`` (keyed by data set) with :func:`write_card`, which also
+regenerates the README.md (:func:`render_card_markdown`); ``core.models.ship`` writes the first
+card of a shipped model. This module also turns the cards of several models into one
 tidy table (a row per model x data set) and a data-set x model matrix of one metric, so the app can
 show every model's measured quality side by side without re-running anything.
 
@@ -19,15 +22,20 @@ show every model's measured quality side by side without re-running anything.
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pandas as pd
 
-__all__ = ["FIELDS", "METRICS", "CAPABILITY_FIELDS", "dataset_label", "evaluation_rows", "evaluation_matrix",
-           "capability_rows", "capability_matrix"]
+from core import cli, safe_json
+
+__all__ = ["read_card", "write_card", "render_card_markdown", "FIELDS", "METRICS", "CAPABILITY_FIELDS",
+           "dataset_label", "evaluation_rows", "evaluation_matrix", "capability_rows", "capability_matrix"]
 
 # The columns of a tidy row, in order; a card that lacks one leaves it None.
 FIELDS = ("model", "dataset", "lang", "n", "exact_match", "f1", "ms_per_question", "threads", "max_answer_tokens",
           "hardware", "date")
-# core.evaluate had no answer-length flag before it recorded the cap: older cards were measured
+# core.models.evaluate had no answer-length flag before it recorded the cap: older cards were measured
 # with the engine's default of 30 tokens.
 DEFAULT_ANSWER_TOKENS = 30
 METRICS = {"f1": "F1", "exact_match": "EM", "ms_per_question": "ms / question"}
@@ -117,3 +125,78 @@ def capability_matrix(rows: list[dict], file: str) -> pd.DataFrame:
         if r.get("failure_rate") is not None:
             table.loc[r["family"], r["model"]] = float(r["failure_rate"])
     return table
+
+
+# ----------------------------------------------------------------------------------------------
+# One card: read, write, render
+
+
+def write_card(model_dir: Path, results: list[dict]) -> Path:
+    """Merge ``results`` (evaluations, keyed by their data set) into the model's card and
+    regenerate its README.md; returns the card's path."""
+    card_path = model_dir / "model_card.json"
+    card = read_card(model_dir)
+    evals = card.setdefault("evaluations", {})
+    for r in results:
+        evals[r["dataset"]] = r
+    # each file whole or not at all: an error half-way never leaves a truncated card
+    cli.write_text_atomic(card_path, json.dumps(card, indent=1, ensure_ascii=False) + "\n")
+    cli.write_text_atomic(model_dir / "README.md", render_card_markdown(card))
+    return card_path
+
+
+def read_card(model_dir: Path) -> dict:
+    """The model's card ({} when it has none); ValueError when it is not a JSON object."""
+    card_path = model_dir / "model_card.json"
+    if not card_path.is_file():
+        return {}
+    return safe_json.read_object(card_path)
+
+
+def render_card_markdown(card: dict) -> str:
+    """The README.md of a model: its card as Markdown (base, weights, training, measured
+    figures, capabilities, notes)."""
+    lines = [f"# {card.get('name', 'model')}", "", card.get("description", ""), ""]
+    if base := card.get("base"):
+        lines += ["## Base encoder", "", f"- package: {base.get('package')} (licence {base.get('licence')})",
+                  f"- model: {base.get('model')}", ""]
+    if fmt := card.get("format"):
+        lines += ["## Weights", "", f"- format: {fmt}"]
+        if size := card.get("size_on_disk"):
+            lines.append(f"- size on disk: {size}")
+        for k, v in (card.get("adapter") or {}).items():
+            lines.append(f"- {k}: {', '.join(map(str, v)) if isinstance(v, list) else v}")
+        lines.append("")
+    if tr := card.get("training"):
+        lines += ["## Training", ""]
+        for k, v in tr.items():
+            if k == "data":
+                lines.append("- data:")
+                lines += [f"  - {name}: {v2}" for name, v2 in v.items()]
+            elif isinstance(v, list):
+                lines.append(f"- {k}:")
+                lines += [f"  {i}. {item}" for i, item in enumerate(v, 1)]
+            else:
+                lines.append(f"- {k}: {v}")
+        lines.append("")
+    if ev := card.get("evaluations"):
+        lines += ["## Measured (python -m core.models.evaluate)", "",
+                  "| data set | lang | n | EM | F1 | answer cap (tokens) | ms/question | questions/s | date |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in ev.values():
+            lines.append(f"| {r['dataset']} | {r['lang']} | {r['n']} | {r['exact_match']:.1f} | {r['f1']:.1f} | "
+                         f"{r.get('max_answer_tokens', 30)} | {r['ms_per_question']} | {r['questions_per_second']} | "
+                         f"{r['date']} |")
+        lines += ["", "The answer cap is the longest span the engine may return (EngineSettings."
+                      "max_answer_tokens; cards from before it was recorded were measured at 30).", ""]
+        lines.append("")
+    for cap in (card.get("capabilities") or {}).values():
+        lines += [f"## Capabilities: {cap.get('name', '')} (python -m core.behaviour --card)", "",
+                  f"{cap.get('file')}, {cap.get('n')} cases, seed {cap.get('seed')}, {cap.get('date')}.", "",
+                  "| family | cases | failed | failure rate % |", "|---|---|---|---|"]
+        for fam, f in (cap.get("families") or {}).items():
+            lines.append(f"| {fam} | {f.get('n')} | {f.get('failed')} | {f.get('failure_rate')} |")
+        lines.append("")
+    if notes := card.get("notes"):
+        lines += ["## Notes", "", *[f"- {n}" for n in notes], ""]
+    return "\n".join(lines)

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.store import Store
-from core.sweep_report import _store
+from core.sweeps.report import _store
+from core.sweeps.store import Store
 
 __all__ = ["example_across_models"]
 

@@ -1,12 +1,12 @@
 """Ship a trained model: copy it into ``assets/models/<name>`` and write its model card.
 
-    python -m core.ship --run runs/minilm-squad --name minilm-squad --description "..." [--register]
+    python -m core.models.ship --run runs/minilm-squad --name minilm-squad --description "..." [--register]
 
 The card records the base package==version and licence, the training data and counts, steps,
-hardware and wall time from the run's ``train_log.json``; ``python -m core.evaluate --card``
+hardware and wall time from the run's ``train_log.json``; ``python -m core.models.evaluate --card``
 then adds measured EM/F1 and latency.
 
-A LoRA run (``core.train --lora-rank R``) ships only what training changed: the adapter
+A LoRA run (``core.training --lora-rank R``) ships only what training changed: the adapter
 (``adapter_config.json`` + ``adapter_model.safetensors``, holding the LoRA matrices and the QA
 head) and the tokenizer; its registry entry names the base (``base = "minilm"``) and the adapter
 folder (``adapter = "assets/models/<name>"``). ``--register`` appends the entry to models.toml
@@ -24,8 +24,8 @@ from pathlib import Path
 
 from core import cli, safe_json
 from core.config import repo_root
-from core.evaluate import render_card_markdown
-from core.train import train_command
+from core.models.cards import render_card_markdown
+from core.training.cli import train_command
 
 BASES = {
     "minilm": {
@@ -86,8 +86,8 @@ def earlier_stages(init_from: dict | None) -> list[str]:
     return stages
 
 
-PROG = "python -m core.ship"
-# The keys of train_log.json a card is made from (core.train writes them all).
+PROG = "python -m core.models.ship"
+# The keys of train_log.json a card is made from (core.training writes them all).
 LOG_KEYS = ("base", "args", "data_counts", "training_questions", "windows", "steps", "hardware",
             "wall_time_s_this_run", "final_loss_mean_last_100")
 ARG_KEYS = ("batch_size", "lr", "max_length", "stride", "seed", "save_dtype")
@@ -107,7 +107,7 @@ def check_name(name: str) -> str:
     >>> check_name("../../etc")
     Traceback (most recent call last):
     ...
-    core.ship.ShipError: --name '../../etc': a model name is letters, digits, '.', '_' and '-' (starting with a letter or digit), at most 100
+    core.models.ship.ShipError: --name '../../etc': a model name is letters, digits, '.', '_' and '-' (starting with a letter or digit), at most 100
     """
     if not NAME.fullmatch(name) or ".." in name:
         raise ShipError(f"--name {name!r}: a model name is letters, digits, '.', '_' and '-' "
@@ -120,14 +120,14 @@ def read_train_log(run_dir: Path) -> dict:
     there: ShipError naming what is missing, before anything is copied."""
     path = run_dir / "train_log.json"
     if not path.is_file():
-        raise ShipError(f"{path} not found: --run names a core.train output folder")
+        raise ShipError(f"{path} not found: --run names a core.training output folder")
     log = safe_json.read_object(path, ShipError)
     missing = [k for k in LOG_KEYS if k not in log]
     missing += [f"args.{k}" for k in ARG_KEYS if not isinstance(log.get("args"), dict) or k not in log["args"]]
     if log.get("lora"):
         missing += [k for k in ("trainable_params", "total_params") if k not in log]
     if missing:
-        raise ShipError(f"{path} lacks {', '.join(missing)}: not a complete core.train log")
+        raise ShipError(f"{path} lacks {', '.join(missing)}: not a complete core.training log")
     src = run_dir / ("adapter" if log.get("lora") else "model")
     absent = [f for f in (ADAPTER_FILES if log.get("lora") else SHIPPED_FILES)[:2] if not (src / f).is_file()]
     if absent:
