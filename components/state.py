@@ -1,7 +1,7 @@
 """Shared app state and the sidebar settings every page shows.
 
-A first visit straight to a page URL skips app.py, so every page calls ``init_state()`` itself;
-it only fills keys that are missing, so calling it on every rerun is harmless (idempotent).
+Both are drawn once per run by the frame (components/frame.py: app.py, or a page run on its own);
+``init_state`` only fills keys that are missing, so it is harmless on every rerun (idempotent).
 
 The data directory is the server's setting (QAX_DATA_DIR, default ../shared/data): the sidebar
 offers it or none (the bundled demo sets only), never a folder typed in the browser, which would
@@ -26,15 +26,8 @@ DEFAULTS = {
 }
 
 
-def init_state(entry: bool = False) -> None:
-    """Page config and the session's defaults. ``entry``: called by app.py, not by a page."""
-    if not entry:
-        from components.navigation import leave_pages_directory_mode
-
-        leave_pages_directory_mode()   # a page opened by its address before app.py ever ran
-    # Every page says it is wide: a page opened straight by its URL, or served on its own, would
-    # otherwise fall back to Streamlit's narrow centred column (736 px), which squeezes the heatmap.
-    st.set_page_config(page_title="QA Robustness Explorer", page_icon="🔎", layout="wide")
+def init_state() -> None:
+    """The session's defaults (components.frame calls it once per run)."""
     for key, value in DEFAULTS.items():
         if key not in st.session_state:
             st.session_state[key] = value.copy() if isinstance(value, dict) else value

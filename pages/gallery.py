@@ -1,7 +1,7 @@
 """Gallery: striking examples for a demo, found in stored sweeps and Beat-the-AI attempts.
 
 Where the models disagree, where one keystroke flips an answer, where a person beat the AI
-(core.gallery finds them); each opens on Ask or Variants in one click, with its passage and
+(core.explore.gallery finds them); each opens on Ask or Variants in one click, with its passage and
 question filled in.
 """
 from __future__ import annotations
@@ -9,17 +9,17 @@ from __future__ import annotations
 import streamlit as st
 
 from components import loaders, persist
+from components.frame import page_frame
 from components.pickers import DEMO_LANGS
-from components.state import current_data_dir, init_state, sidebar_settings
+from components.state import current_data_dir
 from components.sweep_db import db_picker
 from components.text import html_text, md_escape
-from core import gallery as cg
 from core.collect import beat_store
+from core.explore import gallery as cg
 from core.perturb import registry
 from core.sweeps import report as report
 
-init_state()
-sidebar_settings()
+page_frame()
 st.title("Gallery")
 st.caption("Striking examples from the stored sweeps and Beat-the-AI games: where the models disagree, where one "
            "keystroke flips an answer, where a person beat the AI. Open any of them on **Ask** or **Variants** "

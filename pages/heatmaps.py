@@ -17,9 +17,9 @@ import streamlit as st
 from components import error_views, persist
 from components.choice import keep_valid
 from components.export import csv_download, figure_downloads, file_stem
+from components.frame import page_frame
 from components.heatmap import METRICS, VALUES, format_value, heatmap_figure
-from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
-from components.state import init_state, sidebar_settings
+from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.sweep_db import db_path_input, md_escape, stored_sweeps_or_stop
 from components.sweep_figures import breakdown_figure, bucket_figure
 from components.text import html_text
@@ -28,9 +28,7 @@ from core.sweeps import drill as sweep_drill
 from core.sweeps import report as report
 from core.sweeps import tables as views
 
-init_state()
-sidebar_settings()
-st.markdown(CSS, unsafe_allow_html=True)
+page_frame()
 st.title("Heatmaps")
 st.caption("How much each model's score moves under each perturbation of a stored sweep, coloured by the "
            "German paper's bands with its robustness penalty (lower = more robust). Click a cell (or pick "

@@ -13,14 +13,13 @@ import pandas as pd
 import streamlit as st
 
 from components.export import csv_download, file_stem
-from components.state import init_state, sidebar_settings
+from components.frame import page_frame
 from components.text import md_escape
 from core.models import cards as model_cards
 from core.models.cards import render_card_markdown
 from core.qa import registry
 
-init_state()
-sidebar_settings()
+page_frame()
 st.title("Models")
 st.caption("Every model in the registry (models.toml): where it loads from, whether it is installed, and "
            "the figures its model card holds, measured with `python -m core.models.evaluate --card` on the "

@@ -30,9 +30,11 @@ import streamlit as st
 
 from components import loaders, persist
 from components.choice import keep_valid
+from components.frame import page_frame
+from components.job_progress import running_job
 from components.params import combinations, sweep_form
 from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
-from components.state import current_data_dir, init_state, sidebar_settings
+from components.state import current_data_dir
 from components.sweep_db import db_picker, label, md_escape, stored_sweeps_or_stop
 from components.text import choose_hint
 from core import config
@@ -42,13 +44,12 @@ from core.perturb.base import names_a_resource
 from core.perturb.spec import PerturbationSpec, chain_steps
 from core.sweeps.config import SweepConfig, SweepError
 from core.sweeps.job import RayOptions, SweepJob
-from core.sweeps.progress import Eta, format_seconds, readable_name
+from core.sweeps.progress import Eta, readable_name
 from core.sweeps.ray import RAY_ADDRESS_ENV
 from core.sweeps.repair import SETTINGS, repair_specs
 from core.sweeps.resolve import pair_file
 
-init_state()
-sidebar_settings()
+page_frame()
 st.title("Sweeps")
 st.caption("Evaluate every selected model under many perturbations over a whole data set (or a seeded "
            "sample). Every prediction is stored; an interrupted or cancelled sweep resumes where it "
@@ -163,27 +164,11 @@ busy = bool(job and job.running)
 @st.fragment(run_every=1.0 if busy else None)
 def job_panel() -> None:
     """Under Start: the running sweep's progress (its name, rows, time left), then its result once."""
-    import time
-
     job = st.session_state.get(JOB)
     if job is None:
         return
-    name = job.result.name if job.result else (job.name or job.config.name or job.config.dataset)
     if job.running:
-        if job.phase == "aggregates":
-            text = f"Sweep '{name}' is done: storing its heatmap's aggregates, so Heatmaps opens it at once…"
-        elif job.total:
-            left = st.session_state.setdefault("sw_eta", Eta()).update(job.done, job.total, time.monotonic())
-            text = (f"Sweep '{name}': {job.done:,}/{job.total:,} result rows · {format_seconds(job.elapsed_s)}"
-                    + (f" · about {format_seconds(left)} left" if left is not None else " · estimating the time left…"))
-        else:
-            text = f"Preparing sweep '{name}' (loading {job.config.dataset}, making variants)…"
-        st.progress(job.fraction, text=md_escape(text))
-        worker_table(job)
-        if not job.cancel_requested and st.button("Cancel", key="sw_cancel"):
-            job.cancel()
-        if job.cancel_requested:
-            st.info("Cancelling: the sweep stops after the chunk in progress (everything committed is kept).")
+        running_job(job, "sw", below=worker_table)
         return
     if st.session_state.get("sw_banner_shown"):   # shown once: it goes with the next interaction
         st.session_state.pop(JOB, None)

@@ -14,8 +14,8 @@ from rapidfuzz.distance import Levenshtein
 from streamlit.testing.v1 import AppTest
 from test_app_heatmaps import CLEAN_A, TOY, LookupEngine, build_sweep
 
-from core import gallery as cg
 from core.collect import beat, beat_store
+from core.explore import gallery as cg
 from core.perturb.spec import parse_specs
 from core.sweeps.config import SweepConfig
 from core.sweeps.run import run_sweep

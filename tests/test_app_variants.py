@@ -8,9 +8,9 @@ from streamlit.testing.v1 import AppTest
 
 from components.edits import edits_html
 from core import datasets
+from core.explore.variants import repeat_rng
 from core.metrics import predictions_differ
 from core.perturb import registry
-from core.variants import repeat_rng
 
 PAGE = "../pages/variants.py"
 

@@ -73,7 +73,7 @@ def _jsonable(value) -> bool:
 
 def outcome(p, example, seed: int, params: dict) -> dict:
     """What ``p`` does to ``example``: a digest of its variants, None, the reason it cannot run, or the error."""
-    from core.variants import incompatibility_reason
+    from core.explore.variants import incompatibility_reason
 
     reason = incompatibility_reason(p, example)
     if reason is not None:

@@ -1,15 +1,11 @@
-"""core.variants (generation, batching, table) and components.edits on hand-checked cases."""
+"""core.explore.variants (generation, batching, table) and components.edits on hand-checked cases."""
 import random
 
 import pytest
 
 from components.edits import edits_html
 from core import datasets
-from core.perturb import registry
-from core.perturb.base import Edit, Perturbation
-from core.perturb.compose import Composite
-from core.types import Answer, Prediction, QAExample, Span
-from core.variants import (
+from core.explore.variants import (
     Choice,
     answer_variants,
     edit_segments,
@@ -21,6 +17,10 @@ from core.variants import (
     results_table,
     row_label,
 )
+from core.perturb import registry
+from core.perturb.base import Edit, Perturbation
+from core.perturb.compose import Composite
+from core.types import Answer, Prediction, QAExample, Span
 
 EX = datasets.demo_dataset("en").examples[0]   # "When was Carrow Point Lighthouse first lit?"
 

@@ -641,3 +641,51 @@ def speaker_wer(trials: Iterable[Trial]) -> list[dict[str, Any]]:
 
 __all__ = ["Speaker", "Recording", "StoredTranscript", "QuestionState", "Trial", "TrialError", "create_trial",
            "open_trial", "list_trials", "delete_trial", "speaker_wer", "trials_root", "slug"]
+
+
+def score_rows(cells: Iterable[Any]) -> list[dict[str, Any]]:
+    """The speech trial's scores (NoiseQA Table 10, per speaker and engine) from the cells of the
+    trial's sweep (``core.sweep_report.cells``): F1 on the clean questions and on the spoken ones.
+
+    >>> from types import SimpleNamespace as Cell
+    >>> score_rows([Cell(model="m", label="file:whisper-base", n=3, clean_f1=71.04, f1=50.0, em=33.33)])
+    [{'model': 'm', 'set': 'file:whisper-base', 'questions': 3, 'F1 clean': 71.0, 'F1 spoken': 50.0, 'EM spoken': 33.3}]
+    """
+    def r(x):
+        return None if x is None else round(x, 1)
+
+    return [{"model": c.model, "set": c.label, "questions": c.n, "F1 clean": r(c.clean_f1),
+             "F1 spoken": r(c.f1), "EM spoken": r(c.em)} for c in cells]
+
+
+def transcript_rows(trial: Trial, state: QuestionState, engines: Sequence[str],
+                    fresh: dict[str, StoredTranscript | str] | None = None) -> list[dict[str, Any]]:
+    """One row per ASR engine for the question in front of the speaker: its transcript of the
+    latest take and the WER against the question (both normalised), or why there is none.
+    ``fresh``: what :meth:`Trial.transcribe` just returned (a transcript, or the engine's error)."""
+    from core.metrics.text_distance import wer
+
+    ref = asr.normalise_transcript(state.example.question)
+    rows = []
+    for engine in engines:
+        got = (fresh or {}).get(engine, state.transcripts.get(engine))
+        if isinstance(got, StoredTranscript):
+            rows.append({"engine": engine, "transcript": got.text, "WER %": round(100 * wer(ref, got.text), 1),
+                         "seconds": round(got.seconds, 2), "problem": ""})
+        else:
+            rows.append({"engine": engine, "transcript": "", "WER %": None, "seconds": None,
+                         "problem": got if isinstance(got, str) else (trial.engine_problem(engine)
+                                                                      or "not transcribed yet")})
+    return rows
+
+
+def summary_rows(summary: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:meth:`Trial.wer_summary` as the page's table: WER/CER and NoiseQA's Table 3 per engine.
+
+    >>> summary_rows([{"engine": "e", "n": 2, "wer": 12.345, "cer": 5.0, "table3_cer": 4.96,
+    ...                "table3_wer": 10.04, "table3_bleu": 71.25}])
+    [{'engine': 'e', 'questions': 2, 'WER %': 12.3, 'CER %': 5.0, 'Table 3 CER': 5.0, 'Table 3 WER': 10.0, 'Table 3 BLEU': 71.2}]
+    """
+    return [{"engine": r["engine"], "questions": r["n"], "WER %": round(r["wer"], 1), "CER %": round(r["cer"], 1),
+             "Table 3 CER": round(r["table3_cer"], 1), "Table 3 WER": round(r["table3_wer"], 1),
+             "Table 3 BLEU": round(r["table3_bleu"], 1)} for r in summary]
