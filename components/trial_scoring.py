@@ -16,7 +16,7 @@ from components.export import csv_download, file_stem
 from components.job_progress import running_job
 from components.pickers import model_picker
 from components.text import md_escape
-from core.collect import trials
+from core.collect import trial_sets, trials
 from core.explore.answers import load_engines
 from core.sweeps.config import SweepConfig
 from core.sweeps.job import SweepJob
@@ -60,7 +60,7 @@ def _scoring(trial: trials.Trial, busy: bool) -> None:
             else:
                 r = job.result
                 note = "" if r.status == "done" else f"Cancelled after {r.done_units:,}/{r.total_units:,} rows."
-                scores[trial.id] = (trials.score_rows(cells(job.db, r.name)), note)
+                scores[trial.id] = (trial_sets.score_rows(cells(job.db, r.name)), note)
             st.rerun()
         if error := st.session_state.pop("trial_score_error", None):
             st.error(md_escape(f"Scoring stopped with an error: {error}"))

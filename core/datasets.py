@@ -580,7 +580,7 @@ def pair_challenge(original: Dataset, challenge: Dataset, pair_by: str = "auto",
     DatasetError naming the first mismatches of each rule. ``"id"`` / ``"position"`` force a
     rule: pairs that disagree are dropped and counted in ``mismatched``; DatasetError when the
     rule cannot apply or no pair is left. ``verify=False`` (cross-language sets whose contexts
-    are translations, core.natural_mt) pairs by id without the check.
+    are translations, core.translate.natural_mt) pairs by id without the check.
     """
     if pair_by not in PAIR_RULES:
         raise ValueError(f"pair_by must be one of {', '.join(PAIR_RULES)}, not {pair_by!r}")
@@ -771,7 +771,7 @@ def resolve_data_file(name: str, data_dir: str | Path | None = None, *, what: st
     A relative name is looked up under the data directory (``data_dir``, else the configured one),
     with or without ``.json``, and may not climb out of it (``..``, a symlink pointing outside).
     An absolute name must lie inside :func:`core.config.read_roots` (the data directory, the runs
-    folder, the speech trials' folder, QAX_EXTRA_ROOTS): core.natural_mt and the speech trials
+    folder, the speech trials' folder, QAX_EXTRA_ROOTS): core.translate.natural_mt and the speech trials
     print such paths. Anything else is a DatasetError naming the allowed folders; nothing is read.
     """
     rel = name.strip().removesuffix(".json")

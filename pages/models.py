@@ -126,7 +126,6 @@ else:
                          "better), as written by `python -m core.behaviour FILE --model NAME --card`. Empty: "
                          "the model was not run on this file. Run the file on the Behaviour tests page to "
                          "see the failing cases."))
-    cap_tidy = pd.DataFrame(cap_rows, columns=list(model_cards.CAPABILITY_FIELDS))
     c1, c2 = st.columns(2)
     with c1:
         csv_download(cap_matrix.reset_index(names="family"), "models_capabilities", key="models_cap_csv",

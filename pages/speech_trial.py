@@ -20,7 +20,7 @@ from components.pickers import DEMO_LANGS
 from components.state import current_data_dir
 from components.text import html_text, md_escape
 from components.trial_scoring import score_panel
-from core.collect import trials
+from core.collect import trial_sets, trials
 from core.datasets import DatasetError
 from core.speech import asr
 from core.speech.audio import AudioError
@@ -156,7 +156,7 @@ def _recording_step(trial: trials.Trial) -> None:
             state = trial.states()[idx]
     if state.latest is not None:
         st.audio(state.latest.path.read_bytes(), format="audio/wav")
-        st.dataframe(pd.DataFrame(trials.transcript_rows(trial, state, ENGINES, results)), hide_index=True,
+        st.dataframe(pd.DataFrame(trial_sets.transcript_rows(trial, state, ENGINES, results)), hide_index=True,
                      width="stretch")
     c1, c2, c3, c4 = st.columns(4)
     if c1.button("← Back", key="trial_back", disabled=idx == 0):
@@ -182,15 +182,15 @@ def _recording_step(trial: trials.Trial) -> None:
 
 def _results(trial: trials.Trial) -> None:
     st.subheader("Results")
-    summary = trial.wer_summary()
+    summary = trial_sets.wer_summary(trial)
     if summary:
-        st.dataframe(pd.DataFrame(trials.summary_rows(summary)), hide_index=True, width="stretch")
+        st.dataframe(pd.DataFrame(trial_sets.summary_rows(summary)), hide_index=True, width="stretch")
         st.caption("WER/CER: transcripts against the questions, both lower-cased and unpunctuated. Table 3: "
                    "NoiseQA's CER/WER/BLEU as the paper computes them (CER and WER lower-cased without "
                    "punctuation, BLEU uncased on the text as written).")
     else:
         st.caption("No transcripts yet.")
-    everyone = trials.speaker_wer(trials.list_trials())
+    everyone = trial_sets.speaker_wer(trials.list_trials())
     if everyone:
         with st.expander("WER per speaker (all trials on this server)"):
             st.dataframe(pd.DataFrame([{**r, "wer": round(r["wer"], 1), "cer": round(r["cer"], 1)} for r in everyone]),
@@ -202,7 +202,7 @@ def _results(trial: trials.Trial) -> None:
             made = trial.transcribe_pending(ENGINES)
         st.success(f"{made} transcripts made.")
     if c2.button("Write challenge sets", key="trial_write", disabled=not summary):
-        paths = trial.write_challenge_sets()
+        paths = trial_sets.write_challenge_sets(trial)
         st.session_state["trial_paths"] = {k: str(v) for k, v in paths.items()}
     paths = st.session_state.get("trial_paths")
     if paths and paths.get("original", "").startswith(str(trial.path)):
@@ -210,7 +210,7 @@ def _results(trial: trials.Trial) -> None:
         for key, path in paths.items():
             st.text(f"{key}: {path}")
         models = st.session_state.get("trial_models") or ["MODEL"]
-        st.code(trial.sweep_command({k: Path(v) for k, v in paths.items()}, models),
+        st.code(trial_sets.sweep_command(trial, {k: Path(v) for k, v in paths.items()}, models),
                 language="bash")
         score_panel(trial, paths)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.collect import trials
+from core.collect import trial_sets, trials
 from core.datasets import Dataset, load_squad, sample_examples
 from core.speech import tts
 from core.speech.audio import AudioError, to_wav_bytes
@@ -228,24 +228,25 @@ def test_challenge_sets_wer_and_a_sweep_over_them(tmp_path, wavs, monkeypatch):
     for qid in ("q1", "q3"):
         trial.transcribe(trial.add_recording(qid, wavs[qid]), ["pocketsphinx"])
     trial.skip("q2")
-    challenge = trial.challenge_set("pocketsphinx")
+    challenge = trial_sets.challenge_set(trial, "pocketsphinx")
     assert [(e.id, e.question, e.context) for e in challenge.examples] == [
         ("q1", "what is the capital of france", CTX), ("q3", "when was that our completed", CTX)]
     with pytest.raises(trials.TrialError, match="no transcript by whisper-base"):
-        trial.challenge_set("whisper-base")
+        trial_sets.challenge_set(trial, "whisper-base")
 
     # WER: q1 perfect; q3 "the tower" -> "that our": 2 substitutions; corpus 2 / (6 + 5) words.
-    [row] = trial.wer_summary()
+    [row] = trial_sets.wer_summary(trial)
     assert (row["speaker"], row["engine"], row["n"]) == ("Ana María", "pocketsphinx", 2)
     assert row["wer"] == pytest.approx(100 * 2 / 11)
-    assert trials.speaker_wer([trial]) == [{"speaker": "Ana María", "engine": "pocketsphinx", "n": 2,
+    assert trial_sets.speaker_wer([trial]) == [{"speaker": "Ana María", "engine": "pocketsphinx", "n": 2,
                                             "wer": pytest.approx(100 * 2 / 11), "cer": row["cer"]}]
 
-    paths = trial.write_challenge_sets()
+    paths = trial_sets.write_challenge_sets(trial)
     assert set(paths) == {"original", "pocketsphinx"}
     assert [e.question for e in load_squad(paths["pocketsphinx"]).examples] == \
         ["what is the capital of france", "when was that our completed"]
-    assert f"--dataset {paths['original']} --perturbations file:{paths['pocketsphinx']}" in trial.sweep_command(paths)
+    command = trial_sets.sweep_command(trial, paths)
+    assert f"--dataset {paths['original']} --perturbations file:{paths['pocketsphinx']}" in command
 
     # The sweep reads the set as file:<path>, paired by id: the per-speaker F1 (NoiseQA Table 10).
     config = SweepConfig(str(paths["original"]), [f"file:{paths['pocketsphinx']}"], ["fake"])

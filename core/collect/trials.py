@@ -16,7 +16,7 @@ On disk (``<cache_dir>/trials/<trial id>/``)::
     recordings/<qid>/<n>.wav    attempt n of a question, the bytes exactly as recorded
     recordings/<qid>/<n>.json   its metadata (sha256, length, sample rate, time)
     original.json               the sampled examples as SQuAD JSON (written on demand)
-    challenge/<engine>.json     the challenge sets (written on demand)
+    challenge/<engine>.json     the challenge sets (written on demand, core.collect.trial_sets)
 
 Never lost on a crash: a recording is written before anything else happens to it (before
 transcription, before the index): the WAV and then its metadata go to temporary files that are
@@ -30,10 +30,8 @@ is the one used. Skipping a question records that; recording it later cancels th
 the same bytes twice (a Streamlit rerun) returns the existing attempt. Silent, empty or corrupt
 audio is refused with :class:`core.speech.audio.AudioError` and not stored.
 
-WER per speaker: corpus WER (jiwer) of each engine's transcripts against the original questions,
-both normalised like ASR output (:func:`core.speech.asr.normalise_transcript`: lower case, no
-punctuation), so that only recognition errors count; the challenge files hold the transcripts
-as the engines wrote them (normalised), as NoiseQA's ASR sets do.
+The challenge sets, their files, the sweep command and the WER per speaker are derived from
+the stored transcripts by :mod:`core.collect.trial_sets`.
 
 Nothing here imports streamlit.
 """
@@ -49,7 +47,7 @@ import re
 import shutil
 import sqlite3
 import zipfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -57,7 +55,6 @@ from typing import Any
 
 from core import config
 from core.datasets import Dataset, has_gold, sample_examples
-from core.metrics.text_distance import corpus_cer, corpus_wer, table3_summary
 from core.speech import asr
 from core.speech.audio import AudioError, load_audio
 from core.sqlite_db import SQLiteFile
@@ -150,7 +147,7 @@ def _safe_qid(qid: str) -> str:
     return "q-" + hashlib.sha256(qid.encode("utf-8")).hexdigest()[:24]
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that ``path`` is either absent or complete, and on disk."""
     tmp = path.with_name(f"{path.name}{_TMP_MARK}{os.getpid()}")
     with open(tmp, "wb") as f:
@@ -285,7 +282,7 @@ class Trial:
                                               attempt=int(wav.stem))
                     if meta is None:
                         continue
-                    _write_atomic(sidecar, json.dumps(meta, ensure_ascii=False, indent=1).encode())
+                    write_atomic(sidecar, json.dumps(meta, ensure_ascii=False, indent=1).encode())
                 if (meta["qid"], meta["attempt"]) not in indexed:
                     con.execute("INSERT OR IGNORE INTO recordings VALUES (?,?,?,?,?,?,?)",
                                 (meta["qid"], meta["attempt"], rel, meta["sha256"], meta["seconds"],
@@ -349,8 +346,8 @@ class Trial:
         wav_path = folder / f"{attempt:03d}.wav"
         meta = {"qid": qid, "attempt": attempt, "sha256": digest, "seconds": round(audio.seconds, 3),
                 "sample_rate": audio.sample_rate, "created": _now(), "speaker": self.speaker.label}
-        _write_atomic(wav_path, wav)                                                     # 1. the audio
-        _write_atomic(wav_path.with_suffix(".json"), json.dumps(meta, ensure_ascii=False, indent=1).encode())
+        write_atomic(wav_path, wav)                                                     # 1. the audio
+        write_atomic(wav_path.with_suffix(".json"), json.dumps(meta, ensure_ascii=False, indent=1).encode())
         with self._index(write=True) as con:                                                     # 3. the index
             con.execute("INSERT INTO recordings VALUES (?,?,?,?,?,?,?)",
                         (qid, attempt, wav_path.relative_to(self.path).as_posix(), digest, meta["seconds"],
@@ -472,66 +469,6 @@ class Trial:
                 made += sum(isinstance(v, StoredTranscript) for v in self.transcribe(rec, missing).values())
         return made
 
-    # ------------------------------------------------------------------------- challenge sets
-
-    def original_dataset(self) -> Dataset:
-        """The sampled examples as a data set (the sweep's ``--dataset`` for this trial)."""
-        return Dataset(name=f"trial-{self.id}-original", lang=self.lang, examples=list(self.examples))
-
-    def engines_transcribed(self) -> list[str]:
-        seen = {t.engine for s in self.states() for t in s.transcripts.values()}
-        return [e for e in asr.ENGINE_NAMES if e in seen] + sorted(seen - set(asr.ENGINE_NAMES))
-
-    def challenge_pairs(self, engine: str) -> list[tuple[QAExample, str]]:
-        """(original example, transcript of its latest recording) for every question ``engine`` transcribed."""
-        return [(s.example, s.transcripts[engine].text) for s in self.states() if engine in s.transcripts]
-
-    def challenge_set(self, engine: str) -> Dataset:
-        """The SQuAD-style challenge set of this speaker x ``engine``: original examples (same ids,
-        contexts, answers) whose question is the transcript. Questions not transcribed are left out."""
-        pairs = self.challenge_pairs(engine)
-        if not pairs:
-            raise TrialError(f"trial {self.id} has no transcript by {engine} yet")
-        return Dataset(name=f"trial-{self.id}-{engine}", lang=self.lang,
-                       examples=[dataclasses.replace(ex, question=text) for ex, text in pairs])
-
-    def write_challenge_sets(self, out_dir: str | Path | None = None,
-                             engines: Iterable[str] | None = None) -> dict[str, Path]:
-        """Write ``original.json`` and ``<engine>.json`` per transcribed engine; returns
-        {"original": path, engine: path, ...} (absolute paths, for ``file:`` sweep specs)."""
-        out = Path(out_dir) if out_dir is not None else self.path / "challenge"
-        out.mkdir(parents=True, exist_ok=True)
-        paths = {"original": (out / "original.json").resolve()}
-        _write_atomic(paths["original"], json.dumps(self.original_dataset().to_squad_json(), ensure_ascii=False,
-                                                    indent=1).encode())
-        for engine in (list(engines) if engines is not None else self.engines_transcribed()):
-            path = (out / f"{slug(engine)}.json").resolve()
-            _write_atomic(path, json.dumps(self.challenge_set(engine).to_squad_json(), ensure_ascii=False,
-                                           indent=1).encode())
-            paths[engine] = path
-        return paths
-
-    def sweep_command(self, paths: dict[str, Path], models: Sequence[str] = ("MODEL",)) -> str:
-        """The ``python -m core.sweeps`` command that evaluates models on the written sets."""
-        specs = ",".join(f"file:{p}" for k, p in paths.items() if k != "original")
-        return (f"python -m core.sweeps --dataset {paths['original']} --perturbations {specs} "
-                f"--models {','.join(models)} --name trial-{self.id}")
-
-    def wer_summary(self) -> list[dict[str, Any]]:
-        """Per engine: questions transcribed, WER and CER (percent, both sides normalised), and
-        NoiseQA's Table 3 triple as the paper defines it (CER, WER lower-cased without punctuation,
-        BLEU uncased as written, vs the original questions: core.metrics.text_distance.table3_summary)."""
-        rows = []
-        for engine in self.engines_transcribed():
-            pairs = self.challenge_pairs(engine)
-            refs = [asr.normalise_transcript(ex.question) for ex, _ in pairs]
-            hyps = [text for _, text in pairs]
-            table3 = table3_summary([ex.question for ex, _ in pairs], hyps)
-            rows.append({"speaker": self.speaker.label, "trial": self.id, "engine": engine, "n": len(pairs),
-                         "wer": 100 * corpus_wer(refs, hyps), "cer": 100 * corpus_cer(refs, hyps),
-                         "table3_cer": table3["cer"], "table3_wer": table3["wer"], "table3_bleu": table3["bleu"]})
-        return rows
-
     # ------------------------------------------------------------------------- export, delete
 
     def export_zip(self) -> bytes:
@@ -584,7 +521,7 @@ def create_trial(speaker: Speaker, dataset: Dataset, n: int, seed: int, *, datas
     meta = {"format": FORMAT, "id": final.name, "speaker": dataclasses.asdict(speaker),
             "dataset": dataset_label or dataset.name, "lang": dataset.lang, "seed": seed, "n": len(examples),
             "created": _now(), "examples": [_example_to_json(ex) for ex in examples]}
-    _write_atomic(tmp / TRIAL_FILE, json.dumps(meta, ensure_ascii=False, indent=1).encode())
+    write_atomic(tmp / TRIAL_FILE, json.dumps(meta, ensure_ascii=False, indent=1).encode())
     os.replace(tmp, final)
     return Trial(final)
 
@@ -623,69 +560,5 @@ def delete_trial(trial_id: str, root: str | Path | None = None) -> None:
     shutil.rmtree(doomed)
 
 
-def speaker_wer(trials: Iterable[Trial]) -> list[dict[str, Any]]:
-    """WER per speaker x engine over all their trials (NoiseQA's per-speaker view): corpus WER and
-    CER (percent) of the normalised transcripts against the normalised original questions."""
-    groups: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for trial in trials:
-        for engine in trial.engines_transcribed():
-            groups.setdefault((trial.speaker.label, engine), []).extend(
-                (asr.normalise_transcript(ex.question), text) for ex, text in trial.challenge_pairs(engine))
-    rows = []
-    for (speaker, engine), pairs in sorted(groups.items()):
-        refs, hyps = [r for r, _ in pairs], [h for _, h in pairs]
-        rows.append({"speaker": speaker, "engine": engine, "n": len(pairs),
-                     "wer": 100 * corpus_wer(refs, hyps), "cer": 100 * corpus_cer(refs, hyps)})
-    return rows
-
-
 __all__ = ["Speaker", "Recording", "StoredTranscript", "QuestionState", "Trial", "TrialError", "create_trial",
-           "open_trial", "list_trials", "delete_trial", "speaker_wer", "trials_root", "slug"]
-
-
-def score_rows(cells: Iterable[Any]) -> list[dict[str, Any]]:
-    """The speech trial's scores (NoiseQA Table 10, per speaker and engine) from the cells of the
-    trial's sweep (``core.sweep_report.cells``): F1 on the clean questions and on the spoken ones.
-
-    >>> from types import SimpleNamespace as Cell
-    >>> score_rows([Cell(model="m", label="file:whisper-base", n=3, clean_f1=71.04, f1=50.0, em=33.33)])
-    [{'model': 'm', 'set': 'file:whisper-base', 'questions': 3, 'F1 clean': 71.0, 'F1 spoken': 50.0, 'EM spoken': 33.3}]
-    """
-    def r(x):
-        return None if x is None else round(x, 1)
-
-    return [{"model": c.model, "set": c.label, "questions": c.n, "F1 clean": r(c.clean_f1),
-             "F1 spoken": r(c.f1), "EM spoken": r(c.em)} for c in cells]
-
-
-def transcript_rows(trial: Trial, state: QuestionState, engines: Sequence[str],
-                    fresh: dict[str, StoredTranscript | str] | None = None) -> list[dict[str, Any]]:
-    """One row per ASR engine for the question in front of the speaker: its transcript of the
-    latest take and the WER against the question (both normalised), or why there is none.
-    ``fresh``: what :meth:`Trial.transcribe` just returned (a transcript, or the engine's error)."""
-    from core.metrics.text_distance import wer
-
-    ref = asr.normalise_transcript(state.example.question)
-    rows = []
-    for engine in engines:
-        got = (fresh or {}).get(engine, state.transcripts.get(engine))
-        if isinstance(got, StoredTranscript):
-            rows.append({"engine": engine, "transcript": got.text, "WER %": round(100 * wer(ref, got.text), 1),
-                         "seconds": round(got.seconds, 2), "problem": ""})
-        else:
-            rows.append({"engine": engine, "transcript": "", "WER %": None, "seconds": None,
-                         "problem": got if isinstance(got, str) else (trial.engine_problem(engine)
-                                                                      or "not transcribed yet")})
-    return rows
-
-
-def summary_rows(summary: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """:meth:`Trial.wer_summary` as the page's table: WER/CER and NoiseQA's Table 3 per engine.
-
-    >>> summary_rows([{"engine": "e", "n": 2, "wer": 12.345, "cer": 5.0, "table3_cer": 4.96,
-    ...                "table3_wer": 10.04, "table3_bleu": 71.25}])
-    [{'engine': 'e', 'questions': 2, 'WER %': 12.3, 'CER %': 5.0, 'Table 3 CER': 5.0, 'Table 3 WER': 10.0, 'Table 3 BLEU': 71.2}]
-    """
-    return [{"engine": r["engine"], "questions": r["n"], "WER %": round(r["wer"], 1), "CER %": round(r["cer"], 1),
-             "Table 3 CER": round(r["table3_cer"], 1), "Table 3 WER": round(r["table3_wer"], 1),
-             "Table 3 BLEU": round(r["table3_bleu"], 1)} for r in summary]
+           "open_trial", "list_trials", "delete_trial", "trials_root", "slug", "write_atomic"]

@@ -3,13 +3,14 @@
 Flow (``pages/variants.py`` is only the UI around it):
 
 1. :func:`generate_variants` runs each chosen perturbation on the example. A randomised
-   perturbation runs ``repeats`` times; repeat ``r`` of perturbation ``pid`` under ``seed`` draws
-   from ``random.Random(f"{seed}:{pid}:{r}")`` (:func:`repeat_rng`), so a row can be reproduced from
-   the three numbers shown in the table, whatever else was chosen alongside it. Deterministic
-   perturbations run once (repeat 0). Perturbations that cannot run (incompatible language, no
-   tagger), that return ``None`` (nothing to perturb) or that raise, give a :class:`Note` with the
-   reason instead of a row. A chain "A+B" (``core.perturb.compose.Composite``) is one choice:
-   its steps run in order on one generator, ``repeat_rng(seed, "A+B", r)``.
+   perturbation runs ``repeats`` times; repeat ``r`` of a choice under ``seed`` draws from
+   :func:`core.perturb.spec.rng_for` (seed, example, the choice's spec, r) (:func:`variant_rng`):
+   the generator a sweep and make_challenge use, so the same seed shows the same variant here, in
+   a sweep's drill-down and in a challenge file, whatever else was chosen alongside it.
+   Deterministic perturbations run once (repeat 0). Perturbations that cannot run (incompatible
+   language, no tagger), that return ``None`` (nothing to perturb) or that raise, give a
+   :class:`Note` with the reason instead of a row. A chain "A+B" (``core.perturb.compose.Composite``)
+   is one choice: its steps run in order, as a sweep's chain does (:func:`core.perturb.spec.step_rng`).
 2. :func:`answer_variants` answers the original and every variant with each model in ONE batched
    ``engine.predict`` call per model (identical (question, context) pairs are answered once).
 3. :func:`results_table` builds the rows: edits marked in plain text (:func:`marked_text`, since a
@@ -33,6 +34,7 @@ from core.metrics.text_distance import asr_normalise, wer
 from core.perturb import registry
 from core.perturb.base import Edit, Perturbation, PerturbationError
 from core.perturb.compose import Composite
+from core.perturb.spec import PerturbationSpec, rng_for
 from core.types import Prediction, QAExample
 
 ORIGINAL = "original"
@@ -94,9 +96,22 @@ class Note:
     message: str
 
 
-def repeat_rng(seed: int, perturbation_id: str, repeat: int) -> random.Random:
-    """The generator for repeat ``repeat`` of ``perturbation_id`` under ``seed`` (module docstring)."""
-    return random.Random(f"{seed}:{perturbation_id}:{repeat}")
+def choice_spec(choice: Choice) -> PerturbationSpec:
+    """A choice as a spec of :mod:`core.perturb.spec`: a chain's per-step parameters as ``STEP.name``.
+
+    >>> str(choice_spec(Choice("keyboard_Q+DPQ", {"keyboard_Q": {"p": 0.5}})))
+    'keyboard_Q+DPQ(keyboard_Q.p=0.5)'
+    """
+    if is_chain(choice.id):
+        return PerturbationSpec.make(choice.id, {f"{step}.{k}": v for step, values in choice.params.items()
+                                                 for k, v in values.items()})
+    return PerturbationSpec.make(choice.id, choice.params)
+
+
+def variant_rng(seed: int, example: QAExample, choice: Choice, repeat: int,
+                catalogue: Callable[[str], Perturbation] = registry.get) -> random.Random:
+    """The generator of repeat ``repeat`` of ``choice`` on ``example`` (module docstring)."""
+    return rng_for(seed, example, choice_spec(choice), repeat, catalogue=catalogue)
 
 
 def incompatibility_reason(p: Perturbation, example: QAExample, params: Mapping[str, Any] | None = None) -> str | None:
@@ -118,7 +133,7 @@ def _prepare(choice: Choice, catalogue: Callable[[str], Perturbation]) -> tuple[
 
     A chain id "A+B" becomes :class:`core.perturb.compose.Composite` with ``choice.params`` as its
     per-step parameters ``{step id: {name: value}}``; its repeat r draws from
-    ``repeat_rng(seed, "A+B", r)``, one generator shared by the steps in order.
+    :func:`variant_rng`, as a sweep's chain does.
     """
     if not is_chain(choice.id):
         return catalogue(choice.id), None
@@ -175,7 +190,8 @@ def generate_variants(
         for r in range(n_runs):
             variants = None
             try:
-                variants = p.apply(example, repeat_rng(seed, p.id, r), **({} if is_chain(choice.id) else params))
+                rng = variant_rng(seed, example, choice, r, catalogue)
+                variants = p.apply(example, rng, **({} if is_chain(choice.id) else params))
             except Exception as e:  # one broken perturbation must not lose the others' rows
                 notes.append(Note(p.id, r, "error", f"{type(e).__name__}: {e}"))
             else:

@@ -163,23 +163,17 @@ def compare_paired(result_a: dict, result_b: dict, seed: int = 0) -> dict:
             "bootstrap": {"n_resamples": r["n_resamples"], "seed": r["seed"], "method": "paired percentile (scipy)"}}
 
 
-@cli.command(PROG)
-def main(argv=None) -> int:
-    """Every input is checked before a model is loaded: settings, the --json path, model names,
-    data sets and model cards; any of them wrong ends in one line and exit status 2 (core.cli)."""
-    from tqdm import tqdm
-
-    from core.datasets import load_dataset
-    from core.qa import registry
-
+def build_parser() -> cli.ArgumentParser:
+    """The argument table."""
     ap = cli.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("--model", nargs="+", required=True, help="registered model names")
     ap.add_argument("--dataset", nargs="+", required=True,
                     help="files, demo.<lang>, or names under the data dir (xquad/xquad.en)")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (default 0: torch's choice)")
-    ap.add_argument("--batch-size", type=int, default=None, help="windows per forward pass (default: 8 on CPU, 32 on GPU)")
-    ap.add_argument("--backend", default="torch", help="forward pass: torch, onnx (ONNX Runtime fp32) or onnx-int8 "
-                                                       "(default torch)")
+    ap.add_argument("--batch-size", type=int, default=None,
+                    help="windows per forward pass (default: 8 on CPU, 32 on GPU)")
+    ap.add_argument("--backend", default="torch",
+                    help="forward pass: torch, onnx (ONNX Runtime fp32) or onnx-int8 (default torch)")
     ap.add_argument("--card", action="store_true", help="write results into the model card")
     ap.add_argument("--json", help="also write all results to this JSON file")
     ap.add_argument("--paired", action="store_true",
@@ -199,6 +193,71 @@ def main(argv=None) -> int:
                     help="longest answer span the engine may return, in tokens (default 30; long answers "
                          "in domain sets need more)")
     cli.add_loader_options(ap)
+    return ap
+
+
+def load_datasets(args) -> tuple[list[Dataset], list[str]]:
+    """The data sets to score (each cut to ``--first`` / ``--sample``), and their load lines.
+    Refuses a set with no scorable question; says on stderr what each set leaves out."""
+    from core.datasets import load_dataset
+
+    datasets, load_lines = [], []
+    for dname in args.dataset:
+        ds = load_dataset(dname, **cli.loader_kwargs(args))
+        ds.name = dname
+        load_lines.append(ds.load_line())
+        examples, skipped = scorable(ds.examples)
+        if not examples:
+            raise cli.CLIError(f"no question can be scored: {skip_summary(dname, 0, skipped)}")
+        if skipped:
+            print(skip_summary(dname, len(examples), skipped), file=sys.stderr, flush=True)
+        chosen = select(examples, args.first, args.sample, args.seed)
+        if len(chosen) < len(examples):
+            how = f"the first {len(chosen)}" if args.first else f"a sample of {len(chosen)} (seed {args.seed})"
+            print(f"{dname}: scoring {how} of {len(examples)} scorable questions", file=sys.stderr, flush=True)
+            ds = dataclasses.replace(ds, examples=chosen, report=list(ds.report), stats=dict(ds.stats))
+            ds.name = dname
+        datasets.append(ds)
+    return datasets, load_lines
+
+
+def evaluate_on_all(engine, name: str, datasets: list[Dataset], args, many: bool) -> tuple[list[dict], list[dict]]:
+    """One model on every data set, with a progress bar each: (results, per-question rows);
+    writes ``--predictions`` files on the way and prints one line per data set."""
+    from tqdm import tqdm
+
+    results, rows = [], []
+    for ds in datasets:
+        dname = ds.name
+        with tqdm(total=None, desc=f"{name} on {dname}", unit="window", file=sys.stderr) as bar:
+            def progress(done, total, bar=bar):
+                bar.total = total
+                bar.n = done
+                bar.refresh()
+            r = evaluate(engine, ds, progress, per_question=args.paired,
+                         details=bool(args.predictions or args.csv))
+        r["model"] = name
+        if args.first or args.sample:
+            r["selection"] = {"first": args.first} if args.first else {"sample": args.sample, "seed": args.seed}
+        if args.predictions:
+            out = prediction_path(args.predictions, name, dname, many)
+            cli.write_text_atomic(out, json.dumps(r["predictions"], indent=1, ensure_ascii=False))
+            print(f"predictions (official SQuAD format) -> {out}", file=sys.stderr, flush=True)
+        rows += [{"model": name, "dataset": dname, **q} for q in r.pop("questions", [])]
+        r.pop("predictions", None)
+        print(f"{name:24s} {dname:40s} n={r['n']:5d} EM={r['exact_match']:6.2f} F1={r['f1']:6.2f} "
+              f"{r['ms_per_question']:.1f} ms/q", flush=True)
+        results.append(r)
+    return results, rows
+
+
+@cli.command(PROG)
+def main(argv=None) -> int:
+    """Every input is checked before a model is loaded: settings, the --json path, model names,
+    data sets and model cards; any of them wrong ends in one line and exit status 2 (core.cli)."""
+    from core.qa import registry
+
+    ap = build_parser()
     args = ap.parse_args(argv)
     if args.paired and len(args.model) != 2:
         ap.error("--paired compares exactly two models (--model A B)")
@@ -216,23 +275,8 @@ def main(argv=None) -> int:
         for entry in entries.values():
             if entry.local_dir() is not None:
                 read_card(entry.local_dir())  # a broken card fails now, not after the evaluation
-    datasets, load_lines = [], []   # the load lines are printed once a model has loaded: a refused
-    for dname in args.dataset:      # run prints nothing on stdout
-        ds = load_dataset(dname, **cli.loader_kwargs(args))
-        ds.name = dname
-        load_lines.append(ds.load_line())
-        examples, skipped = scorable(ds.examples)
-        if not examples:
-            raise cli.CLIError(f"no question can be scored: {skip_summary(dname, 0, skipped)}")
-        if skipped:
-            print(skip_summary(dname, len(examples), skipped), file=sys.stderr, flush=True)
-        chosen = select(examples, args.first, args.sample, args.seed)
-        if len(chosen) < len(examples):
-            how = f"the first {len(chosen)}" if args.first else f"a sample of {len(chosen)} (seed {args.seed})"
-            print(f"{dname}: scoring {how} of {len(examples)} scorable questions", file=sys.stderr, flush=True)
-            ds = dataclasses.replace(ds, examples=chosen, report=list(ds.report), stats=dict(ds.stats))
-            ds.name = dname
-        datasets.append(ds)
+    # The load lines are printed once a model has loaded: a refused run prints nothing on stdout.
+    datasets, load_lines = load_datasets(args)
 
     all_results, rows = [], []
     many = len(entries) * len(datasets) > 1
@@ -241,28 +285,8 @@ def main(argv=None) -> int:
         for line in load_lines:
             print(line, flush=True)
         load_lines = []
-        results = []
-        for ds in datasets:
-            dname = ds.name
-            with tqdm(total=None, desc=f"{name} on {dname}", unit="window", file=sys.stderr) as bar:
-                def progress(done, total, bar=bar):
-                    bar.total = total
-                    bar.n = done
-                    bar.refresh()
-                r = evaluate(engine, ds, progress, per_question=args.paired,
-                             details=bool(args.predictions or args.csv))
-            r["model"] = name
-            if args.first or args.sample:
-                r["selection"] = {"first": args.first} if args.first else {"sample": args.sample, "seed": args.seed}
-            if args.predictions:
-                out = prediction_path(args.predictions, name, dname, many)
-                cli.write_text_atomic(out, json.dumps(r["predictions"], indent=1, ensure_ascii=False))
-                print(f"predictions (official SQuAD format) -> {out}", file=sys.stderr, flush=True)
-            rows += [{"model": name, "dataset": dname, **q} for q in r.pop("questions", [])]
-            r.pop("predictions", None)
-            print(f"{name:24s} {dname:40s} n={r['n']:5d} EM={r['exact_match']:6.2f} F1={r['f1']:6.2f} "
-                  f"{r['ms_per_question']:.1f} ms/q", flush=True)
-            results.append(r)
+        results, model_rows = evaluate_on_all(engine, name, datasets, args, many)
+        rows += model_rows
         if args.card:
             if entry.local_dir() is None:
                 print(f"{name}: hub model, no local model card to write", file=sys.stderr)

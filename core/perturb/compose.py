@@ -1,7 +1,9 @@
 """Composition: several perturbations applied in sequence (e.g. translate, then keyboard noise).
 
 ``Composite(["TLQ", "keyboard_Q"])`` applies each registered perturbation to the previous step's
-perturbed example, with the same ``rng`` (so a seeded composite is reproducible). A step that
+perturbed example. Step i draws from :func:`core.perturb.spec.step_rng` (the first step from
+``rng`` itself, each later one from a generator seeded by it), exactly as a sweep's chain does, so a
+seeded composite is reproducible and gives the sweep's variant for the same generator. A step that
 returns several variants contributes its first one; a step that does not apply (None) makes the
 whole composite not apply (None) - a chain is only reported when every link ran.
 
@@ -13,7 +15,9 @@ and final texts with difflib (:func:`core.perturb.base.diff_edits`, kind ``"comp
 ``meta["edits_from"]`` says which ("steps" or "diff"); ``meta["chain"]`` holds each step's meta.
 
 All steps must perturb the same field. A composite is not registered (it is built on demand);
-its id is the step ids joined by "+".
+its id is the step ids joined by "+", and :attr:`Composite.spec` its spec in the language of
+:mod:`core.perturb.spec` (``keyboard_Q+DPQ``, step parameters as ``STEP.name``). :func:`build`
+turns any spec text (``keyboard_Q:p=0.5+DPQ``) into the perturbation and the parameters to apply.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from typing import Any
 
 from core.perturb import registry
 from core.perturb.base import Edit, Perturbation, PerturbationError, Variant, diff_edits, error_rates, splice
+from core.perturb.spec import PerturbationSpec, SpecError, chain_step_specs, parse_spec, step_rng
 from core.types import QAExample
 
 
@@ -76,18 +81,24 @@ class Composite(Perturbation):
         fields = {p.field for p in self.steps}
         if len(fields) != 1:
             raise PerturbationError(f"composite steps must perturb one field, got {sorted(fields)} for {list(ids)}")
-        given = dict(params or {})
-        unknown = set(given) - set(ids)
+        self.step_params = dict(params or {})   # as given: they make the chain's spec
+        unknown = set(self.step_params) - set(ids)
         if unknown:
             raise PerturbationError(f"params given for ids not in the chain: {sorted(unknown)}")
         # resolved (validated) now, not halfway through a data set
-        self.step_params = {p.id: p.resolve_params(given.get(p.id, {})) for p in self.steps}
+        self._resolved = {p.id: p.resolve_params(self.step_params.get(p.id, {})) for p in self.steps}
         self.id = "+".join(ids)
         self.field = fields.pop()
         self.family = self.steps[-1].family
         self.randomised = any(p.randomised for p in self.steps)
         self.description = " then ".join(f"{p.id} ({p.description})" for p in self.steps)
         self.source = "; ".join(dict.fromkeys(p.source for p in self.steps))
+
+    @property
+    def spec(self) -> PerturbationSpec:
+        """This chain as a spec: its id with each step's parameters as ``STEP.name``."""
+        return PerturbationSpec.make(self.id, {f"{step}.{k}": v for step, values in self.step_params.items()
+                                               for k, v in values.items()})
 
     def resolve_params(self, params: dict[str, Any]) -> dict[str, Any]:
         if params:
@@ -96,7 +107,7 @@ class Composite(Perturbation):
 
     def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
         for p in self.steps:   # each step says why not in its own words
-            reason = p.why_not(example, self.step_params[p.id])
+            reason = p.why_not(example, self._resolved[p.id])
             if reason is not None:
                 return reason
         return None
@@ -104,8 +115,8 @@ class Composite(Perturbation):
     def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         original = getattr(example, self.field)
         current, chain, accumulated, mapped = example, [], [], True
-        for p in self.steps:
-            variants = p.apply(current, rng, **self.step_params[p.id])
+        for n, p in enumerate(self.steps):
+            variants = p.apply(current, step_rng(rng, n), **self._resolved[p.id])
             if not variants:
                 return None
             step = variants[0]
@@ -136,8 +147,33 @@ def compose(ids: Sequence[str], params: dict[str, dict[str, Any]] | None = None)
 
 
 def resolve(spec: str) -> Perturbation:
-    """A registered perturbation by id, or a composite for "ID1+ID2+..." (used by the CLI and UI)."""
+    """A registered perturbation by id, or a composite for "ID1+ID2+..." (used by the CLI and UI);
+    spec text with parameters (``keyboard_Q:p=0.5+DPQ``) builds the composite with them."""
     ids = [part.strip() for part in spec.split("+")]
     if any(not part for part in ids):
         raise PerturbationError(f"empty id in perturbation spec {spec!r}")
-    return registry.get(ids[0]) if len(ids) == 1 else Composite(ids)
+    if len(ids) == 1 and ":" not in spec:
+        return registry.get(ids[0])
+    return build(spec)[0]
+
+
+def build(spec: PerturbationSpec | str) -> tuple[Perturbation, dict[str, Any]]:
+    """The perturbation a spec names and the parameters to pass to its ``apply``: a registered
+    perturbation with the spec's parameters, or a :class:`Composite` (its step parameters inside it,
+    none to pass). SpecError for text that is not one spec (a list, a family, a ``file:``).
+
+    >>> p, params = build("keyboard_Q:p=0.5")
+    >>> p.id, params
+    ('keyboard_Q', {'p': 0.5})
+    >>> c, params = build("TLQ+keyboard_Q:p=1")
+    >>> c.id, c.step_params, params, str(c.spec)
+    ('TLQ+keyboard_Q', {'TLQ': {}, 'keyboard_Q': {'p': 1}}, {}, 'TLQ+keyboard_Q(keyboard_Q.p=1)')
+    """
+    if isinstance(spec, str):
+        spec = parse_spec(spec)
+    if spec.is_file or any(step.is_file for step in ([spec] if not spec.is_chain else chain_step_specs(spec))):
+        raise SpecError(f"{spec.id}: a challenge file is data, not a perturbation")
+    if not spec.is_chain:
+        return registry.get(spec.id), spec.params_dict
+    steps = chain_step_specs(spec)
+    return Composite([s.id for s in steps], {s.id: s.params_dict for s in steps}), {}

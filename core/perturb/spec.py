@@ -335,10 +335,13 @@ def rng_for(seed: int, example: QAExample, spec: PerturbationSpec | str, repeat:
     The sweep, the Variants page and make_challenge draw from it, so the same four give the same
     variant in all three. It is the sweep's derivation (:func:`key_rng` of the variant's cache
     key, with the perturbation's resolved parameters), so every stored sweep keeps its variants.
-    A deterministic perturbation's generator ignores seed and repeat; a chain's is its first
-    step's (:func:`step_rng` derives the later steps' from it). ``salt``: a ``file:`` first
-    step's key salt (:func:`core.sweeps.resolve.file_spec`; it only matters for the steps after
-    it). ``catalogue``: id -> Perturbation (default: the registry).
+    A deterministic perturbation's generator ignores seed and repeat. A chain's is its first
+    step's (:func:`step_rng` derives the later steps' from it), keyed by seed and repeat when any
+    step is randomised: ``keyboard_Q+repair_Q`` draws keyboard_Q's own numbers, and the repeats of
+    ``TLQ+keyboard_Q`` differ (before issue 25 a deterministic first step made every repeat of
+    its chain draw the same numbers). ``salt``: a ``file:`` first step's key salt
+    (:func:`core.sweeps.resolve.file_spec`; it only matters for the steps after it).
+    ``catalogue``: id -> Perturbation (default: the registry).
 
     >>> from core.types import Answer, QAExample
     >>> ex = QAExample("q1", "Who wrote it?", "Ann wrote it.", (Answer("Ann", 0),))
@@ -349,17 +352,19 @@ def rng_for(seed: int, example: QAExample, spec: PerturbationSpec | str, repeat:
     """
     if isinstance(spec, str):
         spec = parse_spec(spec)
-    if spec.is_chain:
-        return rng_for(seed, example, chain_step_specs(spec, catalogue)[0], repeat, catalogue=catalogue,
-                       salt=salt)
-    ex_hash = example_hash(example)
-    if spec.is_file:
-        return key_rng(variant_key(spec.id, "{}", seed, repeat, ex_hash, randomised=False, salt=salt))
     if catalogue is None:
         from core.perturb import registry
 
         catalogue = registry.get
+    randomised = None   # a chain's first step draws with the chain's randomisation
+    if spec.is_chain:
+        steps = chain_step_specs(spec, catalogue)
+        randomised = any(catalogue(s.id).randomised for s in steps if not s.is_file)
+        spec = steps[0]
+    ex_hash = example_hash(example)
+    if spec.is_file:
+        return key_rng(variant_key(spec.id, "{}", seed, repeat, ex_hash, randomised=bool(randomised), salt=salt))
     p = catalogue(spec.id)
     params = p.resolve_params(spec.params_dict)
     return key_rng(variant_key(p.id, canonical_json(params), seed, repeat, ex_hash,
-                               randomised=bool(p.randomised)))
+                               randomised=bool(p.randomised if randomised is None else randomised)))

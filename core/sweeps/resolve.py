@@ -42,6 +42,9 @@ from core.types import QAExample
 
 __all__ = ["Outcome", "ResolvedSpec", "registry_spec", "file_spec", "chain_spec", "pair_file", "resolve_spec"]
 
+# Appended to the cache keys of chains whose generator issue 25 reseeded (ResolvedSpec.rng_reseeded).
+RESEEDED_SALT = ":rng=chain"
+
 
 @dataclass
 class Outcome:
@@ -75,16 +78,26 @@ class ResolvedSpec:
     pairing: Any = None               # file specs (and chains starting with one): the core.datasets.Pairing
     first: "ResolvedSpec | None" = None      # chains: the first step, whose rng the chain uses
 
+    @property
+    def rng_reseeded(self) -> bool:
+        """A randomised chain whose first step is deterministic: its generator is keyed by seed
+        and repeat (:func:`core.perturb.spec.rng_for`), unlike the code before
+        issue 25, where every repeat drew the same numbers. Its variants get their own cache keys,
+        so none stored by that code is reused; a stored sweep's configuration is unchanged."""
+        return self.first is not None and self.randomised and not self.first.randomised
+
     def variant_key(self, ex_hash: str, seed: int, repeat: int) -> str:
-        return variant_key(self.id, self.params_json, seed, repeat, ex_hash, randomised=self.randomised,
-                           salt=self.key_salt)
+        salt = self.key_salt + (RESEEDED_SALT if self.rng_reseeded else "")
+        return variant_key(self.id, self.params_json, seed, repeat, ex_hash, randomised=self.randomised, salt=salt)
 
     def rng(self, ex_hash: str, seed: int, repeat: int) -> random.Random:
-        """:func:`core.perturb.spec.rng_for`, from the resolved parts: a chain's is its first step's."""
+        """:func:`core.perturb.spec.rng_for`, from the resolved parts."""
         if self.first is not None:
             # A chain's first step draws exactly what it draws on its own: "keyboard_Q" and
             # "keyboard_Q+repair_Q" score the same noisy questions, before and after repair.
-            return self.first.rng(ex_hash, seed, repeat)
+            first = self.first
+            return key_rng(variant_key(first.id, first.params_json, seed, repeat, ex_hash,
+                                       randomised=self.randomised, salt=first.key_salt))
         return key_rng(self.variant_key(ex_hash, seed, repeat))
 
 

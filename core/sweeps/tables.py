@@ -20,8 +20,8 @@ Our choices:
     core.sweeps's family names for files; ``translate_question`` is the German paper's
     de -> en -> de round trip, family "sentence", and is not an interface noise). A challenge
     file that core.sweeps filed under another family is placed by the words of its name:
-    "keyboard", "asr", "mt" or "translation" (core.natural_mt writes ``xquad-natural-mt-es``),
-    or natural ASR when core.trials wrote it (``trials/<id>/challenge/<engine>.json``);
+    "keyboard", "asr", "mt" or "translation" (core.translate.natural_mt writes ``xquad-natural-mt-es``),
+    or natural ASR when core.collect.trials wrote it (``trials/<id>/challenge/<engine>.json``);
   * a challenge *file* is "natural" when its path says so (NoiseQA's ``Natural/`` files and
     ``*-natural*`` names), else "synthetic" (NoiseQA's ``Synthetic/`` files); a registry
     generator is always "synthetic";
@@ -83,7 +83,7 @@ def is_file_spec(perturbation: str) -> bool:
 
 
 def trial_file(perturbation: str) -> tuple[str, str] | None:
-    """(trial id, ASR engine) for a natural ASR set written by core.trials
+    """(trial id, ASR engine) for a natural ASR set written by core.collect.trials
     (``.../trials/<trial id>/challenge/<engine>.json``), else None."""
     if not is_file_spec(perturbation):
         return None
@@ -198,7 +198,7 @@ def asr_breakdown(cell_list: Sequence[Cell],
 
     A generator cell takes ``voice`` / ``engine`` from its parameters; a challenge file has
     neither (its voice is the file's name, engine "(file)"), except a recorded trial's set
-    (core.trials): voice "speaker <trial id>", engine from the file name."""
+    (core.collect.trials): voice "speaker <trial id>", engine from the file name."""
     rows = []
     for c in cell_list:
         if interface_of(c.perturbation, c.family) != "asr":
