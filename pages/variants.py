@@ -20,9 +20,9 @@ from components.highlight import color_for
 from components.params import param_form
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.text import choose_hint, html_text, md_escape
-from core.csv_export import csv_bytes
 from core.explore import variants as cv
 from core.explore.answers import load_engines
+from core.io.csv_export import csv_bytes
 from core.langid import detect_lang
 from core.perturb import registry
 from core.perturb.nlp import tagger_warning
