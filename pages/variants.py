@@ -18,6 +18,7 @@ from components.ask_tools import repair_panel
 from components.edits import edits_html
 from components.frame import page_frame
 from components.highlight import color_for
+from components.params import param_form
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.text import choose_hint, html_text, md_escape
 from core.explore import variants as cv
@@ -104,38 +105,9 @@ for pid in chosen_ids:
         st.warning(md_escape(f"{pid} will be skipped: {reasons[pid]}"))
 
 
-def param_widget(pid: str, name: str, default, bounds):
-    key = f"var_param_{pid}_{name}"
-    persist.keep(key)
-    label = f"{pid} · {name}"
-    if isinstance(default, bool):
-        return st.checkbox(label, value=default, key=key)
-    if isinstance(default, int):
-        lo, hi = bounds if bounds else (None, None)
-        return int(st.number_input(label, min_value=lo, max_value=hi, value=default, step=1, key=key))
-    if isinstance(default, float):
-        if bounds:
-            step = 0.01 if bounds[1] - bounds[0] <= 2 else 0.1
-            return float(st.slider(label, float(bounds[0]), float(bounds[1]), default, step=step, key=key))
-        return float(st.number_input(label, value=default, key=key))
-    if isinstance(default, str) and bounds:
-        options = list(bounds)
-        return st.selectbox(label, options, index=options.index(default) if default in options else 0, key=key)
-    return st.text_input(label, value=str(default), key=key)
-
-
 # One parameter box per perturbation, shared by its single run and any chain it is a step of.
-params_of: dict[str, dict] = {}
-for pid in dict.fromkeys(chosen_ids + chain):
-    p = by_id[pid]
-    params_of[pid] = {}
-    if p.default_params and not reasons[pid]:
-        with st.container(border=True):
-            st.caption(f"**{pid}** — {md_escape(p.description)}")
-            pcols = st.columns(min(3, len(p.default_params)))
-            for j, (name, default) in enumerate(p.default_params.items()):
-                with pcols[j % len(pcols)]:
-                    params_of[pid][name] = param_widget(pid, name, default, p.param_ranges.get(name))
+params_of = {pid: {} if reasons[pid] else param_form(by_id[pid], "var_param")
+             for pid in dict.fromkeys(chosen_ids + chain)}
 choices = [cv.Choice(pid, params_of[pid]) for pid in chosen_ids]
 if len(chain) >= 2:
     choices.append(cv.Choice("+".join(chain), {pid: params_of[pid] for pid in chain}))

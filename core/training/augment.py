@@ -95,15 +95,14 @@ def augment_examples(examples: list[QAExample], share: float, ids: list, rng: ra
     k = int(round(share * len(examples)))
     sample = rng.sample(examples, k)
     for p, params in choices:
-        if hasattr(p, "prepare"):
-            p.prepare([ex for ex in sample if p.is_compatible(ex)], **params)
+        p.prepare([ex for ex in sample if p.why_not(ex, params) is None], **params)
     added: list[QAExample] = []
     per_id = {label: 0 for label in labels}
     started = time.time()
     for n, ex in enumerate(sample, 1):
         index = rng.randrange(len(choices)) if weights is None else rng.choices(range(len(choices)), weights=weights)[0]
         p, params = choices[index]
-        if p.is_compatible(ex):
+        if p.why_not(ex, params) is None:
             try:
                 variants = p.apply(ex, rng, **params)
             except (TTSError, ASRError, TranslationError) as exc:   # e.g. a question with nothing to speak
