@@ -37,15 +37,10 @@ def score_samples(db: Store | str | Path, sweep: int | str, model: str, perturba
     the clean points over the same questions as the perturbed ones."""
     with _store(db) as store:
         sid = store.sweep_id(sweep)
-        perturbed = [(r[0] or 0.0, r[1], r[2]) for r in store.conn.execute(
-            "SELECT p.score, r.f1, r.example_hash FROM results r LEFT JOIN predictions p ON p.key = r.prediction_key "
-            "WHERE r.sweep_id = ? AND r.model = ? AND r.perturbation = ? AND r.params_json = ? AND r.status = 'ok' "
-            "ORDER BY r.example_hash, r.repeat", (sid, model, perturbation, params_json))]
+        perturbed_rows, clean_rows = store.answer_scores(sid, model, perturbation, params_json)
+        perturbed = [(r[0] or 0.0, r[1], r[2]) for r in perturbed_rows]
         hashes = {h for _, _, h in perturbed}
-        clean = [(r[0] or 0.0, r[1]) for r in store.conn.execute(
-            "SELECT p.score, c.f1, c.example_hash FROM clean_results c LEFT JOIN predictions p "
-            "ON p.key = c.prediction_key WHERE c.sweep_id = ? AND c.model = ? ORDER BY c.example_hash",
-            (sid, model)) if r[2] in hashes]
+        clean = [(r[0] or 0.0, r[1]) for r in clean_rows if r[2] in hashes]
     return {"clean": clean, "perturbed": [(s, f) for s, f, _ in perturbed]}
 
 

@@ -189,12 +189,8 @@ def repair_table(db: Store | str | Path, sweep: int | str, seed: int = 0) -> lis
 def _questions(store: Store, sid: int, spec: tuple[str, str]) -> dict[tuple[str, int], str]:
     """{(example hash, repeat): question} of a spec's scored variants (the original ones for CLEAN)."""
     if spec == CLEAN:
-        return {(r[0], 0): r[1] for r in store.conn.execute(
-            "SELECT e.hash, e.question FROM sweep_examples se JOIN examples e ON e.hash = se.example_hash "
-            "WHERE se.sweep_id = ?", (sid,))}
-    return {(r[0], r[1]): r[2] for r in store.conn.execute(
-        "SELECT DISTINCT r.example_hash, r.repeat, v.question FROM results r JOIN variants v ON v.key = r.variant_key "
-        "WHERE r.sweep_id = ? AND r.perturbation = ? AND r.params_json = ? AND r.status = 'ok'", (sid, *spec))}
+        return {(r[0], 0): r[1] for r in store.original_questions(sid)}
+    return {(r[0], r[1]): r[2] for r in store.variant_questions(sid, *spec)}
 
 
 def _changed_share(store: Store, sid: int, base: tuple[str, str], repaired: tuple[str, str]) -> float | None:

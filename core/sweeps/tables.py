@@ -226,10 +226,7 @@ def _file_language(perturbation: str) -> str:
 
 
 def _used_pivots(store: Store, sweep_id: int, perturbation: str, params_json: str) -> list[str]:
-    rows = store.conn.execute(
-        "SELECT DISTINCT v.meta_json FROM results r JOIN variants v ON v.key = r.variant_key "
-        "WHERE r.sweep_id = ? AND r.perturbation = ? AND r.params_json = ? AND r.status = 'ok'",
-        (sweep_id, perturbation, params_json)).fetchall()
+    rows = store.variant_metas(sweep_id, perturbation, params_json)
     pivots = set()
     for (meta,) in rows:
         try:
