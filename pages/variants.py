@@ -19,9 +19,9 @@ from components.frame import page_frame
 from components.highlight import color_for
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.text import choose_hint, html_text, md_escape
-from core.csv_export import csv_bytes
 from core.explore import variants as cv
 from core.explore.answers import load_engines
+from core.io.csv_export import csv_bytes
 from core.langid import detect_lang
 from core.perturb import registry
 from core.perturb.nlp import tagger_warning

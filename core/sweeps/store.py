@@ -59,8 +59,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from core.io.sqlite_db import SQLiteFile, sqlite_kind, table_names
 from core.perturb.spec import canonical_json  # noqa: F401  (re-exported: the stored JSON's form)
-from core.sqlite_db import SQLiteFile, sqlite_kind, table_names
 
 SCHEMA_VERSION = "1"
 

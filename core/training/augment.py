@@ -25,8 +25,10 @@ def parse_augment_spec(spec: str) -> tuple[list[tuple[str, dict]], list[float] |
 
     >>> parse_augment_spec("keyboard_Q,misspell_Q")
     ([('keyboard_Q', {}), ('misspell_Q', {})], None)
-    >>> parse_augment_spec("asr_Q:engine=whisper-base:voice=flite:kal16:weight=1, keyboard_Q:p=0.1:weight=4.5,misspell_Q")
-    ([('asr_Q', {'engine': 'whisper-base', 'voice': 'flite:kal16'}), ('keyboard_Q', {'p': 0.1}), ('misspell_Q', {})], [1.0, 4.5, 1.0])
+    >>> parse_augment_spec("asr_Q:engine=whisper-base:voice=flite:kal16:weight=1, "
+    ...                    "keyboard_Q:p=0.1:weight=4.5,misspell_Q")  # doctest: +NORMALIZE_WHITESPACE
+    ([('asr_Q', {'engine': 'whisper-base', 'voice': 'flite:kal16'}), ('keyboard_Q', {'p': 0.1}), ('misspell_Q',
+    {})], [1.0, 4.5, 1.0])
     >>> parse_augment_spec("asr_Q:weight=-1")
     Traceback (most recent call last):
     ...
