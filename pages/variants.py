@@ -1,8 +1,9 @@
 """Variants: one question perturbed many ways, every model's answer to every variant side by side.
 
 The logic (seed rule, batching, the table) lives in core.explore.variants; this page only gathers inputs,
-shows progress and renders. Repeat r of perturbation P under seed S uses
-random.Random(f"{S}:{P}:{r}"), so any row can be reproduced from the numbers in the table.
+shows progress and renders. Repeat r of perturbation P under seed S draws from
+core.perturb.spec.rng_for(S, example, P, r), as a sweep and make_challenge do, so any row can be
+reproduced from the numbers in the table, and a sweep with the same seed shows the same variant.
 """
 from __future__ import annotations
 
@@ -114,8 +115,9 @@ if len(chain) >= 2:
 c1, c2 = st.columns(2)
 seed = int(c1.number_input("Seed", 0, 2**31 - 1, 0, key="var_seed"))
 repeats = int(c2.number_input("Repeat N times", 1, cv.MAX_REPEATS, 3, key="var_repeats",
-                              help="Randomised perturbations are re-sampled N times (repeat r draws from "
-                                   "random.Random(f'{seed}:{id}:{r}')); deterministic ones run once."))
+                              help="Randomised perturbations are re-sampled N times; repeat r draws what a "
+                                   "sweep with this seed draws for its repeat r (and make_challenge for r = 0). "
+                                   "Deterministic ones run once."))
 
 # ----------------------------------------------------------------------------- generate & answer
 
