@@ -327,3 +327,11 @@ def test_declarations_are_the_one_source_of_parameters():
         Param("n", 5, min=1, max=4)              # a default outside its own bounds
     with pytest.raises(TypeError, match="choices are for str"):
         Param("n", 1, choices=(1, 2))
+
+
+def test_every_registered_parameter_says_what_it_does():
+    declared = [(p.id, q) for p in registry.all_perturbations() for q in p.parameters]
+    assert len(declared) >= 70
+    assert [(pid, q.name) for pid, q in declared if not q.help] == []
+    # ReplaceRQ's model folder is the one parameter a browser form must not offer
+    assert [(pid, q.name) for pid, q in declared if q.names_a_resource] == [("ReplaceRQ", "mlm_model")]
