@@ -22,17 +22,16 @@ worker count; a Ray sweep shows each worker's node, state, calls and restarts wh
 """
 from __future__ import annotations
 
-import itertools
-
-import pandas as pd
 import streamlit as st
 
 from components import loaders, persist
 from components.choice import keep_valid
 from components.frame import page_frame
 from components.job_progress import sweep_panel
+from components.params import combinations, sweep_form
 from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir
+from components.stored_sweeps import stored_sweeps
 from components.sweep_db import db_picker, label, md_escape, stored_sweeps_or_stop
 from components.sweep_setup import challenge_pairing, ray_options, run_on_picker
 from components.text import choose_hint
@@ -181,53 +180,9 @@ files += st.multiselect("Other challenge files (runs/, speech trials, folders th
                              "in the folders the server allows (QAX_EXTRA_ROOTS adds one).")
 
 
-def names_a_resource(name: str) -> bool:
-    """A parameter naming a model, file or folder (ReplaceRQ's ``mlm_model``): the server's to set
-    (QAX_MLM_MODEL, the CLI), never typed in the browser, which would load any folder or hub id.
-    Names ending in _model, _path, _file or _dir (tests/test_reliability_confinement.py)."""
-    return name.endswith(("_model", "_path", "_file", "_dir"))
-
-
-def values_widget(pid: str, name: str, default, bounds) -> list:
-    """The values a parameter takes in the sweep: a range for integers, a choice of several for
-    enumerations, one value otherwise. The sweep runs every combination."""
-    key = f"sw_param_{pid}_{name}"
-    label = f"{pid} · {name}"
-    if isinstance(default, str) and not bounds and names_a_resource(name):
-        st.caption(md_escape(f"{label}: {default or 'the server’s setting'} (set on the server, not here)"))
-        return [default]
-    if isinstance(default, bool):
-        return [st.checkbox(label, value=default, key=key)]
-    if isinstance(default, int):
-        if bounds:
-            lo, hi = st.slider(f"{label} (range: one spec per value)", int(bounds[0]), int(bounds[1]),
-                               (default, default), key=key)
-            return list(range(lo, hi + 1))
-        return [int(st.number_input(label, value=default, step=1, key=key))]
-    if isinstance(default, float):
-        if bounds:
-            step = 0.01 if bounds[1] - bounds[0] <= 2 else 0.1
-            return [float(st.slider(label, float(bounds[0]), float(bounds[1]), default, step=step, key=key))]
-        return [float(st.number_input(label, value=default, key=key))]
-    if isinstance(default, str) and bounds:
-        picked = st.multiselect(f"{label} (one spec per value)", list(bounds), default=[default], key=key)
-        return picked or [default]
-    return [st.text_input(label, value=str(default), key=key)]
-
-
-specs: list[PerturbationSpec] = []
-for pid in chosen:
-    p = by_id[pid]
-    grid: list[list[tuple[str, object]]] = []
-    if p.default_params:
-        with st.container(border=True):
-            st.caption(f"**{pid}** — {md_escape(p.description)}")
-            pcols = st.columns(min(3, len(p.default_params)))
-            for j, (name, default) in enumerate(p.default_params.items()):
-                with pcols[j % len(pcols)]:
-                    grid.append([(name, v) for v in values_widget(pid, name, default, p.param_ranges.get(name))])
-    for combo in itertools.product(*grid):
-        specs.append(PerturbationSpec.make(pid, dict(combo)))
+# One parameter box per perturbation: the values each parameter takes; the sweep runs every combination.
+specs = [PerturbationSpec.make(pid, combo) for pid in chosen
+         for combo in combinations(sweep_form(by_id[pid], "sw_param"))]
 specs += [PerturbationSpec(f) for f in files]
 repairs = st.multiselect(
     "Also measure NoiseQA's question repair", list(SETTINGS), key="sw_repair",
@@ -283,24 +238,8 @@ if db_path is None:
 sweeps = stored_sweeps_or_stop(db_path, md_escape(f"No sweep database at {db_path} yet: the first sweep "
                                                   "creates it."))
 
-st.dataframe(pd.DataFrame(launch.stored_rows(sweeps)), hide_index=True, width="stretch", key="sw_list")
-
-unfinished = launch.unfinished(sweeps)
-if not unfinished:
-    st.caption("Every stored sweep is complete.")
-    st.stop()
-by_name = {s["name"]: s for s in unfinished}
-keep_valid("sw_resume_pick", list(by_name))
-c1, c2 = st.columns([3, 1])
-pick = c1.selectbox("Resume an unfinished sweep", list(by_name), key="sw_resume_pick")
-chosen_sweep = by_name[pick]
-c1.caption(md_escape(f"{chosen_sweep['status']} · {chosen_sweep['done_units']:,}/"
-                     f"{chosen_sweep['total_units']:,} rows · updated {chosen_sweep['updated_at']}"))
-own = job is not None and job.running and job.name == pick   # this session's sweep, named or not
-if note := launch.resume_note(chosen_sweep, own):
-    getattr(st, note[0])(md_escape(note[1]))
-if c2.button("Resume", key="sw_resume", disabled=busy or db_path is None):
-    resume = launch.resume_config(chosen_sweep)
+if (to_resume := stored_sweeps(sweeps, job, resume_disabled=busy or db_path is None)) is not None:
+    resume = launch.resume_config(to_resume)
     if named := launch.cli_only_params(resume.perturbations):   # a model or file chosen with the CLI
         st.error(md_escape(f"This sweep names {', '.join(named)}, which only the command line may set: "
                            f"resume it with python -m core.sweeps."))

@@ -2,7 +2,7 @@
 stored sweep's configuration rebuilt for Resume (the Sweeps page draws only the widgets).
 
 * :func:`challenge_files` - ``file:`` specs for the SQuAD-style files under the server's roots;
-* :func:`names_a_resource` / :func:`cli_only_params` - parameters naming a model, file or folder,
+* :func:`cli_only_params` - parameters naming a model, file or folder (``names_a_resource``),
   which only the command line may set (never typed in a browser, nor resumed from one);
 * :func:`planned_rows` - the result rows of a planned sweep (clean + perturbed, every model);
 * :func:`resume_config` - a stored sweep's :class:`SweepConfig`, as it was started;
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core import config
+from core.perturb.base import names_a_resource
 from core.perturb.spec import PerturbationSpec, chain_steps
 from core.sweeps.config import SweepConfig
 
@@ -52,17 +53,6 @@ def challenge_files(roots: Sequence[str | Path], depth: int = 4, limit: int = MA
             if len(found) >= limit:
                 return found
     return found
-
-
-def names_a_resource(name: str) -> bool:
-    """A parameter naming a model, file or folder (ReplaceRQ's ``mlm_model``): the server's to set
-    (QAX_MLM_MODEL, the CLI), never typed in the browser, which would load any folder or hub id.
-    Names ending in _model, _path, _file or _dir (tests/test_reliability_confinement.py).
-
-    >>> names_a_resource("mlm_model"), names_a_resource("n_words")
-    (True, False)
-    """
-    return name.endswith(("_model", "_path", "_file", "_dir"))
 
 
 def cli_only_params(specs: Iterable[PerturbationSpec]) -> list[str]:
