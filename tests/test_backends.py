@@ -53,7 +53,8 @@ def make(model_and_tokenizer, cache, monkeypatch):
 
     def build(backend="torch", **settings):
         model, tok = model_and_tokenizer
-        return QAEngine(model, tok, EngineSettings(backend=backend, threads=1, **settings), device="cpu")
+        settings.setdefault("threads", 1)
+        return QAEngine(model, tok, EngineSettings(backend=backend, **settings), device="cpu")
 
     return build
 
@@ -107,10 +108,35 @@ def test_export_happens_once_then_is_only_opened(make, cache, monkeypatch):
 
 def test_changed_threads_make_a_session_with_those_threads(make):
     eng = make("onnx")
+    eng.predict(QS[:2], CS[:2])
     assert eng._forward_impl.session.get_session_options().intra_op_num_threads == 1
     eng.settings.threads = 2
     eng.predict(QS[:2], CS[:2])
     assert eng._forward_impl.session.get_session_options().intra_op_num_threads == 2
+    assert sorted(eng._forward_impl._sessions) == [1, 2]  # one session per count, kept
+
+
+def test_under_the_policy_an_engine_answering_beside_another_uses_one_thread(make, monkeypatch):
+    """threads=None: the budget alone, one thread while another caller holds a slot."""
+    from core.qa.threads import Slot
+
+    monkeypatch.setenv("QAX_THREADS", "2")
+    eng = make("onnx", threads=None)
+    used, impl = [], eng._forward_impl
+
+    def spy(enc, threads):
+        used.append(threads)
+        return impl(enc, threads)
+
+    eng._forward_impl = spy
+    alone = eng.predict(QS, CS)
+    assert set(used) == {2}
+    used.clear()
+    with Slot():  # another asker (or a sweep) is answering
+        beside = eng.predict(QS, CS)
+    assert set(used) == {1}
+    assert spans(beside) == spans(alone)
+    assert sorted(impl._sessions) == [1, 2]
 
 
 def test_fingerprint_has_the_backend_only_when_it_is_not_torch(make):

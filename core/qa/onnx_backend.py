@@ -65,32 +65,51 @@ class TorchForward:
     def __init__(self, model, device):
         self.model, self.device = model, device
 
-    def __call__(self, enc: dict) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, enc: dict, threads: int) -> tuple[np.ndarray, np.ndarray]:
         import torch
 
+        if self.device.type == "cpu" and torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)  # the engine puts the count back after its call
         with torch.inference_mode():
             out = self.model(**{k: torch.as_tensor(v).to(self.device) for k, v in enc.items()})
         return out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()
 
 
 class OnnxForward:
-    """An onnxruntime InferenceSession over an exported model; takes the same numpy batch."""
+    """onnxruntime InferenceSessions over an exported model; takes the same numpy batch.
 
-    def __init__(self, path: Path, name: str, threads: int | None):
-        import onnxruntime as ort
+    A session's intra-op thread count is fixed when it is made, so there is one session per count
+    asked for, made on first use: under the thread policy (core.qa.threads) at most two, the
+    budget's (answering alone) and one thread (beside others)."""
 
-        opts = ort.SessionOptions()
-        # ``threads`` as the torch engine applies it; 0 is ORT's own choice (one per core).
-        opts.intra_op_num_threads = threads or 0
-        opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    def __init__(self, path: Path, name: str, threads: int | None = None):
+        import threading
+
+        self.name, self.path = name, path
+        self._sessions: dict[int, object] = {}
+        self._lock = threading.Lock()
+        self.session = self._session(threads or 1)  # the last one used; made now: a bad file fails here
         self.inputs = {i.name for i in self.session.get_inputs()}
-        self.name, self.path, self.threads = name, path, threads
 
-    def __call__(self, enc: dict) -> tuple[np.ndarray, np.ndarray]:
+    def _session(self, threads: int):
+        with self._lock:
+            if threads not in self._sessions:
+                import onnxruntime as ort
+
+                opts = ort.SessionOptions()
+                opts.intra_op_num_threads = threads
+                opts.inter_op_num_threads = 1
+                # the file is already optimised at export (fusions); ENABLE_ALL adds the
+                # CPU-specific layout rewrites, which are not saved
+                opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                self._sessions[threads] = ort.InferenceSession(str(self.path), opts,
+                                                               providers=["CPUExecutionProvider"])
+            return self._sessions[threads]
+
+    def __call__(self, enc: dict, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        self.session = session = self._session(threads)
         feed = {k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in self.inputs}
-        start, end = self.session.run(["start_logits", "end_logits"], feed)
+        start, end = session.run(["start_logits", "end_logits"], feed)
         return start.astype(np.float32, copy=False), end.astype(np.float32, copy=False)
 
 
@@ -199,7 +218,7 @@ def model_input_names(tokenizer, model) -> list[str]:
     return names if "input_ids" in names else ["input_ids", *names]
 
 
-def make_forward(backend: str, model, tokenizer, device, threads: int | None):
+def make_forward(backend: str, model, tokenizer, device):
     """The forward strategy for ``backend``; raises BackendUnavailable (with the reason) when an
     ONNX backend cannot run here. torch is always available."""
     check_backend(backend)
@@ -211,6 +230,6 @@ def make_forward(backend: str, model, tokenizer, device, threads: int | None):
         raise BackendUnavailable(f"onnxruntime is not installed ({e}): pip install onnxruntime==1.31.1") from e
     try:
         path = ensure_export(model, model_input_names(tokenizer, model), backend)
-        return OnnxForward(path, backend, threads)
+        return OnnxForward(path, backend)
     except Exception as e:  # export or session errors of any kind: torch answers instead
         raise BackendUnavailable(f"{backend} export or session failed ({type(e).__name__}: {e})") from e

@@ -284,7 +284,7 @@ def load_engine(name: str, settings: EngineSettings | None = None, path: Path | 
     with _lock:
         if key not in _cache:
             model, tok = load_model_and_tokenizer(entry)
-            _cache[key] = QAEngine(model, tok, EngineSettings(**vars(s)))
+            _cache[key] = QAEngine(model, tok, EngineSettings(**vars(s)), languages=entry.languages)
         return _cache[key]
 
 
