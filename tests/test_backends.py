@@ -202,7 +202,7 @@ def test_failed_export_falls_back_to_torch_with_a_message(make, tmp_path, monkey
 
 @pytest.mark.parametrize("value", ["tensorrt", "ONNX", "", None, 1, "onnx int8"])
 def test_a_bad_backend_is_refused_wherever_it_is_set(make, value):
-    message = f"^backend must be one of torch, onnx, onnx-int8, got {value!r}$"
+    message = f"^backend must be one of default, torch, onnx, onnx-int8, got {value!r}$"
     with pytest.raises(SettingsError, match=message.replace("(", r"\(")):
         EngineSettings(backend=value)
     with pytest.raises(SettingsError):
@@ -225,10 +225,11 @@ def test_the_clis_refuse_a_bad_backend_before_loading_anything(module, capsys):
     err = capsys.readouterr().err
     # core.sweep's --backend also names where the sweep runs (local or ray, core.sweep_ray)
     where = "local, ray, " if module == "core.sweep" else ""
-    assert f"--backend must be one of {where}torch, onnx, onnx-int8, got 'tensorrt'" in err
+    assert f"--backend must be one of {where}default, torch, onnx, onnx-int8, got 'tensorrt'" in err
     if module == "core.sweep":
         assert main([*argv, "--engine-backend", "tensorrt"]) == 2
-        assert "--engine-backend must be one of torch, onnx, onnx-int8, got 'tensorrt'" in capsys.readouterr().err
+        assert ("--engine-backend must be one of default, torch, onnx, onnx-int8, got 'tensorrt'"
+                in capsys.readouterr().err)
 
 
 def test_registry_keeps_one_engine_per_backend(tiny_registry, cache, monkeypatch):
@@ -239,6 +240,33 @@ def test_registry_keeps_one_engine_per_backend(tiny_registry, cache, monkeypatch
     b = registry.load_engine("tiny-a", EngineSettings(threads=1, backend="onnx"), path=tiny_registry)
     assert a is not b and (a.backend_name, b.backend_name) == ("torch", "onnx")
     assert registry.load_engine("tiny-a", EngineSettings(threads=1, backend="onnx"), path=tiny_registry) is b
+
+
+def test_default_backend_is_the_one_the_models_card_records(tiny_qa_dir, cache, tmp_path, monkeypatch):
+    """backend="default" (the setting's default) answers with the backend the model card names as
+    chosen by the rule; torch for a model without that record, and on a GPU."""
+    from core.qa import registry
+
+    monkeypatch.setenv("QAX_CACHE_DIR", str(cache))
+    carded = tmp_path / "carded"
+    carded.mkdir()
+    for f in tiny_qa_dir.iterdir():
+        (carded / f.name).symlink_to(f)
+    (carded / "model_card.json").write_text('{"backends": {"default": "onnx"}}')
+    toml = tmp_path / "models.toml"
+    toml.write_text(f'[[model]]\nname = "plain"\npath = "{tiny_qa_dir}"\n\n'
+                    f'[[model]]\nname = "carded"\npath = "{carded}"\n')
+    assert EngineSettings().backend == "default"
+    plain = registry.load_engine("plain", EngineSettings(threads=1), path=toml)
+    chosen = registry.load_engine("carded", EngineSettings(threads=1), path=toml)
+    assert (plain.default_backend, plain.backend_name) == ("torch", "torch")
+    assert (chosen.default_backend, chosen.backend_name) == ("onnx", "onnx")
+    # the answers' cache key follows the backend that answers, not the word "default"
+    explicit = registry.load_engine("carded", EngineSettings(threads=1, backend="onnx"), path=toml)
+    assert chosen.fingerprint() == explicit.fingerprint() != plain.fingerprint()
+    # a card naming something that is not a backend means torch
+    (carded / "model_card.json").write_text('{"backends": {"default": "tensorrt"}}')
+    assert registry.get_entry("carded", toml).default_backend() == "torch"
 
 
 def test_benchmark_doctests():

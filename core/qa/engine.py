@@ -107,10 +107,11 @@ class EngineSettings:
     # None: the process-wide policy (core.qa.threads: every core when answering alone, one thread
     # beside other askers or a sweep; QAX_THREADS sets the budget). A number: always that many.
     threads: int | None = None
-    # How the forward pass runs (core.qa.onnx_backend): "torch", "onnx" (ONNX Runtime fp32) or
-    # "onnx-int8" (int8 weights). An ONNX backend that cannot run here falls back to torch, and
-    # the engine's ``backend_name`` says which one answered.
-    backend: str = "torch"
+    # How the forward pass runs (core.qa.onnx_backend): "torch", "onnx" (ONNX Runtime fp32),
+    # "onnx-int8" (int8 weights), or "default": the model's own default, measured by the rule and
+    # recorded in its card (the engine's ``default_backend``; torch without a card). An ONNX
+    # backend that cannot run here falls back to torch; ``backend_name`` says which one answered.
+    backend: str = "default"
     # Long contexts (at least ``long_context_chars`` characters) are read in bigger windows: a
     # 20k-character context needs ~12 windows of 512 sharing 128 instead of ~17 of 384 (README,
     # benchmarks/long_context.py: 20% less CPU per question and a higher F1 on 36 SQuAD dev
@@ -158,9 +159,13 @@ class QAEngine:
     core.qa.protocol.QAModel (``predict``, ``fingerprint``, ``languages``)."""
 
     def __init__(self, model, tokenizer, settings: EngineSettings | None = None, device: str | None = None,
-                 languages: Sequence[str] | None = None):
+                 languages: Sequence[str] | None = None, default_backend: str = "torch"):
         self.model = model
         self.tokenizer = tokenizer
+        # what backend="default" means for this model (core.qa.registry reads it from the card)
+        self.default_backend = check_backend(default_backend)
+        if self.default_backend == "default":
+            raise SettingsError("default_backend", "must name a backend, not 'default'")
         # what the model was made for (the registry's entry says); None: not declared
         self.languages = tuple(languages) if languages is not None else None
         # The tokenizer as loaded, for fingerprint(): calling a fast
@@ -198,17 +203,21 @@ class QAEngine:
         ONNX, exporting once into the cache) its forward pass if the settings changed. A backend
         that cannot run here logs a warning and torch answers: never a crash."""
         s = self.settings
-        key = (s.backend,)
+        if s.backend == "default":  # the card's choice was measured on CPU; a GPU runs torch
+            wanted = self.default_backend if self.device.type == "cpu" else "torch"
+        else:
+            wanted = s.backend
+        key = (wanted,)
         if key == self._forward_key:
             return self.backend_name
         with self._backend_lock:
             if key == self._forward_key:
                 return self.backend_name
             try:
-                impl = make_forward(s.backend, self.model, self.tokenizer, self.device)
+                impl = make_forward(wanted, self.model, self.tokenizer, self.device)
                 message = None
             except BackendUnavailable as e:
-                message = f"backend {s.backend!r} unavailable, answering with torch: {e}"
+                message = f"backend {wanted!r} unavailable, answering with torch: {e}"
                 log.warning(message)
                 impl = make_forward("torch", self.model, self.tokenizer, self.device)
             self.backend_name, self.backend_message = impl.name, message
