@@ -3,8 +3,8 @@
     python benchmarks/answer_lengths.py [--json out.json]
 
 For each source of the shipped English models' training mix (../shared/data/train/ and SQuAD
-dev minus the XQuAD paragraphs, exactly as core.train loads them) and for XQuAD-en, the answer
-each question trains on (its first gold answer, as core.train uses it; XQuAD-en has one per
+dev minus the XQuAD paragraphs, exactly as core.training loads them) and for XQuAD-en, the answer
+each question trains on (its first gold answer, as core.training uses it; XQuAD-en has one per
 question) is split on whitespace. Prints, per source: questions, mean and median words, and the
 share of answers of 1, 2-3, 4-6 and 7+ words. XQuAD-en is only measured here, never trained on.
 """

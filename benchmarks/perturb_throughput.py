@@ -33,12 +33,12 @@ from core import config  # noqa: E402
 from core.datasets import load_squad  # noqa: E402
 from core.perturb import nlp, registry  # noqa: E402
 from core.perturb.catalogue import translation  # noqa: E402
-from core.perturb.make_challenge import example_rng  # noqa: E402
+from core.perturb.spec import rng_for  # noqa: E402
 
 
 def measure(perturbation, examples, warmup, seed: int = 0) -> dict:
     if perturbation.is_compatible(warmup):
-        perturbation.apply(warmup, example_rng(seed, warmup.id))
+        perturbation.apply(warmup, rng_for(seed, warmup, perturbation.id, 0))
     nlp.analyse.cache_clear()
     translation._cache.clear()  # round trips cache translations; each perturbation starts cold
     started = time.perf_counter()
@@ -50,7 +50,7 @@ def measure(perturbation, examples, warmup, seed: int = 0) -> dict:
         if not perturbation.is_compatible(example):
             incompatible += 1
             continue
-        if perturbation.apply(example, example_rng(seed, example.id)):
+        if perturbation.apply(example, rng_for(seed, example, perturbation.id, 0)):
             applied += 1
     seconds = time.perf_counter() - started
     return {"id": perturbation.id, "family": perturbation.family, "field": perturbation.field,

@@ -34,9 +34,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 def main() -> int:
     import torch
 
+    from core.datasets import load_dataset
     from core.qa import registry
     from core.qa.engine import EngineSettings
-    from core.sweep import load_dataset
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad")
@@ -112,11 +112,11 @@ def choose_default(backends: dict[str, dict], tolerance: float = F1_TOLERANCE) -
 
 
 def compare_backends(args) -> int:
+    from core.datasets import load_dataset
     from core.metrics import squad_scores
     from core.qa import registry
     from core.qa.engine import EngineSettings, QAEngine
     from core.qa.onnx_backend import BACKENDS, FINGERPRINT_TAGS
-    from core.sweep import load_dataset
 
     ds = load_dataset(args.dataset)
     ex = ds.examples[: args.n] if args.n else ds.examples
@@ -206,15 +206,12 @@ def compare_backends(args) -> int:
 def record_in_card(entry, out: dict) -> Path:
     """The comparison into the model's card (``backends``): what ``backend="default"`` then
     means for this model (core.qa.registry.ModelEntry.default_backend)."""
-    from core.evaluate import read_card, write_card
+    from core.models.cards import write_backends
 
     folder = entry.local_dir()
     if folder is None or not folder.is_dir():
         raise SystemExit(f"{entry.name} has no local folder to hold a model card")
-    card = read_card(folder)
-    card["backends"] = {k: v for k, v in out.items() if k != "unavailable"}
-    (folder / "model_card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
-    return write_card(folder, [])
+    return write_backends(folder, {k: v for k, v in out.items() if k != "unavailable"})
 
 
 if __name__ == "__main__":

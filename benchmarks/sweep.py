@@ -1,7 +1,7 @@
 """Sweep benchmark: XQuAD-en x 10 perturbations x 2 models, cold vs warm vs a naive loop.
 
 In one run, on the same examples, perturbations, seeds and models:
-  1. cold:  ``core.sweep.run_sweep`` into a fresh database (perturbs, predicts in batched chunks,
+  1. cold:  ``core.sweeps.run.run_sweep`` into a fresh database (perturbs, predicts in batched chunks,
             writes every row);
   2. warm:  the same configuration again as a NEW sweep name in the same database, so every
             variant and prediction comes from the cache (must make zero model calls) and only
@@ -36,18 +36,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from core.datasets import load_dataset, sample_examples
 from core.metrics import score_answer  # noqa: E402
-from core.store import Store  # noqa: E402
-from core.sweep import (  # noqa: E402
-    SweepConfig,
-    _file_spec,
-    _registry_spec,
-    example_hash,
-    load_dataset,
-    parse_specs,
-    run_sweep,
-    sample_examples,
-)
+from core.perturb.spec import parse_specs
+from core.sweeps.config import SweepConfig
+from core.sweeps.keys import example_hash
+from core.sweeps.resolve import file_spec as _file_spec
+from core.sweeps.resolve import registry_spec as _registry_spec
+from core.sweeps.run import run_sweep
+from core.sweeps.store import Store  # noqa: E402
 
 DEFAULT_PERTURBATIONS = ("keyboard_Q,misspell_Q,TLQ,DPQ,drop_function_Q,DCRQ,SCRQ,DRQ,SwapRQ,"
                          "file:noiseqa/Synthetic/xquad-keyboard-synthetic")
@@ -128,7 +125,7 @@ def main(argv: list[str] | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.sqlite"
         # Fingerprints (weight hashes) are computed once per engine; do it before timing.
-        from core.sweep import engine_fingerprint
+        from core.sweeps.keys import engine_fingerprint
         for e in engines.values():
             engine_fingerprint(e)
 

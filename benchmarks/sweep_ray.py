@@ -62,8 +62,10 @@ def rows(db: Path) -> list:
 
 def child(args) -> None:
     """One sweep in this process; prints one JSON line."""
+    from core.datasets import load_dataset
     from core.qa.engine import EngineSettings
-    from core.sweep import SweepConfig, load_dataset, run_sweep
+    from core.sweeps.config import SweepConfig
+    from core.sweeps.run import run_sweep
 
     t0 = time.perf_counter()
     marks: dict[str, float] = {}
@@ -83,7 +85,7 @@ def child(args) -> None:
         run = run_sweep(config, engines, args.db, dataset=dataset, chunk_size=args.chunk_size, on_start=started)
         worker_states = []
     else:
-        from core.sweep_ray import run_sweep_ray
+        from core.sweeps.ray import run_sweep_ray
 
         states: list = []
         run = run_sweep_ray(config, args.db, address=args.address, workers=args.workers, dataset=dataset,
@@ -135,18 +137,14 @@ def run_child(kind: str, backend: str, tmp: Path, args, *, workers: int | None =
 
 def stages(args) -> dict:
     """Per-stage costs measured in this process (see the module doc)."""
-    from core.datasets import Dataset
+    from core.datasets import Dataset, load_dataset, sample_examples
     from core.perturb import registry
+    from core.perturb.spec import parse_specs
     from core.qa.registry import load_engine
-    from core.sweep import (
-        SweepConfig,
-        _registry_spec,
-        example_hash,
-        load_dataset,
-        parse_specs,
-        run_sweep,
-        sample_examples,
-    )
+    from core.sweeps.config import SweepConfig
+    from core.sweeps.keys import example_hash
+    from core.sweeps.resolve import registry_spec as _registry_spec
+    from core.sweeps.run import run_sweep
 
     dataset = load_dataset(args.dataset)
     examples = sample_examples([e for e in dataset.examples if e.answers], args.text_sample, 0)
@@ -206,7 +204,7 @@ def two_node_cluster(args, tmp: Path, reference: dict) -> dict:
         nodes = len({w["node"] for w in result["worker_states"]})   # the nodes the workers' actors ran on
         result["nodes"] = nodes
         result["identical_to_local"] = rows(Path(result["db"])) == rows(Path(reference["db"]))
-        shows = [subprocess.run([sys.executable, "-m", "core.sweep", "--show", "bench", "--db", db], cwd=REPO,
+        shows = [subprocess.run([sys.executable, "-m", "core.sweeps", "--show", "bench", "--db", db], cwd=REPO,
                                 capture_output=True, text=True).stdout for db in (result["db"], reference["db"])]
         result["show_identical"] = shows[0] == shows[1] and "bench" in shows[0]
         where = [w["node"] for w in result["worker_states"]]

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> int:
-    from core.sweep import load_dataset
+    from core.datasets import load_dataset
     from core.translate import ApertiumTranslator
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

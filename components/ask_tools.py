@@ -4,7 +4,7 @@
   question asked: the repaired text with each change marked and its reason, and every model's
   answer before and after;
 * :func:`counterfactual_panel` - edit one word of the question or the context, answer again in
-  place, and see each model's span movement and score change (core.counterfactual).
+  place, and see each model's span movement and score change (core.explore.counterfactual).
 
 Both take the answers already on the page (``before``: {model: Prediction}) and a function that
 returns a model's engine, so they add no model loading of their own.
@@ -17,11 +17,12 @@ from collections.abc import Callable, Mapping, Sequence
 import pandas as pd
 import streamlit as st
 
+from components.answers import legend, spans_in_context
 from components.edits import edits_html
-from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.text import md_escape
-from core import counterfactual as cf
 from core.csv_export import csv_bytes
+from core.explore import counterfactual as cf
+from core.explore.answers import answer_all
 from core.metrics import score_answer
 from core.perturb.base import Edit
 from core.perturb.repair import MODES, repair_question
@@ -30,15 +31,10 @@ from core.types import Prediction
 EngineFor = Callable[[str], object]
 
 
-def _answer_all(models: Sequence[str], engine_for: EngineFor, question: str, context: str,
-                n_best: int = 1) -> tuple[dict[str, Prediction], list[str]]:
-    out, errors = {}, []
-    for name in models:
-        try:
-            out[name] = engine_for(name).predict([question], [context], n_best=n_best)[0]
-        except Exception as e:  # one model failing (too long an input, a load error) must not hide the others
-            errors.append(f"{name}: {e}")
-    return out, errors
+def _answer_all(models: Sequence[str], engine_for: EngineFor, question: str, context: str
+                ) -> tuple[dict[str, Prediction], list[str]]:
+    answered = answer_all(models, engine_for, question, context)
+    return answered.predictions(), answered.failures
 
 
 def _best_text(p: Prediction | None) -> str:
@@ -47,15 +43,6 @@ def _best_text(p: Prediction | None) -> str:
 
 def _score(p: Prediction | None) -> float | None:
     return round(float(p.best.score), 4) if p is not None and p.best is not None else None
-
-
-def _marks(preds: Mapping[str, Prediction], models: Sequence[str]) -> list[Mark]:
-    out = []
-    for i, m in enumerate(models):
-        p = preds.get(m)
-        if p is not None and p.best is not None:
-            out.append(Mark(m, p.best.start, p.best.end, color_for(i)))
-    return out
 
 
 def repair_panel(key: str, question: str, context: str, lang: str, before: Mapping[str, Prediction],
@@ -108,10 +95,9 @@ def repair_panel(key: str, question: str, context: str, lang: str, before: Mappi
         df = pd.DataFrame(rows)
         st.dataframe(df, hide_index=True, key=f"{key}_rep_table")
         models = list(before)
-        st.markdown(legend_html([(m, color_for(i)) for i, m in enumerate(models)], with_gold=bool(gold_spans)),
-                    unsafe_allow_html=True)
+        legend(models, with_gold=bool(gold_spans))
         st.caption("Answers to the repaired question:")
-        st.markdown(highlight_html(context, _marks(res["after"], models), list(gold_spans)), unsafe_allow_html=True)
+        spans_in_context(context, res["after"], gold_spans, models, show_legend=False)
         export = {"question": question, "repaired": repair.text,
                   "changes": [c.__dict__ for c in repair.changes], "mode": mode, "spellcheck": spell,
                   "question_mark": qmark, "answers": rows}
@@ -162,15 +148,14 @@ def counterfactual_panel(key: str, question: str, context: str, lang: str, befor
         df = pd.DataFrame(rows)
         st.dataframe(df, hide_index=True, key=f"{key}_cf_table")
         models = list(before)
-        st.markdown(legend_html([(m, color_for(i)) for i, m in enumerate(models)], with_gold=False),
-                    unsafe_allow_html=True)
+        legend(models, with_gold=False)
         b1, b2 = st.columns(2)
         with b1:
             st.caption("Before the edit")
-            st.markdown(highlight_html(context, _marks(before, models), list(gold_spans)), unsafe_allow_html=True)
+            spans_in_context(context, before, gold_spans, models, show_legend=False)
         with b2:
             st.caption("After the edit")
-            st.markdown(highlight_html(res["context"], _marks(res["after"], models)), unsafe_allow_html=True)
+            spans_in_context(res["context"], res["after"], models=models, show_legend=False)
         export = {"field": field, "word_index": index, "old": res["edit"].old, "new": res["edit"].new,
                   "question": res["question"], "context": res["context"], "rows": rows}
         d1, d2 = st.columns(2)

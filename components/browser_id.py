@@ -3,8 +3,8 @@
 Streamlit (1.67) has no API to *write* browser storage, but it reads the cookies of the page's
 request (``st.context.cookies``, read-only). So:
 
-1. On a session's first run, the token is the cookie :data:`core.identity.TOKEN_COOKIE` when the
-   browser sent a well-formed one (a cookie is visitor input: :func:`core.identity.valid_token`).
+1. On a session's first run, the token is the cookie :data:`core.collect.identity.TOKEN_COOKIE` when the
+   browser sent a well-formed one (a cookie is visitor input: :func:`core.collect.identity.valid_token`).
 2. Otherwise a fresh token is drawn for this session, and a tiny ``st.iframe`` snippet (a
    same-origin iframe that may run our own constant script) stores it in that cookie (one year,
    ``SameSite=Strict``, ``Secure`` over https), unless the browser already has one (another
@@ -16,13 +16,13 @@ Streamlit already reads, so no round trip through a custom component is needed t
 back to Python (``st.html`` does not run scripts unless told to, and then in the page itself);
 a token in the URL would be shared with every link a visitor pastes.
 Without a browser (AppTest) or with cookies blocked, the token lives as long as the session.
-It is an identity for fairness, not authentication (core/identity.py says what it stops).
+It is an identity for fairness, not authentication (core/collect/identity.py says what it stops).
 """
 from __future__ import annotations
 
 import streamlit as st
 
-from core import identity
+from core.collect import identity
 
 __all__ = ["browser_token"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from components.text import html_text
+from core.explore.variants import edit_segments
 from core.perturb.base import Edit
-from core.variants import edit_segments
 
 DEL_STYLE = "background:#f8d0d0;color:#8b0000;text-decoration:line-through;"
 INS_STYLE = "background:#cdeccd;color:#0b5d0b;text-decoration:none;"
@@ -25,7 +25,7 @@ def _show(text: str) -> str:
 
 def edits_html(original: str, edits: Sequence[Edit], window: int | None = None) -> str:
     """HTML of ``original`` with ``edits`` shown as ``<del>``/``<ins>``; ``window`` keeps only that
-    many characters around the edits (see :func:`core.variants.edit_segments`).
+    many characters around the edits (see :func:`core.explore.variants.edit_segments`).
 
     >>> edits_html("a <b> c", [Edit(2, 5, "<i>", "x"), Edit(7, 7, " d", "y")])  # doctest: +NORMALIZE_WHITESPACE
     '<div class="qax-edits">a <del style="background:#f8d0d0;color:#8b0000;text-decoration:line-through;"

@@ -1,11 +1,11 @@
 """Heatmaps sections for error analysis of a stored sweep (each table and figure exportable):
 
-* :func:`repair_section` - NoiseQA's mitigation table (core.sweep_repair): per interface and model,
+* :func:`repair_section` - NoiseQA's mitigation table (core.sweeps.repair): per interface and model,
   clean / noisy / noisy + repair per setting, the gain with its 95% paired-bootstrap interval;
-* :func:`slices_section` - one slice at a time (core.sweep_slices): a table and a heatmap of F1
+* :func:`slices_section` - one slice at a time (core.sweeps.slices): a table and a heatmap of F1
   per group x spec with N in every cell, and a cell's examples;
 * :func:`calibration_section` - answer scores clean vs perturbed, F1 against coverage, and the
-  threshold that keeps 90% of clean F1 (core.sweep_calibration).
+  threshold that keeps 90% of clean F1 (core.sweeps.calibration).
 """
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import streamlit as st
 
 from components.export import csv_download, figure_downloads, file_stem
 from components.text import md_escape
-from core import sweep_calibration as calib
-from core import sweep_repair as repair
-from core import sweep_slices as slices
+from core.sweeps import calibration as calib
+from core.sweeps import repair as repair
+from core.sweeps import slices as slices
 
 
 @st.cache_data(show_spinner="Pairing repaired and noisy questions (bootstrap intervals)…", max_entries=8)

@@ -8,7 +8,7 @@ computed from the grid so the squares tile the plot area; axis ticks carry the l
 Cells are coloured by the German paper's bands of the percentage change (SEEDS.md §4,
 core.metrics.penalty.BANDS) of the chosen metric, whatever value the cells show (% change, the
 perturbed score or the absolute drop): the colour always means the band, so the penalty written
-in each cell matches its colour. Columns are grouped by family (core.sweep_views.columns), with
+in each cell matches its colour. Columns are grouped by family (core.sweeps.tables.columns), with
 family names above the plot and thin lines between families. Each y label carries the model's
 penalty total. Trace 0 holds the cells; point i is ``plotted[i]`` of :func:`heatmap_figure`'s
 result, and its customdata starts with i, so a selection maps back to its cell (an optional
@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 
 from core.metrics.penalty import BANDS
-from core.sweep_report import Cell
-from core.sweep_views import columns
+from core.sweeps.report import Cell
+from core.sweeps.tables import columns
 
 __all__ = ["BAND_COLOURS", "NO_SCORE_COLOUR", "VALUES", "METRICS", "cell_value", "format_value",
            "cell_colour", "grid_size", "heatmap_figure"]
@@ -122,7 +122,7 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
     """The heatmap figure and the cells in marker order (marker i shows ``plotted[i]``).
 
     ``totals``: {model: penalty total} written into the y labels (pass
-    core.sweep_report.penalty_totals for the same metric). ``models``: row order (default: the
+    core.sweeps.report.penalty_totals for the same metric). ``models``: row order (default: the
     order of first appearance in ``cell_list``), top to bottom. ``highlight``: the index (in
     marker order) of a cell to outline, the one whose examples the page shows.
     """

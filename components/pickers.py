@@ -72,7 +72,7 @@ def _upload_box(key: str, uploaded: dict) -> None:
         format_func={"error": "refuse the file (say which question)", "first": "take the first occurrence",
                      "nearest": "take the one nearest the question's words"}.get,
         help="DuReader-robust files give answer_start -1 (position unknown); when the answer occurs several "
-             "times in its context the loader must choose (python -m core.evaluate --on-ambiguous).")
+             "times in its context the loader must choose (python -m core.models.evaluate --on-ambiguous).")
     lang = c2.text_input("Language (empty: guess)", "", key=f"{key}_lang", max_chars=8,
                          help="The language code of the file (en, de, zh, ...). Empty: from the file's articles, "
                               "its name, or the script of its text (Latin script is taken as English).").strip()
@@ -146,7 +146,7 @@ def model_picker(key: str, default_all: bool = True, lang: str | None = None) ->
         st.warning(
             "**No QA model is installed.** The registry (models.toml) lists "
             + ", ".join(md_escape(m.name) for m in entries)
-            + " but none of their folders is present. Train one with `python -m core.train` "
+            + " but none of their folders is present. Train one with `python -m core.training` "
             "(see README) or add a local folder to models.toml."
             + (" Hub models below need internet." if hub else "")
         )

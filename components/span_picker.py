@@ -18,7 +18,7 @@ import hashlib
 import streamlit as st
 
 from components.text import md_escape
-from core.beat import find_occurrences, span_tokens
+from core.collect.beat import find_occurrences, span_tokens
 
 MODES = ("Answer text", "Word range", "Character offsets")
 

@@ -1,7 +1,7 @@
 """Shared app state and the sidebar settings every page shows.
 
-A first visit straight to a page URL skips app.py, so every page calls ``init_state()`` itself;
-it only fills keys that are missing, so calling it on every rerun is harmless (idempotent).
+Both are drawn once per run by the frame (components/frame.py: app.py, or a page run on its own);
+``init_state`` only fills keys that are missing, so it is harmless on every rerun (idempotent).
 
 The data directory is the server's setting (QAX_DATA_DIR, default ../shared/data): the sidebar
 offers it or none (the bundled demo sets only), never a folder typed in the browser, which would
@@ -21,20 +21,13 @@ DEFAULTS = {
     "data_dir": None,  # filled from QAX_DATA_DIR / ../shared/data on first run
     "threads": 0,
     "max_answer_tokens": 30,
-    "backend": "torch",  # core.qa.onnx_backend.BACKENDS
+    "backend": "default",  # core.qa.onnx_backend.CHOICES: "default" = each model's card's choice
     "uploaded_datasets": {},  # name -> Dataset parsed from uploads (kept across pages)
 }
 
 
-def init_state(entry: bool = False) -> None:
-    """Page config and the session's defaults. ``entry``: called by app.py, not by a page."""
-    if not entry:
-        from components.navigation import leave_pages_directory_mode
-
-        leave_pages_directory_mode()   # a page opened by its address before app.py ever ran
-    # Every page says it is wide: a page opened straight by its URL, or served on its own, would
-    # otherwise fall back to Streamlit's narrow centred column (736 px), which squeezes the heatmap.
-    st.set_page_config(page_title="QA Robustness Explorer", page_icon="🔎", layout="wide")
+def init_state() -> None:
+    """The session's defaults (components.frame calls it once per run)."""
     for key, value in DEFAULTS.items():
         if key not in st.session_state:
             st.session_state[key] = value.copy() if isinstance(value, dict) else value
@@ -83,26 +76,30 @@ def sidebar_settings() -> None:
         )
         with st.expander("Engine"):
             st.session_state["threads"] = st.number_input(
-                "CPU threads (0 = all)", 0, os.cpu_count() or 1, st.session_state["threads"]
-            )
+                "CPU threads (0 = policy)", 0, os.cpu_count() or 1, st.session_state["threads"],
+                help="0: every core while a model answers alone, one thread each while others answer "
+                     "too (other visitors, a sweep; QAX_THREADS sets the budget: core.qa.threads). A "
+                     "number: always that many.")
             st.session_state["max_answer_tokens"] = st.number_input(
                 "Max answer length (tokens)", 1, 200, st.session_state["max_answer_tokens"],
                 help="The longest answer span a model may return (default 30 tokens, as the model cards' "
-                     "figures were measured; python -m core.evaluate --max-answer-tokens). SQuAD answers are "
+                     "figures were measured; python -m core.models.evaluate --max-answer-tokens). SQuAD answers are "
                      "short; a domain set with long gold answers (clauses, sentences) needs more, or every "
                      "long answer is cut and scores low. Part of the prediction cache key: sweeps run with "
                      "another cap are answered afresh.")
             if st.session_state["max_answer_tokens"] != DEFAULTS["max_answer_tokens"]:
                 st.caption(f"Answers capped at {st.session_state['max_answer_tokens']} tokens (default "
                            f"{DEFAULTS['max_answer_tokens']}).")
-            from core.qa.onnx_backend import BACKENDS
+            from core.qa.onnx_backend import CHOICES
 
-            if st.session_state.get("backend") not in BACKENDS:
+            if st.session_state.get("backend") not in CHOICES:
                 st.session_state["backend"] = DEFAULTS["backend"]
             st.session_state["backend"] = st.selectbox(
-                "Backend", BACKENDS, index=BACKENDS.index(st.session_state["backend"]), key="backend_pick",
-                help="How the models run: torch (eager PyTorch), onnx (ONNX Runtime, same answers, faster "
-                     "on CPU) or onnx-int8 (int8 weights: fastest, answers may differ slightly). The "
-                     "first use of an ONNX backend exports the model once into the cache. A backend "
-                     "that cannot run here falls back to torch.",
+                "Backend", CHOICES, index=CHOICES.index(st.session_state["backend"]), key="backend_pick",
+                format_func=lambda b: "default (each model's)" if b == "default" else b,
+                help="How the models run: default (each model's own: the fastest backend within 0.5 "
+                     "XQuAD-en F1 of torch, as measured in its model card), torch (eager PyTorch), onnx "
+                     "(ONNX Runtime, same answers, faster on CPU) or onnx-int8 (int8 weights: fastest, "
+                     "answers may differ slightly). The first use of an ONNX backend exports the model "
+                     "once into the cache. A backend that cannot run here falls back to torch.",
             )

@@ -9,7 +9,7 @@ The browser never names a path. The picker offers
   * on the Sweeps page, "New sweep database": a file NAME only (:func:`core.config.safe_file_name`),
     placed in the first root; the file is created when a sweep starts, never before.
 Whatever is chosen is checked again with :func:`core.config.confine` before use, and reading opens
-read-only (core.sweep_report), so looking at a database can never change it.
+read-only (core.sweeps.report), so looking at a database can never change it.
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ import streamlit as st
 
 from components.text import md_escape
 from core import config
-from core import sweep_report as report
 from core.sqlite_db import sqlite_kind
-from core.store import Store, StoreError
+from core.sweeps import report as report
+from core.sweeps.store import Store, StoreError
 
 STATE_KEY = "sweep_db"
 NEW = "\x00new"          # the picker's "new database" entry (no file name can hold a NUL)

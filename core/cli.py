@@ -5,7 +5,7 @@ read what is wrong, not a Python stack. Every ``python -m core.<tool>`` wraps it
 :func:`command`: the errors bad input raises (ValueError and its kin: dataset, sweep, JSON and
 UTF-8 errors; OSError; SQLite errors; a model that cannot be loaded) end as
 
-    python -m core.evaluate: error: no model named 'nope' in models.toml
+    python -m core.models.evaluate: error: no model named 'nope' in models.toml
 
 on stderr with exit status 2, the convention argparse already uses for bad flags. ``--debug``
 anywhere on the command line (or QAX_DEBUG=1) lets the exception through with its traceback,

@@ -98,7 +98,7 @@ def sweep_db_roots() -> list[Path]:
 
 def read_roots(data: str | Path | None = None) -> list[Path]:
     """Folders whose data files (data sets, ``file:`` challenge sets) may be read: the data
-    directory (``data``, else the configured one), the runs folder (core.natural_mt writes
+    directory (``data``, else the configured one), the runs folder (core.translate.natural_mt writes
     there), the speech trials' folder (their challenge sets), then QAX_EXTRA_ROOTS."""
     root = Path(data).expanduser() if data is not None else data_dir()
     return _unique([root, runs_dir(), cache_dir() / "trials", *extra_roots()])

@@ -24,35 +24,42 @@ Language of the examples, first rule that gives one wins:
   3. the file name (``xquad.de.json`` -> de, ``...-context-zh-question-zh...`` -> zh, the context
      language wins in cross-lingual MLQA names because answers are spans of the context;
      ``cmrc``/``dureader`` -> zh);
-  4. the script of the text (:func:`detect_lang`): a CJK share of >= 30 % of the letters -> zh,
+  4. the script of the text (:func:`core.langid.detect_lang`): a CJK share of >= 30 % of the letters -> zh,
      otherwise the majority script (Arabic, Devanagari, Thai, Cyrillic, Greek, Hangul, Kana).
      Latin script cannot tell English from German or Spanish, so Latin text is taken as "en"
      and the guess is noted in the report.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterable
 
 from core import config, safe_json
+from core.langid import detect_lang, is_cjk, lang_from_filename
 from core.types import Answer, QAExample
 
 __all__ = [
     "DatasetError", "Dataset", "Pairing", "DatasetInfo", "EVAL_ONLY",
-    "load_squad", "detect_lang", "lang_from_filename", "pair_challenge", "discover_datasets",
+    "load_squad", "pair_challenge", "discover_datasets",
     "ON_AMBIGUOUS", "PAIR_RULES", "FORMATS", "contexts_agree", "disagreement", "nearest_occurrence",
     "normalize_context", "eval_contexts", "find_eval_overlap", "squad_dev_minus_xquad",
-    "load_demo", "demo_dataset", "DEMO_PATH",
+    "load_demo", "demo_dataset", "DEMO_PATH", "FILE_PREFIX",
+    "has_gold", "resolve_data_file", "load_dataset", "sample_examples",
 ]
 
 DEMO_PATH = Path(__file__).resolve().parents[1] / "assets" / "demo" / "demo.json"
 
 # Data-dir-relative globs of evaluation-only sets: never train on any context found in them.
 EVAL_ONLY: tuple[str, ...] = ("xquad/xquad.*.json", "noiseqa/Synthetic/*.json", "eval/mlqa/*.json")
+
+# A data set name (or a sweep spec) ``file:<path under the data directory>`` (core.perturb.spec).
+FILE_PREFIX = "file:"
 
 XQUAD_PARAGRAPHS = 240  # XQuAD = 240 SQuAD v1.1 dev paragraphs (Artetxe et al. 2020)
 
@@ -162,71 +169,6 @@ class Dataset:
 
 
 # ----------------------------------------------------------------------------------------------
-# Language guessing
-
-_KNOWN_CODES = {"ar", "de", "el", "en", "es", "fr", "hi", "it", "ja", "ko", "nl", "pt", "ro",
-                "ru", "th", "tr", "vi", "zh"}
-_NAME_WORDS = {"cmrc": "zh", "dureader": "zh", "chinese": "zh", "english": "en",
-               "german": "de", "germanquad": "de"}
-
-# (first, last code point, language) of the scripts that identify a language on their own.
-_SCRIPTS = [
-    (0x0600, 0x06FF, "ar"), (0x0900, 0x097F, "hi"), (0x0E00, 0x0E7F, "th"),
-    (0x0400, 0x04FF, "ru"), (0x0370, 0x03FF, "el"), (0xAC00, 0xD7AF, "ko"),
-    (0x3040, 0x30FF, "ja"),
-]
-
-
-def _is_cjk(ch: str) -> bool:
-    cp = ord(ch)
-    return 0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0xF900 <= cp <= 0xFAFF
-
-
-def lang_from_filename(name: str | Path) -> str | None:
-    """The language a file name states, or None (see the module docstring, rule 3)."""
-    base = Path(name).name.lower()
-    m = re.search(r"context-([a-z]{2})-question-([a-z]{2})", base)
-    if m:
-        return m.group(1)
-    for word, code in _NAME_WORDS.items():
-        if word in base:
-            return code
-    for token in re.split(r"[^a-z]+", base.removesuffix(".json")):
-        if token in _KNOWN_CODES:
-            return token
-    return None
-
-
-def detect_lang(text: str) -> str:
-    """Guess a language code from the script of ``text`` (module docstring, rule 4).
-
-    >= 30 % CJK ideographs among the letters -> "zh" (Chinese text carries Latin names and
-    digits, so no majority is required); else the script with most letters among Arabic,
-    Devanagari, Thai, Cyrillic, Greek, Hangul, Kana; Latin or nothing -> "en".
-    """
-    letters = [ch for ch in text if ch.isalpha()]
-    if not letters:
-        return "en"
-    cjk = sum(map(_is_cjk, letters))
-    kana = sum(0x3040 <= ord(ch) <= 0x30FF for ch in letters)
-    if cjk / len(letters) >= 0.3:
-        return "ja" if kana > 0.1 * len(letters) else "zh"
-    counts = {lang: 0 for _, _, lang in _SCRIPTS}
-    latin = 0
-    for ch in letters:
-        cp = ord(ch)
-        if cp < 0x0250:
-            latin += 1
-            continue
-        for lo, hi, lang in _SCRIPTS:
-            if lo <= cp <= hi:
-                counts[lang] += 1
-                break
-    best = max(counts, key=counts.__getitem__)
-    return best if counts[best] > latin else "en"
-
-
-# ----------------------------------------------------------------------------------------------
 # Loading
 
 
@@ -333,8 +275,8 @@ NEAREST_WINDOW = 150
 
 def _word_set(text: str) -> set[str]:
     """Lower-cased words (runs of letters/digits; each CJK character its own word)."""
-    return {w for w in re.findall(r"[^\W_]", text.lower()) if _is_cjk(w)} | {
-        w for w in re.findall(r"[^\W\d_]{2,}|\d+", text.lower()) if not any(map(_is_cjk, w))}
+    return {w for w in re.findall(r"[^\W_]", text.lower()) if is_cjk(w)} | {
+        w for w in re.findall(r"[^\W\d_]{2,}|\d+", text.lower()) if not any(map(is_cjk, w))}
 
 
 def nearest_occurrence(context: str, found: list[int], length: int, question: str) -> int:
@@ -638,7 +580,7 @@ def pair_challenge(original: Dataset, challenge: Dataset, pair_by: str = "auto",
     DatasetError naming the first mismatches of each rule. ``"id"`` / ``"position"`` force a
     rule: pairs that disagree are dropped and counted in ``mismatched``; DatasetError when the
     rule cannot apply or no pair is left. ``verify=False`` (cross-language sets whose contexts
-    are translations, core.natural_mt) pairs by id without the check.
+    are translations, core.translate.natural_mt) pairs by id without the check.
     """
     if pair_by not in PAIR_RULES:
         raise ValueError(f"pair_by must be one of {', '.join(PAIR_RULES)}, not {pair_by!r}")
@@ -809,3 +751,102 @@ def demo_dataset(lang: str) -> Dataset:
         if ds.lang == lang:
             return ds
     raise DatasetError(f"the demo set has no {lang!r} part (it has en, de, zh)")
+
+
+def has_gold(example: QAExample) -> bool:
+    """Whether ``example`` can be scored: it has a gold answer and is not marked impossible.
+
+    >>> has_gold(QAExample("q", "Who?", "Ann ran.", (Answer("Ann", 0),))), has_gold(QAExample("q", "Who?", "Ann ran."))
+    (True, False)
+    """
+    return bool(example.answers) and not example.is_impossible
+
+
+# ------------------------------------------------------------------------ data sets by name
+
+
+def resolve_data_file(name: str, data_dir: str | Path | None = None, *, what: str = "file") -> Path:
+    """The SQuAD file a ``file:`` spec (or a confined data set name) means, kept inside the roots.
+
+    A relative name is looked up under the data directory (``data_dir``, else the configured one),
+    with or without ``.json``, and may not climb out of it (``..``, a symlink pointing outside).
+    An absolute name must lie inside :func:`core.config.read_roots` (the data directory, the runs
+    folder, the speech trials' folder, QAX_EXTRA_ROOTS): core.translate.natural_mt and the speech trials
+    print such paths. Anything else is a DatasetError naming the allowed folders; nothing is read.
+    """
+    rel = name.strip().removesuffix(".json")
+    if not rel:
+        raise DatasetError(f"{what}: needs a path under the data directory")
+    root = Path(data_dir).expanduser().resolve() if data_dir is not None else config.data_dir()
+    try:
+        if Path(rel).expanduser().is_absolute():
+            roots = config.read_roots(root)
+            candidates = [config.confine(Path(rel + ".json").expanduser(), roots, "the file"),
+                          config.confine(Path(rel).expanduser(), roots, "the file")]
+        elif root is None:
+            raise DatasetError(f"no data directory to find {rel}.json in (set QAX_DATA_DIR)")
+        else:
+            candidates = [config.under(root, rel + ".json", "the path"),
+                          config.under(root, rel, "the path")]
+    except ValueError as e:   # ConfinementError; a NUL byte in the name
+        raise DatasetError(f"{what}: {e}") from None
+    path = next((c for c in candidates if c.is_file()), None)
+    if path is None:
+        raise DatasetError(f"{what}: no file {rel}.json under the data directory {root}"
+                         if not Path(rel).is_absolute() else f"{what}: no file {rel}.json")
+    return path
+
+
+def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: bool = False,
+                 lang: str | None = None, on_ambiguous: str = "error") -> Dataset:
+    """A data set by name: ``demo.<lang>`` (the bundled demo set), ``file:<path>`` or a path under
+    the data directory with or without ``.json`` (``xquad/xquad.en``), both kept inside the
+    roots (:func:`resolve_data_file`), or, unless ``confined`` (the web UI), any existing file
+    path (the CLI is the administrator's tool). ``lang`` and ``on_ambiguous``: see
+    :func:`core.datasets.load_squad` (the demo set has its own languages)."""
+    opts = {"lang": lang, "on_ambiguous": on_ambiguous}
+    if name.startswith(FILE_PREFIX):
+        path = resolve_data_file(name[len(FILE_PREFIX):], data_dir, what=f"dataset {name!r}")
+        return load_squad(path, name=name[len(FILE_PREFIX):].strip().removesuffix(".json"), **opts)
+    if name.startswith("demo.") and "/" not in name:
+        return demo_dataset(name.split(".", 1)[1])
+    path = Path(name).expanduser()
+    if not confined and path.is_file():
+        return load_squad(path, **opts)
+    if path.is_absolute():
+        if not confined:
+            raise DatasetError(f"dataset {name!r}: no such file")
+        return load_squad(resolve_data_file(name, data_dir, what=f"dataset {name!r}"), **opts)
+    root = Path(data_dir) if data_dir is not None else config.data_dir()
+    if root is None:
+        raise DatasetError(f"dataset {name!r}: no such file, and no data directory "
+                         "(set QAX_DATA_DIR)")
+    for rel in (name, f"{name}.json"):
+        try:
+            candidate = config.under(root, rel, "the path")
+        except ValueError as e:   # ConfinementError; a NUL byte in the name
+            raise DatasetError(f"dataset {name!r}: {e}") from None
+        if candidate.is_file():
+            return load_squad(candidate, name=name.removesuffix(".json"), **opts)
+    raise DatasetError(f"dataset {name!r}: neither a file nor found under the data directory {root}")
+
+
+def sample_examples(examples: Sequence[QAExample], n: int | None, seed: int) -> list[QAExample]:
+    """``n`` examples chosen by seed, in data set order (all of them when n is None or too big).
+
+    Each example is ranked by sha256(seed, id) and the n lowest ranks are kept, so the sample of
+    size n is a subset of the sample of size n + k with the same seed: extending a sweep's sample
+    reuses everything already computed.
+    """
+    if n is None or n >= len(examples):
+        return list(examples)
+    if n < 1:
+        raise DatasetError(f"sample size must be at least 1, got {n}")
+    ranked = sorted(range(len(examples)), key=lambda i: _sample_rank(seed, examples[i].id))
+    keep = set(ranked[:n])
+    return [ex for i, ex in enumerate(examples) if i in keep]
+
+
+def _sample_rank(seed: int, example_id: str) -> str:
+    """sha256 of ("sample", seed, id) joined by the unit separator (the sweeps' sampling order)."""
+    return hashlib.sha256("\x1f".join(("sample", str(seed), example_id)).encode("utf-8")).hexdigest()

@@ -3,7 +3,7 @@
 A small, transparent heuristic, not a statistical classifier (no language-identification model
 ships offline here):
 
-1. Script: :func:`core.datasets.detect_lang` decides for non-Latin scripts (Chinese, Japanese,
+1. Script: :func:`detect_lang` decides for non-Latin scripts (Chinese, Japanese,
    Korean, Arabic, Devanagari, Thai, Cyrillic, Greek).
 2. Latin script: each candidate language scores one point per word of the question found in its
    list of function and question words (``FUNCTION_WORDS``: articles, prepositions, "what/when/
@@ -19,13 +19,89 @@ The candidate Latin languages are those the app can meet: English, the Apertium 
 (``tests/test_translate_langid.py`` keeps bounds just below): en 99.9 %, es 99.9 %, de 98.7 %,
 ro 99.5 %, tr 98.1 %, vi 99.5 % correct. It is a guess for short texts: the page always shows what was detected and
 why, and the user can choose the language explicitly.
+
+A data set's language is guessed here too when the file does not say (:mod:`core.datasets`):
+from its file name (:func:`lang_from_filename`) or from the script of its text (:func:`detect_lang`).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from core.datasets import detect_lang
+__all__ = ["LanguageGuess", "guess_language", "detect_lang", "lang_from_filename", "is_cjk", "LATIN_LANGUAGES"]
+
+_KNOWN_CODES = {"ar", "de", "el", "en", "es", "fr", "hi", "it", "ja", "ko", "nl", "pt", "ro",
+                "ru", "th", "tr", "vi", "zh"}
+_NAME_WORDS = {"cmrc": "zh", "dureader": "zh", "chinese": "zh", "english": "en",
+               "german": "de", "germanquad": "de"}
+
+# (first, last code point, language) of the scripts that identify a language on their own.
+_SCRIPTS = [
+    (0x0600, 0x06FF, "ar"), (0x0900, 0x097F, "hi"), (0x0E00, 0x0E7F, "th"),
+    (0x0400, 0x04FF, "ru"), (0x0370, 0x03FF, "el"), (0xAC00, 0xD7AF, "ko"),
+    (0x3040, 0x30FF, "ja"),
+]
+
+
+def is_cjk(ch: str) -> bool:
+    """A CJK unified ideograph (basic block, extension A, compatibility).
+
+    >>> is_cjk("桥"), is_cjk("a"), is_cjk("ア")
+    (True, False, False)
+    """
+    cp = ord(ch)
+    return 0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0xF900 <= cp <= 0xFAFF
+
+
+def lang_from_filename(name: str | Path) -> str | None:
+    """The language a file name states, or None (core.datasets' module docstring, rule 3:
+    ``xquad.de.json`` -> de, ``...-context-zh-question-zh...`` -> zh, ``cmrc``/``dureader`` -> zh).
+
+    >>> [lang_from_filename(n) for n in ("xquad.de.json", "dev-context-zh-question-en.json", "x.json")]
+    ['de', 'zh', None]
+    """
+    base = Path(name).name.lower()
+    m = re.search(r"context-([a-z]{2})-question-([a-z]{2})", base)
+    if m:
+        return m.group(1)
+    for word, code in _NAME_WORDS.items():
+        if word in base:
+            return code
+    for token in re.split(r"[^a-z]+", base.removesuffix(".json")):
+        if token in _KNOWN_CODES:
+            return token
+    return None
+
+
+def detect_lang(text: str) -> str:
+    """Guess a language code from the script of ``text`` (core.datasets' module docstring, rule 4).
+
+    >= 30 % CJK ideographs among the letters -> "zh" (Chinese text carries Latin names and
+    digits, so no majority is required); else the script with most letters among Arabic,
+    Devanagari, Thai, Cyrillic, Greek, Hangul, Kana; Latin or nothing -> "en".
+    """
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters:
+        return "en"
+    cjk = sum(map(is_cjk, letters))
+    kana = sum(0x3040 <= ord(ch) <= 0x30FF for ch in letters)
+    if cjk / len(letters) >= 0.3:
+        return "ja" if kana > 0.1 * len(letters) else "zh"
+    counts = {lang: 0 for _, _, lang in _SCRIPTS}
+    latin = 0
+    for ch in letters:
+        cp = ord(ch)
+        if cp < 0x0250:
+            latin += 1
+            continue
+        for lo, hi, lang in _SCRIPTS:
+            if lo <= cp <= hi:
+                counts[lang] += 1
+                break
+    best = max(counts, key=counts.__getitem__)
+    return best if counts[best] > latin else "en"
+
 
 LATIN_LANGUAGES = ("en", "es", "ca", "gl", "eu", "eo", "de", "ro", "tr", "vi")
 

@@ -1,6 +1,6 @@
 """What the project's SQLite stores share: a WAL connection, explicit transactions, closing.
 
-Both the sweep store (core.store) and the Beat-the-AI store (core.beat) open one connection in
+Both the sweep store (core.sweeps.store) and the Beat-the-AI store (core.collect.beat_store) open one connection in
 autocommit mode (``isolation_level=None``) and group writes with :meth:`SQLiteFile.transaction`
 (``BEGIN IMMEDIATE`` ... ``COMMIT``, ``ROLLBACK`` on any exception), so a killed process leaves
 either all of a unit of work or none of it. WAL lets pages read while a writer writes.

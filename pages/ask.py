@@ -6,30 +6,27 @@ typed in another language (machine-translated into the context's language first,
 """
 from __future__ import annotations
 
-import hashlib
 import json
 
 import pandas as pd
 import streamlit as st
 
 from components import loaders, persist
+from components.answers import answer_cards
+from components.ask_speech import speech_panel
 from components.ask_tools import counterfactual_panel, repair_panel
-from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
+from components.frame import page_frame
+from components.highlight import highlight_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
-from components.state import current_data_dir, init_state, sidebar_settings
-from components.text import html_text, md_escape
-from core import ask_input, config, translate
+from components.state import current_data_dir
+from components.text import md_escape
+from core import config, translate
 from core.csv_export import csv_bytes
+from core.explore import answers, ask_input
+from core.explore.question_match import same_question
 from core.langid import guess_language
-from core.metrics import score_answer
-from core.qa.engine import QAInputError
-from core.question_match import same_question
-from core.speech import asr, recorder
-from core.speech.audio import AudioError, to_wav_bytes
 
-init_state()
-sidebar_settings()
-st.markdown(CSS, unsafe_allow_html=True)
+page_frame()
 st.title("Ask")
 st.caption("Type a question about a context; every selected model answers, spans highlighted side by side.")
 
@@ -90,97 +87,8 @@ qlang = st.selectbox("Question language", QLANGS, format_func=_lang_label, key="
                           "language than the context is machine-translated first.")
 
 
-# ------------------------------------------------------------------ speaking the question
-def _speech_panel() -> None:
-    """Browser / server recorder -> every engine's transcript; the chosen one becomes the question."""
-    names = list(asr.ENGINE_NAMES)
-    asr_lang = None if qlang == ask_input.AUTO else qlang
-    problems = {n: ask_input.engine_problem(n, asr_lang) for n in names}
-    usable = [n for n in names if problems[n] is None]
-    c1, c2 = st.columns([3, 2])
-    with c1:
-        browser = st.audio_input("Record in the browser", key="ask_audio")
-    with c2:
-        default = "whisper-base" if "whisper-base" in usable else (usable[0] if usable else names[0])
-        chosen = st.selectbox("Recogniser for the question", names, index=names.index(default),
-                              key="ask_asr_engine",
-                              format_func=lambda n: n + ("" if problems[n] is None else " (cannot run)"))
-        if problems[chosen]:
-            st.caption(md_escape(f"{chosen}: {problems[chosen]}"))
-        st.text_input("What you meant to say (optional, for WER)", key="ask_reference")
-        st.toggle("Answer as soon as it is transcribed", value=True, key="ask_auto_answer",
-                  help="A new recording's transcript becomes the question and every selected model "
-                       "answers it at once, without pressing Answer.")
-    ok, why = recorder.available()
-    if ok:
-        rc1, rc2 = st.columns([1, 2])
-        seconds = rc1.number_input("Seconds", 1, 30, 5, key="ask_server_seconds")
-        if rc2.button("Record on the server's microphone", key="ask_server_record"):
-            try:
-                with st.spinner(f"Recording {seconds} s…"):
-                    rec = recorder.record(float(seconds))
-                st.session_state["ask_latest_take"] = ("server", to_wav_bytes(rec.samples, rec.sample_rate))
-            except (recorder.RecorderError, AudioError) as e:
-                st.error(f"Server recording failed: {md_escape(e)}")
-    else:
-        st.caption(f"Server microphone: not available — {md_escape(why)}.")
-
-    # The newest take wins: a browser recording counts as new when its bytes change.
-    if browser is not None:
-        wav = browser.getvalue()
-        digest = hashlib.sha256(wav).hexdigest()
-        if st.session_state.get("ask_browser_digest") != digest:
-            st.session_state["ask_browser_digest"] = digest
-            st.session_state["ask_latest_take"] = ("browser", wav)
-    take = st.session_state.get("ask_latest_take")
-    speech = st.session_state.get("ask_speech")
-    if take is not None:
-        source, wav = take
-        key = (hashlib.sha256(wav).hexdigest(), asr_lang)
-        if speech is None or speech["key"] != key:
-            speech = {"key": key, "wav": wav, "source": source, "results": [], "error": None, "applied": None}
-            try:
-                audio = recorder.from_audio_input(wav)
-            except AudioError as e:
-                speech["error"] = str(e)
-            else:
-                with st.spinner("Transcribing…"):
-                    speech["results"] = ask_input.transcribe_all(audio, usable, asr_lang)
-            st.session_state["ask_speech"] = speech
-    if not speech:
-        st.caption("Record a question: the chosen recogniser's transcript becomes the question below. "
-                   + ("Speech is recognised as English; choose the question language above to speak another."
-                      if asr_lang is None else f"Speech is recognised as {translate.language_name(asr_lang)}."))
-        return
-    if speech["error"]:
-        st.error(f"The recording cannot be used: {md_escape(speech['error'])}")
-        return
-    st.audio(speech["wav"], format="audio/wav")
-    by_engine = {r.engine: r for r in speech["results"]}
-    picked = by_engine.get(chosen)
-    # Put the chosen engine's transcript into the question box once per (recording, engine).
-    if picked is not None and picked.text is not None and speech["applied"] != (speech["key"], chosen):
-        st.session_state["ask_question"] = picked.text
-        speech["applied"] = (speech["key"], chosen)
-        st.session_state["ask_answer_now"] = True   # answered below when the toggle is on
-    reference = st.session_state.get("ask_reference", "")
-    rows = []
-    for name in names:
-        r = by_engine.get(name)
-        error = r.error if r is not None else problems[name]
-        w = ask_input.wer_against(reference, r.text if r else None)
-        rows.append({"engine": name, "transcript": r.text if r and r.text is not None else "",
-                     "WER %": None if w is None else round(100 * w, 1),
-                     "seconds": None if r is None or r.seconds is None else round(r.seconds, 2),
-                     "RTF": None if r is None or r.rtf is None else round(r.rtf, 2),
-                     "problem": error or ""})
-    st.caption(f"Recording from the {speech['source']}; transcripts side by side"
-               + (" (WER against what you meant to say)" if reference.strip() else ""))
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-
-
 with st.expander("🎤 Speak the question", expanded=bool(st.session_state.get("ask_speech"))):
-    _speech_panel()
+    speech_panel(qlang)
 
 question = st.text_area("Question", key="ask_question", height=68)
 
@@ -231,17 +139,7 @@ user_gold = st.text_input(
 language_mismatch_note(models, lang)
 
 own_question = ex is not None and same_question(question, ex.question)
-if user_gold.strip():
-    at = context.find(user_gold.strip())
-    score_gold = [(user_gold.strip(), at)]
-    score_note = "EM/F1 against the gold answer you typed."
-elif own_question:
-    score_gold = gold
-    score_note = "EM/F1 against the item's gold answers (this is the item's own question)."
-else:
-    score_gold = []
-    score_note = ("Not scored: this is not the item's own question. Type a gold answer above to score it."
-                  if ex is not None else "Not scored: type a gold answer above to score the answers.")
+score_gold, score_note = answers.gold_to_score(user_gold, context, gold, own_question, ex is not None)
 signature = (plan.asked, context, tuple(models), n_best, tuple(score_gold))
 
 b1, b2, _ = st.columns([1, 2, 3])
@@ -259,26 +157,17 @@ if b2.button("🧪 Perturb this question", key="ask_perturb", disabled=not (plan
     st.switch_page("pages/variants.py")
 answer_now = st.session_state.pop("ask_answer_now", False) and st.session_state.get("ask_auto_answer", True)
 if (pressed or (answer_now and models)):
-    results, errors = [], []
-    for name in models:
-        try:
-            eng = loaders.engine_for_state(name)
-            pred, secs = eng.timed_answer(plan.asked, context, n_best=n_best)
-            results.append({"model": name, "pred": pred, "latency_s": secs, "backend": loaders.backend_note(eng)})
-        except QAInputError as e:
-            errors.append(str(e))
-            break
-        except Exception as e:  # a model that fails to load must not take the page down
-            errors.append(f"{name}: {e}")
     st.session_state["ask_result"] = {
         "question": plan.asked, "typed": question, "question_lang": plan.lang,
         "translator": plan.translator, "context": context, "gold": score_gold, "lang": lang,
-        "results": results, "errors": errors, "signature": signature, "score_note": score_note,
+        "signature": signature, "score_note": score_note,
+        "answered": answers.answer_all(models, loaders.engine_for_state, plan.asked, context, n_best=n_best,
+                                       golds=[g for g, _ in score_gold], lang=lang, note=loaders.backend_note),
     }
 
 res = st.session_state.get("ask_result")
-if res and res["context"] != context:
-    res = None   # answers about another passage: not shown over this one
+if res and (res["context"] != context or "answered" not in res):
+    res = None   # answers about another passage (or kept from before this version): not shown over this one
 if source == "Dataset item":
     with passage_slot:
         if res is None:   # before Answer: the plain passage (the answers' highlights replace it)
@@ -289,60 +178,27 @@ if res and res.get("signature") != signature:
     st.info("The question, models or gold answer changed since these answers were made: press Answer "
             "to refresh them.")
 if res:
-    for e in res["errors"]:
+    answered = res["answered"]
+    for e in answered.failures:
         st.error(md_escape(e))
-    if res["results"]:
-        cols = st.columns(len(res["results"]))
-        rows, marks = [], []
-        for i, (col, r) in enumerate(zip(cols, res["results"])):
-            best = r["pred"].best
-            colour = color_for(i)
-            with col:
-                st.markdown(
-                    f'<div style="border-left:6px solid {colour};padding-left:.5rem">'
-                    f"<b>{html_text(r['model'])}</b></div>",
-                    unsafe_allow_html=True,
-                )
-                # st.text, not markdown: answers are data and must not be interpreted.
-                st.text(f"Answer: {best.text}" if best else "No answer")
-                row = {"model": r["model"], "answer": best.text if best else "",
-                       "start": best.start if best else None, "end": best.end if best else None,
-                       "score": round(best.score, 4) if best else None,
-                       "latency_ms": round(r["latency_s"] * 1000, 1)}
-                line = f"score {row['score']} · {row['latency_ms']} ms · {md_escape(r.get('backend', ''))}"
-                if res["gold"] and best:
-                    em, f1 = score_answer(best.text, [g for g, _ in res["gold"]], res["lang"])
-                    row.update(EM=round(100 * em, 1), F1=round(100 * f1, 1))
-                    line += f" · EM {row['EM']:.0f} · F1 {row['F1']:.1f}"
-                st.caption(line)
-                rows.append(row)
-                if best:
-                    marks.append(Mark(r["model"], best.start, best.end, colour))
-        st.caption(md_escape(res.get("score_note", "")))
-        st.markdown(legend_html([(r["model"], color_for(i)) for i, r in enumerate(res["results"])],
-                                with_gold=bool(res["gold"])), unsafe_allow_html=True)
-        gold_spans = [(s, s + len(t)) for t, s in res["gold"] if s >= 0]
-        st.markdown(highlight_html(res["context"], marks, gold_spans), unsafe_allow_html=True)
-        if res["gold"]:
-            st.caption("Gold: " + " | ".join(md_escape(t) for t in dict.fromkeys(t for t, _ in res["gold"])))
+    if answered.answers:
+        answer_cards(answered.answers, res["context"], res["gold"], res.get("score_note", ""))
+        nb = answers.nbest_rows(answered.answers)
         with st.expander("n-best spans"):
-            nb = [{"model": r["model"], "rank": k + 1, "answer": s.text, "start": s.start, "end": s.end,
-                   "score": round(s.score, 4)} for r in res["results"] for k, s in enumerate(r["pred"].nbest)]
             st.dataframe(pd.DataFrame(nb), hide_index=True, width="stretch")
-        table = pd.DataFrame(rows)
-        export = {"question": res["question"], "typed_question": res.get("typed", res["question"]),
-                  "question_lang": res.get("question_lang"), "translator": res.get("translator"),
-                  "context": res["context"], "gold": res["gold"], "answers": rows, "nbest": nb}
+        export = answers.ask_export(answered.answers, {
+            "question": res["question"], "typed_question": res.get("typed", res["question"]),
+            "question_lang": res.get("question_lang"), "translator": res.get("translator"),
+            "context": res["context"], "gold": res["gold"]})
         c1, c2 = st.columns(2)
-        c1.download_button("Export CSV", csv_bytes(table), "ask_answers.csv", "text/csv")
+        c1.download_button("Export CSV", csv_bytes(pd.DataFrame(export["answers"])), "ask_answers.csv", "text/csv")
         c2.download_button("Export JSON", json.dumps(export, ensure_ascii=False, indent=1),
                            "ask_answers.json", "application/json")
 
-    # Error analysis on these answers: NoiseQA's repair, and one-word counterfactuals (components.ask_tools).
-    if res["results"]:
-        before = {r["model"]: r["pred"] for r in res["results"]}
-        gold_spans = [(s, s + len(t)) for t, s in res["gold"] if s >= 0]   # a typed gold may not be in it
+        # Error analysis on these answers: NoiseQA's repair, and one-word counterfactuals (components.ask_tools).
+        before = answered.predictions()
+        spans = answers.gold_spans(res["gold"])   # a typed gold may not be in the context
         repair_panel("ask", res["question"], res["context"], res["lang"], before, loaders.engine_for_state,
-                     [g for g, _ in res["gold"]], gold_spans)
+                     [g for g, _ in res["gold"]], spans)
         counterfactual_panel("ask", res["question"], res["context"], res["lang"], before, loaders.engine_for_state,
-                             gold_spans)
+                             spans)

@@ -1,38 +1,31 @@
 """Beat the AI: write a question the models get wrong (Bartolo et al. 2020); validate; export; stats.
 
-All logic lives in core/beat.py; this page only lays it out. Every attempt is stored the moment
-the models have answered (core.beat.BeatStore; database file from $QAX_BEAT_DB or the cache).
+All logic lives in core/collect/ (beat, beat_store, beat_stats); this page only lays it out. Every attempt is stored the moment
+the models have answered (core.collect.beat_store.BeatStore; database file from $QAX_BEAT_DB or the cache).
 Everything a visitor, a dataset or the store supplies is shown escaped (components/text.py) and
 every CSV goes through core.csv_export. Who is who: the typed name plus a per-browser token
-(components/browser_id.py); core.beat refuses an author's validation of their own question.
+(components/browser_id.py); core.collect.beat_store refuses an author's validation of their own question.
 """
 from __future__ import annotations
 
-import html
-import json
-import random
-import time
 import uuid
 
-import pandas as pd
-import plotly.express as px
 import streamlit as st
 
 from components import loaders
+from components.answers import answer_card
+from components.beat_views import attempts_table, collected_tab, statistics_tab
 from components.browser_id import browser_token
-from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
+from components.frame import page_frame
+from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.pickers import dataset_picker, model_picker
 from components.span_picker import span_keys, span_picker
-from components.state import init_state, sidebar_settings
-from components.text import count, html_text, md_escape
-from core import beat, identity
-from core.csv_export import csv_bytes
-from core.qa.engine import QAInputError
+from components.text import count, md_escape
+from core.collect import beat, beat_store, identity
+from core.explore.answers import answer_all
 from core.types import Span
 
-init_state()
-sidebar_settings()
-st.markdown(CSS, unsafe_allow_html=True)
+page_frame()
 st.title("Beat the AI")
 st.caption("Write a question about the passage and mark its answer. The models answer at once: "
            "a model wins when its answer overlaps yours (word F1 above the threshold). With "
@@ -63,23 +56,11 @@ with st.expander("Rules"):
 
 ds = dataset_picker("beat")
 try:
-    store = beat.BeatStore()
+    store = beat_store.BeatStore()
 except (ValueError, OSError) as e:
     st.error(f"Cannot open the Beat-the-AI database: {md_escape(e)}")
     st.stop()
 st.caption(f"Database: {md_escape(store.path)}")
-
-
-def attempts_table(attempts: list[beat.Attempt]) -> pd.DataFrame:
-    rows = []
-    for a in attempts:
-        row = {"#": a.id, "time (UTC)": a.created_at[:19].replace("T", " "), "player": a.user,
-               "question": a.question, "answer": a.answer_text,
-               "outcome": "you won" if a.human_won else "AI won"}
-        for m in a.models:
-            row[f"F1 {m.model}"] = round(m.f1, 3)
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 tab_play, tab_validate, tab_collected, tab_stats = st.tabs(
@@ -92,22 +73,15 @@ with tab_play:
     else:
         plist = beat.passages(ds)
         s = st.session_state
-        if s.get("beat_sampler_for") != (ds.name, len(plist)):
-            # A sampler per data set: every passage comes once before any comes again.
-            sampler = beat.PassageSampler.new(len(plist), random.Random(time.time_ns()))
-            s["beat_passage_idx"] = sampler.next()
-            s["beat_sampler"], s["beat_sampler_for"] = sampler.to_state(), (ds.name, len(plist))
-        if st.button("New passage", key="beat_new"):
-            sampler = beat.PassageSampler.from_state(s["beat_sampler"])
-            s["beat_passage_idx"] = sampler.next()
-            s["beat_sampler"] = sampler.to_state()
-        passage = plist[s["beat_passage_idx"]]
+        # A sampler per data set, kept in the session: every passage once before any again.
+        turn = beat.passage_turn(s, ds.name, len(plist), new=st.button("New passage", key="beat_new"))
+        passage = plist[turn]
         if s.get("beat_passage_id") != passage.id:  # a new passage starts a clean form
             s["beat_passage_id"] = passage.id
             for k in ["beat_question", *span_keys("beat")]:
                 s.pop(k, None)
         st.caption(f"{md_escape(ds.name)} · {md_escape(passage.title or 'untitled')} · passage "
-                   f"{s['beat_passage_idx'] + 1} of {len(plist)} · id {md_escape(passage.id)}")
+                   f"{turn + 1} of {len(plist)} · id {md_escape(passage.id)}")
 
         question = st.text_area("Your question", key="beat_question", height=68,
                                 placeholder="Ask something the passage answers, but that a "
@@ -124,19 +98,10 @@ with tab_play:
         if not models:
             st.warning("Choose at least one model to play against.")
         if st.button("Submit to the AI", type="primary", key="beat_submit", disabled=not ready):
-            spans: dict[str, Span | None] = {}
-            error = None
-            for name in models:
-                try:
-                    best = loaders.engine_for_state(name).answer(question, passage.context,
-                                                                 n_best=1).best
-                    spans[name] = best
-                except QAInputError as e:
-                    error = str(e)
-                    break
-                except Exception as e:  # a model that fails to load must not take the page down
-                    error = f"{name}: {e}"
-                    break
+            answered = answer_all(models, loaders.engine_for_state, question, passage.context,
+                                  stop_at_failure=True)
+            error = answered.failures[0] if answered.failures else None
+            spans: dict[str, Span | None] = {a.model: a.best for a in answered.answers}
             if error:
                 st.error(f"Not recorded: {md_escape(error)}")
             else:
@@ -163,11 +128,7 @@ with tab_play:
             amarks = []
             for i, (col, m) in enumerate(zip(cols, att.models)):
                 with col:
-                    st.markdown(f'<div style="border-left:6px solid {color_for(i)};'
-                                f'padding-left:.5rem"><b>{html_text(m.model)}</b></div>',
-                                unsafe_allow_html=True)
-                    st.text(f"Answer: {m.answer}" if m.answer else "No answer")
-                    st.caption(f"F1 {m.f1:.2f} · {'wins' if m.won else 'fooled'}")
+                    answer_card(m.model, i, m.answer, f"F1 {m.f1:.2f} · {'wins' if m.won else 'fooled'}")
                 if m.start is not None:
                     amarks.append(Mark(m.model, m.start, m.end, color_for(i)))
             st.markdown(legend_html([(m.model, color_for(i)) for i, m in enumerate(att.models)],
@@ -246,123 +207,7 @@ with tab_validate:
 
 # ---------------------------------------------------------------------------------------------
 with tab_collected:
-    everything = store.attempts()
-    won = [a for a in everything if a.human_won]
-    ans = beat.answerability(everything)
-    m = st.columns(5)
-    m[0].metric("Attempts", len(everything))
-    m[1].metric("Won by people", len(won))
-    m[2].metric("Validated", ans["validated"])
-    m[3].metric("Answerable", ans["answerable"])
-    m[4].metric("Flagged", ans["flagged"])
-    if everything:
-        table = attempts_table(everything)
-        table["dataset"] = [a.dataset for a in everything]
-        table["validation"] = [a.validation_status for a in everything]
-        st.dataframe(table, hide_index=True, width="stretch")
-        st.download_button("Table as CSV", csv_bytes(table), "beat_the_ai_attempts.csv",
-                           "text/csv", key="beat_table_csv")
-        flagged = [a for a in everything if a.flagged]
-        if flagged:
-            with st.expander(f"Disagreements ({count(len(flagged), 'flagged question')})"):
-                for a in flagged:
-                    st.markdown(f"**#{a.id}** {md_escape(a.question)} — author: "
-                                f"“{md_escape(a.answer_text)}”")
-                    for v in store.validations(attempt_id=a.id):
-                        st.text(f"   {v.validator}: {v.answer_text or '(not answerable)'} · "
-                                f"F1 {v.f1:.2f} · {'agrees' if v.agrees else 'disagrees'}")
-    else:
-        st.caption("Nothing collected yet.")
-    st.subheader("Export as SQuAD v1.1 JSON")
-    e1, e2 = st.columns(2)
-    only_won = e1.checkbox("Only questions that beat every model", True, key="beat_exp_human")
-    only_valid = e2.checkbox("Only validated (answerable) questions", False,
-                             key="beat_exp_validated")
-    exported = store.export_squad(validated_only=only_valid, human_won_only=only_won)
-    n_exp = sum(len(p["qas"]) for a in exported["data"] for p in a["paragraphs"])
-    st.caption(f"{count(n_exp, 'question')}; the file loads as a dataset anywhere in this app "
-               "(upload it in the dataset picker, or put it in the data directory).")
-    d1, d2 = st.columns(2)
-    d1.download_button("Download SQuAD JSON", json.dumps(exported, ensure_ascii=False, indent=1),
-                       "beat_the_ai.squad.json", "application/json", key="beat_exp_squad")
-    d2.download_button("Download every record (JSON)",
-                       json.dumps(store.export_records(), ensure_ascii=False, indent=1),
-                       "beat_the_ai.records.json", "application/json", key="beat_exp_records")
-
-# ---------------------------------------------------------------------------------------------
-
-
-def source_statistics(dataset) -> beat.SetStatistics:
-    """The source set's statistics, kept in this session only: a process-wide cache keyed by
-    name would mix up two visitors' uploads of the same name and outlive their sessions."""
-    key = (dataset.name, len(dataset), id(dataset))
-    kept = st.session_state.get("beat_source_stats")
-    if kept is None or kept[0] != key:
-        with st.spinner("Computing statistics…"):
-            kept = (key, beat.dataset_statistics(dataset))
-        st.session_state["beat_source_stats"] = kept
-    return kept[1]
-
-
-def plot_frame(rows: list[dict]) -> pd.DataFrame:
-    """Rows for a Plotly chart: set and model names (an upload's file name, models.toml names)
-    HTML-escaped, since Plotly reads legend and tick text as its own small HTML (links too).
-    The CSV keeps the names as they are."""
-    df = pd.DataFrame(rows)
-    for col in ("set", "model"):
-        if col in df:
-            df[col] = df[col].map(lambda v: html.escape(str(v)))
-    return df
-
-
-def chart_with_csv(fig, rows: list[dict], name: str) -> None:
-    st.plotly_chart(fig, key=f"beat_fig_{name}")
-    st.download_button(f"{name} as CSV", csv_bytes(rows),
-                       f"beat_the_ai_{name}.csv", "text/csv", key=f"beat_csv_{name}")
-
+    collected_tab(store)
 
 with tab_stats:
-    scope = st.radio("Collected set", ["Questions that beat the AI", "All attempts",
-                                       "Validated answerable questions"],
-                     horizontal=True, key="beat_stats_scope")
-    everything = store.attempts()
-    chosen = {"Questions that beat the AI": [a for a in everything if a.human_won],
-              "All attempts": everything,
-              "Validated answerable questions": [a for a in everything if a.answerable]}[scope]
-    sets, by_set = [], {}
-    collected = beat.attempt_statistics("collected", chosen)
-    if chosen:
-        sets.append(collected)
-        by_set["collected"] = chosen
-    else:
-        st.info("No collected questions in this selection yet; showing the source data set only.")
-    if ds is not None and len(ds):
-        sets.append(source_statistics(ds))
-    if not sets:
-        st.stop()
-    st.caption("Lengths in words; longest common n-gram: the longest run of words the question "
-               "shares with its passage (Bartolo et al. 2020, Table 3: it falls as stronger "
-               "models are put in the loop). Fooling rate and answerability exist only for "
-               "collected questions.")
-    summary = beat.comparison_rows(sets, by_set)
-    st.dataframe(pd.DataFrame(summary).round(3), hide_index=True, width="stretch")
-    st.download_button("summary as CSV", csv_bytes(summary),
-                       "beat_the_ai_summary.csv", "text/csv", key="beat_csv_summary")
-
-    wh = beat.wh_rows(sets)
-    fig = px.bar(plot_frame(wh), x="wh", y="share", color="set", barmode="group",
-                 title="Wh-word distribution (Figure 3)", labels={"share": "share of questions"})
-    chart_with_csv(fig, wh, "wh_words")
-    for attr, title in (("longest_ngram", "Longest common n-gram with the passage"),
-                        ("question_tokens", "Question length (words)"),
-                        ("answer_tokens", "Answer length (words)")):
-        rows = beat.distribution_rows(sets, attr)
-        fig = px.bar(plot_frame(rows), x=attr, y="share", color="set", barmode="group",
-                     title=title, labels={"share": "share of questions"})
-        chart_with_csv(fig, rows, attr)
-    fool = beat.fooling_rates(everything)
-    if fool:
-        fig = px.bar(plot_frame(fool), x="model", y="fooling_rate", range_y=[0, 1],
-                     title="Model-fooling rate per model (all attempts)",
-                     hover_data=["attempts", "fooled"])
-        chart_with_csv(fig, fool, "fooling_rate")
+    statistics_tab(store, ds)

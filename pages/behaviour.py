@@ -13,9 +13,9 @@ import pandas as pd
 import streamlit as st
 
 from components import loaders
-from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
+from components.frame import page_frame
+from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.pickers import model_picker
-from components.state import init_state, sidebar_settings
 from components.text import md_escape
 from core.behaviour import BehaviourError, case_rows, expand, loads, results_rows, run_file
 from core.behaviour.spec import MAX_FILE_BYTES
@@ -23,9 +23,7 @@ from core.csv_export import csv_bytes
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "behaviour"
 
-init_state()
-sidebar_settings()
-st.markdown(CSS, unsafe_allow_html=True)
+page_frame()
 st.title("Behaviour tests")
 st.caption("Templated tests of what a model should do (CheckList): **MFT** the answer must be the expected one, "
            "**INV** a perturbation of the question must not change the answer, **DIR** an edit of the context "

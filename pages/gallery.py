@@ -1,7 +1,7 @@
 """Gallery: striking examples for a demo, found in stored sweeps and Beat-the-AI attempts.
 
 Where the models disagree, where one keystroke flips an answer, where a person beat the AI
-(core.gallery finds them); each opens on Ask or Variants in one click, with its passage and
+(core.explore.gallery finds them); each opens on Ask or Variants in one click, with its passage and
 question filled in.
 """
 from __future__ import annotations
@@ -9,17 +9,17 @@ from __future__ import annotations
 import streamlit as st
 
 from components import loaders, persist
+from components.frame import page_frame
 from components.pickers import DEMO_LANGS
-from components.state import current_data_dir, init_state, sidebar_settings
+from components.state import current_data_dir
 from components.sweep_db import db_picker
 from components.text import html_text, md_escape
-from core import beat
-from core import gallery as cg
-from core import sweep_report as report
+from core.collect import beat_store
+from core.explore import gallery as cg
 from core.perturb import registry
+from core.sweeps import report as report
 
-init_state()
-sidebar_settings()
+page_frame()
 st.title("Gallery")
 st.caption("Striking examples from the stored sweeps and Beat-the-AI games: where the models disagree, where one "
            "keystroke flips an answer, where a person beat the AI. Open any of them on **Ask** or **Variants** "
@@ -31,7 +31,7 @@ KINDS = {"disagree": "Models disagree", "flip": "One keystroke flips the answer"
 @st.cache_data(show_spinner="Looking for striking examples…", max_entries=8)
 def findings(db: str | None, sweep_ids: tuple[int, ...], versions: tuple, attempts_version: tuple) -> dict:
     try:
-        attempts = beat.BeatStore().attempts(outcome="human")
+        attempts = beat_store.BeatStore().attempts(outcome="human")
     except (ValueError, OSError):
         attempts = []
     return cg.find_all(db, sweep_ids, attempts)
@@ -52,7 +52,7 @@ picked = st.multiselect("Sweeps to look in", ids, key="gal_sweeps",
 if not sweeps:
     st.caption("No stored sweep in this database: only Beat-the-AI wins can be shown. Run a sweep on **Sweeps**.")
 try:
-    n_attempts = len(beat.BeatStore().attempts(outcome="human"))
+    n_attempts = len(beat_store.BeatStore().attempts(outcome="human"))
 except (ValueError, OSError):
     n_attempts = 0
 found = findings(str(choice.path) if sweeps else None, tuple(picked),

@@ -1,8 +1,8 @@
 """Heatmaps: browse a stored sweep: model x perturbation heatmap with drill-down, NoiseQA and
 DuReader views, the German paper's penalty table; every table as CSV, every figure as HTML/PNG.
 
-Numbers come from core.sweep_report (cells, drill-down, DPR, traps, penalty table) and
-core.sweep_views (NoiseQA layouts); the figures from components.heatmap / components.sweep_figures.
+Numbers come from core.sweeps.report (cells, drill-down, DPR, traps, penalty table) and
+core.sweeps.tables (NoiseQA layouts); the figures from components.heatmap / components.sweep_figures.
 The heatmap is drawn with square scatter markers because Streamlit reports clicks on scatter
 points but not on heatmap cells: clicking a cell selects it, and a select box does the same
 without a mouse.
@@ -17,30 +17,28 @@ import streamlit as st
 from components import error_views, persist
 from components.choice import keep_valid
 from components.export import csv_download, figure_downloads, file_stem
+from components.frame import page_frame
 from components.heatmap import METRICS, VALUES, format_value, heatmap_figure
-from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
-from components.state import init_state, sidebar_settings
+from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.sweep_db import db_path_input, md_escape, stored_sweeps_or_stop
 from components.sweep_figures import breakdown_figure, bucket_figure
 from components.text import html_text
-from core import sweep_aggregates as aggregates
-from core import sweep_drill
-from core import sweep_report as report
-from core import sweep_views as views
+from core.sweeps import aggregates as aggregates
+from core.sweeps import drill as sweep_drill
+from core.sweeps import report as report
+from core.sweeps import tables as views
 
-init_state()
-sidebar_settings()
-st.markdown(CSS, unsafe_allow_html=True)
+page_frame()
 st.title("Heatmaps")
 st.caption("How much each model's score moves under each perturbation of a stored sweep, coloured by the "
            "German paper's bands with its robustness penalty (lower = more robust). Click a cell (or pick "
-           "it below) to see its examples. Run sweeps on the **Sweeps** page or with `python -m core.sweep`.")
+           "it below) to see its examples. Run sweeps on the **Sweeps** page or with `python -m core.sweeps`.")
 
 
 db_path = db_path_input("hm")
 sweeps = stored_sweeps_or_stop(
     db_path, f"No sweep database at {db_path}. Run a sweep first (Sweeps page, or "
-             "`python -m core.sweep --dataset ... --perturbations ... --models ...`).")
+             "`python -m core.sweeps --dataset ... --perturbations ... --models ...`).")
 
 by_id = {s["id"]: s for s in sweeps}
 newest_first = list(reversed(list(by_id)))
@@ -67,7 +65,7 @@ if sweep["done_units"] < sweep["total_units"]:
 
 
 # The slow aggregates come from the sweep's database when they were stored as it finished
-# (core.sweep_aggregates), else they are computed here.
+# (core.sweeps.aggregates), else they are computed here.
 def stored_version(version) -> str:
     return aggregates.version_of({"updated_at": version[0], "done_units": version[1]})
 
@@ -271,7 +269,7 @@ else:
 # ------------------------------------------------------------------------------- German paper's table
 
 st.subheader("Penalty by number of perturbed words / characters")
-# The parameter with more distinct values first (the one core.sweep_report.penalty_table picks).
+# The parameter with more distinct values first (the one core.sweeps.report.penalty_table picks).
 distinct = {p: len({c.params[p] for c in cells if p in c.params}) for p in ("n_chars", "n_words")}
 params_present = sorted((p for p, k in distinct.items() if k), key=lambda p: -distinct[p])
 if not params_present:

@@ -1,9 +1,9 @@
 """Models: what each registered model is and how well it measured, from its model card.
 
 The registry (models.toml) says where each model comes from and whether it is installed; each
-shipped model's card (written by core.train / core.ship, figures by ``core.evaluate --card``)
+shipped model's card (written by core.training / core.models.ship, figures by ``core.models.evaluate --card``)
 says what it was trained from and on, and what it scored on every data set it was evaluated on.
-Nothing is computed here: the page reads the cards (core.model_cards) and shows them side by side.
+Nothing is computed here: the page reads the cards (core.models.cards) and shows them side by side.
 """
 from __future__ import annotations
 
@@ -13,17 +13,16 @@ import pandas as pd
 import streamlit as st
 
 from components.export import csv_download, file_stem
-from components.state import init_state, sidebar_settings
+from components.frame import page_frame
 from components.text import md_escape
-from core import model_cards
-from core.evaluate import render_card_markdown
+from core.models import cards as model_cards
+from core.models.cards import render_card_markdown
 from core.qa import registry
 
-init_state()
-sidebar_settings()
+page_frame()
 st.title("Models")
 st.caption("Every model in the registry (models.toml): where it loads from, whether it is installed, and "
-           "the figures its model card holds, measured with `python -m core.evaluate --card` on the "
+           "the figures its model card holds, measured with `python -m core.models.evaluate --card` on the "
            "evaluation sets. Shipped models were trained by this project from encoders that PyPI "
            "packages carry; a hub model needs internet on its first load.")
 
@@ -86,7 +85,7 @@ st.subheader("Measured")
 rows = model_cards.evaluation_rows(cards)
 if not rows:
     st.info("No model card holds measured figures yet: run "
-            "`python -m core.evaluate --model NAME --dataset xquad/xquad.en --card`.")
+            "`python -m core.models.evaluate --model NAME --dataset xquad/xquad.en --card`.")
 else:
     metric = st.radio("Metric", list(model_cards.METRICS), format_func=model_cards.METRICS.get,
                       horizontal=True, key="models_metric")
@@ -127,7 +126,6 @@ else:
                          "better), as written by `python -m core.behaviour FILE --model NAME --card`. Empty: "
                          "the model was not run on this file. Run the file on the Behaviour tests page to "
                          "see the failing cases."))
-    cap_tidy = pd.DataFrame(cap_rows, columns=list(model_cards.CAPABILITY_FIELDS))
     c1, c2 = st.columns(2)
     with c1:
         csv_download(cap_matrix.reset_index(names="family"), "models_capabilities", key="models_cap_csv",

@@ -1,10 +1,10 @@
 """Speech trial: read a data set's questions aloud; the recordings become per-speaker ASR challenge sets.
 
-How NoiseQA built its natural speech set, done by our users (logic in core.trials): a seeded
+How NoiseQA built its natural speech set, done by our users (logic in core.collect.trials): a seeded
 sample of questions is shown one at a time; each recording is stored on the server at once, every
 ASR engine transcribes it, and the transcripts form a SQuAD-format challenge set per speaker x
 engine that sweeps read. Speakers can re-record, skip, stop and resume, export their recordings
-and delete them.
+and delete them. Scoring models on the sets runs as a background sweep (components/trial_scoring.py).
 """
 from __future__ import annotations
 
@@ -15,19 +15,17 @@ import pandas as pd
 import streamlit as st
 
 from components import loaders, persist
-from components.export import csv_download, file_stem
-from components.pickers import DEMO_LANGS, model_picker
-from components.state import current_data_dir, init_state, sidebar_settings
+from components.frame import page_frame
+from components.pickers import DEMO_LANGS
+from components.state import current_data_dir
 from components.text import html_text, md_escape
-from core import trials
+from components.trial_scoring import score_panel
+from core.collect import trial_sets, trials
 from core.datasets import DatasetError
-from core.metrics.text_distance import wer
-from core.qa.registry import ModelLoadError
 from core.speech import asr
 from core.speech.audio import AudioError
 
-init_state()
-sidebar_settings()
+page_frame()
 st.title("Speech trial")
 st.caption("Read questions aloud, one at a time. Every recording is kept on this server "
            f"(`{trials.trials_root()}`) until you delete it; each speech recogniser transcribes it, and "
@@ -123,20 +121,6 @@ def _go(index: int | None) -> None:
         st.session_state["trial_index"] = index
 
 
-def _transcripts_table(trial: trials.Trial, state: trials.QuestionState, results: dict | None) -> None:
-    ref = asr.normalise_transcript(state.example.question)
-    rows = []
-    for engine in ENGINES:
-        got = (results or {}).get(engine, state.transcripts.get(engine))
-        if isinstance(got, trials.StoredTranscript):
-            rows.append({"engine": engine, "transcript": got.text, "WER %": round(100 * wer(ref, got.text), 1),
-                         "seconds": round(got.seconds, 2), "problem": ""})
-        else:
-            rows.append({"engine": engine, "transcript": "", "WER %": None, "seconds": None,
-                         "problem": got if isinstance(got, str) else (trial.engine_problem(engine) or "not transcribed yet")})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-
-
 def _recording_step(trial: trials.Trial) -> None:
     states = trial.states()
     n = len(states)
@@ -172,7 +156,8 @@ def _recording_step(trial: trials.Trial) -> None:
             state = trial.states()[idx]
     if state.latest is not None:
         st.audio(state.latest.path.read_bytes(), format="audio/wav")
-        _transcripts_table(trial, state, results)
+        st.dataframe(pd.DataFrame(trial_sets.transcript_rows(trial, state, ENGINES, results)), hide_index=True,
+                     width="stretch")
     c1, c2, c3, c4 = st.columns(4)
     if c1.button("← Back", key="trial_back", disabled=idx == 0):
         _go(idx - 1)
@@ -197,19 +182,15 @@ def _recording_step(trial: trials.Trial) -> None:
 
 def _results(trial: trials.Trial) -> None:
     st.subheader("Results")
-    summary = trial.wer_summary()
+    summary = trial_sets.wer_summary(trial)
     if summary:
-        st.dataframe(pd.DataFrame([{"engine": r["engine"], "questions": r["n"], "WER %": round(r["wer"], 1),
-                                    "CER %": round(r["cer"], 1), "Table 3 CER": round(r["table3_cer"], 1),
-                                    "Table 3 WER": round(r["table3_wer"], 1),
-                                    "Table 3 BLEU": round(r["table3_bleu"], 1)} for r in summary]),
-                     hide_index=True, width="stretch")
+        st.dataframe(pd.DataFrame(trial_sets.summary_rows(summary)), hide_index=True, width="stretch")
         st.caption("WER/CER: transcripts against the questions, both lower-cased and unpunctuated. Table 3: "
                    "NoiseQA's CER/WER/BLEU as the paper computes them (CER and WER lower-cased without "
                    "punctuation, BLEU uncased on the text as written).")
     else:
         st.caption("No transcripts yet.")
-    everyone = trials.speaker_wer(trials.list_trials())
+    everyone = trial_sets.speaker_wer(trials.list_trials())
     if everyone:
         with st.expander("WER per speaker (all trials on this server)"):
             st.dataframe(pd.DataFrame([{**r, "wer": round(r["wer"], 1), "cer": round(r["cer"], 1)} for r in everyone]),
@@ -221,7 +202,7 @@ def _results(trial: trials.Trial) -> None:
             made = trial.transcribe_pending(ENGINES)
         st.success(f"{made} transcripts made.")
     if c2.button("Write challenge sets", key="trial_write", disabled=not summary):
-        paths = trial.write_challenge_sets()
+        paths = trial_sets.write_challenge_sets(trial)
         st.session_state["trial_paths"] = {k: str(v) for k, v in paths.items()}
     paths = st.session_state.get("trial_paths")
     if paths and paths.get("original", "").startswith(str(trial.path)):
@@ -229,36 +210,9 @@ def _results(trial: trials.Trial) -> None:
         for key, path in paths.items():
             st.text(f"{key}: {path}")
         models = st.session_state.get("trial_models") or ["MODEL"]
-        st.code(trial.sweep_command({k: Path(v) for k, v in paths.items()}, models),
+        st.code(trial_sets.sweep_command(trial, {k: Path(v) for k, v in paths.items()}, models),
                 language="bash")
-        _score(trial, paths)
-
-
-def _score(trial: trials.Trial, paths: dict[str, str]) -> None:
-    """Per-speaker F1 (NoiseQA Table 10): a sweep of the chosen models over this trial's sets."""
-    from core.sweep import SweepConfig, SweepError, run_sweep
-    from core.sweep_report import cells
-
-    models = model_picker("trial", default_all=False)
-    scores = st.session_state.setdefault("trial_scores", {})   # trial id -> the last scores, kept across reruns
-    if models and st.button("Score the models on these recordings", key="trial_score"):
-        specs = [f"file:{p}" for k, p in paths.items() if k != "original"]
-        try:
-            with st.spinner("Answering…"):
-                engines = {m: loaders.engine_for_state(m) for m in models}
-                run = run_sweep(SweepConfig(paths["original"], specs, models, name=f"trial-{trial.id}"), engines,
-                                trial.path / "sweep.sqlite")
-                table = cells(trial.path / "sweep.sqlite", run.name)
-        except (SweepError, DatasetError, ModelLoadError) as e:   # a hub model offline says why
-            st.error(md_escape(e))
-            return
-        scores[trial.id] = pd.DataFrame([{"model": c.model, "set": c.label, "questions": c.n,
-                                          "F1 clean": None if c.clean_f1 is None else round(c.clean_f1, 1),
-                                          "F1 spoken": None if c.f1 is None else round(c.f1, 1),
-                                          "EM spoken": None if c.em is None else round(c.em, 1)} for c in table])
-    if trial.id in scores:
-        st.dataframe(scores[trial.id], hide_index=True, width="stretch")
-        csv_download(scores[trial.id], file_stem("trial", trial.id, "scores"), key="trial_scores_csv")
+        score_panel(trial, paths)
 
 
 def _export_delete(trial: trials.Trial) -> None:

@@ -1,23 +1,23 @@
 """Sweeps: evaluate models x perturbations over a data set, store every prediction, resume.
 
-The engine is core.sweep.run_sweep (caching, transactional chunks, resume); this page gathers the
-configuration, runs the sweep on a background thread (core.sweep_job.SweepJob) so the page stays
+The engine is core.sweeps.run.run_sweep (caching, transactional chunks, resume); this page gathers the
+configuration, runs the sweep on a background thread (core.sweeps.job.SweepJob) so the page stays
 responsive, polls its progress with an auto-refreshing fragment, offers Cancel, and lists the
 sweeps stored in the database with a Resume for the unfinished ones. Results are browsed on the
 Heatmaps page.
 
-Data sets are offered by the names core.sweep.load_dataset resolves (demo.<lang>, paths under the
+Data sets are offered by the names core.datasets.load_dataset resolves (demo.<lang>, paths under the
 data directory), not uploads: a stored sweep is resumed by reloading its data set by name.
 
 Confinement: nothing here takes a path typed in the browser. The database comes from the picker of
 components.sweep_db (a new one by file name only, created when its first sweep starts), data sets
 and challenge files from what exists under the server's roots (core.config), and data sets are
 loaded with ``confined=True``, so a stored sweep naming a file elsewhere cannot be resumed here.
-A sweep whose process died is listed as interrupted (core.store.effective_status) and offered
+A sweep whose process died is listed as interrupted (core.sweeps.store.effective_status) and offered
 for resume like a cancelled one.
 
 Where a sweep runs: this process, a Ray started on this machine, or the Ray cluster named by the
-server's QAX_RAY_ADDRESS (core.sweep_ray; an address is never typed in the browser), with a
+server's QAX_RAY_ADDRESS (core.sweeps.ray; an address is never typed in the browser), with a
 worker count; a Ray sweep shows each worker's node, state, calls and restarts while it runs.
 """
 from __future__ import annotations
@@ -31,21 +31,25 @@ import streamlit as st
 
 from components import loaders, persist
 from components.choice import keep_valid
+from components.frame import page_frame
+from components.job_progress import running_job
 from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
-from components.state import current_data_dir, init_state, sidebar_settings
+from components.state import current_data_dir
 from components.sweep_db import db_picker, label, md_escape, stored_sweeps_or_stop
 from components.text import choose_hint
 from core import config
-from core.datasets import DatasetError
+from core.datasets import DatasetError, has_gold, load_dataset, sample_examples
 from core.perturb import registry
-from core.sweep import PerturbationSpec, SweepConfig, SweepError, chain_steps, load_dataset, pair_file, sample_examples
-from core.sweep_job import RayOptions, SweepJob
-from core.sweep_progress import Eta, format_seconds, readable_name
-from core.sweep_ray import RAY_ADDRESS_ENV
-from core.sweep_repair import SETTINGS, repair_specs
+from core.perturb.spec import PerturbationSpec, chain_steps
+from core.sweeps.backends import engines_as_stored
+from core.sweeps.config import SweepConfig, SweepError
+from core.sweeps.job import RayOptions, SweepJob
+from core.sweeps.progress import Eta, readable_name
+from core.sweeps.ray import RAY_ADDRESS_ENV
+from core.sweeps.repair import SETTINGS, repair_specs
+from core.sweeps.resolve import pair_file
 
-init_state()
-sidebar_settings()
+page_frame()
 st.title("Sweeps")
 st.caption("Evaluate every selected model under many perturbations over a whole data set (or a seeded "
            "sample). Every prediction is stored; an interrupted or cancelled sweep resumes where it "
@@ -98,7 +102,7 @@ def other_challenge_files(roots: tuple[str, ...]) -> list[str]:
 
 
 def scorable(ds) -> list:
-    return [ex for ex in ds.examples if ex.answers and not ex.is_impossible]
+    return [ex for ex in ds.examples if has_gold(ex)]
 
 
 def load_engines(names: list[str]) -> dict | None:
@@ -121,16 +125,22 @@ def ray_options() -> RayOptions | None:
     from core.qa.engine import EngineSettings
 
     ss = st.session_state
-    settings = EngineSettings(max_answer_tokens=int(ss.get("max_answer_tokens", 30)), backend=ss.get("backend", "torch"))
+    settings = EngineSettings(max_answer_tokens=int(ss.get("max_answer_tokens", 30)), backend=ss.get("backend", "default"))
     address = os.environ.get(RAY_ADDRESS_ENV) if where == WHERE[2] else None
     return RayOptions(address=address or None, workers=int(ss.get("sw_workers", 2)), settings=settings)
 
 
-def start_job(config: SweepConfig, ds) -> None:
+def start_job(config: SweepConfig, ds, stored: dict[str, str] | None = None) -> None:
+    """``stored``: a resumed sweep's {model: fingerprint}; each model answers with the backend it
+    was made with, whatever the sidebar says (core.sweeps.backends)."""
     ray = ray_options()
     engines = load_engines(list(config.models)) if ray is None else {}   # on Ray the actors load them
     if engines is None:
         return
+    if stored and engines:
+        engines, switched = engines_as_stored(engines, stored, loaders.engine_like_state)
+        for model, backend in switched.items():
+            st.toast(md_escape(f"{model} answers with {backend}, the backend this sweep was made with."))
     d = current_data_dir()
     if db_path is None:   # the Start and Resume buttons are disabled then; checked again here
         st.error(md_escape(db.error or db.hint or "Choose a sweep database."))
@@ -160,27 +170,11 @@ busy = bool(job and job.running)
 @st.fragment(run_every=1.0 if busy else None)
 def job_panel() -> None:
     """Under Start: the running sweep's progress (its name, rows, time left), then its result once."""
-    import time
-
     job = st.session_state.get(JOB)
     if job is None:
         return
-    name = job.result.name if job.result else (job.name or job.config.name or job.config.dataset)
     if job.running:
-        if job.phase == "aggregates":
-            text = f"Sweep '{name}' is done: storing its heatmap's aggregates, so Heatmaps opens it at once…"
-        elif job.total:
-            left = st.session_state.setdefault("sw_eta", Eta()).update(job.done, job.total, time.monotonic())
-            text = (f"Sweep '{name}': {job.done:,}/{job.total:,} result rows · {format_seconds(job.elapsed_s)}"
-                    + (f" · about {format_seconds(left)} left" if left is not None else " · estimating the time left…"))
-        else:
-            text = f"Preparing sweep '{name}' (loading {job.config.dataset}, making variants)…"
-        st.progress(job.fraction, text=md_escape(text))
-        worker_table(job)
-        if not job.cancel_requested and st.button("Cancel", key="sw_cancel"):
-            job.cancel()
-        if job.cancel_requested:
-            st.info("Cancelling: the sweep stops after the chunk in progress (everything committed is kept).")
+        running_job(job, "sw", below=worker_table)
         return
     if st.session_state.get("sw_banner_shown"):   # shown once: it goes with the next interaction
         st.session_state.pop(JOB, None)
@@ -292,7 +286,7 @@ keep_valid("sw_more_files", others)
 files += st.multiselect("Other challenge files (runs/, speech trials, folders the server adds)", others,
                         key="sw_more_files", format_func=lambda f: label(f[len("file:"):]),
                         help="SQuAD files whose question ids match this data set, e.g. written by "
-                             "python -m core.natural_mt or python -m core.perturb.make_challenge, found "
+                             "python -m core.translate.natural_mt or python -m core.perturb.make_challenge, found "
                              "in the folders the server allows (QAX_EXTRA_ROOTS adds one).")
 
 
@@ -387,7 +381,7 @@ keep_valid("sw_where", where_options)
 c1, c2 = st.columns([3, 1])
 where = c1.radio("Run on", where_options, key="sw_where", horizontal=True,
                  help="This process: the models answer here, one chunk after the other. Ray: perturbations run "
-                      "as Ray tasks and each worker loads one copy of every model (core.sweep_ray); same rows, "
+                      "as Ray tasks and each worker loads one copy of every model (core.sweeps.ray); same rows, "
                       "same caches, resumable either way.")
 if where != WHERE[0]:
     c2.number_input("Workers", 1, 256, min(2, os.cpu_count() or 1), key="sw_workers",
@@ -468,7 +462,7 @@ if c2.button("Resume", key="sw_resume", disabled=busy or db_path is None):
     named = [f"{s.id} {k}={v!r}" for s in resume_specs for k, v in s.params if names_a_resource(k) and v]
     if named:   # a model or file chosen with the CLI: loading it is the administrator's call
         st.error(md_escape(f"This sweep names {', '.join(named)}, which only the command line may set: "
-                           f"resume it with python -m core.sweep."))
+                           f"resume it with python -m core.sweeps."))
         st.stop()
     try:
         resume_ds = dataset_by_name(cfg["dataset"], str(data_dir) if data_dir else "",
@@ -479,4 +473,5 @@ if c2.button("Resume", key="sw_resume", disabled=busy or db_path is None):
     start_job(SweepConfig(cfg["dataset"], resume_specs, [m for m, _fp in cfg["models"]],
                           repeats=int(cfg["repeats"]), seed=int(cfg["seed"]), sample=cfg["sample"],
                           name=pick, pair_by=cfg.get("pair_by", "auto"),
-                          on_ambiguous=cfg.get("on_ambiguous", "error"), lang=cfg.get("lang")), resume_ds)
+                          on_ambiguous=cfg.get("on_ambiguous", "error"), lang=cfg.get("lang")), resume_ds,
+              stored=dict(cfg["models"]))

@@ -1,6 +1,6 @@
 """Variants: one question perturbed many ways, every model's answer to every variant side by side.
 
-The logic (seed rule, batching, the table) lives in core.variants; this page only gathers inputs,
+The logic (seed rule, batching, the table) lives in core.explore.variants; this page only gathers inputs,
 shows progress and renders. Repeat r of perturbation P under seed S uses
 random.Random(f"{S}:{P}:{r}"), so any row can be reproduced from the numbers in the table.
 """
@@ -12,23 +12,23 @@ import pandas as pd
 import streamlit as st
 
 from components import loaders, persist
+from components.answers import legend, spans_in_context
 from components.ask_tools import repair_panel
 from components.edits import edits_html
-from components.highlight import CSS, Mark, color_for, highlight_html, legend_html
+from components.frame import page_frame
+from components.highlight import color_for
 from components.pickers import item_picker, language_mismatch_note, model_picker
-from components.state import init_state, sidebar_settings
 from components.text import choose_hint, html_text, md_escape
-from core import variants as cv
 from core.csv_export import csv_bytes
-from core.datasets import detect_lang
+from core.explore import variants as cv
+from core.explore.answers import load_engines
+from core.langid import detect_lang
 from core.perturb import registry
 from core.perturb.nlp import tagger_warning
 from core.qa.engine import QAInputError, validate_pair
 from core.types import QAExample
 
-init_state()
-sidebar_settings()
-st.markdown(CSS, unsafe_allow_html=True)
+page_frame()
 st.title("Variants")
 st.caption("Perturb one question many ways and see how every selected model's answer moves. "
            "Pick perturbations by family, set a seed, press **Generate & answer**, click a row.")
@@ -161,12 +161,7 @@ if st.button("Generate & answer", type="primary", key="var_go", disabled=not (mo
     rows, notes = cv.generate_variants(
         example, choices, seed, repeats,
         progress=lambda done, total: bar.progress(done / max(total, 1), text=f"Generating variants… {done}/{total}"))
-    engines, errors = {}, []
-    for name in models:
-        try:
-            engines[name] = loaders.engine_for_state(name)
-        except Exception as e:  # a model that fails to load must not take the page down
-            errors.append(f"{name}: {e}")
+    engines, errors = load_engines(models, loaders.engine_for_state)
 
     def answer_progress(name, done, total):
         k = list(engines).index(name)
@@ -230,17 +225,11 @@ if row.field:
                 "case and punctuation ignored):")
     st.markdown(edits_html(row.original_text, row.edits, window), unsafe_allow_html=True)
 names = list(predictions)
-marks = []
-for k, name in enumerate(names):
-    best = predictions[name][i].best
-    if best:
-        marks.append(Mark(name, best.start, best.end, color_for(k)))
 gold = [(a.answer_start, a.answer_start + len(a.text)) for a in row.example.answers]
-st.markdown(legend_html([(name, color_for(k)) for k, name in enumerate(names)], with_gold=bool(gold)),
-            unsafe_allow_html=True)
+legend(names, with_gold=bool(gold))
 if row.field == "context":
     st.caption("The context below is the perturbed one this row's answers come from.")
-st.markdown(highlight_html(row.example.context, marks, gold), unsafe_allow_html=True)
+spans_in_context(row.example.context, {name: predictions[name][i] for name in names}, gold, show_legend=False)
 for k, name in enumerate(names):
     answer = predictions[name][i].text
     st.markdown(f'<span style="border-left:6px solid {color_for(k)};padding-left:.4rem">'

@@ -5,7 +5,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from components.text import html_text
-from core import beat
+from core.collect import beat, beat_stats, beat_store
 from core.datasets import demo_dataset
 from core.metrics import word_overlap_f1
 from core.qa import registry
@@ -65,7 +65,7 @@ def test_play_lose_then_win_is_stored_and_exported(beat_env):
     assert any("You beat the AI" in s.value for s in at.success)
     assert "qax-span" in _html(at)  # the models' spans drawn in the context
 
-    with beat.BeatStore(beat_env) as store:
+    with beat_store.BeatStore(beat_env) as store:
         lost, won = store.attempts()
         export = store.export_squad(validated_only=False, human_won_only=False)
     assert (lost.user, lost.question, lost.answer_text, lost.outcome, lost.passage_id) == (
@@ -103,7 +103,7 @@ def test_word_range_and_offsets_mark_the_same_span(beat_env):
 
 def test_validation_by_another_person(beat_env):
     p = beat.passages(demo_dataset("en"))[0]
-    with beat.BeatStore(beat_env) as store:
+    with beat_store.BeatStore(beat_env) as store:
         a = store.record_attempt(p, "On which date was the lamp first lit?", (112, 127),
                                  {"m": None}, user="Alice", session="s")
     at = _page()
@@ -117,7 +117,7 @@ def test_validation_by_another_person(beat_env):
     assert not at.exception
     assert any("You agree with the author (F1 0.80)" in s.value and "answerable" in s.value
                for s in at.success)
-    with beat.BeatStore(beat_env) as store:
+    with beat_store.BeatStore(beat_env) as store:
         [v] = store.validations()
         assert (v.validator, v.answer_text, v.agrees) == ("Bob", "October 1871", True)
         doc = store.export_squad(validated_only=True, human_won_only=True)
@@ -133,7 +133,7 @@ def test_statistics_render_for_the_demo_data(beat_env):
     row = summary[summary["set"] == "demo.en"].iloc[0]
     assert row["questions"] == 12
     assert row["question_tokens"] == round(
-        beat.dataset_statistics(demo_dataset("en")).mean_question_tokens, 3)
+        beat_stats.dataset_statistics(demo_dataset("en")).mean_question_tokens, 3)
     charts = at.get("plotly_chart")
     assert len(charts) == 4  # wh-words, n-gram, question and answer lengths (no attempts yet)
     wh = json.loads(charts[0].proto.spec)

@@ -233,7 +233,7 @@ def test_sweep_progress_under_start_moves_often_names_the_sweep_and_says_time_le
     import time
 
     from core.qa.engine import QAEngine
-    from core.sweep_job import SweepJob
+    from core.sweeps.job import SweepJob
 
     monkeypatch.setenv("QAX_SWEEP_DB", str(tmp_path / "sweeps.sqlite"))
     allowed, original = threading.Semaphore(0), QAEngine.predict
@@ -285,7 +285,7 @@ def test_sweep_progress_under_start_moves_often_names_the_sweep_and_says_time_le
 # ------------------------------------------------------------------------------------------- bug 4
 
 def test_speech_trial_resumes_on_return_counts_agree_and_takes_are_stored_once(tiny_env):
-    from core import trials
+    from core.collect import trials
     from core.speech import tts
     from core.speech.audio import to_wav_bytes
 

@@ -8,7 +8,8 @@ from streamlit.testing.v1 import AppTest
 from test_error_analysis import EXAMPLES, FILE, NOISY, TABLE, TOY, TableEngine
 
 from core.datasets import Dataset
-from core.sweep import SweepConfig, run_sweep
+from core.sweeps.config import SweepConfig
+from core.sweeps.run import run_sweep
 from core.types import QAExample
 
 

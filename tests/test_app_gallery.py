@@ -14,9 +14,11 @@ from rapidfuzz.distance import Levenshtein
 from streamlit.testing.v1 import AppTest
 from test_app_heatmaps import CLEAN_A, TOY, LookupEngine, build_sweep
 
-from core import beat
-from core import gallery as cg
-from core.sweep import SweepConfig, parse_specs, run_sweep
+from core.collect import beat, beat_store
+from core.explore import gallery as cg
+from core.perturb.spec import parse_specs
+from core.sweeps.config import SweepConfig
+from core.sweeps.run import run_sweep
 
 APP = "../app.py"
 Q1 = "What is the capital of France?"
@@ -30,7 +32,7 @@ def stores(tmp_path, monkeypatch, tiny_registry):
     run_sweep(SweepConfig("toy", parse_specs("TUQ"), list(engines), name="toy-disagree"), engines, db, dataset=TOY)
     beat_db = tmp_path / "beat.sqlite"
     [passage] = [p for p in beat.passages(TOY) if "Paris" in p.context]
-    with beat.BeatStore(beat_db) as store:
+    with beat_store.BeatStore(beat_db) as store:
         start = passage.context.index("France")
         store.record_attempt(passage, "Which country has Paris as its capital?", (start, start + 6),
                              {"tiny-a": None}, user="ada", session="s1", browser="b1")
@@ -50,7 +52,7 @@ def test_findings_of_each_kind(stores):
     [dis] = cg.disagreements(stores, "toy-disagree")
     assert (dis.example_id, dis.answers, dis.golds) == ("q1", {"fake-a": "Paris", "fake-c": "France"}, ("Paris",))
     assert cg.disagreements(stores, "toy-sweep") == []   # fake-a's "Neumann" (F1 2/3) is right too
-    [won] = cg.beaten(beat.BeatStore().attempts())
+    [won] = cg.beaten(beat_store.BeatStore().attempts())
     assert won.question == "Which country has Paris as its capital?" and won.golds == ("France",)
 
 

@@ -22,10 +22,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from components.heatmap import BAND_COLOURS, NO_SCORE_COLOUR, cell_value, grid_size, heatmap_figure
-from core import sweep_report as report
-from core import sweep_views as views
 from core.datasets import Dataset
-from core.sweep import SweepConfig, parse_specs, run_sweep
+from core.perturb.spec import parse_specs
+from core.sweeps import report as report
+from core.sweeps import tables as views
+from core.sweeps.config import SweepConfig
+from core.sweeps.run import run_sweep
 from core.types import Answer, Prediction, QAExample, Span
 
 PAGE = "../pages/heatmaps.py"
@@ -152,7 +154,7 @@ def test_many_columns_give_small_cells_with_penalty_only(sweep_db):
 
 
 def test_cell_without_scores_is_grey():
-    from core.sweep_report import Cell
+    from core.sweeps.report import Cell
 
     empty = Cell("m", "RUQ", {}, "{}", "RUQ", "character", "question", 0, 0, 5, *([None] * 13))
     fig, _ = heatmap_figure([empty])
@@ -305,18 +307,18 @@ def test_mt_and_asr_breakdowns_from_files_and_params(tmp_path):
     # the 147 characters left of the five questions (no "?"), 1 of 28 words
     assert (with_rates[1]["CER % (Table 3)"], with_rates[1]["WER % (Table 3)"]) == (2.04, 3.57)
     assert with_rates[0]["WER % (raw)"] > 0 and with_rates[0]["perturbation"] == "keyboard_Q(p=0.25)"
-    # core.natural_mt's file names carry "mt", not "translation" (core.sweep files them as "natural")
+    # core.translate.natural_mt's file names carry "mt", not "translation" (core.sweeps files them as "natural")
     assert views.interface_of("file:/x/runs/xquad-natural-mt-es", "natural") == "mt"
     assert views.interface_of("file:noiseqa/Natural/asr-speaker3", "natural") == "asr"
     assert views.interface_of("file:paraphrases/gan-ng", "paraphrase") is None
-    trial = "file:/home/u/.cache/trials/anna-2026/challenge/whisper-base"   # core.trials' layout
+    trial = "file:/home/u/.cache/trials/anna-2026/challenge/whisper-base"   # core.collect.trials' layout
     assert (views.interface_of(trial, "natural"), views.kind_of(trial)) == ("asr", "natural")
     assert views.trial_file(trial) == ("anna-2026", "whisper-base")
     assert views.interface_of("translate_question", "sentence") is None
 
 
 def test_asr_breakdown_reads_voice_and_engine():
-    from core.sweep_report import Cell
+    from core.sweeps.report import Cell
 
     def asr_cell(model, voice, engine, f1):
         params = {"voice": voice, "engine": engine}

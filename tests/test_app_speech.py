@@ -144,7 +144,7 @@ def speak(text: str) -> bytes:
 
 
 def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_path):
-    from core import trials
+    from core.collect import trials
     from core.datasets import load_squad
 
     at = trial_page()
@@ -202,6 +202,11 @@ def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_
     again.multiselect(key="trial_models").set_value(["tiny-a"]).run()
     again.button(key="trial_score").click().run()
     assert not again.exception, again.exception
+    job = again.session_state["trial_job"]   # the sweep runs in the background, with a progress bar
+    assert job.wait(120), "the scoring sweep did not finish in time"
+    again.run()
+    assert not again.exception, again.exception
+    assert "trial_job" not in again.session_state
     scores = again.dataframe[-1].value
     assert list(scores["set"]) == ["file:pocketsphinx", "file:whisper-base"]
     assert list(scores["questions"]) == [1, 1] and list(scores["model"]) == ["tiny-a", "tiny-a"]

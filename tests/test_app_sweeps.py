@@ -8,9 +8,8 @@ import threading
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import sweep_report as report
-from core.datasets import demo_dataset
-from core.sweep import sample_examples
+from core.datasets import demo_dataset, sample_examples
+from core.sweeps import report as report
 
 PAGE = "../pages/sweeps.py"
 
@@ -165,8 +164,8 @@ def test_sweep_job_reports_errors_and_results(tmp_path):
     """SweepJob: a run_sweep error becomes a message (the thread never dies silently); a good run
     fills done/total and result."""
     from core.datasets import Dataset
-    from core.sweep import SweepConfig
-    from core.sweep_job import SweepJob
+    from core.sweeps.config import SweepConfig
+    from core.sweeps.job import SweepJob
     from core.types import Answer, Prediction, QAExample, Span
 
     class Echo:

@@ -8,9 +8,9 @@ from streamlit.testing.v1 import AppTest
 
 from components.edits import edits_html
 from core import datasets
+from core.explore.variants import Choice, variant_rng
 from core.metrics import predictions_differ
 from core.perturb import registry
-from core.variants import repeat_rng
 
 PAGE = "../pages/variants.py"
 
@@ -44,7 +44,7 @@ def _strip_tags(fragment: str) -> str:
 
 
 def test_variants_table_rows_texts_and_changed_answers(tiny_env):
-    at = _page(7, 2, {"case": ["TLQ"], "keyboard": ["keyboard_Q"], "word": ["DRQ"]})
+    at = _page(22, 2, {"case": ["TLQ"], "keyboard": ["keyboard_Q"], "word": ["DRQ"]})
     example = datasets.demo_dataset("en").examples[0]  # the page's default item: demo.en, item 0
     df = at.dataframe[0].value
 
@@ -55,24 +55,24 @@ def test_variants_table_rows_texts_and_changed_answers(tiny_env):
     # The exact texts the registry gives under the documented seed rule.
     expected = [example.question]
     for pid, r in [("TLQ", 0), ("keyboard_Q", 0), ("keyboard_Q", 1), ("DRQ", 0), ("DRQ", 1)]:
-        expected.append(registry.get(pid).apply(example, repeat_rng(7, pid, r))[0].text)
+        expected.append(registry.get(pid).apply(example, variant_rng(22, example, Choice(pid), r))[0].text)
     assert list(df["text"]) == expected
-    # Hand-checked values for seed 7 (see tests/test_variants.py for how they arise).
+    # Hand-checked values for seed 22 (the seed rule is core.perturb.spec.rng_for, the sweep's).
     assert expected[1:] == [
         "when was carrow point lighthouse first lit?",
         "When was Carrow Point Lighthouse first lit?",   # p=0.25 picked no word this time
-        "When was Carrow Point Lifhthouse first kit?",
-        "was Carrow Point Lighthouse first lit?",
-        "When was Point Lighthouse first lit?",
+        "When waa Carrow Piint Lighthouse first lut?",
+        "When was Carrow Point first lit?",
+        "When Carrow Point Lighthouse first lit?",
     ]
     assert list(df["variant (edits marked)"])[1:] == [
         "⟦W→w⟧hen was ⟦C→c⟧arrow ⟦P→p⟧oint ⟦L→l⟧ighthouse first lit?",
         "When was Carrow Point Lighthouse first lit?",
-        "When was Carrow Point Li⟦g→f⟧hthouse first ⟦l→k⟧it?",
-        "⟦−When ⟧was Carrow Point Lighthouse first lit?",
-        "When was ⟦−Carrow ⟧Point Lighthouse first lit?",
+        "When wa⟦s→a⟧ Carrow P⟦o→i⟧int Lighthouse first l⟦i→u⟧t?",
+        "When was Carrow Point ⟦−Lighthouse ⟧first lit?",
+        "When ⟦−was ⟧Carrow Point Lighthouse first lit?",
     ]
-    assert list(df["n edits"]) == [0, 4, 0, 2, 1, 1]
+    assert list(df["n edits"]) == [0, 4, 0, 3, 1, 1]
 
     # Per model: answer, changed mark consistent with the answers, EM/F1 present (demo has gold);
     # on screen one column per model, in the CSV (the full table) each part apart.
@@ -105,7 +105,7 @@ def test_variants_row_choice_highlights_spans_and_renders_edits(tiny_env):
     assert 'class="qax-span"' in ctx[0] and "gold answer" in ctx[0]
 
     # Choose the context-perturbation row: the highlighted context is the perturbed one.
-    drc = registry.get("DRC").apply(example, repeat_rng(3, "DRC", 0))[0]
+    drc = registry.get("DRC").apply(example, variant_rng(3, example, Choice("DRC"), 0))[0]
     at.selectbox(key="var_row").set_value(2).run()
     assert not at.exception
     ctx = _context_html(at)
@@ -120,7 +120,7 @@ def test_variants_row_choice_highlights_spans_and_renders_edits(tiny_env):
     assert "tiny-a" in html.unescape(legend[0]) and "tiny-b" in html.unescape(legend[0])
 
     # The question row shows the deletion in the question, and the original context again.
-    drq = registry.get("DRQ").apply(example, repeat_rng(3, "DRQ", 0))[0]
+    drq = registry.get("DRQ").apply(example, variant_rng(3, example, Choice("DRQ"), 0))[0]
     at.selectbox(key="var_row").set_value(1).run()
     edits = [m.value for m in at.markdown if 'class="qax-edits"' in m.value]
     assert edits == [edits_html(example.question, drq.edits)]
@@ -186,8 +186,9 @@ def test_chain_row_uses_the_step_parameters(tiny_env):
     df = at.dataframe[0].value
     assert list(df["perturbation"]) == ["original", "TLQ+keyboard_Q", "TLQ+keyboard_Q"]
     assert list(df["params"])[1:] == ["keyboard_Q.p=0.5"] * 2
-    assert list(df["text"])[1:] == ["whrn was xarrow point lughthouse first lit?",
-                                    "whwn eas carroq point lighthouse fitst lut?"]
+    # the chain's spec as a sweep draws it (tests/test_variants.py checks the same texts)
+    assert list(df["text"])[1:] == ["when was carrow point lighthouse first lit?",
+                                    "whem was carroq point lighthouse firdt liy?"]
 
 
 def test_generate_button_says_what_it_waits_for(tiny_env):

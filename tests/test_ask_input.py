@@ -1,10 +1,11 @@
-"""core.ask_input: the Ask page's speech comparison and question-translation logic."""
+"""core.explore.ask_input: the Ask page's speech comparison and question-translation logic."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from core import ask_input, translate
+from core import translate
+from core.explore import ask_input
 from core.speech.audio import Audio
 
 ES_EN = translate.MappingTranslator({("es", "en"): {"¿Cuál es la capital de Francia?": "Which is the capital of France?"}})

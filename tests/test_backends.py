@@ -140,13 +140,13 @@ def test_under_the_policy_an_engine_answering_beside_another_uses_one_thread(mak
 
 
 def test_fingerprint_has_the_backend_only_when_it_is_not_torch(make):
-    from core.sweep import _weights_hash, engine_fingerprint
+    from core.sweeps.keys import engine_fingerprint
 
     prints = {b: engine_fingerprint(make(b)) for b in onnx_backend.BACKENDS}
     assert len(set(prints.values())) == 3  # the cache never serves one backend's answer for another
     # torch keeps the key it had before backends existed: stored sweeps stay usable
     torch_eng = make("torch")
-    h = _weights_hash(torch_eng)
+    h = torch_eng._hash_weights_and_tokenizer()
     max_length, stride = torch_eng._window_shape()
     s = torch_eng.settings
     h.update(f"{max_length}:{stride}:{s.max_answer_tokens}:{s.top_k}".encode())
@@ -154,7 +154,7 @@ def test_fingerprint_has_the_backend_only_when_it_is_not_torch(make):
 
 
 def test_a_new_quantisation_recipe_gets_a_new_cache_key(make, monkeypatch):
-    from core.sweep import engine_fingerprint
+    from core.sweeps.keys import engine_fingerprint
 
     eng = make("onnx-int8")
     before = engine_fingerprint(eng)
@@ -168,7 +168,7 @@ def _assert_fell_back(eng, torch_preds, why, caplog):
     assert why in eng.backend_message and "answering with torch" in eng.backend_message
     assert any(why in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
     assert spans(eng.predict(QS, CS)) == spans(torch_preds)
-    from core.sweep import engine_fingerprint
+    from core.sweeps.keys import engine_fingerprint
 
     # torch answered, so its predictions are stored as torch's
     assert engine_fingerprint(eng) == engine_fingerprint(make_torch_like(eng))
@@ -214,19 +214,19 @@ def test_a_bad_backend_is_refused_wherever_it_is_set(make, value):
     assert eng.settings.backend == "torch" and eng.backend_name == "torch"
 
 
-@pytest.mark.parametrize("module", ["core.evaluate", "core.sweep"])
+@pytest.mark.parametrize("module", ["core.models.evaluate", "core.sweeps.cli"])
 def test_the_clis_refuse_a_bad_backend_before_loading_anything(module, capsys):
     import importlib
 
     main = importlib.import_module(module).main
-    argv = (["--model", "no-such-model", "--dataset", "demo.en"] if module == "core.evaluate"
+    argv = (["--model", "no-such-model", "--dataset", "demo.en"] if module == "core.models.evaluate"
             else ["--dataset", "demo.en", "--perturbations", "none", "--models", "no-such-model"])
     assert main([*argv, "--backend", "tensorrt"]) == 2
     err = capsys.readouterr().err
-    # core.sweep's --backend also names where the sweep runs (local or ray, core.sweep_ray)
-    where = "local, ray, " if module == "core.sweep" else ""
+    # core.sweeps's --backend also names where the sweep runs (local or ray, core.sweeps.ray)
+    where = "local, ray, " if module == "core.sweeps.cli" else ""
     assert f"--backend must be one of {where}default, torch, onnx, onnx-int8, got 'tensorrt'" in err
-    if module == "core.sweep":
+    if module == "core.sweeps.cli":
         assert main([*argv, "--engine-backend", "tensorrt"]) == 2
         assert ("--engine-backend must be one of default, torch, onnx, onnx-int8, got 'tensorrt'"
                 in capsys.readouterr().err)
@@ -291,8 +291,8 @@ def test_sidebar_backend_reaches_the_engine_that_answers(tiny_registry, cache, m
     loaders.engine.clear()  # only engines this test's page loads count below
     monkeypatch.setattr(registry, "_cache", {})
     at = AppTest.from_file("../app.py", default_timeout=120).run()
-    assert at.selectbox(key="backend_pick").value == "torch"
-    assert at.selectbox(key="backend_pick").options == list(onnx_backend.BACKENDS)
+    assert at.selectbox(key="backend_pick").value == "default"  # the tiny model has no card: torch
+    assert at.selectbox(key="backend_pick").options == ["default (each model's)", *onnx_backend.BACKENDS]
     at.selectbox(key="backend_pick").set_value("onnx").run()
     at.button(key="ask_go").click().run()
     assert not at.exception

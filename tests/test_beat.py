@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from core import beat
-from core.beat import BeatStore, Passage, PassageSampler
+from core.collect import beat, beat_stats, beat_store
+from core.collect.beat import Passage, PassageSampler
+from core.collect.beat_store import BeatStore
 from core.datasets import demo_dataset, load_squad
 from core.types import Answer, QAExample, Span
 
@@ -75,6 +76,21 @@ def test_sampler_never_repeats_across_the_round_boundary():
     draws = [s.next() for _ in range(6)]
     assert draws[:3] == first
     assert draws[3] == second[1] and draws[4] == second[0] and draws[5] == second[2]
+
+
+def test_sampler_rebuilt_from_its_state_at_every_draw_still_covers_every_passage():
+    # The page keeps only the state and rebuilds the sampler at each "New passage". It used to
+    # decide the round-boundary swap from the last passage shown, so a rebuilt sampler swapped
+    # inside a round: [0, 0, 2] for this seed (passage 0 twice, passage 1 never).
+    state = {}
+    draws = [beat.passage_turn(state, "demo", 3, rng=random.Random(0))]
+    draws += [beat.passage_turn(state, "demo", 3, new=True) for _ in range(8)]
+    for r in range(3):
+        assert sorted(draws[3 * r:3 * r + 3]) == [0, 1, 2]
+    assert all(a != b for a, b in zip(draws, draws[1:]))
+    kept = PassageSampler(3, state["beat_sampler"]["seed"])
+    assert [kept.next() for _ in range(9)] == draws  # the same draws as one sampler kept alive
+    assert beat.passage_turn(state, "demo", 3) == draws[-1]  # a rerun keeps the passage
 
 
 def test_sampler_state_round_trips_through_json():
@@ -186,11 +202,11 @@ def test_an_attempt_survives_the_process_being_killed(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal, sys
         sys.path.insert(0, {str(ROOT)!r})
-        from core import beat
+        from core.collect import beat, beat_store
         from core.datasets import demo_dataset
         from core.types import Span
         p = beat.passages(demo_dataset("en"))[0]
-        s = beat.BeatStore({str(db)!r})
+        s = beat_store.BeatStore({str(db)!r})
         s.record_attempt(p, "Who kept the diary?", (325, 341),
                          {{"m": Span("granite", 36, 43, 0.1)}}, user="k", session="s")
         os.kill(os.getpid(), signal.SIGKILL)  # no close, no clean exit
@@ -207,7 +223,7 @@ def test_an_attempt_survives_the_process_being_killed(tmp_path):
 def test_db_path_from_argument_env_or_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("QAX_BEAT_DB", raising=False)
-    assert beat.default_db_path() == tmp_path / "cache" / "beat_the_ai.sqlite"
+    assert beat_store.default_db_path() == tmp_path / "cache" / "beat_the_ai.sqlite"
     monkeypatch.setenv("QAX_BEAT_DB", str(tmp_path / "env.sqlite"))
     with BeatStore() as s:
         assert s.path == tmp_path / "env.sqlite"
@@ -344,29 +360,29 @@ TINY = [  # (question, answer): hand-counted words, longest common n-gram, wh-cl
 
 
 def test_question_statistics_exact():
-    s = beat.set_statistics("tiny", [(q, TINY_CTX, a, "en") for q, a in TINY])
+    s = beat_stats.set_statistics("tiny", [(q, TINY_CTX, a, "en") for q, a in TINY])
     assert [(i.question_tokens, i.answer_tokens, i.longest_ngram, i.wh) for i in s.items] == [
         (5, 2, 4, "who"), (6, 2, 3, "how"), (8, 2, 1, "how"), (3, 2, 1, "other")]
     assert (s.n, s.mean_question_tokens, s.mean_answer_tokens, s.mean_longest_ngram) == (
         4, 5.5, 2.0, 2.25)
     assert s.wh_counts() == {"what": 0, "which": 0, "who": 1, "when": 0, "where": 0, "why": 0,
                              "how": 2, "other": 1}
-    assert beat.set_statistics("empty", []).mean_question_tokens is None
+    assert beat_stats.set_statistics("empty", []).mean_question_tokens is None
 
 
 def test_wh_words_in_three_languages():
-    assert beat.wh_word("In which year, and whose diary?", "en") == "which"
-    assert beat.wh_word("Whose diary was it?", "en") == "who"
-    assert beat.wh_word("Seit wann gibt es die Fähre?", "de") == "when"
-    assert beat.wh_word("Welches Instrument baute er?", "de") == "which"
-    assert beat.wh_word("谁在什么时候建了桥？", "zh") == "who"
-    assert beat.wh_word("望川桥是什么时候建成的？", "zh") == "when"
-    assert beat.wh_word("茶园有多少年历史？", "zh") == "how"
-    assert beat.wh_word("Quand?", "fr") == "n/a"
+    assert beat_stats.wh_word("In which year, and whose diary?", "en") == "which"
+    assert beat_stats.wh_word("Whose diary was it?", "en") == "who"
+    assert beat_stats.wh_word("Seit wann gibt es die Fähre?", "de") == "when"
+    assert beat_stats.wh_word("Welches Instrument baute er?", "de") == "which"
+    assert beat_stats.wh_word("谁在什么时候建了桥？", "zh") == "who"
+    assert beat_stats.wh_word("望川桥是什么时候建成的？", "zh") == "when"
+    assert beat_stats.wh_word("茶园有多少年历史？", "zh") == "how"
+    assert beat_stats.wh_word("Quand?", "fr") == "n/a"
 
 
 def test_dataset_statistics_of_the_demo_set():
-    s = beat.dataset_statistics(demo_dataset("en"))
+    s = beat_stats.dataset_statistics(demo_dataset("en"))
     assert s.n == 12 and s.name == "demo.en"
     q0 = s.items[0]  # "When was Carrow Point Lighthouse first lit?" / "14 October 1871"
     assert (q0.question_tokens, q0.answer_tokens, q0.longest_ngram, q0.wh) == (7, 3, 3, "when")
@@ -384,28 +400,28 @@ def test_fooling_rates_answerability_and_tables(store):
     store.record_validation(x2.id, "V", KEEPER, session="v")
     store.record_validation(x3.id, "V", None, session="v")
     atts = store.attempts()
-    assert beat.fooling_rates(atts) == [
+    assert beat_stats.fooling_rates(atts) == [
         {"model": "a", "attempts": 3, "fooled": 2, "fooling_rate": 2 / 3},
         {"model": "b", "attempts": 3, "fooled": 2, "fooling_rate": 2 / 3},
         {"model": "any model (ensemble)", "attempts": 3, "fooled": 1, "fooling_rate": 1 / 3}]
-    assert beat.answerability(atts) == {"validated": 2, "answerable": 1, "flagged": 1,
+    assert beat_stats.answerability(atts) == {"validated": 2, "answerable": 1, "flagged": 1,
                                         "answerability": 0.5}
-    assert beat.fooling_rates([]) == [] and beat.answerability([])["answerability"] is None
-    collected = beat.attempt_statistics("collected", atts)
-    source = beat.set_statistics("source", [(q, TINY_CTX, a, "en") for q, a in TINY[:2]])
-    rows = beat.comparison_rows([collected, source], {"collected": atts})
+    assert beat_stats.fooling_rates([]) == [] and beat_stats.answerability([])["answerability"] is None
+    collected = beat_stats.attempt_statistics("collected", atts)
+    source = beat_stats.set_statistics("source", [(q, TINY_CTX, a, "en") for q, a in TINY[:2]])
+    rows = beat_stats.comparison_rows([collected, source], {"collected": atts})
     assert rows[1] == {"set": "source", "questions": 2, "question_tokens": 5.5,
                        "answer_tokens": 2.0, "longest_common_ngram": 3.5,
                        "model_fooling_rate": None, "human_answerability": None}
     assert rows[0]["model_fooling_rate"] == 1 / 3 and rows[0]["human_answerability"] == 0.5
     assert rows[0]["question_tokens"] == (5 + 5 + 6) / 3  # "When was it first lit" has 5 words
-    wh = {(r["set"], r["wh"]): (r["count"], r["share"]) for r in beat.wh_rows([collected, source])}
+    wh = {(r["set"], r["wh"]): (r["count"], r["share"]) for r in beat_stats.wh_rows([collected, source])}
     assert wh[("collected", "when")] == (1, 1 / 3) and wh[("source", "how")] == (1, 0.5)
-    assert beat.distribution_rows([source], "longest_ngram") == [
+    assert beat_stats.distribution_rows([source], "longest_ngram") == [
         {"set": "source", "longest_ngram": 3, "count": 1, "share": 0.5},
         {"set": "source", "longest_ngram": 4, "count": 1, "share": 0.5}]
     with pytest.raises(ValueError, match="no per-question statistic 'colour'"):
-        beat.distribution_rows([source], "colour")
+        beat_stats.distribution_rows([source], "colour")
     assert Counter(a.outcome for a in atts) == {"model": 2, "human": 1} and x1.outcome == "model"
 
 
@@ -415,12 +431,12 @@ def test_fooling_rates_answerability_and_tables(store):
 WRITER = textwrap.dedent("""
     import sys
     sys.path.insert(0, {root!r})
-    from core import beat
+    from core.collect import beat, beat_store
     from core.datasets import demo_dataset
     from core.types import Span
     name, token, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     p = beat.passages(demo_dataset("en"))[0]
-    s = beat.BeatStore({db!r})
+    s = beat_store.BeatStore({db!r})
     v = s.record_validation(1, name, (112, 127), session=name, browser=token)
     print("V", v.id, flush=True)  # acknowledged: the call returned, so it is committed
     for j in range(n):

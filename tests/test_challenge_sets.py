@@ -124,7 +124,7 @@ def test_make_challenge_reports_the_rule_counts_and_table3(original, tmp_path, c
 
 
 class FakeEngine:
-    """Answers with the first word of the context; fingerprinted by name (core.sweep)."""
+    """Answers with the first word of the context; fingerprinted by name (core.sweeps)."""
 
     fingerprint = "fake-first-word"
 
@@ -135,8 +135,9 @@ class FakeEngine:
 
 
 def test_sweep_pairs_a_shifted_file_by_position_and_refuses_one_that_does_not_pair(original, tmp_path, monkeypatch):
-    from core.sweep import SweepConfig, SweepError, run_sweep
-    from core.sweep_report import sweep_specs
+    from core.sweeps.config import SweepConfig, SweepError
+    from core.sweeps.report import sweep_specs
+    from core.sweeps.run import run_sweep
 
     squad_file(tmp_path / "para.json", paraphrased(ORIGINAL))
     rows = paraphrased(ORIGINAL)
@@ -161,8 +162,9 @@ def test_sweep_pairs_a_shifted_file_by_position_and_refuses_one_that_does_not_pa
 
 def test_a_sweep_whose_pairing_is_unchanged_keeps_its_configuration_hash(original, tmp_path):
     """Options at their defaults are not stored: sweeps from before them keep their hashes."""
-    from core.store import Store
-    from core.sweep import SweepConfig, run_sweep
+    from core.sweeps.config import SweepConfig
+    from core.sweeps.run import run_sweep
+    from core.sweeps.store import Store
 
     nq = squad_file(tmp_path / "noisy.json", [(i, q.lower(), a, c) for i, q, a, c in ORIGINAL])
     db = tmp_path / "s.sqlite"
@@ -239,7 +241,7 @@ def squad2_file(path):
 
 
 def test_squad2_file_is_recognised_and_its_skipped_counts_reported(tmp_path, tiny_registry, monkeypatch, capsys):
-    from core.evaluate import main
+    from core.models.evaluate import main
 
     path = squad2_file(tmp_path / "dev-v2.0.json")
     ds = load_squad(path)
@@ -255,12 +257,12 @@ def test_squad2_file_is_recognised_and_its_skipped_counts_reported(tmp_path, tin
     assert json.loads(out.read_text())[0]["skipped"] == {"unanswerable (SQuAD 2.0 is_impossible)": 2}
 
 
-# ------------------------------------------------------------------------------------ core.evaluate
+# ------------------------------------------------------------------------------------ core.models.evaluate
 
 
 def test_evaluate_first_sample_predictions_and_csv(original, tmp_path, tiny_registry, monkeypatch, capsys):
-    from core.evaluate import main
     from core.metrics import squad_scores
+    from core.models.evaluate import main
 
     monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -284,7 +286,7 @@ def test_evaluate_first_sample_predictions_and_csv(original, tmp_path, tiny_regi
     assert all(len(p.split()) <= 5 for p in predictions.values())
     err = capsys.readouterr().err
     assert "scoring the first 3 of 5 scorable questions" in err
-    # a seeded sample: core.sweep's, reproducible, and inside the bigger sample
+    # a seeded sample: core.sweeps's, reproducible, and inside the bigger sample
     assert main(["--model", "tiny-a", "--dataset", str(original), "--sample", "2", "--seed", "4",
                  "--predictions", str(preds), "--threads", "1"]) == 0
     two = set(json.loads(preds.read_text()))

@@ -14,17 +14,16 @@ from core.datasets import (
     Dataset,
     DatasetError,
     demo_dataset,
-    detect_lang,
     discover_datasets,
     eval_contexts,
     find_eval_overlap,
-    lang_from_filename,
     load_demo,
     load_squad,
     normalize_context,
     pair_challenge,
     squad_dev_minus_xquad,
 )
+from core.langid import detect_lang, lang_from_filename
 from core.types import Answer, QAExample
 
 

@@ -1,4 +1,4 @@
-"""Consistency distillation (core.qa.distill, core.train --distill-weight): the teacher's logits on
+"""Consistency distillation (core.training.distill, core.training --distill-weight): the teacher's logits on
 the clean question land on the same context tokens of the perturbed question's window, and a run
 with distillation trains on exactly the perturbed windows that hold the answer."""
 import json
@@ -16,8 +16,8 @@ def test_teacher_logits_follow_the_context_tokens_into_the_noisy_window(env):
     import torch
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
-    from core.qa.distill import EXCLUDED, align_to_window, teacher_logits_by_char
     from core.qa.features import build_windows
+    from core.training.distill import EXCLUDED, align_to_window, teacher_logits_by_char
 
     tok = AutoTokenizer.from_pretrained(env / "base")
     model = AutoModelForQuestionAnswering.from_pretrained(env / "base")
@@ -42,7 +42,7 @@ def test_teacher_logits_follow_the_context_tokens_into_the_noisy_window(env):
 def _train(env, out, monkeypatch, *extra):
     import torch
 
-    from core import train
+    from core.training import cli as train
 
     monkeypatch.setenv("QAX_DATA_DIR", str(env / "data"))
     with torch.random.fork_rng(devices=[]):

@@ -8,7 +8,7 @@ import browser as browser_helpers
 import pytest
 from browser import CHROMIUM, launch_chromium, serve_app
 
-from core import beat
+from core.collect import beat_store
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,7 +54,7 @@ def test_browser_plays_beat_the_ai(tiny_registry, tmp_path):
         page.get_by_text(re.compile(r"^Attempt #1$")).wait_for(timeout=30_000)
         page.screenshot(path=str(ROOT / ".pytest_cache" / "e2e_beat.png"), full_page=True)
 
-    with beat.BeatStore(db) as store:
+    with beat_store.BeatStore(db) as store:
         [a] = store.attempts()
         export = store.export_squad(validated_only=False, human_won_only=False)
     assert (a.user, a.question, a.answer_text) == ("Tess", QUESTION, answer)

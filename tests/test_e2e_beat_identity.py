@@ -12,7 +12,7 @@ import time
 import pytest
 from browser import CHROMIUM, launch_chromium, serve_app
 
-from core import beat, identity
+from core.collect import beat, beat_store, identity
 from core.datasets import demo_dataset
 
 pytestmark = pytest.mark.e2e
@@ -61,7 +61,7 @@ def test_browser_token_persists_and_guards_self_validation(tmp_path):
         assert _snippets(page) == 1
 
         # A question written in this browser (as the store sees it: the cookie's token).
-        with beat.BeatStore(db) as store:
+        with beat_store.BeatStore(db) as store:
             store.record_attempt(beat.passages(demo_dataset("en"))[0], "When was it lit?",
                                  (112, 127), {"m": None}, user="Alice", session="s",
                                  browser=token)

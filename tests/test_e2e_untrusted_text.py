@@ -98,11 +98,13 @@ def _choose(page, label: str, option: str) -> None:
 
 
 def test_hostile_text_causes_no_request_on_any_page(counting_server, tiny_registry, tmp_path):
-    from core import beat
+    from core.collect import beat, beat_store
     from core.datasets import load_squad
+    from core.perturb.spec import parse_specs
     from core.qa import registry
     from core.qa.engine import EngineSettings
-    from core.sweep import SweepConfig, parse_specs, run_sweep
+    from core.sweeps.config import SweepConfig
+    from core.sweeps.run import run_sweep
 
     assert os.path.exists(CHROMIUM), "Debian chromium is required (the test command installs it)"
     port, hits = counting_server
@@ -115,7 +117,7 @@ def test_hostile_text_causes_no_request_on_any_page(counting_server, tiny_regist
     beat_db = tmp_path / "beat.sqlite"
     [passage] = beat.passages(ds)
     start = passage.context.index("Margaret")
-    with beat.BeatStore(beat_db) as store:
+    with beat_store.BeatStore(beat_db) as store:
         store.record_attempt(passage, "Stored " + _payload(port, "attempt"), (start, start + 16),
                              {"tiny-a": None}, user="mallory " + _payload(port, "user"), session="s1",
                              browser="browser-of-mallory")

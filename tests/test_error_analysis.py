@@ -13,10 +13,14 @@ import pytest
 from core.datasets import Dataset
 from core.perturb import registry
 from core.perturb.repair import repair_question, repair_with_context, spellcheck
-from core.sweep import SweepConfig, SweepError, main, parse_specs, resolve_spec, run_sweep
-from core.sweep_calibration import calibration_table, coverage_curve, score_samples
-from core.sweep_repair import repair_table
-from core.sweep_slices import SliceError, slice_cells, slice_examples
+from core.perturb.spec import SpecError, parse_specs
+from core.sweeps.calibration import calibration_table, coverage_curve, score_samples
+from core.sweeps.cli import main
+from core.sweeps.config import SweepConfig
+from core.sweeps.repair import repair_table
+from core.sweeps.resolve import resolve_spec
+from core.sweeps.run import run_sweep
+from core.sweeps.slices import SliceError, slice_cells, slice_examples
 from core.types import Answer, Prediction, QAExample, Span
 
 CTX0 = "Peyton Manning was the quarterback of the Denver Broncos. The Broncos won Super Bowl 50 in February 2016."
@@ -138,16 +142,16 @@ def test_chain_specs_parse_and_route_parameters():
                                "repair_Q.question_mark": False, "repair_Q.max_cer": 0.5}
     assert (resolved.label, resolved.family, resolved.randomised, resolved.repeats) == (
         "keyboard_Q+repair_Q(mode=all, p=0.5)", "keyboard", True, 2)
-    with pytest.raises(SweepError, match="no step accepts parameter 'n_chars'"):
+    with pytest.raises(SpecError, match="no step accepts parameter 'n_chars'"):
         resolve_spec(parse_specs("keyboard_Q+repair_Q:n_chars=2")[0], 1, registry.get, TOY)
-    with pytest.raises(SweepError, match="only be the first"):
+    with pytest.raises(SpecError, match="only be the first"):
         resolve_spec(parse_specs("repair_Q+file:noiseqa/x")[0], 1, registry.get, TOY)
-    with pytest.raises(SweepError, match="cannot repeat"):
+    with pytest.raises(SpecError, match="cannot repeat"):
         parse_specs("repair_Q+repair_Q")
 
 
 def test_chain_first_step_draws_as_on_its_own():
-    from core.sweep import example_hash
+    from core.sweeps.keys import example_hash
 
     alone = resolve_spec(parse_specs("keyboard_Q")[0], 1, registry.get, TOY)
     chain = resolve_spec(parse_specs("keyboard_Q+repair_Q:mode=none")[0], 1, registry.get, TOY)

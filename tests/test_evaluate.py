@@ -4,7 +4,8 @@ import json
 import pytest
 
 from core.datasets import demo_dataset
-from core.evaluate import evaluate, write_card
+from core.models.cards import write_card
+from core.models.evaluate import evaluate
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,7 @@ def test_write_card_merges_results_and_renders_readme(tmp_path, tiny_engine):
 
 
 def test_paired_comparison_of_a_model_with_itself_and_a_hand_made_pair(tiny_engine):
-    from core.evaluate import compare_paired
+    from core.models.evaluate import compare_paired
 
     a = evaluate(tiny_engine, demo_dataset("en"), per_question=True)
     assert len(a["per_question_f1"]) == 12 and all(0 <= f <= 1 for f in a["per_question_f1"].values())
@@ -56,7 +57,7 @@ def test_paired_comparison_of_a_model_with_itself_and_a_hand_made_pair(tiny_engi
 
 
 def test_paired_cli_needs_two_models():
-    from core.evaluate import main
+    from core.models.evaluate import main
 
     with pytest.raises(SystemExit):
         main(["--model", "minilm-squad", "--dataset", "demo.en", "--paired"])

@@ -49,8 +49,8 @@ def lora_env(tmp_path_factory):
 
 
 def _train(env, out, monkeypatch, *extra):
-    """core.train in-process, leaving the global RNGs (which it seeds) as they were."""
-    from core import train
+    """core.training in-process, leaving the global RNGs (which it seeds) as they were."""
+    from core.training import cli as train
 
     monkeypatch.setenv("QAX_DATA_DIR", str(env["data"]))
     py, npy = random.getstate(), np.random.get_state()
@@ -89,7 +89,8 @@ def _tiny_base_model(env):
 def test_lora_adapter_holds_lora_and_head_only_and_is_small(lora_env, lora_run):
     from safetensors import safe_open
 
-    from core.train import count_params, lora_settings, wrap_lora
+    from core.training.lora import lora_settings, wrap_lora
+    from core.training.train import count_params
 
     out, log = lora_run
     adapter = out / "adapter"
@@ -122,7 +123,7 @@ def test_lora_adapter_holds_lora_and_head_only_and_is_small(lora_env, lora_run):
     # answers exactly as the plain base model does, segment ids included
     from transformers import AutoTokenizer
 
-    from core.train import forward_module
+    from core.training.lora import forward_module
 
     tok = AutoTokenizer.from_pretrained(lora_env["base"])
     enc = tok(["what is the capital of germany ?"], [CONTEXTS[1]], return_tensors="pt")
@@ -180,7 +181,7 @@ def test_ship_register_and_load_merged(lora_env, lora_run, tmp_path, monkeypatch
     from peft import PeftModel
     from transformers import AutoTokenizer
 
-    from core import ship
+    from core.models import ship
     from core.qa import registry
 
     out, log = lora_run

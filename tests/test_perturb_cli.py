@@ -61,10 +61,20 @@ def test_chain_with_step_parameter_is_seeded_per_example(squad_file, tmp_path):
     make_challenge.main(args + ["--output", str(out2), "--limit", "1"])
     first = load_squad(out1).examples
     assert first[0].question == load_squad(out2).examples[0].question   # independent of the other examples
-    # lower-cased, then one row-wise neighbour per word: w->q, r->e, t->r
-    assert first[0].question == "qho weote ir?"
-    rng = make_challenge.example_rng(0, "a")
-    assert rng.random() == make_challenge.example_rng(0, "a").random() != make_challenge.example_rng(1, "a").random()
+    # lower-cased, then one row-wise neighbour per word: h->g, w->e, t->r
+    assert first[0].question == "wgo erote ir?"
+    # the spec language says the same: the parameter written in the spec instead of --param
+    out3 = tmp_path / "3.json"
+    make_challenge.main(["--input", str(squad_file), "--perturbation", "TLQ+keyboard_Q:p=1.0", "--seed", "0",
+                         "--output", str(out3)])
+    assert [e.question for e in load_squad(out3).examples] == [e.question for e in first]
+    # each example draws from rng_for(seed, example, spec, 0): a sweep's repeat 0 and the Variants page's
+    from core.perturb.compose import Composite
+    from core.perturb.spec import rng_for
+
+    original = load_squad(squad_file).examples[0]
+    chain = Composite(["TLQ", "keyboard_Q"], {"keyboard_Q": {"p": 1.0}})
+    assert chain.apply(original, rng_for(0, original, "TLQ+keyboard_Q:p=1.0", 0))[0].text == first[0].question
 
 
 def test_context_perturbation_keeps_answer_offsets(squad_file, tmp_path):

@@ -19,11 +19,12 @@ def ex(question=Q, context="Doctor Who started in 1963.", answers=(Answer("1963"
 def test_tlq_then_keyboard_recomputes_edits_by_diff():
     c = compose(["TLQ", "keyboard_Q"], {"keyboard_Q": {"p": 1.0}})
     v = c.apply(ex(), random.Random(0))[0]
-    # lower-cased first, then every word with a letter gets one row-wise QWERTY typo
-    assert v.text == "whem dif dovtor eho atart on 1963?"
+    # lower-cased first, then every word with a letter gets one row-wise QWERTY typo (the second
+    # step draws from core.perturb.spec.step_rng: a generator seeded by the first's, as in a sweep)
+    assert v.text == "whwn sid dictor eho srart on 1963?"
     assert c.id == "TLQ+keyboard_Q" and c.randomised and c.family == "keyboard"
     assert [m["id"] for m in v.meta["chain"]] == ["TLQ", "keyboard_Q"]
-    # keyboard noise hit letters TLQ had produced ("w" of "when"): offsets no longer line up
+    # keyboard noise hit a letter TLQ had produced ("w" of "who"): offsets no longer line up
     assert v.meta["edits_from"] == "diff" and {e.kind for e in v.edits} == {"composite"}
     assert apply_edits(ex(), "question", v.edits).question == v.text
     assert v.cer == pytest.approx(8 / 34)

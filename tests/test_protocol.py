@@ -5,7 +5,7 @@ import pytest
 from core.qa.engine import EngineSettings, QAEngine
 from core.qa.protocol import QAModel, fingerprint_of
 
-# Computed with core.sweep.engine_fingerprint on the code before the fingerprint moved into the
+# Computed with core.sweep.engine_fingerprint (now core.sweeps.keys) on the code before the fingerprint moved into the
 # engine (commit 821746f), for the shipped minilm-squad: stored sweeps' prediction keys hold these.
 PINNED = {
     "defaults": "9320d06fa19f917707c6",

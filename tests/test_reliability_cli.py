@@ -69,7 +69,7 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-# ------------------------------------------------------------------------------ core.evaluate
+# ------------------------------------------------------------------------------ core.models.evaluate
 
 
 EVALUATE_CASES = {
@@ -105,15 +105,15 @@ def test_evaluate_bad_input(env, case):
     d = env[0]
     before = sorted(p.name for p in d.iterdir())
     json_out = [] if "--json" in args else ["--json", d / f"out-{case}.json"]
-    proc = run(env, "core.evaluate", *[a.format(d=d) for a in args], *json_out)
-    assert_refused(proc, "core.evaluate", *fragments)
+    proc = run(env, "core.models.evaluate", *[a.format(d=d) for a in args], *json_out)
+    assert_refused(proc, "core.models.evaluate", *fragments)
     assert proc.stdout == ""  # refused before any evaluation
     assert sorted(p.name for p in d.iterdir()) == before  # no --json output, nothing else either
 
 
 def test_evaluate_reports_what_it_skips_on_a_squad2_file(env):
     d = env[0]
-    proc = run(env, "core.evaluate", "--model", "tiny-a", "--dataset", d / "squad2.json", "--json", d / "s2.json")
+    proc = run(env, "core.models.evaluate", "--model", "tiny-a", "--dataset", d / "squad2.json", "--json", d / "s2.json")
     assert proc.returncode == 0, proc.stderr
     assert (f"{d / 'squad2.json'}: scored 2 of 4 questions; skipped 2: 1 unanswerable (SQuAD 2.0 "
             "is_impossible), 1 empty question") in proc.stderr
@@ -124,12 +124,12 @@ def test_evaluate_reports_what_it_skips_on_a_squad2_file(env):
 
 
 def test_debug_shows_the_traceback(env):
-    proc = run(env, "core.evaluate", "--model", "nope", "--dataset", "demo.en", "--debug")
+    proc = run(env, "core.models.evaluate", "--model", "nope", "--dataset", "demo.en", "--debug")
     assert proc.returncode == 1 and "Traceback" in proc.stderr
     assert "ModelLoadError: no model named 'nope'" in proc.stderr
 
 
-# -------------------------------------------------------------------------------- core.sweep
+# -------------------------------------------------------------------------------- core.sweeps
 
 
 SWEEP = ["--dataset", "demo.en", "--perturbations", "TLQ", "--models", "tiny-a", "--sample", "3", "--quiet"]
@@ -144,26 +144,26 @@ def test_batch_size_minus_one_never_reaches_the_prediction_cache(env, tmp_path):
     """Before: exit 0, every prediction empty (F1 0.0), and those empty predictions cached, so a
     later correct run of the same configuration in that database reused them."""
     db = tmp_path / "sweeps.sqlite"
-    bad = run(env, "core.sweep", *SWEEP, "--db", db, "--batch-size", "-1")
-    assert_refused(bad, "core.sweep", "--batch-size must be at least 1, got -1")
+    bad = run(env, "core.sweeps", *SWEEP, "--db", db, "--batch-size", "-1")
+    assert_refused(bad, "core.sweeps", "--batch-size must be at least 1, got -1")
     assert not db.exists()  # refused before the database was opened
 
-    good = run(env, "core.sweep", *SWEEP, "--db", db)
+    good = run(env, "core.sweeps", *SWEEP, "--db", db)
     assert good.returncode == 0, good.stderr
     assert "6 predictions computed, 0 from cache" in good.stdout
     rows = predictions(db)
     assert len(rows) == 6 and all(answer and start is not None and end > start for answer, start, end in rows)
 
     before = digest(db)
-    again = run(env, "core.sweep", *SWEEP, "--db", db, "--batch-size", "-1")
-    assert_refused(again, "core.sweep", "--batch-size must be at least 1, got -1")
+    again = run(env, "core.sweeps", *SWEEP, "--db", db, "--batch-size", "-1")
+    assert_refused(again, "core.sweeps", "--batch-size must be at least 1, got -1")
     assert digest(db) == before and predictions(db) == rows
 
 
 @pytest.fixture(scope="module")
 def sweep_db(env, tmp_path_factory):
     db = tmp_path_factory.mktemp("sweepdb") / "sweeps.sqlite"
-    proc = run(env, "core.sweep", *SWEEP, "--db", db, "--name", "toy")
+    proc = run(env, "core.sweeps", *SWEEP, "--db", db, "--name", "toy")
     assert proc.returncode == 0, proc.stderr
     return db
 
@@ -190,8 +190,8 @@ SWEEP_CASES = {
 def test_sweep_bad_input_leaves_the_database_alone(env, sweep_db, case):
     args, fragments = SWEEP_CASES[case]
     before = digest(sweep_db)
-    proc = run(env, "core.sweep", *args, "--db", sweep_db, "--quiet")
-    assert_refused(proc, "core.sweep", *fragments)
+    proc = run(env, "core.sweeps", *args, "--db", sweep_db, "--quiet")
+    assert_refused(proc, "core.sweeps", *fragments)
     assert digest(sweep_db) == before
 
 
@@ -199,14 +199,14 @@ def test_sweep_db_that_is_not_sqlite_is_refused_untouched(env):
     d = env[0]
     before = digest(d / "not-sqlite.db")
     for args in (["--list"], ["--show", "toy"], SWEEP):  # SWEEP: refused before a model loads
-        proc = run(env, "core.sweep", *args, "--db", d / "not-sqlite.db")
-        assert_refused(proc, "core.sweep", "not-sqlite.db", "SQLite")
+        proc = run(env, "core.sweeps", *args, "--db", d / "not-sqlite.db")
+        assert_refused(proc, "core.sweeps", "not-sqlite.db", "SQLite")
         assert digest(d / "not-sqlite.db") == before
 
 
 def test_sweep_show_without_a_database(env, tmp_path):
-    proc = run(env, "core.sweep", "--show", "toy", "--db", tmp_path / "none.sqlite")
-    assert_refused(proc, "core.sweep", "no sweep database at", "cannot show 'toy'")
+    proc = run(env, "core.sweeps", "--show", "toy", "--db", tmp_path / "none.sqlite")
+    assert_refused(proc, "core.sweeps", "no sweep database at", "cannot show 'toy'")
     assert not (tmp_path / "none.sqlite").exists()
 
 
@@ -233,7 +233,7 @@ def test_make_challenge_bad_input_writes_nothing(env, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
-# ------------------------------------------------------------------- core.train, core.ship, natural_mt
+# ------------------------------------------------------------------- core.training, core.models.ship, natural_mt
 
 
 @pytest.fixture(scope="module")
@@ -264,8 +264,8 @@ def test_train_refuses_a_planted_checkpoint_before_it_runs_code(env, train_env, 
     out.mkdir()
     torch.save({"model": {}, "opt": {}, "sched": {}, "step": 1, "log": {}, "lora": None,
                 "rng": {"torch": _Planted(marker)}}, out / "checkpoint.pt")
-    proc = run((env[0], {**env[1], "QAX_DATA_DIR": str(train_env / "data")}), "core.train", *train_args(train_env, out))
-    assert_refused(proc, "core.train", "checkpoint.pt holds more than tensors and plain data (a reference to exec)")
+    proc = run((env[0], {**env[1], "QAX_DATA_DIR": str(train_env / "data")}), "core.training", *train_args(train_env, out))
+    assert_refused(proc, "core.training", "checkpoint.pt holds more than tensors and plain data (a reference to exec)")
     assert not marker.exists()
     assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt"]  # no model, no log
 
@@ -275,8 +275,8 @@ def test_train_refuses_a_planted_checkpoint_before_it_runs_code(env, train_env, 
     (["--stride", "40"], "--stride must be at most half of --max-length (48), got 40"),
 ])
 def test_train_bad_numbers(env, train_env, tmp_path, extra, fragment):
-    proc = run(env, "core.train", *train_args(train_env, tmp_path / "run"), *extra)
-    assert_refused(proc, "core.train", fragment)
+    proc = run(env, "core.training", *train_args(train_env, tmp_path / "run"), *extra)
+    assert_refused(proc, "core.training", fragment)
     assert not (tmp_path / "run").exists()
 
 
@@ -289,32 +289,32 @@ def test_ship_bad_input_writes_nothing(env, tmp_path):
         (["--run", run_dir, "--name", "ok"], ["train_log.json not found"]),
     ]
     for args, fragments in cases:
-        proc = run(env, "core.ship", *args, "--description", "d", "--dest", dest)
-        assert_refused(proc, "core.ship", *fragments)
+        proc = run(env, "core.models.ship", *args, "--description", "d", "--dest", dest)
+        assert_refused(proc, "core.models.ship", *fragments)
     (run_dir / "train_log.json").write_text('{"base": "minilm"}')
-    proc = run(env, "core.ship", "--run", run_dir, "--name", "ok", "--description", "d", "--dest", dest)
-    assert_refused(proc, "core.ship", "lacks args", "not a complete core.train log")
+    proc = run(env, "core.models.ship", "--run", run_dir, "--name", "ok", "--description", "d", "--dest", dest)
+    assert_refused(proc, "core.models.ship", "lacks args", "not a complete core.training log")
     assert not dest.exists() and not (tmp_path / "escaped").exists()
 
 
 def test_natural_mt_bad_input_writes_nothing(env, tmp_path):
     d = env[0]
-    proc = run(env, "core.natural_mt", "--lang", "es", "--output", tmp_path / "o.json", "--limit", "0")
-    assert_refused(proc, "core.natural_mt", "--limit must be at least 1, got 0")
-    proc = run(env, "core.natural_mt", "--lang", "es", "--output", d / "a-file" / "o.json")
-    assert_refused(proc, "core.natural_mt", "--output", "a-file is a file, not a folder")
+    proc = run(env, "core.translate.natural_mt", "--lang", "es", "--output", tmp_path / "o.json", "--limit", "0")
+    assert_refused(proc, "core.translate.natural_mt", "--limit must be at least 1, got 0")
+    proc = run(env, "core.translate.natural_mt", "--lang", "es", "--output", d / "a-file" / "o.json")
+    assert_refused(proc, "core.translate.natural_mt", "--output", "a-file is a file, not a folder")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_sweep_list_of_a_folder_is_refused(env, tmp_path):
-    proc = run(env, "core.sweep", "--list", "--db", tmp_path)
-    assert_refused(proc, "core.sweep", "is a folder, not a sweep database")
+    proc = run(env, "core.sweeps", "--list", "--db", tmp_path)
+    assert_refused(proc, "core.sweeps", "is a folder, not a sweep database")
 
 
 def test_sweep_list_and_show_never_write_to_the_store(env, sweep_db):
     """Reading is read-only: listing and showing leave the database byte for byte."""
     before = digest(sweep_db)
     for args in (["--list"], ["--show", "toy"]):
-        proc = run(env, "core.sweep", *args, "--db", sweep_db)
+        proc = run(env, "core.sweeps", *args, "--db", sweep_db)
         assert proc.returncode == 0, proc.stderr
         assert digest(sweep_db) == before

@@ -3,7 +3,7 @@ database is written unless it is a new file or an existing sweep store.
 
 Every bad input below is refused with a message that names the problem, and nothing is written:
 files keep their bytes (compared byte for byte), no database appears, no table is added. The
-pages are driven with AppTest; the CLI through ``core.sweep.main``.
+pages are driven with AppTest; the CLI through ``core.sweeps.cli.main``.
 """
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import config
-from core import sweep_report as report
-from core.datasets import Dataset
-from core.store import Store, StoreError
-from core.sweep import SweepConfig, SweepError, load_dataset, resolve_data_file, run_sweep
+from core.datasets import Dataset, DatasetError, load_dataset, resolve_data_file
+from core.sweeps import report as report
+from core.sweeps.config import SweepConfig, SweepError
+from core.sweeps.run import run_sweep
+from core.sweeps.store import Store, StoreError
 from core.types import Answer, Prediction, QAExample, Span
 
 SWEEPS = "../pages/sweeps.py"
@@ -98,7 +99,7 @@ def test_file_spec_outside_the_data_directory_is_refused(roots, tmp_path, spec, 
 def test_symlink_escaping_the_data_directory_is_refused(roots, tmp_path):
     link = roots["data"] / "noiseqa" / "linked.json"
     link.symlink_to(roots["secret"] / "toy-secret.json")
-    with pytest.raises(SweepError, match="climbs out of"):
+    with pytest.raises(DatasetError, match="climbs out of"):
         resolve_data_file("noiseqa/linked", roots["data"])
     with pytest.raises(SweepError, match="climbs out of"):
         run_sweep(SweepConfig("toy", ["file:noiseqa/linked"], ["echo"]), {"echo": Echo()},
@@ -119,13 +120,13 @@ def test_file_spec_inside_the_roots_still_works(roots, tmp_path, monkeypatch):
 def test_confined_dataset_names(roots):
     """The web UI loads data sets confined: a path outside the roots (a stored sweep's data set
     named by the CLI) or climbing out of the data directory is refused; names inside still load."""
-    with pytest.raises(SweepError, match="is outside the folders this app may use"):
+    with pytest.raises(DatasetError, match="is outside the folders this app may use"):
         load_dataset(str(roots["secret"] / "toy-secret.json"), confined=True)
-    with pytest.raises(SweepError, match="climbs out of"):
+    with pytest.raises(DatasetError, match="climbs out of"):
         load_dataset("../secret/toy-secret", confined=True)
-    with pytest.raises(SweepError, match="climbs out of"):
+    with pytest.raises(DatasetError, match="climbs out of"):
         load_dataset("../secret/toy-secret")          # the CLI's data-dir lookup too
-    with pytest.raises(SweepError, match="climbs out of"):
+    with pytest.raises(DatasetError, match="climbs out of"):
         load_dataset("file:../secret/toy-secret")     # a data set given as file:
     assert len(load_dataset("xquad/xquad.en", confined=True)) == 2
     assert len(load_dataset("file:noiseqa/toy-keyboard-natural")) == 2
@@ -133,7 +134,7 @@ def test_confined_dataset_names(roots):
 
 
 def test_cli_file_spec_escape_exits_2_and_writes_nothing(roots, tmp_path, tiny_registry, monkeypatch, capsys):
-    from core.sweep import main
+    from core.sweeps.cli import main
 
     monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -1,6 +1,6 @@
 """Bad input at the engine's boundary (issue 23, item 6 and 9): settings are checked whenever they
 are set, n_best >= 1, no answer made of punctuation, a sweep's cache key follows the settings,
-core.evaluate counts what it skips, and a planted checkpoint is refused before it runs code."""
+core.models.evaluate counts what it skips, and a planted checkpoint is refused before it runs code."""
 import dataclasses
 import json
 
@@ -47,7 +47,7 @@ def test_a_bad_setting_is_refused_wherever_it_is_set(engine, field, value, messa
 
 
 def test_batch_size_minus_one_set_later_never_gives_empty_answers(engine):
-    """Before: ``engine.settings.batch_size = -1`` (what core.sweep did with --batch-size -1) ran
+    """Before: ``engine.settings.batch_size = -1`` (what core.sweeps did with --batch-size -1) ran
     no forward pass at all and every prediction came back empty."""
     with pytest.raises(SettingsError):
         engine.settings.batch_size = -1
@@ -112,7 +112,7 @@ def test_long_question_in_a_short_window_is_cut_not_a_tokenizer_panic(engine):
 def test_fingerprint_follows_settings_changed_after_the_first_call(engine):
     """Before: the fingerprint was memoised per engine object, so a setting changed later (a
     page's max_answer_tokens) kept keying the old answers in the prediction cache."""
-    from core.sweep import engine_fingerprint
+    from core.sweeps.keys import engine_fingerprint
 
     e = QAEngine(engine.model, engine.tokenizer, EngineSettings(threads=1), device="cpu")
     first = engine_fingerprint(e)
@@ -130,10 +130,10 @@ def test_fingerprint_follows_settings_changed_after_the_first_call(engine):
 def test_default_settings_keep_the_fingerprint_of_stored_sweeps(engine):
     """Keys of stored sweeps keep their meaning: the settings string hashed after the weights
     is the one hashed before (max_length:stride:max_answer_tokens:top_k)."""
-    from core.sweep import _weights_hash, engine_fingerprint
+    from core.sweeps.keys import engine_fingerprint
 
     e = QAEngine(engine.model, engine.tokenizer, EngineSettings(threads=1), device="cpu")
-    h = _weights_hash(e)
+    h = e._hash_weights_and_tokenizer()
     h.update(b"128:64:30:20")  # the tiny model's 128 positions cut max_length 384 and stride 128
     assert engine_fingerprint(e) == h.hexdigest()[:20]
 
@@ -142,7 +142,7 @@ def test_default_settings_keep_the_fingerprint_of_stored_sweeps(engine):
 
 
 def test_evaluate_counts_unanswerable_and_empty_questions_instead_of_scoring_them(engine):
-    from core.evaluate import evaluate
+    from core.models.evaluate import evaluate
 
     good = [e for e in demo_dataset("en").examples[:3]]
     extra = [
@@ -175,7 +175,7 @@ class _Planted:
 def test_a_planted_checkpoint_is_refused_before_its_code_runs(tmp_path):
     import torch
 
-    from core.train import CheckpointError, load_checkpoint
+    from core.training.train import CheckpointError, load_checkpoint
 
     marker = tmp_path / "pwned.txt"
     ckpt = tmp_path / "checkpoint.pt"
@@ -187,11 +187,11 @@ def test_a_planted_checkpoint_is_refused_before_its_code_runs(tmp_path):
 
 
 def test_what_train_saves_loads_with_weights_only(tmp_path):
-    """The state core.train saves (model, AdamW, LambdaLR, step, log, LoRA settings, RNG state)
+    """The state core.training saves (model, AdamW, LambdaLR, step, log, LoRA settings, RNG state)
     is tensors and plain data: it loads with weights_only=True and restores the RNG exactly."""
     import torch
 
-    from core.train import CheckpointError, load_checkpoint
+    from core.training.train import CheckpointError, load_checkpoint
 
     m = torch.nn.Linear(3, 2)
     opt = torch.optim.AdamW([{"params": m.parameters(), "lr": 1e-3}], weight_decay=0.01)
@@ -213,7 +213,7 @@ def test_what_train_saves_loads_with_weights_only(tmp_path):
     with pytest.raises(CheckpointError, match="not a readable checkpoint"):
         load_checkpoint(tmp_path / "other.pt", "cpu")
     torch.save({"weights": torch.zeros(1)}, tmp_path / "foreign.pt")
-    with pytest.raises(CheckpointError, match="not a core.train checkpoint"):
+    with pytest.raises(CheckpointError, match="not a core.training checkpoint"):
         load_checkpoint(tmp_path / "foreign.pt", "cpu")
 
 
@@ -243,7 +243,7 @@ def test_fingerprint_does_not_depend_on_what_the_engine_answered_before(tiny_reg
     tokenizer as loaded, so an engine that already answered (the app's, shared by the pages)
     and a fresh one (the CLI's) key the same sweep and the same cached predictions."""
     from core.qa import registry
-    from core.sweep import engine_fingerprint
+    from core.sweeps.keys import engine_fingerprint
 
     monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
     used = registry.load_engine("tiny-a")

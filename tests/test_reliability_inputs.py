@@ -2,7 +2,7 @@
 message the visitor reads and that nothing was written or lost (issue 23, items 4, 5 and 8).
 
 Uploads go through the Beat-the-AI page (AppTest) and core.datasets; audio through the browser
-recorder's path (core.speech.recorder) and a speech trial's store; names through core.beat's
+recorder's path (core.speech.recorder) and a speech trial's store; names through core.collect.beat_store's
 store and the page. ``BAD_UPLOADS``, ``BAD_AUDIO`` and ``BAD_IDENTITIES`` list the distinct bad
 inputs.
 """
@@ -20,7 +20,8 @@ import soundfile as sf
 from rendered import shown
 from streamlit.testing.v1 import AppTest
 
-from core import beat, identity, safe_json, trials
+from core import safe_json
+from core.collect import beat, beat_store, identity, trials
 from core.datasets import Dataset, DatasetError, demo_dataset, load_squad
 from core.speech import recorder, tts
 from core.speech.audio import AudioError, to_wav_bytes
@@ -269,7 +270,7 @@ def _count(db, table: str) -> int:
 @pytest.mark.parametrize("name, token, message", BAD_IDENTITIES, ids=[repr(b[0]) for b in BAD_IDENTITIES])
 def test_an_author_can_never_validate_their_own_question(tmp_path, name, token, message):
     db = tmp_path / "beat.sqlite"
-    with beat.BeatStore(db) as store:
+    with beat_store.BeatStore(db) as store:
         a = store.record_attempt(LIGHT, "When was it first lit?", DATE, {"m": None},
                                  user="Alice", session="s1", browser=ALICE_TOKEN)
         before = (_count(db, "attempts"), _count(db, "validations"))
@@ -280,7 +281,7 @@ def test_an_author_can_never_validate_their_own_question(tmp_path, name, token, 
 
 
 def test_one_validation_per_browser_and_per_name(tmp_path):
-    with beat.BeatStore(tmp_path / "beat.sqlite") as store:
+    with beat_store.BeatStore(tmp_path / "beat.sqlite") as store:
         a = store.record_attempt(LIGHT, "When was it first lit?", DATE, {"m": None},
                                  user="Alice", session="s1", browser=ALICE_TOKEN)
         store.record_validation(a.id, "Bob", DATE, session="s2", browser=OTHER_TOKEN)
@@ -301,7 +302,7 @@ def test_one_validation_per_browser_and_per_name(tmp_path):
 
 def test_a_schema_1_store_is_upgraded_and_its_rows_keep_working(tmp_path):
     db = tmp_path / "old.sqlite"
-    old_schema = re.sub(r"\n\s*browser\s+TEXT NOT NULL DEFAULT '',[^\n]*", "", beat.SCHEMA)
+    old_schema = re.sub(r"\n\s*browser\s+TEXT NOT NULL DEFAULT '',[^\n]*", "", beat_store.SCHEMA)
     assert "browser" not in old_schema
     with sqlite3.connect(db) as c:
         c.executescript(old_schema)
@@ -314,7 +315,7 @@ def test_a_schema_1_store_is_upgraded_and_its_rows_keep_working(tmp_path):
         c.execute("INSERT INTO validations (attempt_id, created_at, validator, validator_key, "
                   "session, answer_start, answer_end, answer_text, f1, threshold, agrees) VALUES "
                   "(1, '2024-01-02', 'Bob', 'bob', 's2', 112, 127, '14 October 1871', 1, 0.4, 1)")
-    with beat.BeatStore(db) as store:
+    with beat_store.BeatStore(db) as store:
         [a] = store.attempts()
         assert (a.user, a.browser, a.validations, a.validation_status) == (
             "Alice", "", 1, "answerable")
@@ -332,7 +333,7 @@ def test_the_page_does_not_offer_your_own_question_under_a_look_alike_name(beat_
     at = _page()
     token = at.session_state["browser_token"][0]  # AppTest has no browser: a session token
     assert identity.valid_token(token) and at.session_state["browser_token"][1] is False
-    with beat.BeatStore(beat_env) as store:
+    with beat_store.BeatStore(beat_env) as store:
         store.record_attempt(LIGHT, f"Who? {MD_IMAGE}", DATE, {"m": None}, user="Alice",
                              session="elsewhere", browser=ALICE_TOKEN)
         mine = store.record_attempt(LIGHT, "Mine?", (325, 341), {"m": None}, user="Zed",
@@ -349,7 +350,7 @@ def test_the_page_does_not_offer_your_own_question_under_a_look_alike_name(beat_
 
 
 def test_disagreements_list_shows_stored_markdown_as_text(beat_env):
-    with beat.BeatStore(beat_env) as store:
+    with beat_store.BeatStore(beat_env) as store:
         a = store.record_attempt(LIGHT, f"When? {MD_IMAGE} {MD_LINK}", DATE, {"m": None},
                                  user=f"=HYPERLINK(\"http://x\") {MD_IMAGE}", session="s")
         store.record_validation(a.id, "Bob", None, session="v")

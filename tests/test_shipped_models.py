@@ -52,7 +52,7 @@ def test_shipped_model_is_registered_and_installed(name):
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_model_answers_known_xquad_question(name, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from core.sweep import load_dataset
+    from core.datasets import load_dataset
 
     if name not in _shipped_installed():
         pytest.fail(f"{name} is not installed")
@@ -117,7 +117,7 @@ def test_chinese_model_is_registered_for_chinese_with_its_measured_figures():
 @pytest.mark.needs_data("xquad/xquad.zh.json")
 def test_chinese_model_answers_known_xquad_zh_questions(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from core.sweep import load_dataset
+    from core.datasets import load_dataset
 
     ds = load_dataset("xquad/xquad.zh")
     eng = registry.load_engine("minilm-cmrc-zh")

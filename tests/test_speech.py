@@ -450,7 +450,7 @@ def test_recorder_records_from_a_capture_device(tmp_path, kal16_question):
 
 def test_loading_whisper_keeps_torch_threads():
     """CTranslate2 resets the process's OpenMP thread count when it loads Whisper (measured: a
-    ``core.train --threads 1`` run trained on 2 threads after TTS -> ASR augmentation). The
+    ``core.training --threads 1`` run trained on 2 threads after TTS -> ASR augmentation). The
     engine restores torch's setting. A fresh process, so that nothing is loaded already."""
     code = ("import torch; torch.set_num_threads(1)\n"
             "assert torch.get_num_threads() == 1\n"   # starts OpenMP, as a loaded QA model has

@@ -22,19 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from core import sweep_report as report
-from core.datasets import Dataset, demo_dataset
-from core.store import Store, StoreError
-from core.sweep import (
-    PerturbationSpec,
-    SweepConfig,
-    SweepError,
-    load_dataset,
-    parse_specs,
-    run_sweep,
-    sample_examples,
-)
-from core.traps import find_trap, sentence_spans
+from core.datasets import Dataset, DatasetError, demo_dataset, load_dataset, sample_examples
+from core.perturb.spec import PerturbationSpec, SpecError, parse_specs
+from core.sweeps import report as report
+from core.sweeps.config import SweepConfig, SweepError
+from core.sweeps.run import run_sweep
+from core.sweeps.store import Store, StoreError
+from core.sweeps.traps import find_trap, sentence_spans
 from core.types import Answer, Prediction, QAExample, Span
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,7 +64,7 @@ class CountingEngine:
     """Wraps a real engine and records every predict call and pair."""
 
     def __init__(self, engine):
-        from core.sweep import engine_fingerprint
+        from core.sweeps.keys import engine_fingerprint
 
         self.engine = engine
         self.fingerprint = engine_fingerprint(engine)
@@ -184,11 +178,11 @@ def test_parse_specs_expands_ranges_lists_and_files():
     assert [s.params_dict for s in voices] == [
         {"voice": "flite:slt", "engine": "pocketsphinx"},
         {"voice": "espeak-ng:en-us+f3", "engine": "pocketsphinx"}]
-    with pytest.raises(SweepError, match="key=value"):
+    with pytest.raises(SpecError, match="key=value"):
         parse_specs("DCRQ:n_chars")
-    with pytest.raises(SweepError, match="empty range"):
+    with pytest.raises(SpecError, match="empty range"):
         parse_specs("DCRQ:n_chars=3..1")
-    with pytest.raises(SweepError, match="no perturbations"):
+    with pytest.raises(SpecError, match="no perturbations"):
         parse_specs(" , ")
 
 
@@ -214,7 +208,7 @@ def test_sample_is_seeded_and_nested():
 
 def test_load_dataset_names():
     assert load_dataset("demo.en").name == "demo.en"
-    with pytest.raises(SweepError, match="neither a file nor found"):
+    with pytest.raises(DatasetError, match="neither a file nor found"):
         load_dataset("no/such/set", data_dir=REPO / "assets")
 
 
@@ -454,7 +448,9 @@ sys.path.insert(0, {repo!r})
 from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 from core.datasets import demo_dataset
 from core.qa.engine import EngineSettings, QAEngine
-from core.sweep import SweepConfig, parse_specs, run_sweep
+from core.perturb.spec import parse_specs
+from core.sweeps.config import SweepConfig
+from core.sweeps.run import run_sweep
 
 model_dir, db, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
 engine = QAEngine(AutoModelForQuestionAnswering.from_pretrained(model_dir),
@@ -561,7 +557,7 @@ def test_file_challenge_paired_by_id(tmp_path):
 
 
 def test_cli_list_and_show(tmp_path, capsys):
-    from core.sweep import main
+    from core.sweeps.cli import main
 
     db = tmp_path / "s.sqlite"
     run, _ = toy_run(db, name="toy-sweep")
@@ -598,7 +594,7 @@ def test_model_differences_paired_by_example(tmp_path):
 
 
 def test_cli_compare_two_models(tmp_path, capsys):
-    from core.sweep import main
+    from core.sweeps.cli import main
 
     better = dict(ANSWERS, **{"Who built the palace in Würzburg?": "Balthasar Neumann"})
     db = tmp_path / "s.sqlite"

@@ -1,12 +1,12 @@
 """Interrupted sweeps (issue 23, item 10): a CLI sweep SIGKILLed at several points, then resumed.
 
-``python -m core.sweep`` runs in a child process whose model answers slowly (a sleep before each
+``python -m core.sweeps`` runs in a child process whose model answers slowly (a sleep before each
 batched predict call, so the parent can kill it between two committed chunks), with chunks of 3
 units and the tiny model of tests/conftest.py. It is killed before its first chunk, after 1, 3
 and 5 chunks (in the clean phase and in the perturbed one), resumed each time by the same
 command, and finally finished; its rows must equal those of an uninterrupted run, none lost or
 duplicated. After every kill the sweep lists as interrupted (its owner process is gone), not as
-running, in core.sweep_report, ``--list`` and the Sweeps page, which resumes it.
+running, in core.sweeps.report, ``--list`` and the Sweeps page, which resumes it.
 
 (tests/test_sweep.py kills a run_sweep worker once mid-sweep; this file covers the CLI, several
 kill points and how a killed sweep is shown.)
@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import sweep_report as report
-from core.store import SCHEMA, STALE_AFTER_S, Store, effective_status, process_identity
+from core.sweeps import report as report
+from core.sweeps.store import SCHEMA, STALE_AFTER_S, Store, effective_status, process_identity
 
 REPO = Path(__file__).resolve().parents[1]
 CHUNK = 3
@@ -47,7 +47,7 @@ def slow_predict(self, *args, **kwargs):   # the parent kills the sweep during t
     return predict(self, *args, **kwargs)
 
 QAEngine.predict = slow_predict
-from core.sweep import main
+from core.sweeps.cli import main
 sys.exit(main(sys.argv[2:]))
 """
 ROWS = ("SELECT 'clean', model, '', '', 0, example_hash, prediction_key, em, f1 FROM clean_results "
@@ -85,7 +85,7 @@ def _sweep_started(db: Path) -> bool:
 
 
 def run_cli(env: dict, db: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "core.sweep", *ARGS, "--db", str(db), *extra],
+    return subprocess.run([sys.executable, "-m", "core.sweeps", *ARGS, "--db", str(db), *extra],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -111,7 +111,7 @@ def kill_after(env: dict, script: Path, db: Path, chunks: int, delay: float = 1.
 
 
 def test_cli_sweep_killed_at_several_points_resumes_to_the_same_rows(cli_env, tmp_path, capsys):
-    from core.sweep import main
+    from core.sweeps.cli import main
 
     script = tmp_path / "slow_cli.py"
     script.write_text(SLOW_CLI.format(repo=str(REPO)))

@@ -1,4 +1,4 @@
-"""Sweeps on Ray (core.sweep_ray): the same rows as the local backend, a killed model actor
+"""Sweeps on Ray (core.sweeps.ray): the same rows as the local backend, a killed model actor
 and a SIGKILLed driver both end in the complete, identical sweep, and the Sweeps page runs one.
 
 One local Ray (num_cpus=2) serves the whole file; the CLI runs join it with --address. The
@@ -21,10 +21,11 @@ import pytest
 
 pytest.importorskip("ray")
 
-from core import sweep_report as report  # noqa: E402
 from core.datasets import demo_dataset  # noqa: E402
-from core.store import Store  # noqa: E402
-from core.sweep import SweepConfig, run_sweep  # noqa: E402
+from core.sweeps import report as report  # noqa: E402
+from core.sweeps.config import SweepConfig  # noqa: E402
+from core.sweeps.run import run_sweep  # noqa: E402
+from core.sweeps.store import Store  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = "TUQ,DRQ:n_words=1..2,file:noisy"
@@ -85,7 +86,7 @@ def env(tiny_registry, tmp_path_factory, data_dir):
 @pytest.fixture(scope="module")
 def cluster(env):
     """One local Ray with 2 CPUs for the file; yields its address for the CLI drivers."""
-    from core import sweep_ray
+    from core.sweeps import ray as sweep_ray
 
     ray = sweep_ray.connect(num_cpus=2)
     yield ray.get_runtime_context().gcs_address
@@ -118,7 +119,7 @@ def _same_sweep(db: Path, reference: Path, name: str = "s") -> None:
 
 
 def test_ray_sweep_gives_the_rows_of_the_local_backend(cluster, local_db, data_dir, tmp_path):
-    from core.sweep_ray import run_sweep_ray
+    from core.sweeps.ray import run_sweep_ray
 
     seen: list = []
     db = tmp_path / "ray.sqlite"
@@ -139,7 +140,7 @@ def test_ray_sweep_gives_the_rows_of_the_local_backend(cluster, local_db, data_d
 def test_a_model_actor_killed_mid_sweep_is_replaced_and_the_sweep_completes(cluster, local_db, data_dir, tmp_path):
     import ray
 
-    from core.sweep_ray import run_sweep_ray
+    from core.sweeps.ray import run_sweep_ray
 
     states: list = []
     killed: list[str] = []
@@ -163,7 +164,7 @@ def test_a_model_actor_killed_mid_sweep_is_replaced_and_the_sweep_completes(clus
 SLOW_RAY_CLI = """
 import sys, time
 sys.path.insert(0, {repo!r})
-import core.sweep_ray as sweep_ray
+import core.sweeps.ray as sweep_ray
 
 delay = float(sys.argv[1])
 
@@ -173,13 +174,13 @@ class SlowActor(sweep_ray.ModelActor):   # defined here, so Ray ships it to the 
         return super().predict(questions, contexts)
 
 sweep_ray.ModelActor = SlowActor
-from core.sweep import main
+from core.sweeps.cli import main
 sys.exit(main(sys.argv[2:]))
 """
 
 
 def test_a_sigkilled_ray_driver_resumes_to_the_same_sweep(cluster, env, local_db, tmp_path, capsys):
-    from core.sweep import main
+    from core.sweeps.cli import main
 
     script = tmp_path / "slow_ray_cli.py"
     script.write_text(SLOW_RAY_CLI.format(repo=str(REPO)))
@@ -206,7 +207,7 @@ def test_a_sigkilled_ray_driver_resumes_to_the_same_sweep(cluster, env, local_db
     [sweep] = report.list_sweeps(db)
     assert (sweep["stored_status"], sweep["status"]) == ("running", "interrupted")
 
-    resumed = subprocess.run([sys.executable, "-m", "core.sweep", *args], cwd=REPO, env=env, capture_output=True,
+    resumed = subprocess.run([sys.executable, "-m", "core.sweeps", *args], cwd=REPO, env=env, capture_output=True,
                              text=True, timeout=300)     # the same command, not slowed: resumes
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     out = resumed.stdout
@@ -220,7 +221,7 @@ def test_a_sigkilled_ray_driver_resumes_to_the_same_sweep(cluster, env, local_db
 
 
 def test_ray_flags_need_the_ray_backend(capsys):
-    from core.sweep import main
+    from core.sweeps.cli import main
 
     base = ["--dataset", "demo.en", "--perturbations", "TUQ", "--models", "tiny-a"]
     assert main([*base, "--workers", "2"]) == 2

@@ -1,4 +1,4 @@
-"""Noise augmentation for training (core.train.augment_examples): reproducible from a seed, the old
+"""Noise augmentation for training (core.training.augment.augment_examples): reproducible from a seed, the old
 uniform rule unchanged, weights and per-entry params honoured, round-trip MT translated in one
 batch, and questions a perturbation cannot handle skipped rather than ending the run."""
 import random
@@ -6,7 +6,7 @@ import random
 import pytest
 
 from core.perturb.catalogue import translation
-from core.train import augment_examples, parse_augment_spec
+from core.training.augment import augment_examples, parse_augment_spec
 from core.types import Answer, QAExample
 
 CONTEXT = "The Panthers defense gave up just 308 points, ranking sixth in the league."
@@ -70,7 +70,7 @@ def test_unspeakable_question_is_skipped_not_fatal():
 
 
 def test_bad_augment_spec_stops_training_before_any_model_loads(capsys):
-    from core import train
+    from core.training import cli as train
 
     with pytest.raises(SystemExit):
         train.main(["--base", "minilm", "--train", "x.json", "--output", "unused", "--augment-share", "0.3",

@@ -1,4 +1,4 @@
-"""Multi-stage training (core.train --init-from) and what shipping does with it: the second
+"""Multi-stage training (core.training --init-from) and what shipping does with it: the second
 stage starts from the first stage's trained weights, its card lists every earlier stage, and a
 card keeps the evaluations measured earlier only while the weights are the same bytes."""
 import json
@@ -16,7 +16,7 @@ def env(tmp_path_factory):
 def _train(env, out, monkeypatch, *extra):
     import torch
 
-    from core import train
+    from core.training import cli as train
 
     monkeypatch.setenv("QAX_DATA_DIR", str(env / "data"))
     with torch.random.fork_rng(devices=[]):
@@ -49,8 +49,8 @@ def test_second_stage_starts_from_the_first(env, tmp_path, monkeypatch):
 
 
 def test_card_lists_earlier_stages_and_drops_stale_evaluations(env, tmp_path, monkeypatch):
-    from core.evaluate import write_card
-    from core.ship import ship
+    from core.models.cards import write_card
+    from core.models.ship import ship
 
     s1, s2 = tmp_path / "s1", tmp_path / "s2"
     _train(env, s1, monkeypatch)
@@ -71,11 +71,11 @@ def test_card_lists_earlier_stages_and_drops_stale_evaluations(env, tmp_path, mo
     assert "evaluations" not in card
     assert len(card["weights_sha256"]) == 64
     [stage] = card["training"]["earlier_stages"]
-    assert stage.startswith("2 steps, 3 questions: python -m core.train --base ")
+    assert stage.startswith("2 steps, 3 questions: python -m core.training --base ")
     assert stage.endswith(f"(weights then in {s1 / 'model'})")
     assert "--init-from" in card["training"]["command"]
     readme = (target / "README.md").read_text()
-    assert "- earlier_stages:\n  1. 2 steps, 3 questions: python -m core.train" in readme
+    assert "- earlier_stages:\n  1. 2 steps, 3 questions: python -m core.training" in readme
 
     # a third stage from the shipped two-stage model keeps the whole chain, oldest first
     s3 = tmp_path / "s3"

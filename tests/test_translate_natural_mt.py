@@ -1,14 +1,16 @@
-"""core.natural_mt: XQuAD-style natural MT challenge sets (human X question -> MT -> English)."""
+"""core.translate.natural_mt: XQuAD-style natural MT challenge sets (human X question -> MT -> English)."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from core import natural_mt, translate
+from core import translate
 from core.datasets import Dataset, load_squad
-from core.sweep import SweepConfig, run_sweep
-from core.sweep_report import cells
+from core.sweeps.config import SweepConfig
+from core.sweeps.report import cells
+from core.sweeps.run import run_sweep
+from core.translate import natural_mt
 from core.types import Answer, Prediction, QAExample, Span
 
 CTX1 = "Paris is the capital of France."

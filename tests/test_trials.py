@@ -1,4 +1,4 @@
-"""core.trials: natural ASR trials (recordings kept on disk, crash repair, transcripts, challenge sets).
+"""core.collect.trials: natural ASR trials (recordings kept on disk, crash repair, transcripts, challenge sets).
 
 Speech is made with flite's kal16 voice and transcribed with PocketSphinx (exact transcripts
 measured with flite 2.2 and pocketsphinx 5.1.1; whisper is left out to keep the CPU free).
@@ -17,12 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import trials
-from core.datasets import Dataset, load_squad
+from core.collect import trial_sets, trials
+from core.datasets import Dataset, load_squad, sample_examples
 from core.speech import tts
 from core.speech.audio import AudioError, to_wav_bytes
-from core.sweep import SweepConfig, run_sweep, sample_examples
-from core.sweep_report import cells
+from core.sweeps.config import SweepConfig
+from core.sweeps.report import cells
+from core.sweeps.run import run_sweep
 from core.types import Answer, Prediction, QAExample, Span
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,15 +161,15 @@ def test_recording_survives_a_kill_before_it_is_indexed(tmp_path, wavs):
         import os, signal, sys
         sys.path.insert(0, {str(ROOT)!r})
         from pathlib import Path
-        from core import trials
+        from core.collect import trials
         trial = trials.open_trial("t", {str(tmp_path)!r})
-        connect = trial._connect
-        def connect_or_die():
+        index = trial._index
+        def index_or_die(**kwargs):
             # Killed at the first database access after the audio is on disk: the index step.
             if (trial.recordings_dir / "q1" / "001.wav").exists():
                 os.kill(os.getpid(), signal.SIGKILL)
-            return connect()
-        trial._connect = connect_or_die
+            return index(**kwargs)
+        trial._index = index_or_die
         trial.add_recording("q1", Path({str(wav)!r}).read_bytes())
     """)
     proc = subprocess.run([sys.executable, "-c", child], capture_output=True, timeout=120)
@@ -227,24 +228,25 @@ def test_challenge_sets_wer_and_a_sweep_over_them(tmp_path, wavs, monkeypatch):
     for qid in ("q1", "q3"):
         trial.transcribe(trial.add_recording(qid, wavs[qid]), ["pocketsphinx"])
     trial.skip("q2")
-    challenge = trial.challenge_set("pocketsphinx")
+    challenge = trial_sets.challenge_set(trial, "pocketsphinx")
     assert [(e.id, e.question, e.context) for e in challenge.examples] == [
         ("q1", "what is the capital of france", CTX), ("q3", "when was that our completed", CTX)]
     with pytest.raises(trials.TrialError, match="no transcript by whisper-base"):
-        trial.challenge_set("whisper-base")
+        trial_sets.challenge_set(trial, "whisper-base")
 
     # WER: q1 perfect; q3 "the tower" -> "that our": 2 substitutions; corpus 2 / (6 + 5) words.
-    [row] = trial.wer_summary()
+    [row] = trial_sets.wer_summary(trial)
     assert (row["speaker"], row["engine"], row["n"]) == ("Ana María", "pocketsphinx", 2)
     assert row["wer"] == pytest.approx(100 * 2 / 11)
-    assert trials.speaker_wer([trial]) == [{"speaker": "Ana María", "engine": "pocketsphinx", "n": 2,
+    assert trial_sets.speaker_wer([trial]) == [{"speaker": "Ana María", "engine": "pocketsphinx", "n": 2,
                                             "wer": pytest.approx(100 * 2 / 11), "cer": row["cer"]}]
 
-    paths = trial.write_challenge_sets()
+    paths = trial_sets.write_challenge_sets(trial)
     assert set(paths) == {"original", "pocketsphinx"}
     assert [e.question for e in load_squad(paths["pocketsphinx"]).examples] == \
         ["what is the capital of france", "when was that our completed"]
-    assert f"--dataset {paths['original']} --perturbations file:{paths['pocketsphinx']}" in trial.sweep_command(paths)
+    command = trial_sets.sweep_command(trial, paths)
+    assert f"--dataset {paths['original']} --perturbations file:{paths['pocketsphinx']}" in command
 
     # The sweep reads the set as file:<path>, paired by id: the per-speaker F1 (NoiseQA Table 10).
     config = SweepConfig(str(paths["original"]), [f"file:{paths['pocketsphinx']}"], ["fake"])

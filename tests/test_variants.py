@@ -1,15 +1,10 @@
-"""core.variants (generation, batching, table) and components.edits on hand-checked cases."""
-import random
+"""core.explore.variants (generation, batching, table) and components.edits on hand-checked cases."""
 
 import pytest
 
 from components.edits import edits_html
 from core import datasets
-from core.perturb import registry
-from core.perturb.base import Edit, Perturbation
-from core.perturb.compose import Composite
-from core.types import Answer, Prediction, QAExample, Span
-from core.variants import (
+from core.explore.variants import (
     Choice,
     answer_variants,
     edit_segments,
@@ -17,17 +12,25 @@ from core.variants import (
     incompatibility_reason,
     marked_text,
     params_label,
-    repeat_rng,
     results_table,
     row_label,
+    variant_rng,
 )
+from core.perturb import registry
+from core.perturb.base import Edit, Perturbation
+from core.perturb.compose import Composite
+from core.perturb.spec import rng_for
+from core.types import Answer, Prediction, QAExample, Span
 
 EX = datasets.demo_dataset("en").examples[0]   # "When was Carrow Point Lighthouse first lit?"
 
 
-def test_seed_rule_is_the_documented_string_seed():
-    assert repeat_rng(7, "DRQ", 1).random() == random.Random("7:DRQ:1").random()
-    assert repeat_rng(7, "DRQ", 1).random() != repeat_rng(7, "DRQ", 0).random()
+def test_seed_rule_is_the_sweeps_rng_for():
+    """A row's generator is core.perturb.spec.rng_for (the sweep's and make_challenge's)."""
+    assert variant_rng(7, EX, Choice("DRQ"), 1).random() == rng_for(7, EX, "DRQ", 1).random()
+    assert variant_rng(7, EX, Choice("DRQ"), 1).random() != variant_rng(7, EX, Choice("DRQ"), 0).random()
+    chain = Choice("TLQ+keyboard_Q", {"keyboard_Q": {"p": 0.5}})
+    assert variant_rng(7, EX, chain, 0).random() == rng_for(7, EX, "TLQ+keyboard_Q:p=0.5", 0).random()
 
 
 def test_generate_rows_in_choice_order_deterministic_once():
@@ -39,8 +42,8 @@ def test_generate_rows_in_choice_order_deterministic_once():
     # DRQ deletes one random word with the whitespace before it (or after it, at the start).
     assert [r.text for r in rows] == [
         "When was Carrow Point Lighthouse first lit?",
-        "was Carrow Point Lighthouse first lit?",
         "When was Point Lighthouse first lit?",
+        "When Carrow Point Lighthouse first lit?",
         "when was carrow point lighthouse first lit?",
     ]
     assert [round(r.wer, 4) for r in rows] == [0.0, round(1 / 7, 4), round(1 / 7, 4), round(4 / 7, 4)]
@@ -51,8 +54,8 @@ def test_generate_rows_in_choice_order_deterministic_once():
 
 def test_params_reach_the_perturbation_and_are_recorded():
     rows, _ = generate_variants(EX, [Choice("DCRQ", {"n_words": 2, "n_chars": 2})], seed=5, repeats=2)
-    assert [r.text for r in rows[1:]] == ["When ws Carrow Point Lighthue first lit?",
-                                          "Wn was Carrow Point Lighthouse first lt?"]
+    assert [r.text for r in rows[1:]] == ["When was Carrow Point Lighthouse fst lt?",
+                                          "When was Carrow Pot Lighthse first lit?"]
     assert rows[1].params == {"n_words": 2, "n_chars": 2}
 
 
@@ -60,11 +63,11 @@ def test_context_variant_keeps_gold_offsets_and_question():
     rows, _ = generate_variants(EX, [Choice("DRC")], seed=3, repeats=1)
     row = rows[1]
     assert row.field == "context" and row.example.question == EX.question
-    assert row.edits == [Edit(261, 264, "", "delete_word")]          # "22 " before "nautical miles"
-    assert row.text == EX.context[:261] + EX.context[264:]
+    assert row.edits == [Edit(24, 31, "", "delete_word")]          # "stands " after "Lighthouse"
+    assert row.text == EX.context[:24] + EX.context[31:]
     (gold,) = row.example.answers
     assert row.text[gold.answer_start:gold.answer_start + len(gold.text)] == "14 October 1871"
-    assert marked_text(row.original_text, row.edits, window=20) == "…lamp can be seen from ⟦−22 ⟧nautical miles away on…"
+    assert marked_text(row.original_text, row.edits, window=20) == "Carrow Point Lighthouse ⟦−stands ⟧on a granite headland…"
 
 
 def test_notes_say_why_no_row():
@@ -85,14 +88,15 @@ def test_notes_say_why_no_row():
 def test_chain_is_one_choice_with_step_params_and_its_own_seed():
     rows, notes = generate_variants(EX, [Choice("TLQ+keyboard_Q", {"keyboard_Q": {"p": 0.5}}), Choice("DRQ+DRC")],
                                     seed=7, repeats=2)
-    # lower-case first, then keyboard noise on half the words, one generator per repeat
+    # lower-case first, then keyboard noise on each word with p=0.5 (none drawn in repeat 0), one
+    # generator per repeat: the sweep's (rng_for), its later step's drawn from it (step_rng)
     assert [(r.perturbation, r.repeat, r.text) for r in rows[1:]] == [
-        ("TLQ+keyboard_Q", 0, "whrn was xarrow point lughthouse first lit?"),
-        ("TLQ+keyboard_Q", 1, "whwn eas carroq point lighthouse fitst lut?")]
-    assert rows[1].text == Composite(["TLQ", "keyboard_Q"], {"keyboard_Q": {"p": 0.5}}).apply(
-        EX, random.Random("7:TLQ+keyboard_Q:0"))[0].text
-    assert marked_text(rows[1].original_text, rows[1].edits) == \
-        "⟦W→w⟧h⟦e→r⟧n was ⟦C→x⟧arrow ⟦P→p⟧oint ⟦Li→lu⟧ghthouse first lit?"
+        ("TLQ+keyboard_Q", 0, "when was carrow point lighthouse first lit?"),
+        ("TLQ+keyboard_Q", 1, "whem was carroq point lighthouse firdt liy?")]
+    assert rows[2].text == Composite(["TLQ", "keyboard_Q"], {"keyboard_Q": {"p": 0.5}}).apply(
+        EX, rng_for(7, EX, "TLQ+keyboard_Q:p=0.5", 1))[0].text
+    assert marked_text(rows[2].original_text, rows[2].edits) == \
+        "⟦W→w⟧he⟦n→m⟧ was ⟦C→c⟧arro⟦w→q⟧ ⟦P→p⟧oint ⟦L→l⟧ighthouse fir⟦s→d⟧t li⟦t→y⟧?"
     assert params_label(rows[1].params) == "keyboard_Q.p=0.5"
     assert [(n.perturbation, n.status, n.message) for n in notes] == [
         ("DRQ+DRC", "skipped", "composite steps must perturb one field, got ['context', 'question'] for ['DRQ', 'DRC']")]
@@ -145,7 +149,7 @@ class CountingEngine:
 
 
 def test_one_predict_call_per_model_with_identical_pairs_answered_once():
-    rows, _ = generate_variants(EX, [Choice("keyboard_Q"), Choice("DRQ")], seed=7, repeats=2)
+    rows, _ = generate_variants(EX, [Choice("keyboard_Q"), Choice("DRQ")], seed=22, repeats=2)
     assert rows[1].text == EX.question                     # keyboard_Q r0 changed nothing
     a, b = CountingEngine(), CountingEngine()
     seen = []
@@ -160,7 +164,7 @@ def test_one_predict_call_per_model_with_identical_pairs_answered_once():
 
 def test_results_table_marks_changes_and_scores_against_gold():
     ex = QAExample("x", "Who built it?", "Ann built it in 1871.", (Answer("Ann", 0),), lang="en")
-    rows, _ = generate_variants(ex, [Choice("TUQ"), Choice("DRQ")], seed=1, repeats=1)
+    rows, _ = generate_variants(ex, [Choice("TUQ"), Choice("DRQ")], seed=3, repeats=1)
     assert [r.text for r in rows] == ["Who built it?", "WHO BUILT IT?", "Who built?"]
 
     def sp(t, s):

@@ -1,4 +1,4 @@
-"""Vocabulary extension for Chinese on an English vocabulary (core.qa.vocab, core.train
+"""Vocabulary extension for Chinese on an English vocabulary (core.training.vocab, core.training
 --extend-vocab-min-count): the characters the tokenizer maps to [UNK] become tokens, the model
 grows embedding rows to match, and the trained model saves and loads with them."""
 import json
@@ -29,7 +29,7 @@ def zh_env(tmp_path, monkeypatch):
 def _run(base, train, out, *extra):
     import torch
 
-    from core import train as core_train
+    from core.training import cli as core_train
 
     with torch.random.fork_rng(devices=[]):
         return core_train.main(["--base", str(base), "--train", str(train), "--output", str(out),
@@ -63,7 +63,7 @@ def test_training_adds_unknown_characters_and_saves_them(zh_env, tmp_path):
     assert len(ids) == 2 and tok.unk_token_id not in ids
 
     # shipping carries the added tokens and says so on the card
-    from core.ship import ship
+    from core.models.ship import ship
 
     target = ship(out, "tiny-zh", "tiny", [], dest=tmp_path / "shipped")
     card = json.loads((target / "model_card.json").read_text())
@@ -108,7 +108,7 @@ def test_a_further_stage_extends_a_trained_model(zh_env, tmp_path):
     assert log["vocabulary_extension"]["added"] == len("埃菲尔铁塔？在建于年。是的首都哪") == 16
     assert log["init_from"]["path"] == str(tmp_path / "s1" / "model")
     assert log["args"]["embedding_lr"] == 0.05
-    from core.ship import ship
+    from core.models.ship import ship
 
     card = json.loads((ship(tmp_path / "s2", "tiny-s2", "tiny", [], dest=tmp_path / "shipped")
                        / "model_card.json").read_text())["training"]
@@ -125,7 +125,7 @@ def test_a_further_stage_extends_a_trained_model(zh_env, tmp_path):
 def test_embedding_lr_puts_the_embeddings_in_their_own_group():
     import torch
 
-    from core.train import param_groups
+    from core.training.train import param_groups
 
     model = torch.nn.Sequential(torch.nn.Embedding(5, 3), torch.nn.Linear(3, 2))
     model.get_input_embeddings = lambda: model[0]

@@ -6,7 +6,7 @@ a model:
 
   MFT  minimum functionality: the answer must match ``expect`` (SQuAD exact match, after
        normalisation: case, punctuation, articles);
-  INV  invariance: the answer to the question perturbed by ``perturb`` (any spec of core.sweep:
+  INV  invariance: the answer to the question perturbed by ``perturb`` (any spec of core.sweeps:
        ``keyboard_Q``, ``typo_Q:rate=0.2``, ``keyboard_Q+repair_Q:mode=all``) must equal the answer
        to the original (normalised); a case the perturbation does not apply to is skipped;
   DIR  directional: after replacing ``replace[0]`` by ``replace[1]`` in the context, the answer
@@ -112,7 +112,8 @@ def _case_rng(seed: int, test: str, index: int) -> random.Random:
 def _perturber(spec_text: str) -> Callable[[QAExample, random.Random], QAExample | None]:
     """The ``perturb`` spec as a function (example, rng) -> perturbed example, or None when it does not apply."""
     from core.perturb import registry
-    from core.sweep import SweepError, parse_specs, resolve_spec
+    from core.perturb.spec import SpecError, parse_specs
+    from core.sweeps.resolve import resolve_spec
 
     try:
         specs = parse_specs(spec_text)
@@ -121,7 +122,7 @@ def _perturber(spec_text: str) -> Callable[[QAExample, random.Random], QAExample
         if specs[0].is_file or any(s.startswith("file:") for s in specs[0].id.split("+")):
             raise BehaviourError(f"perturb {spec_text!r}: a behaviour test perturbs with a generator, not a file")
         resolved = resolve_spec(specs[0], 1, registry.get, None)
-    except SweepError as e:
+    except SpecError as e:   # SweepError (resolving) is one too
         raise BehaviourError(f"perturb {spec_text!r}: {e}") from None
 
     def apply(example: QAExample, rng: random.Random) -> QAExample | None:

@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     entries = {name: get_entry(name) for name in args.model}
     if args.card:
-        from core.evaluate import read_card
+        from core.models.cards import read_card
 
         for name, entry in entries.items():
             if entry.local_dir() is None:

@@ -74,7 +74,7 @@ def capability_entry(bfile: BehaviourFile, results: Sequence, label: str, sha256
 def write_capabilities(model_dir: Path, bfile: BehaviourFile, path: str | Path, results: Sequence) -> Path:
     """Write ``results`` (one model's) into ``model_dir``'s card and re-render its README."""
     from core import cli
-    from core.evaluate import read_card, render_card_markdown
+    from core.models.cards import read_card, render_card_markdown
 
     card = read_card(model_dir)
     label = file_label(path)

@@ -52,7 +52,7 @@ class TestSpec:
     question: str
     context: str
     expect: str | None = None               # MFT: the answer
-    perturb: str | None = None              # INV: a perturbation spec (core.sweep spec language)
+    perturb: str | None = None              # INV: a perturbation spec (core.sweeps spec language)
     replace: tuple[str, str] | None = None  # DIR: (text in the context, its replacement)
     expect_after: str | None = None         # DIR: the answer after the edit (optional)
     fill: dict[str, tuple[str, ...]] = field(default_factory=dict)

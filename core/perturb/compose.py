@@ -1,7 +1,9 @@
 """Composition: several perturbations applied in sequence (e.g. translate, then keyboard noise).
 
 ``Composite(["TLQ", "keyboard_Q"])`` applies each registered perturbation to the previous step's
-perturbed example, with the same ``rng`` (so a seeded composite is reproducible). A step that
+perturbed example. Step i draws from :func:`core.perturb.spec.step_rng` (the first step from
+``rng`` itself, each later one from a generator seeded by it), exactly as a sweep's chain does, so a
+seeded composite is reproducible and gives the sweep's variant for the same generator. A step that
 returns several variants contributes its first one; a step that does not apply (None) makes the
 whole composite not apply (None) - a chain is only reported when every link ran.
 
@@ -13,7 +15,9 @@ and final texts with difflib (:func:`core.perturb.base.diff_edits`, kind ``"comp
 ``meta["edits_from"]`` says which ("steps" or "diff"); ``meta["chain"]`` holds each step's meta.
 
 All steps must perturb the same field. A composite is not registered (it is built on demand);
-its id is the step ids joined by "+".
+its id is the step ids joined by "+", and :attr:`Composite.spec` its spec in the language of
+:mod:`core.perturb.spec` (``keyboard_Q+DPQ``, step parameters as ``STEP.name``). :func:`build`
+turns any spec text (``keyboard_Q:p=0.5+DPQ``) into the perturbation and the parameters to apply.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from typing import Any
 
 from core.perturb import registry
 from core.perturb.base import Edit, Perturbation, PerturbationError, Variant, diff_edits, error_rates
+from core.perturb.spec import PerturbationSpec, SpecError, chain_step_specs, parse_spec, step_rng
 from core.types import QAExample
 
 
@@ -90,6 +95,12 @@ class Composite(Perturbation):
         languages = [set(p.languages) for p in self.steps if p.languages is not None]
         self.languages = tuple(sorted(set.intersection(*languages))) if languages else None
 
+    @property
+    def spec(self) -> PerturbationSpec:
+        """This chain as a spec: its id with each step's parameters as ``STEP.name``."""
+        return PerturbationSpec.make(self.id, {f"{step}.{k}": v for step, values in self.step_params.items()
+                                               for k, v in values.items()})
+
     def is_compatible(self, example: QAExample) -> bool:
         return all(p.is_compatible(example) for p in self.steps)
 
@@ -105,8 +116,8 @@ class Composite(Perturbation):
             raise PerturbationError(f"{self.id}: pass step parameters to Composite(params=...), got {sorted(params)}")
         original = getattr(example, self.field)
         current, chain, accumulated, mapped = example, [], [], True
-        for p in self.steps:
-            variants = p.apply(current, rng, **self.step_params.get(p.id, {}))
+        for n, p in enumerate(self.steps):
+            variants = p.apply(current, step_rng(rng, n), **self.step_params.get(p.id, {}))
             if not variants:
                 return None
             step = variants[0]
@@ -137,8 +148,33 @@ def compose(ids: Sequence[str], params: dict[str, dict[str, Any]] | None = None)
 
 
 def resolve(spec: str) -> Perturbation:
-    """A registered perturbation by id, or a composite for "ID1+ID2+..." (used by the CLI and UI)."""
+    """A registered perturbation by id, or a composite for "ID1+ID2+..." (used by the CLI and UI);
+    spec text with parameters (``keyboard_Q:p=0.5+DPQ``) builds the composite with them."""
     ids = [part.strip() for part in spec.split("+")]
     if any(not part for part in ids):
         raise PerturbationError(f"empty id in perturbation spec {spec!r}")
-    return registry.get(ids[0]) if len(ids) == 1 else Composite(ids)
+    if len(ids) == 1 and ":" not in spec:
+        return registry.get(ids[0])
+    return build(spec)[0]
+
+
+def build(spec: PerturbationSpec | str) -> tuple[Perturbation, dict[str, Any]]:
+    """The perturbation a spec names and the parameters to pass to its ``apply``: a registered
+    perturbation with the spec's parameters, or a :class:`Composite` (its step parameters inside it,
+    none to pass). SpecError for text that is not one spec (a list, a family, a ``file:``).
+
+    >>> p, params = build("keyboard_Q:p=0.5")
+    >>> p.id, params
+    ('keyboard_Q', {'p': 0.5})
+    >>> c, params = build("TLQ+keyboard_Q:p=1")
+    >>> c.id, c.step_params, params, str(c.spec)
+    ('TLQ+keyboard_Q', {'TLQ': {}, 'keyboard_Q': {'p': 1}}, {}, 'TLQ+keyboard_Q(keyboard_Q.p=1)')
+    """
+    if isinstance(spec, str):
+        spec = parse_spec(spec)
+    if spec.is_file or any(step.is_file for step in ([spec] if not spec.is_chain else chain_step_specs(spec))):
+        raise SpecError(f"{spec.id}: a challenge file is data, not a perturbation")
+    if not spec.is_chain:
+        return registry.get(spec.id), spec.params_dict
+    steps = chain_step_specs(spec)
+    return Composite([s.id for s in steps], {s.id: s.params_dict for s in steps}), {}

@@ -1,18 +1,21 @@
 """Write a challenge set: a SQuAD-format data set with one perturbation applied to every example.
 
-    python -m core.perturb.make_challenge --input xquad.en.json --perturbation keyboard_Q \\
-        --seed 0 --output xquad-keyboard-ours.json [--param p=0.5] [--limit 200]
+    python -m core.perturb.make_challenge --input xquad.en.json --perturbation keyboard_Q:p=0.5 \\
+        --seed 0 --output xquad-keyboard-ours.json [--limit 200]
 
 The output has the layout of NoiseQA's challenge sets: the same ids, titles and contexts, only the
 perturbed field changed (the question, or the context for context perturbations, with answer
 offsets shifted). Examples the perturbation does not apply to (no verb, no numeral, ...) or is not
 compatible with (language) keep their original text, unless ``--only-perturbed`` leaves them out.
 
-``--perturbation`` takes a registered id or a chain "ID1+ID2" (:mod:`core.perturb.compose`);
-``--param name=value`` sets a parameter (value parsed as JSON, else taken as a string); for a
-chain, ``--param keyboard_Q.p=1.0`` sets a step's parameter. Each example gets its own
-``random.Random`` seeded from ``(seed, example id)``, so one example's variant does not depend on
-which other examples are in the file.
+``--perturbation`` takes one spec in the language of :mod:`core.perturb.spec`, as the sweep CLI
+does: a registered id with parameters (``keyboard_Q:p=0.5``) or a chain (``keyboard_Q:p=0.5+DPQ``,
+:mod:`core.perturb.compose`). ``--param name=value`` (the older flag) adds a parameter (value
+parsed as JSON, else taken as a string); for a chain, ``--param keyboard_Q.p=1.0`` sets a step's.
+Each example draws from :func:`core.perturb.spec.rng_for` (seed, example, spec, repeat 0): the
+generator a sweep with the same seed gives its first repeat and the Variants page its repeat 0, so
+the three show the same variant, and one example's variant does not depend on which other
+examples are in the file.
 
 Printed summary: NoiseQA's Table 3, corpus CER, WER and BLEU of the perturbed field against the
 original, as the paper defines it (CER/WER lower-cased without punctuation, BLEU uncased as
@@ -31,9 +34,7 @@ the Table 3 figures of the paired questions. Nothing is written.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -43,13 +44,8 @@ from core.datasets import Dataset, load_squad, pair_challenge
 from core.metrics.text_distance import noise_summary, table3_summary
 from core.perturb import compose
 from core.perturb.base import Perturbation
+from core.perturb.spec import PerturbationSpec, parse_spec, rng_for
 from core.types import QAExample
-
-
-def example_rng(seed: int, example_id: str) -> random.Random:
-    """The generator for one example: seeded from sha256 of (seed, id), independent of file order."""
-    digest = hashlib.sha256(f"{seed}\x00{example_id}".encode("utf-8")).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 def parse_params(items: list[str]) -> tuple[dict, dict[str, dict]]:
@@ -81,9 +77,17 @@ class ChallengeResult:
     reasons: Counter = field(default_factory=Counter)      # incompatibility reasons
 
 
+def spec_of(perturbation: Perturbation, params: dict) -> PerturbationSpec:
+    """The spec a perturbation applied with ``params`` is (a Composite carries its own)."""
+    own = getattr(perturbation, "spec", None)
+    return own if isinstance(own, PerturbationSpec) else PerturbationSpec.make(perturbation.id, params)
+
+
 def build_challenge(examples: list[QAExample], perturbation: Perturbation, seed: int, params: dict,
                     only_perturbed: bool = False) -> ChallengeResult:
-    """Apply ``perturbation`` to each example (first variant) and collect the counts."""
+    """Apply ``perturbation`` to each example (first variant, drawn from
+    ``rng_for(seed, example, spec, 0)``) and collect the counts."""
+    spec = spec_of(perturbation, params)
     prepare = getattr(perturbation, "prepare", None)
     if prepare is not None:
         prepare([e for e in examples if perturbation.is_compatible(e)], **params)
@@ -96,7 +100,7 @@ def build_challenge(examples: list[QAExample], perturbation: Perturbation, seed:
             result.counts["incompatible"] += 1
             new = None
         else:
-            variants = perturbation.apply(example, example_rng(seed, example.id), **params)
+            variants = perturbation.apply(example, rng_for(seed, example, spec, 0), **params)
             new = variants[0].example if variants else None
             if new is None:
                 result.counts["not applicable"] += 1
@@ -161,6 +165,24 @@ def measure_challenge(original: Dataset, challenge: Dataset, pair_by: str = "aut
 PROG = "python -m core.perturb.make_challenge"
 
 
+def _perturbation(text: str, param_flags: list[str]) -> tuple[Perturbation, dict]:
+    """(the perturbation, the parameters to apply) from --perturbation's spec and --param flags;
+    bad ids and parameters fail here, before the data is read."""
+    flat, per_step = parse_params(param_flags)
+    spec = parse_spec(text)
+    if spec.is_chain:
+        if flat:
+            raise ValueError("for a chain, name the step: --param STEP_ID.name=value")
+        extra = {f"{step}.{k}": v for step, values in per_step.items() for k, v in values.items()}
+    else:
+        if per_step:
+            raise ValueError("STEP.name=value parameters are only for chains (ID1+ID2)")
+        extra = flat
+    perturbation, params = compose.build(PerturbationSpec.make(spec.id, {**spec.params_dict, **extra}))
+    perturbation.resolve_params(params)   # fail before reading the data
+    return perturbation, params
+
+
 @cli.command(PROG)
 def main(argv: list[str] | None = None) -> int:
     """Bad input (an unknown id or parameter, an unreadable input, an output that cannot be
@@ -168,13 +190,15 @@ def main(argv: list[str] | None = None) -> int:
     the output is written whole at the end or not at all."""
     parser = cli.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     parser.add_argument("--input", required=True, help="SQuAD-format JSON file (XQuAD, SQuAD dev, ...)")
-    parser.add_argument("--perturbation", help="registered id, or a chain ID1+ID2")
+    parser.add_argument("--perturbation", help="one spec: ID, ID:key=value, or a chain ID1:key=value+ID2 "
+                                               "(the sweep's spec language)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", help="where to write the challenge set (SQuAD JSON)")
     parser.add_argument("--challenge", metavar="FILE",
                         help="instead of writing one: pair this existing challenge file with --input and "
                              "print the pairing and its Table 3 (CER / WER / BLEU)")
-    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="a parameter (for a chain STEP_ID.name=value); the same as writing it in the spec")
     cli.add_loader_options(parser, pairing=True)
     parser.add_argument("--limit", type=int, default=None, help="only the first N examples")
     parser.add_argument("--only-perturbed", action="store_true",
@@ -194,16 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit is not None and args.limit < 1:
         raise cli.CLIError(f"--limit must be at least 1, got {args.limit}")
 
-    flat, per_step = parse_params(args.param)
-    if "+" in args.perturbation:
-        if flat:
-            raise ValueError("for a chain, name the step: --param STEP_ID.name=value")
-        perturbation = compose.Composite([s.strip() for s in args.perturbation.split("+")], per_step)
-    else:
-        if per_step:
-            raise ValueError("STEP.name=value parameters are only for chains (ID1+ID2)")
-        perturbation = compose.resolve(args.perturbation)
-        perturbation.resolve_params(flat)   # fail before reading the data
+    perturbation, flat = _perturbation(args.perturbation, args.param)
     cli.writable_file(args.output, "--output")  # before the work, not after it
     dataset = load_squad(args.input, **cli.loader_kwargs(args))
     print(dataset.load_line())

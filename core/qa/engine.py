@@ -239,6 +239,11 @@ class QAEngine:
         setting changed later changes the fingerprint. Stored sweeps depend on these bytes:
         tests/test_protocol.py pins them for a shipped model.
         """
+        return self.fingerprint_with(self.resolve_backend())
+
+    def fingerprint_with(self, backend: str) -> str:
+        """The fingerprint this engine has when ``backend`` answers (computed, nothing exported):
+        how a stored sweep's backend is recognised from its fingerprint (core.sweeps.backends)."""
         if self._weights_digest is None:
             self._weights_digest = self._hash_weights_and_tokenizer()
         h = self._weights_digest.copy()
@@ -251,7 +256,6 @@ class QAEngine:
         if s.long_context_chars != 8000:
             h.update(f":long_from={s.long_context_chars}".encode())
         # hashed only when not torch: every fingerprint from before backends existed stays
-        backend = self.resolve_backend()
         if backend != "torch":
             h.update(f":backend={FINGERPRINT_TAGS.get(backend, backend)}".encode())
         return h.hexdigest()[:20]
@@ -284,7 +288,7 @@ class QAEngine:
 
     def long_context_tag(self, context: str) -> str:
         """"" for a context read with the ordinary window shape; else the long shape, e.g.
-        "long=512:128" (core.sweep puts it into such a context's prediction key)."""
+        "long=512:128" (core.sweeps puts it into such a context's prediction key)."""
         if not self.is_long(context):
             return ""
         return "long={}:{}".format(*self._window_shape(long=True))

@@ -322,7 +322,7 @@ class WhisperEngine(ASREngine):
 
         model_dir = prepare_whisper_model()
         # Loading a CTranslate2 model resets the process-wide OpenMP thread count that torch
-        # uses (1 -> all cores, measured): a `core.train --threads 1` run that augments with
+        # uses (1 -> all cores, measured): a `core.training --threads 1` run that augments with
         # TTS -> ASR then trained on 2 threads. Keep the caller's setting.
         with _keep_torch_threads():
             try:

@@ -4,7 +4,7 @@ Not a corruption but the inverse: it rewrites a (noisy) question with :func:`cor
 repair_question`, so a sweep can measure the mitigation the way NoiseQA's Table 4 does, chained
 after the noise that made the question noisy::
 
-    python -m core.sweep --dataset xquad/xquad.en --models minilm-squad \\
+    python -m core.sweeps --dataset xquad/xquad.en --models minilm-squad \\
         --perturbations "keyboard_Q,keyboard_Q+repair_Q:mode=content|entities|all"
 
 The chain's first step is computed exactly as on its own (same seed), so ``keyboard_Q`` and

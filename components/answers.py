@@ -1,0 +1,92 @@
+"""Models' answers on a page: one model's card, the spans in the context, the legend.
+
+Every page that shows several models' answers (Ask and its error-analysis panels, Variants, Beat
+the AI, Heatmaps' drill-down, Behaviour tests) gives model ``i`` (in the order chosen) the colour
+``color_for(i)``, a card headed by a bar of that colour, and the spans highlighted in the context
+(components/highlight.py) under a legend. Model names and answers are data: escaped, never read
+as Markdown.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import streamlit as st
+
+from components.highlight import Mark, color_for, highlight_html, legend_html
+from components.text import html_text, md_escape
+from core.explore.answers import ModelAnswer
+from core.types import Prediction, Span
+
+
+def card_header(model: str, colour: str, suffix: str = "") -> str:
+    """HTML of a card's heading: the model's name behind a bar of its colour.
+
+    >>> card_header("<m>", "#E69F00", " (this cell)")
+    '<div style="border-left:6px solid #E69F00;padding-left:.5rem"><b>&#60;m&#62;</b> &#40;this cell&#41;</div>'
+    """
+    return (f'<div style="border-left:6px solid {colour};padding-left:.5rem">'
+            f"<b>{html_text(model)}</b>{html_text(suffix)}</div>")
+
+
+def answer_card(model: str, index: int, answer: str, caption: str = "") -> None:
+    """One model's card (inside a column): its name, its answer as plain text, a caption."""
+    st.markdown(card_header(model, color_for(index)), unsafe_allow_html=True)
+    st.text(f"Answer: {answer}" if answer else "No answer")   # st.text: an answer is data
+    if caption:
+        st.caption(caption)
+
+
+def _span(answer: Prediction | Span | None) -> Span | None:
+    return answer.best if isinstance(answer, Prediction) else answer
+
+
+def marks(answers: Mapping[str, Prediction | Span | None], models: Sequence[str] | None = None) -> list[Mark]:
+    """A highlight per model that gave a span, coloured by its place in ``models`` (default: the
+    mapping's order), so a model keeps its colour when another gave no answer.
+
+    >>> [(m.label, m.start, m.color) for m in marks({"a": None, "b": Span("x", 1, 2, 0.5)})]
+    [('b', 1, '#56B4E9')]
+    """
+    models = list(answers) if models is None else list(models)
+    out = []
+    for i, name in enumerate(models):
+        span = _span(answers.get(name))
+        if span is not None and span.end > span.start:
+            out.append(Mark(name, span.start, span.end, color_for(i)))
+    return out
+
+
+def legend(models: Sequence[str], with_gold: bool) -> None:
+    st.markdown(legend_html([(m, color_for(i)) for i, m in enumerate(models)], with_gold=with_gold),
+                unsafe_allow_html=True)
+
+
+def spans_in_context(context: str, answers: Mapping[str, Prediction | Span | None],
+                     gold: Sequence[tuple[int, int]] = (), models: Sequence[str] | None = None,
+                     show_legend: bool = True) -> None:
+    """The legend, then ``context`` with every model's span highlighted and the gold underlined."""
+    models = list(answers) if models is None else list(models)
+    if show_legend:
+        legend(models, with_gold=bool(gold))
+    st.markdown(highlight_html(context, marks(answers, models), list(gold)), unsafe_allow_html=True)
+
+
+def answer_cards(answers: Sequence[ModelAnswer], context: str, gold: Sequence[tuple[str, int]],
+                 score_note: str = "") -> None:
+    """Ask's answers: a card per model side by side (answer, score, latency, how it ran, EM/F1),
+    the note on what was scored, the legend and the spans in the context, the gold answers."""
+    for i, (col, a) in enumerate(zip(st.columns(len(answers)), answers)):
+        best = a.best
+        line = (f"score {round(best.score, 4) if best else None} · {round(a.seconds * 1000, 1)} ms · "
+                f"{md_escape(a.backend)}")
+        if a.em is not None:
+            line += f" · EM {100 * a.em:.0f} · F1 {round(100 * a.f1, 1):.1f}"
+        with col:
+            answer_card(a.model, i, best.text if best else "", line)
+    if score_note:
+        st.caption(md_escape(score_note))
+    found = [(s, s + len(t)) for t, s in gold if s >= 0]
+    legend([a.model for a in answers], with_gold=bool(gold))
+    spans_in_context(context, {a.model: a.prediction for a in answers}, found, show_legend=False)
+    if gold:
+        st.caption("Gold: " + " | ".join(md_escape(t) for t in dict.fromkeys(t for t, _ in gold)))

@@ -1,0 +1,108 @@
+"""Ask's "Speak the question" panel: record in the browser or on the server's microphone, every
+ASR engine transcribes the take (core.explore.ask_input), the transcripts are shown side by side
+with their WER against what the speaker meant to say, and the chosen engine's transcript becomes
+the question (answered at once when the page's toggle is on: ``ask_answer_now``).
+
+A take is transcribed once per (recording, language): the recorder keeps its bytes across reruns.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import pandas as pd
+import streamlit as st
+
+from components.text import md_escape
+from core import translate
+from core.explore import ask_input
+from core.speech import asr, recorder
+from core.speech.audio import AudioError, to_wav_bytes
+
+
+def speech_panel(qlang: str) -> None:
+    """Browser / server recorder -> every engine's transcript; the chosen one becomes the question
+    (``ask_question``). ``qlang``: the question language chosen on the page (or auto)."""
+    names = list(asr.ENGINE_NAMES)
+    asr_lang = None if qlang == ask_input.AUTO else qlang
+    problems = {n: ask_input.engine_problem(n, asr_lang) for n in names}
+    usable = [n for n in names if problems[n] is None]
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        browser = st.audio_input("Record in the browser", key="ask_audio")
+    with c2:
+        default = "whisper-base" if "whisper-base" in usable else (usable[0] if usable else names[0])
+        chosen = st.selectbox("Recogniser for the question", names, index=names.index(default),
+                              key="ask_asr_engine",
+                              format_func=lambda n: n + ("" if problems[n] is None else " (cannot run)"))
+        if problems[chosen]:
+            st.caption(md_escape(f"{chosen}: {problems[chosen]}"))
+        st.text_input("What you meant to say (optional, for WER)", key="ask_reference")
+        st.toggle("Answer as soon as it is transcribed", value=True, key="ask_auto_answer",
+                  help="A new recording's transcript becomes the question and every selected model "
+                       "answers it at once, without pressing Answer.")
+    ok, why = recorder.available()
+    if ok:
+        rc1, rc2 = st.columns([1, 2])
+        seconds = rc1.number_input("Seconds", 1, 30, 5, key="ask_server_seconds")
+        if rc2.button("Record on the server's microphone", key="ask_server_record"):
+            try:
+                with st.spinner(f"Recording {seconds} s…"):
+                    rec = recorder.record(float(seconds))
+                st.session_state["ask_latest_take"] = ("server", to_wav_bytes(rec.samples, rec.sample_rate))
+            except (recorder.RecorderError, AudioError) as e:
+                st.error(f"Server recording failed: {md_escape(e)}")
+    else:
+        st.caption(f"Server microphone: not available — {md_escape(why)}.")
+
+    # The newest take wins: a browser recording counts as new when its bytes change.
+    if browser is not None:
+        wav = browser.getvalue()
+        digest = hashlib.sha256(wav).hexdigest()
+        if st.session_state.get("ask_browser_digest") != digest:
+            st.session_state["ask_browser_digest"] = digest
+            st.session_state["ask_latest_take"] = ("browser", wav)
+    take = st.session_state.get("ask_latest_take")
+    speech = st.session_state.get("ask_speech")
+    if take is not None:
+        source, wav = take
+        key = (hashlib.sha256(wav).hexdigest(), asr_lang)
+        if speech is None or speech["key"] != key:
+            speech = {"key": key, "wav": wav, "source": source, "results": [], "error": None, "applied": None}
+            try:
+                audio = recorder.from_audio_input(wav)
+            except AudioError as e:
+                speech["error"] = str(e)
+            else:
+                with st.spinner("Transcribing…"):
+                    speech["results"] = ask_input.transcribe_all(audio, usable, asr_lang)
+            st.session_state["ask_speech"] = speech
+    if not speech:
+        st.caption("Record a question: the chosen recogniser's transcript becomes the question below. "
+                   + ("Speech is recognised as English; choose the question language above to speak another."
+                      if asr_lang is None else f"Speech is recognised as {translate.language_name(asr_lang)}."))
+        return
+    if speech["error"]:
+        st.error(f"The recording cannot be used: {md_escape(speech['error'])}")
+        return
+    st.audio(speech["wav"], format="audio/wav")
+    by_engine = {r.engine: r for r in speech["results"]}
+    picked = by_engine.get(chosen)
+    # Put the chosen engine's transcript into the question box once per (recording, engine).
+    if picked is not None and picked.text is not None and speech["applied"] != (speech["key"], chosen):
+        st.session_state["ask_question"] = picked.text
+        speech["applied"] = (speech["key"], chosen)
+        st.session_state["ask_answer_now"] = True   # answered below when the toggle is on
+    reference = st.session_state.get("ask_reference", "")
+    rows = []
+    for name in names:
+        r = by_engine.get(name)
+        error = r.error if r is not None else problems[name]
+        w = ask_input.wer_against(reference, r.text if r else None)
+        rows.append({"engine": name, "transcript": r.text if r and r.text is not None else "",
+                     "WER %": None if w is None else round(100 * w, 1),
+                     "seconds": None if r is None or r.seconds is None else round(r.seconds, 2),
+                     "RTF": None if r is None or r.rtf is None else round(r.rtf, 2),
+                     "problem": error or ""})
+    st.caption(f"Recording from the {speech['source']}; transcripts side by side"
+               + (" (WER against what you meant to say)" if reference.strip() else ""))
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

@@ -1,0 +1,65 @@
+"""The app's frame: page config, session defaults, the shared sidebar and the page CSS, drawn once.
+
+``app.py`` draws the frame (:func:`draw_frame`) and then runs the chosen page inside
+:func:`pages_of_the_app`. Every page starts with :func:`page_frame`, which does nothing there.
+
+Why pages still call something: a page can also run *outside* ``app.py``, and then nobody else
+draws the frame.
+
+* A fresh server serves the first visit to a page address (``/models``) in Streamlit's old
+  ``pages/`` directory mode: ``pages/models.py`` runs on its own. :func:`page_frame` leaves that
+  mode (``components.navigation.leave_pages_directory_mode``: a rerun through ``app.py``).
+* ``AppTest.from_file("pages/sweeps.py")`` and AppTest's ``switch_page`` run a page file on its
+  own, and there is no rerun to go to: the page must still get its config, state and sidebar.
+
+So :func:`page_frame` is idempotent per run: under ``app.py`` it sees the frame is already drawn
+(a per-thread flag set by :func:`pages_of_the_app` for the duration of the page; each session's
+script runs on its own thread) and returns; on its own it draws the frame itself. Either way,
+``st.set_page_config`` and the sidebar run exactly once per script run.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import streamlit as st
+
+from components.highlight import CSS
+from components.state import init_state, sidebar_settings
+
+PAGE_CONFIG = {"page_title": "QA Robustness Explorer", "page_icon": "🔎", "layout": "wide"}
+
+_run = threading.local()
+
+
+def draw_frame() -> None:
+    """Page config, the session's defaults, the shared sidebar settings and the page CSS.
+
+    Every page is wide: Streamlit's narrow centred column (736 px) squeezes the heatmap and the
+    answers side by side.
+    """
+    st.set_page_config(**PAGE_CONFIG)
+    init_state()
+    sidebar_settings()
+    st.html(CSS)   # style tags only: Streamlit puts them where they take no room
+
+
+@contextmanager
+def pages_of_the_app() -> Iterator[None]:
+    """While the page chosen by ``app.py``'s navigation runs: its frame is drawn already."""
+    _run.framed = True
+    try:
+        yield
+    finally:   # st.rerun / st.stop / st.switch_page leave by an exception: the flag goes with them
+        _run.framed = False
+
+
+def page_frame() -> None:
+    """The first line of every page: nothing under ``app.py``; on its own, the frame (see module doc)."""
+    if getattr(_run, "framed", False):
+        return
+    from components.navigation import leave_pages_directory_mode
+
+    leave_pages_directory_mode()   # on a real server's first visit to a page address: reruns via app.py
+    draw_frame()

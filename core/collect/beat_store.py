@@ -1,0 +1,397 @@
+"""Beat the AI's store: every attempt and every validation in one SQLite file.
+
+The database file is ``$QAX_BEAT_DB`` or ``<cache_dir>/beat_the_ai.sqlite``
+(:func:`default_db_path`); its schema (version 2; version 1 files are upgraded on open) is
+:data:`SCHEMA`. The connection, WAL and transactions come from the shared base
+:class:`core.sqlite_db.SQLiteFile`. The game's rules (judging, the same-person rule) are in
+:mod:`core.collect.beat`; this module only stores, reads and exports.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from core import config
+from core.collect import identity
+from core.collect.beat import (
+    AGREE_THRESHOLD,
+    WIN_THRESHOLD,
+    Attempt,
+    ModelVerdict,
+    Passage,
+    Validation,
+    _check_span,
+    _check_threshold,
+    answer_f1,
+    judge,
+    passage_id,
+)
+from core.datasets import Dataset
+from core.sqlite_db import SQLiteFile
+from core.types import Answer, QAExample, Span
+
+__all__ = ["DB_ENV", "DB_FILENAME", "SCHEMA_VERSION", "SCHEMA", "BeatStore", "default_db_path"]
+
+DB_ENV = "QAX_BEAT_DB"
+DB_FILENAME = "beat_the_ai.sqlite"
+
+SCHEMA_VERSION = "2"  # 2: attempts.browser and validations.browser (1 is upgraded on open)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS passages (
+    id      TEXT PRIMARY KEY,            -- passage_id(context)
+    context TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS attempts (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at   TEXT NOT NULL,          -- ISO 8601, UTC
+    user         TEXT NOT NULL,
+    session      TEXT NOT NULL,
+    passage_id   TEXT NOT NULL REFERENCES passages(id),
+    dataset      TEXT NOT NULL,
+    title        TEXT NOT NULL,
+    lang         TEXT NOT NULL,
+    question     TEXT NOT NULL,
+    answer_start INTEGER NOT NULL,       -- the person's answer: context[answer_start:answer_end]
+    answer_end   INTEGER NOT NULL,
+    answer_text  TEXT NOT NULL,
+    threshold    REAL NOT NULL,          -- a model won when its F1 > threshold
+    outcome      TEXT NOT NULL CHECK (outcome IN ('human', 'model')),
+    browser      TEXT NOT NULL DEFAULT '',  -- identity.token_key(browser token), '' = unknown
+    CHECK (0 <= answer_start AND answer_start < answer_end)
+);
+CREATE INDEX IF NOT EXISTS attempts_passage ON attempts (passage_id);
+CREATE TABLE IF NOT EXISTS model_answers (
+    attempt_id   INTEGER NOT NULL REFERENCES attempts(id),
+    position     INTEGER NOT NULL,       -- order in which the models were chosen
+    model        TEXT NOT NULL,
+    answer       TEXT NOT NULL,          -- '' when the model gave no answer
+    answer_start INTEGER,
+    answer_end   INTEGER,
+    score        REAL,
+    f1           REAL NOT NULL,
+    won          INTEGER NOT NULL CHECK (won IN (0, 1)),
+    PRIMARY KEY (attempt_id, model)
+);
+CREATE TABLE IF NOT EXISTS validations (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    attempt_id   INTEGER NOT NULL REFERENCES attempts(id),
+    created_at   TEXT NOT NULL,
+    validator    TEXT NOT NULL,
+    validator_key TEXT NOT NULL,         -- identity.name_key (schema 1: casefolded name)
+    session      TEXT NOT NULL,
+    answer_start INTEGER,                -- NULL: "the passage does not answer this question"
+    answer_end   INTEGER,
+    answer_text  TEXT NOT NULL,
+    f1           REAL NOT NULL,
+    threshold    REAL NOT NULL,          -- agrees when f1 >= threshold
+    agrees       INTEGER NOT NULL CHECK (agrees IN (0, 1)),
+    browser      TEXT NOT NULL DEFAULT '',  -- identity.token_key(browser token), '' = unknown
+    UNIQUE (attempt_id, validator_key)
+);
+"""
+
+
+def default_db_path() -> Path:
+    """$QAX_BEAT_DB when set, else ``config.cache_dir() / "beat_the_ai.sqlite"``."""
+    env = os.environ.get(DB_ENV)
+    return Path(env).expanduser() if env else config.cache_dir() / DB_FILENAME
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _same_person(name_a: str, browser_a: str, name_b: str, browser_b: str) -> bool:
+    """Same browser token (both known), or names with the same identity.name_key."""
+    if browser_a and browser_a == browser_b:
+        return True
+    key = identity.name_key(name_a)
+    return bool(key) and key == identity.name_key(name_b)
+
+
+class BeatStore(SQLiteFile):
+    """Every attempt and validation in one SQLite file (stdlib ``sqlite3``).
+
+    Each :meth:`record_attempt` / :meth:`record_validation` is one transaction, committed before
+    the method returns, with ``synchronous=FULL`` in WAL mode: once the call returns, the record
+    survives the process being killed and even a power cut (a person's question costs minutes
+    to write; an fsync costs milliseconds). WAL lets the page read while another session writes.
+    ``path``: the file (default :func:`default_db_path`); its folder is created.
+    """
+
+    synchronous = "FULL"
+
+    def __init__(self, path: str | Path | None = None, *, timeout: float = 30.0):
+        self.path = Path(path).expanduser() if path is not None else default_db_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._connect(self.path, timeout)
+        except sqlite3.DatabaseError as e:
+            raise ValueError(f"{self.path} is not a usable Beat-the-AI database: {e}") from e
+        try:
+            with self.transaction() as c:
+                # one by one: executescript() would COMMIT the open transaction
+                for stmt in filter(str.strip, SCHEMA.split(";")):
+                    c.execute(stmt)
+                row = c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+                if row is not None and row[0] == "1":
+                    # Schema 1 had no browser column: old rows get '' (unknown browser) and
+                    # keep working; the name comparison covers them.
+                    for table in ("attempts", "validations"):
+                        cols = {r[1] for r in c.execute(f"PRAGMA table_info({table})")}
+                        if "browser" not in cols:
+                            c.execute(f"ALTER TABLE {table} ADD COLUMN browser TEXT NOT NULL "
+                                      f"DEFAULT ''")
+                    c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                              (SCHEMA_VERSION,))
+                elif row is None:
+                    c.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+                elif row[0] != SCHEMA_VERSION:
+                    raise ValueError(f"{self.path}: Beat-the-AI schema version {row[0]}, this "
+                                     f"code reads version {SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as e:
+            self.conn.close()
+            raise ValueError(f"{self.path} is not a usable Beat-the-AI database: {e}") from e
+        except BaseException:
+            self.conn.close()
+            raise
+
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def record_attempt(self, passage: Passage, question: str, span: Sequence[int],
+                       model_spans: Mapping[str, Span | None], *, user: str, session: str,
+                       threshold: float = WIN_THRESHOLD, now: str | None = None,
+                       browser: str | None = None) -> Attempt:
+        """Judge and store one attempt (committed on return); returns it as stored.
+
+        ``span``: the person's answer, character offsets [start, end) into ``passage.context``.
+        ``model_spans``: model name -> its best span (None: it gave no answer), in the order
+        the models were chosen. ``user``: the player's name (:func:`core.collect.identity.display_name`;
+        blank -> "anonymous"). ``browser``: the player's browser token (only its hash is kept).
+        """
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("the question is empty")
+        if passage.id != passage_id(passage.context):
+            raise ValueError(f"passage id {passage.id!r} does not match its text")
+        start, end = _check_span(passage.context, span, "the answer span", passage.lang)
+        answer = passage.context[start:end]
+        verdicts, outcome = judge(answer, model_spans, passage.lang, threshold)
+        user = identity.display_name(user) or "anonymous"
+        created = now or _now()
+        with self.transaction() as c:
+            c.execute("INSERT OR IGNORE INTO passages VALUES (?, ?)", (passage.id, passage.context))
+            cur = c.execute(
+                "INSERT INTO attempts (created_at, user, session, passage_id, dataset, title, lang,"
+                " question, answer_start, answer_end, answer_text, threshold, outcome, browser)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (created, user, session, passage.id, passage.dataset, passage.title, passage.lang,
+                 question.strip(), start, end, answer, float(threshold), outcome,
+                 identity.token_key(browser)))
+            attempt_id = int(cur.lastrowid)
+            c.executemany(
+                "INSERT INTO model_answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(attempt_id, i, v.model, v.answer, v.start, v.end, v.score, v.f1, int(v.won))
+                 for i, v in enumerate(verdicts)])
+        return self.attempt(attempt_id)
+
+    def record_validation(self, attempt_id: int, validator: str, span: Sequence[int] | None, *,
+                          session: str, threshold: float = AGREE_THRESHOLD,
+                          now: str | None = None, browser: str | None = None) -> Validation:
+        """Store a validator's answer to attempt ``attempt_id`` (committed on return).
+
+        ``span``: the validator's answer as character offsets, or None for "the passage does not
+        answer this question" (F1 0, a disagreement). ``browser``: the validator's browser
+        token. The author cannot validate their own question (same browser, or a name with the
+        same :func:`core.collect.identity.name_key`), and each person (by name key or by browser)
+        validates a question once.
+        """
+        threshold = _check_threshold(threshold, "the agreement threshold", allow_zero=False,
+                                     allow_one=True)
+        name = identity.display_name(validator)
+        key = identity.name_key(name)
+        if not key:
+            raise ValueError("a validation needs the validator's name (with at least one letter "
+                             "or digit)")
+        bkey = identity.token_key(browser)
+        attempt = self.attempt(attempt_id)
+        if bkey and bkey == attempt.browser:
+            raise ValueError(f"question #{attempt_id} was written in this browser: another "
+                             f"person must validate it, from their own browser")
+        if key == identity.name_key(attempt.user):
+            if name.casefold() == attempt.user.casefold():
+                raise ValueError(f"{name!r} wrote question #{attempt_id}: another person must "
+                                 f"validate it")
+            raise ValueError(f"{name!r} reads as {attempt.user!r}, who wrote question "
+                             f"#{attempt_id} (names are compared ignoring case, accents, "
+                             f"invisible characters and look-alike letters such as 1/l, 0/o): "
+                             f"another person must validate it")
+        if span is None:
+            start = end = None
+            text, f1 = "", 0.0
+        else:
+            start, end = _check_span(attempt.context, span, "the validator's answer span",
+                                     attempt.lang)
+            text = attempt.context[start:end]
+            f1 = answer_f1(text, attempt.answer_text, attempt.lang)
+        agrees = f1 >= threshold
+        with self.transaction() as c:
+            # Checked inside the write transaction, so two tabs cannot both get through. Names
+            # are compared by today's key (old rows stored a plain casefolded name).
+            for prev, prev_browser in c.execute(
+                    "SELECT validator, browser FROM validations WHERE attempt_id=?", (attempt_id,)):
+                if bkey and bkey == prev_browser:
+                    raise ValueError(f"this browser has already validated question "
+                                     f"#{attempt_id} (as {prev!r})")
+                if identity.name_key(prev) == key:
+                    raise ValueError(f"{name!r} has already validated question #{attempt_id}"
+                                     + ("" if prev == name else f" (as {prev!r})"))
+            cur = c.execute(
+                "INSERT INTO validations (attempt_id, created_at, validator, validator_key, session,"
+                " answer_start, answer_end, answer_text, f1, threshold, agrees, browser)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (attempt_id, now or _now(), name, key, session, start, end,
+                 text, f1, threshold, int(agrees), bkey))
+            vid = int(cur.lastrowid)
+        return self.validations(attempt_id=attempt_id, validation_id=vid)[0]
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def attempts(self, *, passage_id: str | None = None, outcome: str | None = None,
+                 attempt_id: int | None = None) -> list[Attempt]:
+        """Stored attempts, oldest first, optionally only one passage's / one outcome's."""
+        if outcome not in (None, "human", "model"):
+            raise ValueError(f"outcome must be 'human' or 'model', not {outcome!r}")
+        where, args = [], []
+        for col, val in (("a.passage_id", passage_id), ("a.outcome", outcome),
+                         ("a.id", attempt_id)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                args.append(val)
+        sql = ("SELECT a.*, p.context,"
+               " (SELECT COUNT(*) FROM validations v WHERE v.attempt_id = a.id) AS n_val,"
+               " (SELECT COALESCE(SUM(v.agrees), 0) FROM validations v"
+               "  WHERE v.attempt_id = a.id) AS n_agree"
+               " FROM attempts a JOIN passages p ON p.id = a.passage_id"
+               + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY a.id")
+        rows = self.conn.execute(sql, args).fetchall()
+        verdicts: dict[int, list[ModelVerdict]] = {}
+        msql = "SELECT * FROM model_answers"
+        margs: list[Any] = []
+        if len(rows) == 1:
+            msql += " WHERE attempt_id = ?"
+            margs = [rows[0]["id"]]
+        for m in self.conn.execute(msql + " ORDER BY attempt_id, position", margs):
+            verdicts.setdefault(m["attempt_id"], []).append(ModelVerdict(
+                m["model"], m["answer"], m["answer_start"], m["answer_end"], m["score"], m["f1"],
+                bool(m["won"])))
+        return [Attempt(
+            id=r["id"], created_at=r["created_at"], user=r["user"], session=r["session"],
+            passage_id=r["passage_id"], dataset=r["dataset"], title=r["title"], lang=r["lang"],
+            context=r["context"], question=r["question"], answer_start=r["answer_start"],
+            answer_end=r["answer_end"], answer_text=r["answer_text"], threshold=r["threshold"],
+            outcome=r["outcome"], models=tuple(verdicts.get(r["id"], ())),
+            validations=r["n_val"], agreements=r["n_agree"], browser=r["browser"]) for r in rows]
+
+    def attempt(self, attempt_id: int) -> Attempt:
+        found = self.attempts(attempt_id=int(attempt_id))
+        if not found:
+            raise ValueError(f"no attempt #{attempt_id} in {self.path}")
+        return found[0]
+
+    def validations(self, *, attempt_id: int | None = None,
+                    validation_id: int | None = None) -> list[Validation]:
+        """Stored validations, oldest first, optionally of one attempt."""
+        where, args = [], []
+        if attempt_id is not None:
+            where.append("attempt_id = ?")
+            args.append(attempt_id)
+        if validation_id is not None:
+            where.append("id = ?")
+            args.append(validation_id)
+        sql = "SELECT * FROM validations" + (" WHERE " + " AND ".join(where) if where else "")
+        return [Validation(r["id"], r["attempt_id"], r["created_at"], r["validator"], r["session"],
+                           r["answer_start"], r["answer_end"], r["answer_text"], r["f1"],
+                           r["threshold"], bool(r["agrees"]), r["browser"])
+                for r in self.conn.execute(sql + " ORDER BY id", args)]
+
+    def validation_queue(self, validator: str, *, human_won_only: bool = True,
+                         browser: str | None = None) -> list[Attempt]:
+        """Questions ``validator`` (in the browser of token ``browser``) may validate: not their
+        own, not yet validated by them (the same-person rule of :meth:`record_validation`;
+        human-won ones only by default, as in the paper). Fewest validations first, then
+        disputed ones (they need a tie-breaker), then oldest."""
+        name = identity.display_name(validator)
+        if not identity.name_key(name):
+            return []
+        bkey = identity.token_key(browser)
+        done = {r[0] for r in self.conn.execute("SELECT attempt_id, validator, browser FROM "
+                                                "validations")
+                if _same_person(name, bkey, r[1], r[2])}
+        todo = [a for a in self.attempts(outcome="human" if human_won_only else None)
+                if a.id not in done and not _same_person(name, bkey, a.user, a.browser)]
+        return sorted(todo, key=lambda a: (a.validations, not a.flagged, a.id))
+
+    # -- export --------------------------------------------------------------------------------
+
+    def export_dataset(self, *, validated_only: bool, human_won_only: bool,
+                       name: str = "beat_the_ai") -> Dataset:
+        """The collected questions as a :class:`Dataset` (ids ``beat-<attempt id>``).
+
+        ``validated_only``: only answerable questions (see the module docstring);
+        ``human_won_only``: only questions that fooled every model. Gold answers: the author's,
+        then each agreeing validator's distinct answer (as SQuAD dev has several per question).
+        Questions of one passage are kept together, passages in order of their first question.
+        """
+        chosen = [a for a in self.attempts(outcome="human" if human_won_only else None)
+                  if not validated_only or a.answerable]
+        agreeing: dict[int, list[Validation]] = {}
+        for v in self.validations():
+            if v.agrees and v.answer_start is not None:
+                agreeing.setdefault(v.attempt_id, []).append(v)
+        first: dict[str, int] = {}
+        for a in chosen:
+            first.setdefault(a.passage_id, a.id)
+        chosen.sort(key=lambda a: (first[a.passage_id], a.id))
+        examples = []
+        for a in chosen:
+            answers = [Answer(a.answer_text, a.answer_start)]
+            for v in agreeing.get(a.id, []):
+                ans = Answer(v.answer_text, v.answer_start)
+                if ans not in answers:
+                    answers.append(ans)
+            examples.append(QAExample(id=f"beat-{a.id}", question=a.question, context=a.context,
+                                      answers=tuple(answers), title=a.title, lang=a.lang))
+        return Dataset(name=name, lang=(examples[0].lang if len({e.lang for e in examples}) == 1
+                                        else ("mul" if examples else "und")),
+                       examples=examples)
+
+    def export_squad(self, *, validated_only: bool, human_won_only: bool) -> dict[str, Any]:
+        """:meth:`export_dataset` as SQuAD v1.1 JSON, readable by ``core.datasets.load_squad``."""
+        return self.export_dataset(validated_only=validated_only,
+                                   human_won_only=human_won_only).to_squad_json()
+
+    def export_records(self) -> dict[str, Any]:
+        """Everything stored (attempts with model answers, validations) as plain JSON data."""
+        out = []
+        for a in self.attempts():
+            d = asdict(a)
+            d.pop("context")
+            d.pop("browser")  # a hash of someone's cookie: nobody else's business
+            d["models"] = [asdict(m) for m in a.models]
+            d["validation_status"] = a.validation_status
+            out.append(d)
+        ctx = {r[0]: r[1] for r in self.conn.execute("SELECT id, context FROM passages")}
+        vals = [{k: x for k, x in asdict(v).items() if k != "browser"} for v in self.validations()]
+        return {"attempts": out, "validations": vals,
+                "passages": ctx}

@@ -1,0 +1,178 @@
+"""Every selected model answers one question: load each, time it, score it, keep the failures.
+
+The pages that put one question to several models (Ask, its repair and counterfactual panels,
+Beat the AI) and those that only need the engines (Variants, Sweeps) share this, so that a model
+that fails to load says why without hiding the others' answers, and an input no model can answer
+(an empty question, a context of punctuation: ``QAInputError``) is said once, not once per model.
+
+Engines come from a function ``engine_for(name)`` (the app's cached loader), so this module loads
+nothing itself and imports no Streamlit.
+
+>>> from core.types import Prediction, Span
+>>> class Engine:
+...     backend_name = "torch"
+...     def predict(self, questions, contexts, n_best=5):
+...         return [Prediction([Span("Paris", 0, 5, 0.9), Span("France", 23, 29, 0.1)][:n_best])]
+>>> def engine_for(name):
+...     if name == "broken":
+...         raise OSError("no weights in assets/models/broken")
+...     return Engine()
+>>> got = answer_all(["tiny", "broken"], engine_for, "Where?", "Paris is the capital of France.",
+...                  n_best=2, golds=["Paris"])
+>>> [(a.model, a.prediction.text, a.em, a.f1) for a in got.answers], got.failures
+([('tiny', 'Paris', 1.0, 1.0)], ['broken: no weights in assets/models/broken'])
+>>> {k: v for k, v in answer_rows(got.answers)[0].items() if k != "latency_ms"}
+{'model': 'tiny', 'answer': 'Paris', 'start': 0, 'end': 5, 'score': 0.9, 'EM': 100.0, 'F1': 100.0}
+>>> [(r["rank"], r["answer"]) for r in nbest_rows(got.answers)]
+[(1, 'Paris'), (2, 'France')]
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.metrics import score_answer
+from core.qa.engine import QAInputError
+from core.types import Prediction, Span
+
+EngineFor = Callable[[str], Any]
+
+
+@dataclass
+class ModelAnswer:
+    """One model's answer to the question: its n-best, the seconds it took, and EM/F1 (0-1)
+    against the gold answers when there were any (None otherwise)."""
+
+    model: str
+    prediction: Prediction
+    seconds: float = 0.0
+    backend: str = ""          # how it ran (the app's note: backend, fallback reason, answer cap)
+    em: float | None = None
+    f1: float | None = None
+
+    @property
+    def best(self) -> Span | None:
+        return self.prediction.best
+
+
+@dataclass
+class Answers:
+    """What :func:`answer_all` returns: the answers, in the models' order, and why the others failed."""
+
+    answers: list[ModelAnswer] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    def predictions(self) -> dict[str, Prediction]:
+        """{model: Prediction} of the models that answered."""
+        return {a.model: a.prediction for a in self.answers}
+
+
+def load_engines(models: Sequence[str], engine_for: EngineFor) -> tuple[dict[str, Any], list[str]]:
+    """({model: engine} of those that loaded, ["model: why"] of those that did not).
+
+    >>> load_engines(["a", "b"], lambda m: {"a": "engine-a"}[m])
+    ({'a': 'engine-a'}, ["b: 'b'"])
+    """
+    engines, failures = {}, []
+    for name in models:
+        try:
+            engines[name] = engine_for(name)
+        except Exception as e:  # a model that fails to load must not take the page down
+            failures.append(f"{name}: {e}")
+    return engines, failures
+
+
+def answer_all(models: Sequence[str], engine_for: EngineFor, question: str, context: str, *,
+               n_best: int = 1, golds: Sequence[str] = (), lang: str = "en",
+               note: Callable[[Any], str] | None = None, stop_at_failure: bool = False) -> Answers:
+    """Every model in ``models`` answers ``question`` about ``context`` (see module doc).
+
+    ``golds``: score each best answer against them (SQuAD EM/F1 in ``lang``'s normalisation).
+    ``note(engine)``: a line on how the engine ran, kept with its answer. ``stop_at_failure``: the
+    first failing model ends the round (Beat the AI records an attempt only when every model
+    answered). An input no model can answer (``QAInputError``) always ends it, said once.
+
+    >>> from core.types import Prediction
+    >>> class Refuses:
+    ...     def predict(self, questions, contexts, n_best=5):
+    ...         raise QAInputError("The question is empty.")
+    >>> answer_all(["a", "b"], lambda m: Refuses(), " ", "Some text.").failures
+    ['The question is empty.']
+    """
+    out = Answers()
+    for name in models:
+        try:
+            engine = engine_for(name)
+            t0 = time.perf_counter()
+            prediction = engine.predict([question], [context], n_best=n_best)[0]
+            seconds = time.perf_counter() - t0
+        except QAInputError as e:   # the input, not the model: every other model would say the same
+            out.failures.append(str(e))
+            break
+        except Exception as e:  # a model that fails to load or run must not hide the others
+            out.failures.append(f"{name}: {e}")
+            if stop_at_failure:
+                break
+            continue
+        answer = ModelAnswer(name, prediction, seconds, note(engine) if note else "")
+        if golds and prediction.best is not None:
+            answer.em, answer.f1 = score_answer(prediction.best.text, list(golds), lang)
+        out.answers.append(answer)
+    return out
+
+
+def answer_rows(answers: Sequence[ModelAnswer]) -> list[dict]:
+    """One row per model for the table and the CSV: best answer, offsets, score, latency, EM/F1 (%)."""
+    rows = []
+    for a in answers:
+        best = a.best
+        row = {"model": a.model, "answer": best.text if best else "",
+               "start": best.start if best else None, "end": best.end if best else None,
+               "score": round(best.score, 4) if best else None, "latency_ms": round(a.seconds * 1000, 1)}
+        if a.em is not None:
+            row.update(EM=round(100 * a.em, 1), F1=round(100 * a.f1, 1))
+        rows.append(row)
+    return rows
+
+
+def nbest_rows(answers: Sequence[ModelAnswer]) -> list[dict]:
+    """Every model's n-best spans, ranked from 1."""
+    return [{"model": a.model, "rank": k + 1, "answer": s.text, "start": s.start, "end": s.end,
+             "score": round(s.score, 4)} for a in answers for k, s in enumerate(a.prediction.nbest)]
+
+
+def gold_to_score(typed_gold: str, context: str, item_golds: Sequence[tuple[str, int]],
+                  own_question: bool, from_dataset: bool) -> tuple[list[tuple[str, int]], str]:
+    """The gold answers (text, offset) to score against, and a line saying which and why.
+
+    A gold answer the user typed wins; else a dataset item's own question is scored against the
+    item's answers; a question of one's own has no gold answer and is not scored.
+
+    >>> gold_to_score(" Paris ", "In Paris.", [("France", 0)], own_question=True, from_dataset=True)
+    ([('Paris', 3)], 'EM/F1 against the gold answer you typed.')
+    >>> gold_to_score("", "In Paris.", [("Paris", 3)], own_question=False, from_dataset=True)[0]
+    []
+    """
+    if typed_gold.strip():
+        return [(typed_gold.strip(), context.find(typed_gold.strip()))], "EM/F1 against the gold answer you typed."
+    if own_question:
+        return list(item_golds), "EM/F1 against the item's gold answers (this is the item's own question)."
+    return [], ("Not scored: this is not the item's own question. Type a gold answer above to score it."
+                if from_dataset else "Not scored: type a gold answer above to score the answers.")
+
+
+def gold_spans(golds: Sequence[tuple[str, int]]) -> list[tuple[int, int]]:
+    """Character spans of the gold answers found in the context (a typed one may not be: -1).
+
+    >>> gold_spans([("Paris", 3), ("Rome", -1)])
+    [(3, 8)]
+    """
+    return [(s, s + len(t)) for t, s in golds if s >= 0]
+
+
+def ask_export(answers: Sequence[ModelAnswer], about: Mapping[str, Any]) -> dict:
+    """Ask's JSON export: what was asked (``about``: question, context, gold ...), then every
+    model's answer row and n-best."""
+    return {**about, "answers": answer_rows(answers), "nbest": nbest_rows(answers)}

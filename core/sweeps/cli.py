@@ -1,0 +1,287 @@
+"""The sweep CLI: ``python -m core.sweeps`` (``python -m core.sweeps``, the old name, still works).
+
+    python -m core.sweeps --dataset xquad/xquad.en --perturbations keyboard_Q,DPQ,keyboard_Q+DPQ \\
+        --models minilm-squad [--repeats 3 --seed 0 --sample 200] [--backend ray]
+    python -m core.sweeps --list | --show NAME [--compare A,B | --repair | --slice wh | --calibration]
+
+Re-running the same command resumes an interrupted sweep. ``--perturbations`` takes the spec
+language of :mod:`core.perturb.spec`.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from core import cli
+from core.datasets import Dataset, load_dataset
+from core.perturb.spec import PerturbationSpec, parse_specs
+from core.sweeps.config import DEFAULT_DB, SweepConfig
+from core.sweeps.resolve import resolve_spec
+from core.sweeps.run import run_sweep
+from core.sweeps.store import Store
+
+__all__ = ["main", "PROG"]
+
+
+PROG = "python -m core.sweeps"
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    ap = cli.ArgumentParser(
+        prog=PROG,
+        description="Evaluate QA models under question/context perturbations over a data set. "
+                    "Re-run the same command to resume an interrupted sweep.")
+    ap.add_argument("--dataset", help="file path, demo.<lang>, or a path under the data dir "
+                                      "(e.g. xquad/xquad.en)")
+    ap.add_argument("--perturbations", help="comma-separated: ID, ID:key=1..4, file:PATH, family:NAME")
+    ap.add_argument("--models", help="comma-separated model names from the model registry (models.toml)")
+    ap.add_argument("--repeats", type=int, default=1, help="runs of each randomised perturbation (default 1)")
+    ap.add_argument("--seed", type=int, default=0, help="base seed for sampling and perturbing (default 0)")
+    ap.add_argument("--sample", type=int, default=None, help="use a seeded sample of N examples")
+    ap.add_argument("--name", default=None, help="sweep name (default: <dataset>-<config hash>)")
+    ap.add_argument("--db", default=DEFAULT_DB, help=f"SQLite results file (default {DEFAULT_DB})")
+    ap.add_argument("--data-dir", default=None, help="data directory (default: QAX_DATA_DIR or ../shared/data)")
+    ap.add_argument("--chunk-size", type=int, default=256, help="units per committed chunk (default 256)")
+    ap.add_argument("--batch-size", type=int, default=None, help="engine batch size")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="CPU threads per engine (default: the policy of core.qa.threads: every core when "
+                         "alone, one beside other askers; QAX_THREADS sets the budget)")
+    ap.add_argument("--backend", default="local", metavar="{local,ray}",
+                    help="where the sweep runs: local (this process, the default) or ray (a Ray cluster, see "
+                         "--address and --workers; core.sweeps.ray). The forward-pass names torch, onnx and "
+                         "onnx-int8 are still accepted here and mean --engine-backend")
+    ap.add_argument("--engine-backend", default=None,
+                    help="forward pass: default (each model's, chosen by the rule and recorded in its card), "
+                         "torch, onnx (ONNX Runtime fp32) or onnx-int8; part of the prediction cache key. "
+                         "Without it, --name of a stored sweep resumes with the backend that sweep was made with")
+    ap.add_argument("--address", default=None, help="with --backend ray: the cluster to join (printed by `ray start "
+                                                    "--head`, or auto); default: start a local Ray")
+    ap.add_argument("--workers", type=int, default=None, help="with --backend ray: workers (one actor per model "
+                                                              "each; default: the cluster's GPUs, else its CPUs)")
+    ap.add_argument("--metric", choices=("f1", "em"), default="f1", help="metric of the printed table")
+    ap.add_argument("--list", action="store_true", help="list the sweeps stored in --db and exit")
+    ap.add_argument("--show", metavar="NAME", help="print the table of a stored sweep and exit")
+    ap.add_argument("--compare", metavar="A,B", help="with --show: model B - model A in F1 per spec, with a 95%% "
+                                                     "paired-bootstrap interval over examples")
+    ap.add_argument("--repair", action="store_true", help="with --show: NoiseQA's question repair table (each "
+                    "A+repair_Q spec against A, gain with a 95%% paired-bootstrap interval)")
+    ap.add_argument("--slice", metavar="NAME", help="with --show: the table per slice group: wh, answer, qlen, "
+                                                    "clen, overlap or cer (N per cell)")
+    ap.add_argument("--calibration", action="store_true", help="with --show: answer scores clean vs perturbed "
+                    "and the abstention threshold that keeps 90%% of clean F1")
+    ap.add_argument("--list-perturbations", action="store_true", help="list registered perturbations and exit")
+    cli.add_loader_options(ap, pairing=True)
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    return ap
+
+
+def _backends(args: argparse.Namespace) -> tuple[str, str]:
+    """(where the sweep runs, the forward pass) from --backend and --engine-backend. --backend
+    named the forward pass before the Ray backend existed: those names still mean it."""
+    from core.qa.onnx_backend import CHOICES as BACKENDS
+
+    where, engine = args.backend, args.engine_backend
+    if where in BACKENDS:
+        if engine is not None and engine != where:
+            raise cli.CLIError(f"--backend {where} (the old spelling of --engine-backend) contradicts "
+                               f"--engine-backend {engine}")
+        where, engine = "local", where
+    if where not in ("local", "ray"):
+        raise cli.CLIError(f"--backend must be one of local, ray, {', '.join(BACKENDS)}, got {where!r}")
+    if engine is not None and engine not in BACKENDS:
+        raise cli.CLIError(f"--engine-backend must be one of {', '.join(BACKENDS)}, got {engine!r}")
+    if where != "ray":
+        given = [flag for flag, value in (("--address", args.address), ("--workers", args.workers)) if value is not None]
+        if given:
+            raise cli.CLIError(f"{' and '.join(given)} go with --backend ray")
+    if args.workers is not None and args.workers < 1:
+        raise cli.CLIError(f"--workers must be at least 1, got {args.workers}")
+    return where, engine or "default"
+
+
+def _as_stored(engines: dict, db: str, name: str, settings) -> dict:
+    """The engines, each with the backend the stored sweep ``name`` was made with (a sweep made
+    before the default backend changed resumes with torch, core.sweeps.backends)."""
+    import dataclasses
+
+    from core.qa.registry import load_engine
+    from core.sweeps.backends import engines_as_stored, stored_fingerprints
+
+    engines, switched = engines_as_stored(
+        engines, stored_fingerprints(db, name),
+        lambda model, backend: load_engine(model, dataclasses.replace(settings, backend=backend)))
+    for model, backend in switched.items():
+        print(f"{model}: resuming {name} with the {backend} backend it was made with", file=sys.stderr)
+    return engines
+
+
+def _check_views(args: argparse.Namespace) -> None:
+    """The --show views: one at most, and only with --show."""
+    views = [flag for flag, on in (("--compare", args.compare), ("--repair", args.repair),
+                                   ("--slice", args.slice), ("--calibration", args.calibration)) if on]
+    if views and not args.show:
+        raise cli.CLIError(f"{views[0]} goes with --show NAME")
+    if len(views) > 1:
+        raise cli.CLIError(f"choose one of {', '.join(views)}")
+    if args.slice:
+        from core.sweeps.slices import SLICES
+
+        if args.slice not in SLICES:
+            raise cli.CLIError(f"unknown slice {args.slice!r}; slices: {', '.join(SLICES)}")
+
+
+def _list_perturbations() -> None:
+    from core.perturb import registry
+
+    for p in registry.all_perturbations():
+        kind = "randomised" if p.randomised else "deterministic"
+        print(f"{p.id:22s} {p.family:12s} {p.field:9s} {kind:13s} {p.default_params}")
+
+
+def _read(args: argparse.Namespace) -> int:
+    """--list and --show: reading never writes (an old store is not upgraded, a foreign file is
+    refused untouched)."""
+    from core.sweeps import report
+
+    if Path(args.db).is_dir():
+        raise cli.CLIError(f"{args.db} is a folder, not a sweep database")
+    if not Path(args.db).is_file():
+        if args.list:
+            print(f"no sweep database at {args.db}")
+            return 0
+        raise cli.CLIError(f"no sweep database at {args.db}: cannot show {args.show!r}")
+    with Store(args.db, readonly=True) as store:
+        if args.list:
+            print(report.format_sweep_list(report.list_sweeps(store)))
+        elif args.compare:
+            models = [m.strip() for m in args.compare.split(",")]
+            if len(models) != 2:
+                raise cli.CLIError("--compare takes two model names, A,B")
+            print(report.format_differences(report.model_differences(store, args.show, *models), *models))
+        elif args.repair:
+            from core.sweeps.repair import format_repair_table, repair_table
+
+            print(format_repair_table(repair_table(store, args.show)))
+        elif args.slice:
+            from core.sweeps.slices import format_slice, slice_cells
+
+            print(format_slice(slice_cells(store, args.show, args.slice), args.slice, metric=args.metric))
+        elif args.calibration:
+            from core.sweeps.calibration import calibration_table, format_calibration
+
+            print(format_calibration(calibration_table(store, args.show)))
+        else:
+            print(report.format_report(store, args.show, metric=args.metric))
+    return 0
+
+
+def _check_inputs(args: argparse.Namespace, specs: list[PerturbationSpec], model_names: list[str]) -> Dataset:
+    """Data set, perturbation ids and parameters, challenge files, model names and the database:
+    all checked before the first (slow) model load, so a typo costs a second, not a model load,
+    and prints nothing else. Returns the loaded data set."""
+    from core.perturb import registry as perturbations
+    from core.qa.registry import get_entry
+    from core.sqlite_db import sqlite_kind
+
+    dataset = load_dataset(args.dataset, args.data_dir, **cli.loader_kwargs(args))
+    print(dataset.load_line(), flush=True)
+    for spec in specs:
+        # each challenge file is read and paired now too: a refusal costs no model load
+        resolved = resolve_spec(spec, args.repeats, perturbations.get, dataset, args.data_dir,
+                                pair_by=args.pair_by, on_ambiguous=args.on_ambiguous)
+        if resolved.pairing is not None:
+            print(f"{spec.id}: {resolved.pairing.summary()}", flush=True)
+    for name in model_names:
+        get_entry(name)
+    if sqlite_kind(args.db) in ("directory", "other"):
+        with Store(args.db):  # refuses a folder or a non-SQLite file untouched: now, not after loading
+            pass
+    return dataset
+
+
+def _progress_bar(quiet: bool):
+    """(progress callback, close) for a tqdm bar counting result rows, or no-ops when quiet."""
+    if quiet:
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, unit="row", desc="sweep", dynamic_ncols=True)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    return progress, bar.close
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    """Run (or resume) the sweep the flags describe, print its table, store its aggregates."""
+    from core.sweeps import aggregates, report
+
+    missing = [flag for flag, value in (("--dataset", args.dataset), ("--perturbations", args.perturbations),
+                                        ("--models", args.models)) if not value]
+    if missing:
+        raise cli.CLIError(f"{', '.join(missing)} required (or use --list / --show)")
+    # Settings first: a bad one must stop the run before a model loads or the database opens, so
+    # it can never leave empty predictions in the shared prediction cache.
+    where, engine_backend = _backends(args)
+    settings = cli.engine_settings(batch_size=args.batch_size, threads=args.threads or None, backend=engine_backend)
+    for flag, value in (("--repeats", args.repeats), ("--chunk-size", args.chunk_size), ("--sample", args.sample)):
+        if value is not None and value < 1:
+            raise cli.CLIError(f"{flag} must be at least 1, got {value}")
+    specs = parse_specs(args.perturbations)
+    model_names = [m.strip() for m in args.models.split(",") if m.strip()]
+    dataset = _check_inputs(args, specs, model_names)
+    from core.qa.registry import load_engine  # lazy: torch and transformers load here
+
+    # Each engine is loaded with these settings (the registry caches per settings) instead of
+    # changing the settings of a shared cached engine after the fact. On Ray the actors load them.
+    engines = {name: load_engine(name, settings) for name in model_names} if where == "local" else {}
+    if engines and args.name and args.engine_backend is None and args.backend == "local":
+        engines = _as_stored(engines, args.db, args.name, settings)
+    config = SweepConfig(args.dataset, specs, model_names, repeats=args.repeats, seed=args.seed,
+                         sample=args.sample, name=args.name, pair_by=args.pair_by,
+                         on_ambiguous=args.on_ambiguous, lang=args.lang)
+    progress, close_bar = _progress_bar(args.quiet)
+    try:
+        if where == "ray":
+            from core.sweeps.ray import run_sweep_ray
+
+            run = run_sweep_ray(config, args.db, settings=settings, address=args.address, workers=args.workers,
+                                dataset=dataset, data_dir=args.data_dir, progress=progress,
+                                chunk_size=args.chunk_size, shutdown=True)
+        else:
+            run = run_sweep(config, engines, args.db, dataset=dataset, data_dir=args.data_dir,
+                            progress=progress, chunk_size=args.chunk_size)
+    except KeyboardInterrupt:
+        close_bar()
+        print("\ninterrupted: everything committed so far is kept; re-run the same command to resume",
+              file=sys.stderr)
+        return 130
+    finally:
+        close_bar()  # the progress bar's line ends before an error's (core.cli prints it)
+    print(f"sweep {run.name!r}: {run.status}, {run.done_units}/{run.total_units} rows "
+          f"({run.resumed_units} resumed), {run.predictions_computed} predictions computed, "
+          f"{run.predictions_cached} from cache, {run.model_calls} model calls, {run.elapsed_s:.1f} s")
+    with Store(args.db) as store:
+        print(report.format_report(store, run.sweep_id, metric=args.metric))
+    if run.status == "done":   # so that Heatmaps opens it at once (core/sweeps/aggregates.py)
+        aggregates.store(args.db, run.sweep_id)
+    return 0
+
+
+@cli.command(PROG)
+def main(argv: Sequence[str] | None = None) -> int:
+    """Bad input (flags, settings, names, files, a database that is not a sweep store) ends in one
+    line on stderr and exit status 2 (core.cli), before anything is written."""
+    args = _build_parser().parse_args(argv)
+    if args.list_perturbations:
+        _list_perturbations()
+        return 0
+    _check_views(args)
+    if args.list or args.show:
+        return _read(args)
+    return _sweep(args)

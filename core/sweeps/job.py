@@ -1,0 +1,132 @@
+"""A sweep running on a background thread, so a page can poll its progress and cancel it.
+
+:class:`SweepJob` wraps :func:`core.sweeps.run.run_sweep`: ``start()`` runs it on a daemon thread;
+``done`` / ``total`` follow its progress callback (result rows committed so far / in the complete
+sweep); ``cancel()`` sets the event run_sweep checks between chunks, so the sweep stops after the
+chunk in flight with status 'cancelled' (everything committed is kept; running the same
+configuration again resumes). ``result`` is the :class:`core.sweeps.config.SweepRun`, or ``error`` the
+message of whatever run_sweep raised (a SweepError names the problem).
+
+The thread opens its own database connection (run_sweep is given the path, not a Store), so the
+page's reads never share a connection with the writer; SQLite's WAL mode lets them run together.
+``ray=RayOptions(...)`` runs the sweep on Ray instead (core.sweeps.ray: the models load in its
+actors, so ``engines`` is empty); ``workers`` then holds each worker's state (node, calls,
+restarts) as the driver reports it, for the page to show.
+
+No streamlit import.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.datasets import Dataset
+from core.sweeps.config import SweepConfig, SweepRun
+from core.sweeps.run import run_sweep
+
+__all__ = ["SweepJob", "RayOptions"]
+
+
+@dataclass
+class RayOptions:
+    """Where a Ray sweep runs: ``address`` None starts (or reuses) a local Ray in this process."""
+
+    address: str | None = None
+    workers: int | None = None
+    settings: Any = None          # core.qa.engine.EngineSettings for the actors' engines
+
+
+class SweepJob:
+    """One run_sweep call on a background thread (see module doc)."""
+
+    def __init__(self, config: SweepConfig, engines: Mapping[str, Any], db: str | Path, *,
+                 dataset: Dataset | None = None, data_dir: str | Path | None = None, chunk_size: int = 128,
+                 ray: RayOptions | None = None):
+        self.config = config
+        self.db = str(db)
+        self.done = 0
+        self.total = 0
+        self.result: SweepRun | None = None
+        self.name: str | None = config.name  # the stored sweep's name, known once it has started
+        self.error: str | None = None
+        self.phase = "sweep"   # then "aggregates" while the heatmap's aggregates are stored
+        self.started_at: float | None = None
+        self.finished_at: float | None = None
+        self._cancel = threading.Event()
+        self._kwargs = dict(dataset=dataset, data_dir=data_dir, chunk_size=chunk_size)
+        self._engines = dict(engines)
+        self.ray = ray
+        self.workers: list = []   # core.sweeps.ray.WorkerState per worker (Ray sweeps)
+        self._thread = threading.Thread(target=self._run, name=f"sweep-{config.name or config.dataset}",
+                                        daemon=True)
+
+    def start(self) -> "SweepJob":
+        if self.started_at is not None:
+            raise RuntimeError("this sweep job was already started")
+        self.started_at = time.monotonic()
+        self._thread.start()
+        return self
+
+    def _progress(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+
+    def _workers(self, states: list) -> None:
+        self.workers = states
+
+    def _started(self, run: SweepRun) -> None:
+        self.name = run.name
+
+    def _run(self) -> None:
+        try:
+            if self.ray is not None:
+                from core.sweeps.ray import run_sweep_ray
+
+                self.result = run_sweep_ray(self.config, self.db, settings=self.ray.settings,
+                                            address=self.ray.address, workers=self.ray.workers,
+                                            progress=self._progress, cancel=self._cancel, on_start=self._started,
+                                            on_workers=self._workers, **self._kwargs)
+            else:
+                self.result = run_sweep(self.config, self._engines, self.db, progress=self._progress,
+                                        cancel=self._cancel, on_start=self._started, **self._kwargs)
+            self.done, self.total = self.result.done_units, self.result.total_units
+            if self.result.status == "done":   # Heatmaps then opens it from stored aggregates
+                from core.sweeps import aggregates as sweep_aggregates
+
+                self.phase = "aggregates"
+                sweep_aggregates.store(self.db, self.result.sweep_id)
+        except BaseException as e:  # shown on the page; the thread must not die silently
+            self.error = f"{type(e).__name__}: {e}"
+        finally:
+            self.finished_at = time.monotonic()
+            self._engines = {}  # let the engines go once the sweep ends
+
+    def cancel(self) -> None:
+        """Stop after the chunk in flight (the sweep can be resumed later)."""
+        self._cancel.set()
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel.is_set()
+
+    @property
+    def running(self) -> bool:
+        return self.started_at is not None and self.finished_at is None
+
+    @property
+    def elapsed_s(self) -> float:
+        if self.started_at is None:
+            return 0.0
+        return (self.finished_at or time.monotonic()) - self.started_at
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.done / self.total) if self.total else 0.0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the sweep ends (or ``timeout`` seconds); True when it has ended."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()

@@ -1,0 +1,111 @@
+"""Noise augmentation for training (NoiseQA §4.2, Gan & Ng §4.2): ``--augment-share 0.3
+--augment keyboard_Q,...`` adds that share of training questions again, perturbed by the
+project's own perturbations, each entry in the sweep's spec syntax with an optional relative
+``weight``. Reproducible: the same examples, share, entries and seed give the same questions.
+"""
+from __future__ import annotations
+
+import random
+import time
+
+from core.types import QAExample
+
+__all__ = ["parse_augment_spec", "augment_examples"]
+
+
+def parse_augment_spec(spec: str) -> tuple[list[tuple[str, dict]], list[float] | None]:
+    """``--augment`` as (perturbation id, params) pairs and optional relative weights.
+
+    The entries use the sweep's spec syntax (:func:`core.perturb.spec.parse_specs`: ``ID``,
+    ``ID:key=value[:key=value...]``, typed values, ``a..b`` ranges and ``x|y`` lists), plus one
+    extra key, ``weight``: the entry's relative share. Without any weight every entry is equally
+    likely (None), as in the first noise-augmented runs; a weight lets a slow perturbation
+    (TTS -> ASR, ~1-2 s a question on one core) take a small share. Ids and parameters are checked
+    here, before a model is loaded.
+
+    >>> parse_augment_spec("keyboard_Q,misspell_Q")
+    ([('keyboard_Q', {}), ('misspell_Q', {})], None)
+    >>> parse_augment_spec("asr_Q:engine=whisper-base:voice=flite:kal16:weight=1, keyboard_Q:p=0.1:weight=4.5,misspell_Q")
+    ([('asr_Q', {'engine': 'whisper-base', 'voice': 'flite:kal16'}), ('keyboard_Q', {'p': 0.1}), ('misspell_Q', {})], [1.0, 4.5, 1.0])
+    >>> parse_augment_spec("asr_Q:weight=-1")
+    Traceback (most recent call last):
+    ...
+    ValueError: --augment: weight of 'asr_Q' must be a positive number, not -1
+    >>> parse_augment_spec("asr_Q:engin=whisper-base")
+    Traceback (most recent call last):
+    ...
+    ValueError: --augment: asr_Q: unknown parameter(s) ['engin']; accepted: ['engine', 'voice']
+    """
+    from core.perturb import registry
+    from core.perturb.base import PerturbationError
+    from core.perturb.spec import SpecError, parse_specs
+
+    registry.load_all()
+    try:
+        specs = parse_specs(spec)
+    except SpecError as exc:
+        raise ValueError(f"--augment: {exc}") from exc
+    entries: list[tuple[str, dict]] = []
+    weights: list[float] = []
+    for s in specs:
+        if s.is_file:
+            raise ValueError(f"--augment: {s.id} is a challenge set, not a perturbation")
+        params = s.params_dict
+        weight = params.pop("weight", None)
+        if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0):
+            raise ValueError(f"--augment: weight of {s.id!r} must be a positive number, not {weight!r}")
+        try:
+            registry.get(s.id).resolve_params(params)
+        except (KeyError, PerturbationError) as exc:
+            raise ValueError(f"--augment: {exc.args[0] if exc.args else exc}") from exc
+        entries.append((s.id, params))
+        weights.append(None if weight is None else float(weight))
+    if all(w is None for w in weights):
+        return entries, None
+    return entries, [1.0 if w is None else w for w in weights]
+
+
+def augment_examples(examples: list[QAExample], share: float, ids: list, rng: random.Random,
+                     weights: list[float] | None = None, log=print):
+    """Add ``share`` x len(examples) perturbed copies (question-only perturbations).
+
+    ``ids`` are perturbation ids or (id, params) pairs (:func:`parse_augment_spec`). Each sampled
+    question gets one perturbation, drawn uniformly (``weights`` None, the rule of the first
+    augmented runs, kept so their commands still reproduce) or by ``weights``. Perturbations that
+    translate in batches (``prepare``) see all sampled questions first, so round-trip MT is two
+    Apertium calls rather than one per question; progress is logged for slow ones (TTS -> ASR).
+    Returns the new examples and how many each entry made.
+    """
+    from core.perturb import registry
+    from core.perturb.spec import spec_label
+    from core.speech.asr import ASRError
+    from core.speech.tts import TTSError
+    from core.translate import TranslationError
+
+    registry.load_all()
+    entries = [(i, {}) if isinstance(i, str) else (i[0], dict(i[1])) for i in ids]
+    choices = [(registry.get(i), params) for i, params in entries]
+    labels = [spec_label(i, params) for i, params in entries]
+    k = int(round(share * len(examples)))
+    sample = rng.sample(examples, k)
+    for p, params in choices:
+        if hasattr(p, "prepare"):
+            p.prepare([ex for ex in sample if p.is_compatible(ex)], **params)
+    added: list[QAExample] = []
+    per_id = {label: 0 for label in labels}
+    started = time.time()
+    for n, ex in enumerate(sample, 1):
+        index = rng.randrange(len(choices)) if weights is None else rng.choices(range(len(choices)), weights=weights)[0]
+        p, params = choices[index]
+        if p.is_compatible(ex):
+            try:
+                variants = p.apply(ex, rng, **params)
+            except (TTSError, ASRError, TranslationError) as exc:   # e.g. a question with nothing to speak
+                log(f"augmentation skipped {ex.id} ({labels[index]}): {exc}")
+                variants = None
+            if variants and variants[0].example.question.strip():   # an empty ASR transcript teaches nothing
+                added.append(variants[0].example)
+                per_id[labels[index]] += 1
+        if n % 1000 == 0:
+            log(f"augmented {n}/{k} questions ({time.time() - started:.0f} s; {per_id})")
+    return added, per_id

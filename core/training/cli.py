@@ -1,0 +1,215 @@
+"""The training command line: ``python -m core.training`` (the argument table) -> :class:`TrainConfig`.
+
+    python -m core.training --base minilm --train FILES... --squad-dev-minus-xquad --output runs/X
+
+The flags are parsed into a :class:`TrainConfig` (one dataclass: every setting of a run, checked
+by :meth:`TrainConfig.check` before a model is loaded) and handed to :func:`core.training.train.run`.
+:func:`train_command` turns a run's recorded settings back into the command that repeats it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core import cli
+
+__all__ = ["PROG", "TrainConfig", "build_parser", "parse_config", "train_command", "main"]
+
+PROG = "python -m core.training"
+
+
+@dataclass(kw_only=True)
+class TrainConfig:
+    """Every setting of one training run. The fields are in the argument table's order, so
+    ``dataclasses.asdict(config)`` is what ``train_log.json`` records as ``args`` and what
+    :func:`train_command` replays; the defaults here are the command line's."""
+
+    base: str
+    train: list[str] = field(default_factory=list)
+    squad_dev_minus_xquad: bool = False
+    on_ambiguous: str = "error"
+    lang: str | None = None
+    output: str
+    epochs: float = 2.0
+    lr: float = 8e-5
+    batch_size: int = 32
+    max_length: int = 256
+    stride: int = 96
+    warmup: float = 0.1
+    seed: int = 13
+    max_steps: int = 0
+    save_every: int = 200
+    threads: int = 0
+    augment_share: float = 0.0
+    augment: str = "keyboard_Q"
+    distill_weight: float = 0.0
+    distill_temperature: float = 1.0
+    drop_eval_overlap: bool = False
+    cpu_bf16: str = "auto"
+    save_dtype: str = "float16"
+    lora_rank: int = 0
+    lora_alpha: int | None = None
+    lora_dropout: float = 0.1
+    lora_targets: str | None = None
+    init_from: str | None = None
+    extend_vocab_min_count: int = 0
+    embedding_lr: float | None = None
+
+    @property
+    def loader(self) -> dict:
+        """load_squad's ``lang`` / ``on_ambiguous`` for the training files."""
+        return {"lang": self.lang, "on_ambiguous": self.on_ambiguous}
+
+    @property
+    def init_adapter(self) -> bool:
+        """Whether ``init_from`` is a LoRA adapter (a further LoRA stage)."""
+        from pathlib import Path
+
+        from core.training.lora import is_adapter_folder
+
+        return bool(self.init_from) and is_adapter_folder(Path(self.init_from))
+
+    def check(self) -> None:
+        """ValueError naming the first flag that is out of range or clashes with another. Numbers
+        are checked here, not found out as a ZeroDivisionError or a tokenizer panic later on.
+
+        >>> TrainConfig(base="minilm", output="o", stride=200).check()
+        Traceback (most recent call last):
+        ...
+        ValueError: --stride must be at most half of --max-length (256), got 200
+        >>> TrainConfig(base="minilm", output="o", distill_weight=1.0).check()
+        Traceback (most recent call last):
+        ...
+        ValueError: --distill-weight needs --augment-share: it teaches perturbed questions their clean answers
+        """
+        from core.qa.engine import MIN_MAX_LENGTH
+
+        if self.lora_rank < 0:
+            raise ValueError("--lora-rank must be >= 0")
+        for flag, value, low in (("--batch-size", self.batch_size, 1), ("--save-every", self.save_every, 1),
+                                 ("--max-length", self.max_length, MIN_MAX_LENGTH), ("--stride", self.stride, 0),
+                                 ("--max-steps", self.max_steps, 0), ("--threads", self.threads, 0)):
+            if value < low:
+                raise ValueError(f"{flag} must be at least {low}, got {value}")
+        if self.stride > self.max_length // 2:
+            raise ValueError(f"--stride must be at most half of --max-length ({self.max_length}), "
+                             f"got {self.stride}")
+        if not (self.epochs > 0 and self.lr >= 0 and 0 <= self.warmup <= 1 and 0 <= self.augment_share <= 1):
+            raise ValueError("--epochs must be > 0, --lr >= 0, --warmup and --augment-share between 0 and 1")
+        if self.init_from and self.lora_rank and not self.init_adapter:
+            raise ValueError("--init-from with --lora-rank continues a LoRA adapter, and this folder is a "
+                             "full fine-tune (no adapter_config.json): drop --lora-rank to continue it in full")
+        if self.init_adapter and not self.lora_rank:
+            raise ValueError("--init-from names a LoRA adapter: continue it with --lora-rank set to its rank")
+        if self.extend_vocab_min_count and self.lora_rank:
+            raise ValueError("--extend-vocab-min-count needs a full fine-tune: new embedding rows are not "
+                             "a LoRA adapter")
+        if self.embedding_lr is not None and self.lora_rank:
+            raise ValueError("--embedding-lr needs a full fine-tune: a LoRA adapter does not train the embeddings")
+        if self.distill_weight < 0 or self.distill_temperature <= 0:
+            raise ValueError("--distill-weight must be >= 0 and --distill-temperature > 0")
+        if self.distill_weight and not self.augment_share:
+            raise ValueError("--distill-weight needs --augment-share: it teaches perturbed questions their "
+                             "clean answers")
+
+
+def build_parser() -> cli.ArgumentParser:
+    """The argument table. Its dests are :class:`TrainConfig`'s fields, in the same order."""
+    d = TrainConfig(base="", output="")  # the defaults, from one place
+    ap = cli.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    ap.add_argument("--base", required=True, help="local folder, 'minilm', 'mpnet' or a hub id")
+    ap.add_argument("--train", nargs="*", default=[], help="SQuAD-format training files")
+    ap.add_argument("--squad-dev-minus-xquad", action="store_true")
+    cli.add_loader_options(ap)
+    ap.add_argument("--output", required=True)
+    ap.add_argument("--epochs", type=float, default=d.epochs)
+    ap.add_argument("--lr", type=float, default=d.lr)
+    ap.add_argument("--batch-size", type=int, default=d.batch_size)
+    ap.add_argument("--max-length", type=int, default=d.max_length)
+    ap.add_argument("--stride", type=int, default=d.stride)
+    ap.add_argument("--warmup", type=float, default=d.warmup)
+    ap.add_argument("--seed", type=int, default=d.seed)
+    ap.add_argument("--max-steps", type=int, default=d.max_steps, help="stop after this many steps (0 = all)")
+    ap.add_argument("--save-every", type=int, default=d.save_every)
+    ap.add_argument("--threads", type=int, default=d.threads)
+    ap.add_argument("--augment-share", type=float, default=d.augment_share)
+    ap.add_argument("--augment", default=d.augment,
+                    help="comma-separated perturbations in the sweep's spec syntax (ID:key=value...), "
+                         "each optionally with :weight=W, its relative share")
+    ap.add_argument("--distill-weight", type=float, default=d.distill_weight,
+                    help="with --augment-share: also train each perturbed question towards the answer "
+                         "distribution the starting model gives its clean question (KL, "
+                         "core.training.distill), at this weight beside the gold-span loss (0 = off)")
+    ap.add_argument("--distill-temperature", type=float, default=d.distill_temperature)
+    ap.add_argument("--drop-eval-overlap", action="store_true",
+                    help="drop (and log) training contexts that occur in an eval set instead of refusing "
+                         "the file")
+    ap.add_argument("--cpu-bf16", choices=["auto", "on", "off"], default=d.cpu_bf16)
+    ap.add_argument("--save-dtype", choices=["float16", "float32"], default=d.save_dtype)
+    ap.add_argument("--lora-rank", type=int, default=d.lora_rank, help="LoRA rank (peft); 0 = full fine-tune")
+    ap.add_argument("--lora-alpha", type=int, default=d.lora_alpha, help="LoRA alpha (default 2 x rank)")
+    ap.add_argument("--lora-dropout", type=float, default=d.lora_dropout)
+    ap.add_argument("--lora-targets", default=d.lora_targets,
+                    help="comma-separated module names (default by architecture: BERT/MiniLM "
+                         "query,key,value,dense; MPNet q,k,v,o,dense)")
+    ap.add_argument("--init-from", default=d.init_from,
+                    help="start from this trained QA model folder (a run's model/ or a shipped full "
+                         "model) instead of the base's fresh QA head: a further training stage; "
+                         "--base still names the encoder the weights descend from")
+    ap.add_argument("--extend-vocab-min-count", type=int, default=d.extend_vocab_min_count,
+                    help="add every character of the training texts that the tokenizer maps to "
+                         "[UNK] and that occurs at least this often as a new token (0 = off; "
+                         "for Chinese on an English vocabulary; with --init-from, characters the "
+                         "trained model already has are not added again)")
+    ap.add_argument("--embedding-lr", type=float, default=d.embedding_lr,
+                    help="peak learning rate of the input word embeddings (default: --lr); a higher "
+                         "one lets rows added by --extend-vocab-min-count move away from their "
+                         "mean-embedding start within a short run")
+    return ap
+
+
+def parse_config(argv) -> tuple[TrainConfig, list | None, list[float] | None]:
+    """The checked config and its parsed ``--augment`` entries and weights (None without
+    augmentation). Bad flags exit with argparse's one-line error (status 2)."""
+    ap = build_parser()
+    args = vars(ap.parse_args(argv))
+    args.pop("debug")  # core.cli's --debug: taken off the command line before parsing, not a setting
+    config = TrainConfig(**args)
+    try:
+        config.check()
+        if config.augment_share > 0:
+            from core.training.augment import parse_augment_spec
+
+            return (config, *parse_augment_spec(config.augment))
+    except ValueError as exc:
+        ap.error(str(exc))
+    return config, [], None
+
+
+def train_command(args: dict) -> str:
+    """The ``python -m core.training`` command line that repeats a run, from its recorded
+    settings (a run's ``args``: :class:`TrainConfig` as a dict).
+
+    Zeros stay (``--warmup 0`` is not the default); unset and off options and the output folder
+    go (the output is wherever the user wants it).
+
+    >>> train_command({"base": "minilm", "train": ["a.json", "b.json"], "squad_dev_minus_xquad": True,
+    ...                "output": "runs/x", "warmup": 0.0, "lora_alpha": None, "drop_eval_overlap": False})
+    'python -m core.training --base minilm --train a.json b.json --squad-dev-minus-xquad --warmup 0.0'
+    """
+    parts = []
+    for k, v in args.items():
+        if k == "output" or v is None or v is False or v == "" or v == []:
+            continue
+        flag = f"--{k.replace('_', '-')}"
+        parts.append(flag if v is True else f"{flag} {' '.join(map(str, v)) if isinstance(v, list) else v}")
+    return f"{PROG} " + " ".join(parts)
+
+
+@cli.command(PROG)
+def main(argv=None) -> int:
+    config, augment_ids, augment_weights = parse_config(argv)
+    from core.training.train import run
+
+    run(config, augment_ids, augment_weights)
+    return 0
+

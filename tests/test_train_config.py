@@ -1,0 +1,39 @@
+"""core.training.cli: the argument table and TrainConfig stay one thing (same fields, same order,
+same defaults), and a run's recorded command parses back into the same config."""
+import dataclasses
+
+import pytest
+
+from core.training.cli import TrainConfig, build_parser, parse_config, train_command
+
+
+def test_the_argument_table_is_the_config_field_for_field():
+    args = vars(build_parser().parse_args(["--base", "minilm", "--output", "runs/x"]))
+    assert args.pop("debug") is False  # core.cli's flag, not a setting of the run
+    fields = [f.name for f in dataclasses.fields(TrainConfig)]
+    assert list(args) == fields  # the order train_log.json's "args" (and so train_command) keeps
+    assert TrainConfig(**args) == TrainConfig(base="minilm", output="runs/x")
+
+
+def test_a_recorded_command_parses_back_into_the_same_config():
+    config = TrainConfig(base="minilm", train=["a.json", "b.json"], squad_dev_minus_xquad=True, output="runs/x",
+                         warmup=0.0, lora_rank=4, lora_targets="query,value", augment_share=0.3,
+                         augment="keyboard_Q:p=0.1:weight=2,misspell_Q", seed=7)
+    command = train_command(dataclasses.asdict(config))
+    assert command.startswith("python -m core.training --base minilm --train a.json b.json --squad-dev-minus-xquad ")
+    again, entries, weights = parse_config(command.split()[3:] + ["--output", "runs/x"])
+    assert again == config
+    assert entries == [("keyboard_Q", {"p": 0.1}), ("misspell_Q", {})] and weights == [2.0, 1.0]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--batch-size", "0"], "--batch-size must be at least 1, got 0"),
+    (["--lora-rank", "4", "--embedding-lr", "0.01"], "--embedding-lr needs a full fine-tune"),
+    (["--augment-share", "0.2", "--augment", "nope_Q"], "--augment: "),
+])
+def test_bad_flags_end_in_one_line_before_anything_loads(flags, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        parse_config(["--base", "minilm", "--output", "runs/x", *flags])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m core.training: error: ") and message in err and len(err.splitlines()) == 1
