@@ -29,8 +29,9 @@ BINS = (("1", 1, 1), ("2-3", 2, 3), ("4-6", 4, 6), ("7+", 7, 10**9))
 def length_stats(words: list[int]) -> dict:
     """Summary of answer lengths in words.
 
-    >>> length_stats([1, 1, 2, 7])
-    {'questions': 4, 'mean_words': 2.75, 'median_words': 1.5, 'share_1': 50.0, 'share_2-3': 25.0, 'share_4-6': 0.0, 'share_7+': 25.0}
+    >>> length_stats([1, 1, 2, 7])  # doctest: +NORMALIZE_WHITESPACE
+    {'questions': 4, 'mean_words': 2.75, 'median_words': 1.5, 'share_1': 50.0, 'share_2-3': 25.0, 'share_4-6': 0.0,
+    'share_7+': 25.0}
     """
     out = {"questions": len(words), "mean_words": round(statistics.fmean(words), 2),
            "median_words": statistics.median(words)}

@@ -12,7 +12,8 @@ computing its aggregates live versus reading the ones stored when the sweep fini
 
     python benchmarks/heatmaps_open.py                     # ~64k result rows (900 questions)
     python benchmarks/heatmaps_open.py --sample 200        # smaller
-    python benchmarks/heatmaps_open.py --db runs/big.sqlite --json out.json   # keep the built sweep (runs/ is git-ignored)
+    python benchmarks/heatmaps_open.py --db runs/big.sqlite --json out.json
+        # keeps the built sweep (runs/ is git-ignored)
 """
 from __future__ import annotations
 

@@ -42,9 +42,7 @@ def measure(perturbation, examples, warmup, seed: int = 0) -> dict:
     nlp.analyse.cache_clear()
     translation._cache.clear()  # round trips cache translations; each perturbation starts cold
     started = time.perf_counter()
-    prepare = getattr(perturbation, "prepare", None)
-    if prepare is not None:
-        prepare([e for e in examples if perturbation.is_compatible(e)])
+    perturbation.prepare([e for e in examples if perturbation.is_compatible(e)])
     applied = incompatible = 0
     for example in examples:
         if not perturbation.is_compatible(example):

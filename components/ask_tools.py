@@ -20,9 +20,9 @@ import streamlit as st
 from components.answers import legend, spans_in_context
 from components.edits import edits_html
 from components.text import md_escape
-from core.csv_export import csv_bytes
 from core.explore import counterfactual as cf
 from core.explore.answers import answer_all
+from core.io.csv_export import csv_bytes
 from core.metrics import score_answer
 from core.perturb.base import Edit
 from core.perturb.repair import MODES, repair_question

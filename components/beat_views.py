@@ -21,7 +21,7 @@ import streamlit as st
 from components.text import count, md_escape
 from core.collect import beat, beat_stats
 from core.collect.beat_store import BeatStore
-from core.csv_export import csv_bytes
+from core.io.csv_export import csv_bytes
 
 
 def attempts_table(attempts: list[beat.Attempt]) -> pd.DataFrame:

@@ -20,7 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.csv_export import csv_bytes
+from core.io.csv_export import csv_bytes
 
 __all__ = ["figure_html", "figure_png", "png_problem", "csv_download", "figure_downloads", "file_stem"]
 
@@ -59,7 +59,7 @@ def figure_png(fig: go.Figure, scale: float = 2.0) -> bytes:
 
 
 def csv_download(df: pd.DataFrame, stem: str, key: str, label: str = "CSV") -> None:
-    """A CSV download of ``df`` (UTF-8, no index, spreadsheet formulas neutralised: core.csv_export)."""
+    """A CSV download of ``df`` (UTF-8, no index, spreadsheet formulas neutralised: core.io.csv_export)."""
     st.download_button(f"⬇ {label}", csv_bytes(df), f"{stem}.csv", "text/csv",
                        key=key, on_click="ignore")
 

@@ -135,10 +135,20 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
     plotted = sorted((c for c in cell_list if c.model in row_index),
                      key=lambda c: (row_index[c.model], col_index[(c.perturbation, c.params_json)]))
     px = grid_size(len(cols))
-    n_rows, n_cols = len(model_rows), len(cols)
-
     xs = [col_index[(c.perturbation, c.params_json)] for c in plotted]
     ys = [row_index[c.model] for c in plotted]
+
+    fig = go.Figure()
+    _add_cells(fig, plotted, xs, ys, metric, value, px, highlight)
+    _add_families(fig, cols, px, len(model_rows))
+    _lay_out(fig, cols, model_rows, totals or {}, metric, value, px)
+    return fig, plotted
+
+
+def _add_cells(fig: go.Figure, plotted: list[Cell], xs: list[int], ys: list[int], metric: str, value: str,
+               px: int, highlight: int | None) -> None:
+    """Trace 0: one square per cell (colour: band; text: value and penalty); the outline of the
+    chosen cell; the band legend's entries."""
     colours = [cell_colour(c, metric) for c in plotted]
     texts = []
     for c in plotted:
@@ -149,8 +159,6 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
                      if px >= FULL_TEXT_CELL else pen_text)
     font_colours = ["white" if col in _DARK else "black" for col in colours]
     trace_data = [[i, c.model, c.perturbation, c.params_json] for i, c in enumerate(plotted)]
-
-    fig = go.Figure()
     fig.add_trace(go.Scatter(
         x=xs, y=ys, mode="markers+text", name="cells", showlegend=False,
         marker=dict(symbol="square", size=px - 2, color=colours, line=dict(width=0)),
@@ -172,7 +180,10 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="no score",
                              marker=dict(symbol="square", size=12, color=NO_SCORE_COLOUR)))
 
-    # Families: a name above each group, a line between groups.
+
+def _add_families(fig: go.Figure, cols: list, px: int, n_rows: int) -> None:
+    """Families: a name above each group of columns, a line between groups."""
+    n_cols = len(cols)
     start = 0
     for i in range(1, n_cols + 1):
         if i == n_cols or cols[i].family != cols[start].family:
@@ -186,7 +197,12 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
                               line=dict(color="#444", width=1.5))
             start = i
 
-    totals = totals or {}
+
+def _lay_out(fig: go.Figure, cols: list, model_rows: list[str], totals: Mapping[str, int], metric: str,
+             value: str, px: int) -> None:
+    """Size, margins, axes, title and legend: the grid on top, the x labels under it, the band
+    legend under the plot in rows as wide as the figure."""
+    n_rows, n_cols = len(model_rows), len(cols)
     # Plotly reads tick text as its own small HTML (<a href> included): names are escaped. The
     # penalty total goes on a second line, so long model names do not widen the figure twice.
     y_labels = [html.escape(m) + (f"<br>Σ {totals[m]}" if m in totals else "") for m in model_rows]
@@ -217,4 +233,3 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
                      ticktext=y_labels, showgrid=False, zeroline=False, fixedrange=True,
                      tickfont=dict(size=12 if px >= 34 else 10),   # two label lines fit a row
                      domain=[1 - grid_h / area_h, 1])
-    return fig, plotted

@@ -43,8 +43,9 @@ def _background(colors: list[str]) -> str:
 def highlight_html(context: str, marks: list[Mark], gold: list[tuple[int, int]] | None = None) -> str:
     """HTML of ``context`` with ``marks`` highlighted and ``gold`` spans underlined.
 
-    >>> highlight_html("a <b> c", [Mark("m1", 2, 5, "#E69F00")])
-    '<div class="qax-context">a <mark class="qax-span" style="background:#E69F0080;" title="m1">&#60;b&#62;</mark> c</div>'
+    >>> highlight_html("a <b> c", [Mark("m1", 2, 5, "#E69F00")])  # doctest: +NORMALIZE_WHITESPACE
+    '<div class="qax-context">a <mark class="qax-span" style="background:#E69F0080;" title="m1">&#60;b&#62;</mark>
+    c</div>'
 
     A passage or a model name holding Markdown stays text (no image, no link):
 

@@ -3,18 +3,20 @@
 Shared by the Sweeps page and the speech trial's scoring, which both run ``run_sweep`` on a
 background thread and poll it from an auto-refreshing fragment: the bar names the sweep and says
 how many result rows are done and about how long is left; Cancel stops it after the chunk in
-flight (everything committed is kept, and the same configuration resumes).
+flight (everything committed is kept, and the same configuration resumes). :func:`sweep_panel`
+is the Sweeps page's whole panel: the bar, a Ray sweep's workers, then the result once.
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 
+import pandas as pd
 import streamlit as st
 
 from components.text import md_escape
 from core.sweeps.job import SweepJob
-from core.sweeps.progress import Eta, format_seconds
+from core.sweeps.progress import Eta, format_seconds, worker_rows
 
 
 def job_name(job: SweepJob) -> str:
@@ -41,3 +43,46 @@ def running_job(job: SweepJob, key: str, below: Callable[[SweepJob], None] | Non
         job.cancel()
     if job.cancel_requested:
         st.info("Cancelling: the sweep stops after the chunk in progress (everything committed is kept).")
+
+
+def worker_table(job: SweepJob, key: str = "sw") -> None:
+    """A Ray sweep's workers: where each runs, what it is doing, its share of the predictions."""
+    if job.workers:
+        st.dataframe(pd.DataFrame(worker_rows(job.workers)), hide_index=True, width="stretch",
+                     key=f"{key}_workers_table")
+
+
+def sweep_panel(state_key: str, key: str) -> None:
+    """The job in ``st.session_state[state_key]`` while it runs (refreshed every second), then its
+    result once: an error, or what it did (rows, predictions computed and cached, time)."""
+    job = st.session_state.get(state_key)
+
+    @st.fragment(run_every=1.0 if job is not None and job.running else None)
+    def panel() -> None:
+        job = st.session_state.get(state_key)
+        if job is None:
+            return
+        if job.running:
+            running_job(job, key, below=lambda j: worker_table(j, key))
+            return
+        if st.session_state.get(f"{key}_banner_shown"):   # shown once: it goes with the next interaction
+            st.session_state.pop(state_key, None)
+            return
+        if not st.session_state.get(f"{key}_job_reported"):
+            st.session_state[f"{key}_job_reported"] = True
+            st.rerun()  # the whole page: the stored-sweeps list below changed
+        st.session_state[f"{key}_banner_shown"] = True
+        if job.error:
+            st.error(f"The sweep stopped with an error: {md_escape(job.error)}")
+            return
+        worker_table(job, key)
+        r = job.result
+        verb = "finished" if r.status == "done" else "was cancelled (resume it below)"
+        st.success(md_escape(
+            f"Sweep '{r.name}' {verb}: {r.done_units:,}/{r.total_units:,} result rows "
+            f"({r.resumed_units:,} were already stored), {r.predictions_computed:,} predictions computed and "
+            f"{r.predictions_cached:,} taken from the cache in {r.model_calls} model calls, "
+            f"{r.variants_computed:,} variants computed, {r.elapsed_s:.1f} s.")
+            + " Open the **Heatmaps** page to see it.")
+
+    panel()

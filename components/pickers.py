@@ -8,8 +8,9 @@ import streamlit as st
 from components import loaders, persist, session_memory
 from components.state import current_data_dir
 from components.text import count, md_escape
-from core import memory, safe_json
+from core import memory
 from core.datasets import ON_AMBIGUOUS, DatasetError, load_squad
+from core.io import safe_json
 from core.qa import registry
 
 DEMO_LANGS = {"demo.en": "en", "demo.de": "de", "demo.zh": "zh"}

@@ -21,7 +21,7 @@ import streamlit as st
 
 from components.text import md_escape
 from core import config
-from core.sqlite_db import sqlite_kind
+from core.io.sqlite_db import sqlite_kind
 from core.sweeps import report as report
 from core.sweeps.store import Store, StoreError
 

@@ -122,10 +122,11 @@ def confine(path: str | Path, roots: Sequence[str | Path], what: str = "file") -
 
     >>> confine("/srv/data/x/../y.json", ["/srv/data"]).as_posix()
     '/srv/data/y.json'
-    >>> confine("/etc/passwd", ["/srv/data"], "data set")
+    >>> confine("/etc/passwd", ["/srv/data"], "data set")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    core.config.ConfinementError: data set /etc/passwd is outside the folders this app may use (/srv/data); an administrator can add a folder with QAX_EXTRA_ROOTS
+    core.config.ConfinementError: data set /etc/passwd is outside the folders this app may use (/srv/data); an
+    administrator can add a folder with QAX_EXTRA_ROOTS
     """
     if within(path, roots):
         return Path(path).expanduser().resolve()
@@ -165,10 +166,11 @@ def safe_file_name(name: str, suffixes: Sequence[str] = (".sqlite", ".sqlite3", 
     'experiments-2.sqlite'
     >>> safe_file_name(" mine.db ")
     'mine.db'
-    >>> safe_file_name("../x")
+    >>> safe_file_name("../x")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: '../x' is not a plain file name: use letters, digits, '.', '_' and '-' (no folders), starting with a letter or digit
+    ValueError: '../x' is not a plain file name: use letters, digits, '.', '_' and '-' (no folders), starting with a
+    letter or digit
     """
     clean = name.strip()
     if not _FILE_NAME.fullmatch(clean) or ".." in clean:

@@ -21,9 +21,9 @@ from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.state import current_data_dir
 from components.text import md_escape
 from core import config, translate
-from core.csv_export import csv_bytes
 from core.explore import answers, ask_input
 from core.explore.question_match import same_question
+from core.io.csv_export import csv_bytes
 from core.langid import guess_language
 
 page_frame()

@@ -19,7 +19,7 @@ from components.pickers import model_picker
 from components.text import md_escape
 from core.behaviour import BehaviourError, case_rows, expand, loads, results_rows, run_file
 from core.behaviour.spec import MAX_FILE_BYTES
-from core.csv_export import csv_bytes
+from core.io.csv_export import csv_bytes
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "behaviour"
 

@@ -22,32 +22,30 @@ worker count; a Ray sweep shows each worker's node, state, calls and restarts wh
 """
 from __future__ import annotations
 
-import itertools
-import json
-import os
-
 import pandas as pd
 import streamlit as st
 
 from components import loaders, persist
 from components.choice import keep_valid
 from components.frame import page_frame
-from components.job_progress import running_job
+from components.job_progress import sweep_panel
+from components.params import combinations, sweep_form
 from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir
 from components.sweep_db import db_picker, label, md_escape, stored_sweeps_or_stop
+from components.sweep_setup import challenge_pairing, ray_options, run_on_picker
 from components.text import choose_hint
 from core import config
 from core.datasets import DatasetError, has_gold, load_dataset, sample_examples
+from core.explore.answers import load_engines as load_models
 from core.perturb import registry
-from core.perturb.spec import PerturbationSpec, chain_steps
+from core.perturb.spec import PerturbationSpec
+from core.sweeps import launch
 from core.sweeps.backends import engines_as_stored
 from core.sweeps.config import SweepConfig, SweepError
-from core.sweeps.job import RayOptions, SweepJob
+from core.sweeps.job import SweepJob
 from core.sweeps.progress import Eta, readable_name
-from core.sweeps.ray import RAY_ADDRESS_ENV
 from core.sweeps.repair import SETTINGS, repair_specs
-from core.sweeps.resolve import pair_file
 
 page_frame()
 st.title("Sweeps")
@@ -57,7 +55,6 @@ st.caption("Evaluate every selected model under many perturbations over a whole 
            "Browse the results on the **Heatmaps** page.")
 
 JOB = "sweep_job"
-WHERE = ("This process", "Ray on this machine", "Ray cluster (server setting)")
 # Units (example x perturbation x repeat, each answered by every model) per committed chunk: the
 # progress bar moves with every chunk, so a small one keeps it moving (128 left it stuck ~a minute).
 CHUNK = 8
@@ -68,72 +65,22 @@ def dataset_by_name(name: str, data_dir: str, on_ambiguous: str = "error", lang:
     return load_dataset(name, data_dir or None, confined=True, on_ambiguous=on_ambiguous, lang=lang)
 
 
-@st.cache_data(show_spinner="Pairing the challenge file with the data set…", max_entries=32)
-def file_pairing(spec_id: str, dataset_name: str, data_dir: str, pair_by: str, on_ambiguous: str,
-                 _original) -> tuple[str | None, str | None]:
-    """(the pairing's one-line summary, None) or (None, why the file does not pair)."""
-    try:
-        return pair_file(spec_id, _original, data_dir or None, pair_by, on_ambiguous).summary(), None
-    except (SweepError, DatasetError, OSError) as e:
-        return None, str(e)
-
-
 @st.cache_data(ttl=10, show_spinner=False)
 def other_challenge_files(roots: tuple[str, ...]) -> list[str]:
-    """``file:`` specs for the SQuAD-style JSON files under ``roots`` (runs/, the speech trials'
-    challenge sets, QAX_EXTRA_ROOTS), a few levels deep, hidden folders and symlinks skipped."""
-    import os
-    from pathlib import Path
-
-    found: list[str] = []
-    for root in map(Path, roots):
-        if not root.is_dir():
-            continue
-        for folder, dirs, names in os.walk(root):
-            depth = len(Path(folder).relative_to(root).parts)
-            dirs[:] = [] if depth >= 4 else sorted(d for d in dirs if not d.startswith("."))
-            for n in sorted(names):
-                p = Path(folder) / n
-                if n.endswith(".json") and n != "original.json" and config.within(p, roots):
-                    found.append(f"file:{p.resolve().with_suffix('')}")
-            if len(found) >= 300:
-                return found
-    return found
-
-
-def scorable(ds) -> list:
-    return [ex for ex in ds.examples if has_gold(ex)]
+    return launch.challenge_files(roots)
 
 
 def load_engines(names: list[str]) -> dict | None:
-    engines, errors = {}, []
-    for name in names:
-        try:
-            engines[name] = loaders.engine_for_state(name)
-        except Exception as e:  # a model that fails to load is reported, not raised
-            errors.append(f"{name}: {e}")
-    for e in errors:
+    engines, errors = load_models(names, loaders.engine_for_state)
+    for e in errors:   # a model that fails to load is reported, not raised
         st.error(md_escape(e))
     return None if errors else engines
-
-
-def ray_options() -> RayOptions | None:
-    """The Ray backend chosen below (None: this process), with the sidebar's engine settings."""
-    where = st.session_state.get("sw_where", WHERE[0])
-    if where == WHERE[0]:
-        return None
-    from core.qa.engine import EngineSettings
-
-    ss = st.session_state
-    settings = EngineSettings(max_answer_tokens=int(ss.get("max_answer_tokens", 30)), backend=ss.get("backend", "default"))
-    address = os.environ.get(RAY_ADDRESS_ENV) if where == WHERE[2] else None
-    return RayOptions(address=address or None, workers=int(ss.get("sw_workers", 2)), settings=settings)
 
 
 def start_job(config: SweepConfig, ds, stored: dict[str, str] | None = None) -> None:
     """``stored``: a resumed sweep's {model: fingerprint}; each model answers with the backend it
     was made with, whatever the sidebar says (core.sweeps.backends)."""
-    ray = ray_options()
+    ray = ray_options("sw")
     engines = load_engines(list(config.models)) if ray is None else {}   # on Ray the actors load them
     if engines is None:
         return
@@ -164,50 +111,6 @@ elif db.new:
 job: SweepJob | None = st.session_state.get(JOB)
 busy = bool(job and job.running)
 
-# ----------------------------------------------------------------------------------- running sweep
-
-
-@st.fragment(run_every=1.0 if busy else None)
-def job_panel() -> None:
-    """Under Start: the running sweep's progress (its name, rows, time left), then its result once."""
-    job = st.session_state.get(JOB)
-    if job is None:
-        return
-    if job.running:
-        running_job(job, "sw", below=worker_table)
-        return
-    if st.session_state.get("sw_banner_shown"):   # shown once: it goes with the next interaction
-        st.session_state.pop(JOB, None)
-        return
-    if not st.session_state.get("sw_job_reported"):
-        st.session_state["sw_job_reported"] = True
-        st.rerun()  # the whole page: the stored-sweeps list below changed
-    st.session_state["sw_banner_shown"] = True
-    if job.error:
-        st.error(f"The sweep stopped with an error: {md_escape(job.error)}")
-        return
-    worker_table(job)
-    r = job.result
-    verb = "finished" if r.status == "done" else "was cancelled (resume it below)"
-    st.success(md_escape(
-        f"Sweep '{r.name}' {verb}: {r.done_units:,}/{r.total_units:,} result rows "
-        f"({r.resumed_units:,} were already stored), {r.predictions_computed:,} predictions computed and "
-        f"{r.predictions_cached:,} taken from the cache in {r.model_calls} model calls, "
-        f"{r.variants_computed:,} variants computed, {r.elapsed_s:.1f} s.")
-        + " Open the **Heatmaps** page to see it.")
-
-
-def worker_table(job: SweepJob) -> None:
-    """A Ray sweep's workers: where each runs, what it is doing, its share of the predictions."""
-    if not job.workers:
-        return
-    total = sum(w.predictions for w in job.workers) or 1
-    st.dataframe(pd.DataFrame([{
-        "worker": w.index, "node": w.node or "starting…", "state": w.state, "in flight": w.in_flight,
-        "model calls": w.calls, "predictions": w.predictions, "share %": round(100.0 * w.predictions / total, 1),
-        "actor restarts": w.restarts} for w in job.workers]), hide_index=True, width="stretch", key="sw_workers_table")
-
-
 # ------------------------------------------------------------------------------------- new sweep
 
 st.subheader("New sweep")
@@ -215,14 +118,8 @@ data_dir = current_data_dir()
 options = list(DEMO_LANGS)
 challenges: dict[str, list[str]] = {}  # data set name -> challenge files paired with it
 if data_dir:
-    infos = loaders.discovered(str(data_dir))
-    by_path = {str(i.path): i.name for i in infos}
-    for info in infos:
-        if info.role == "eval":
-            options.append(info.name)
-    for info in infos:
-        if info.role == "challenge" and info.original is not None and str(info.original) in by_path:
-            challenges.setdefault(by_path[str(info.original)], []).append(f"file:{info.name}")
+    evaluation_sets, challenges = launch.offered_datasets(loaders.discovered(str(data_dir)))
+    options += evaluation_sets
 
 persist.keep("sw_dataset", options)   # this page's inputs survive a visit to another page
 persist.keep_all(["sw_sample", "sw_repeats", "sw_seed", "sw_name", "sw_chunk", "sw_where", "sw_workers"])
@@ -241,7 +138,7 @@ try:
 except (SweepError, DatasetError, OSError) as e:
     st.error(md_escape(f"Could not read {dataset_name}: {e}"))
     st.stop()
-usable = scorable(ds)
+usable = [ex for ex in ds.examples if has_gold(ex)]
 if st.session_state.get("sw_sample_for") != dataset_name:
     # a sample chosen for the last data set means nothing for this one: back to the default
     # (otherwise the demo set's 12 stayed put for XQuAD's 1,190, a sweep of 12 by mistake)
@@ -290,53 +187,9 @@ files += st.multiselect("Other challenge files (runs/, speech trials, folders th
                              "in the folders the server allows (QAX_EXTRA_ROOTS adds one).")
 
 
-def names_a_resource(name: str) -> bool:
-    """A parameter naming a model, file or folder (ReplaceRQ's ``mlm_model``): the server's to set
-    (QAX_MLM_MODEL, the CLI), never typed in the browser, which would load any folder or hub id.
-    Names ending in _model, _path, _file or _dir (tests/test_reliability_confinement.py)."""
-    return name.endswith(("_model", "_path", "_file", "_dir"))
-
-
-def values_widget(pid: str, name: str, default, bounds) -> list:
-    """The values a parameter takes in the sweep: a range for integers, a choice of several for
-    enumerations, one value otherwise. The sweep runs every combination."""
-    key = f"sw_param_{pid}_{name}"
-    label = f"{pid} · {name}"
-    if isinstance(default, str) and not bounds and names_a_resource(name):
-        st.caption(md_escape(f"{label}: {default or 'the server’s setting'} (set on the server, not here)"))
-        return [default]
-    if isinstance(default, bool):
-        return [st.checkbox(label, value=default, key=key)]
-    if isinstance(default, int):
-        if bounds:
-            lo, hi = st.slider(f"{label} (range: one spec per value)", int(bounds[0]), int(bounds[1]),
-                               (default, default), key=key)
-            return list(range(lo, hi + 1))
-        return [int(st.number_input(label, value=default, step=1, key=key))]
-    if isinstance(default, float):
-        if bounds:
-            step = 0.01 if bounds[1] - bounds[0] <= 2 else 0.1
-            return [float(st.slider(label, float(bounds[0]), float(bounds[1]), default, step=step, key=key))]
-        return [float(st.number_input(label, value=default, key=key))]
-    if isinstance(default, str) and bounds:
-        picked = st.multiselect(f"{label} (one spec per value)", list(bounds), default=[default], key=key)
-        return picked or [default]
-    return [st.text_input(label, value=str(default), key=key)]
-
-
-specs: list[PerturbationSpec] = []
-for pid in chosen:
-    p = by_id[pid]
-    grid: list[list[tuple[str, object]]] = []
-    if p.default_params:
-        with st.container(border=True):
-            st.caption(f"**{pid}** — {md_escape(p.description)}")
-            pcols = st.columns(min(3, len(p.default_params)))
-            for j, (name, default) in enumerate(p.default_params.items()):
-                with pcols[j % len(pcols)]:
-                    grid.append([(name, v) for v in values_widget(pid, name, default, p.param_ranges.get(name))])
-    for combo in itertools.product(*grid):
-        specs.append(PerturbationSpec.make(pid, dict(combo)))
+# One parameter box per perturbation: the values each parameter takes; the sweep runs every combination.
+specs = [PerturbationSpec.make(pid, combo) for pid in chosen
+         for combo in combinations(sweep_form(by_id[pid], "sw_param"))]
 specs += [PerturbationSpec(f) for f in files]
 repairs = st.multiselect(
     "Also measure NoiseQA's question repair", list(SETTINGS), key="sw_repair",
@@ -345,23 +198,7 @@ repairs = st.multiselect(
          "repair with a paired-bootstrap interval. The noise is drawn as without the repair.")
 specs += repair_specs(specs, repairs, {pid for pid, p in by_id.items() if p.field == "question"})
 specs = list(dict.fromkeys(specs))
-unpaired = []  # challenge files that do not pair: the sweep cannot start with them
-if files:
-    pair_by = st.radio("Pair challenge files", ("auto", "id", "position"), horizontal=True, key="sw_pair_by",
-                       format_func={"auto": "auto (by id, else by position, only the same items)",
-                                    "id": "by id", "position": "by position"}.get,
-                       help="A challenge question is compared with its original only when both have the same "
-                            "context (and a gold answer in common). Forcing id or position drops the pairs "
-                            "that disagree and counts them; --pair-by on the command line.")
-    for f in files:
-        summary, error = file_pairing(f, dataset_name, str(data_dir) if data_dir else "", pair_by, on_ambiguous, ds)
-        if error:
-            unpaired.append(f)
-            st.error(md_escape(f"{label(f[len('file:'):])} cannot be used: {error}"))
-        else:
-            st.caption(md_escape(f"{label(f[len('file:'):])}: {summary}"))
-else:
-    pair_by = "auto"
+pair_by, unpaired = challenge_pairing(files, dataset_name, str(data_dir) if data_dir else "", on_ambiguous, ds)
 
 c1, c2, c3, c4 = st.columns(4)
 repeats = int(c1.number_input("Repeats (randomised)", 1, 100, 3, key="sw_repeats",
@@ -375,29 +212,10 @@ c4.number_input("Chunk size", 8, 4096, CHUNK, step=8, key="sw_chunk",
 models = model_picker("sw", lang=ds.lang)
 language_mismatch_note(models, ds.lang)
 
-ray_address = os.environ.get(RAY_ADDRESS_ENV, "").strip()
-where_options = list(WHERE if ray_address else WHERE[:2])
-keep_valid("sw_where", where_options)
-c1, c2 = st.columns([3, 1])
-where = c1.radio("Run on", where_options, key="sw_where", horizontal=True,
-                 help="This process: the models answer here, one chunk after the other. Ray: perturbations run "
-                      "as Ray tasks and each worker loads one copy of every model (core.sweeps.ray); same rows, "
-                      "same caches, resumable either way.")
-if where != WHERE[0]:
-    c2.number_input("Workers", 1, 256, min(2, os.cpu_count() or 1), key="sw_workers",
-                    help="Each worker holds one copy of every selected model; perturbation tasks run at most "
-                         "this many at once. More workers than CPUs only adds memory.")
-    if where == WHERE[2]:
-        c1.caption(md_escape(f"The cluster at {ray_address} (the server's {RAY_ADDRESS_ENV}): every node needs "
-                             "the project, its models and the data directory."))
-    else:
-        c1.caption("A local Ray with this machine's CPUs, started with the first Ray sweep and kept for the next.")
-elif not ray_address:
-    c1.caption(f"A Ray cluster is offered when the server sets {RAY_ADDRESS_ENV}.")
+run_on_picker("sw")
 
 n_examples = len(sample_examples(usable, sample or None, seed)) if usable else 0
-runs = sum(repeats if any(by_id[i].randomised for i in chain_steps(s.id) if i in by_id) else 1 for s in specs)
-total = n_examples * len(models) * (1 + runs)
+total = launch.planned_rows(n_examples, len(models), specs, repeats, {i: p.randomised for i, p in by_id.items()})
 if specs and models:
     st.caption(f"{len(specs)} perturbation spec(s) × {n_examples} examples × {len(models)} model(s): "
                f"{total:,} result rows (clean + perturbed).")
@@ -416,7 +234,7 @@ if unpaired:
     st.caption("Leave out the challenge files that do not pair (or choose another pairing) to start.")
 if busy:
     st.caption("A sweep is running in this session; start another when it ends (or cancel it).")
-job_panel()   # under Start, where the presenter's eyes are
+sweep_panel(JOB, "sw")   # under Start, where the presenter's eyes are
 
 # ----------------------------------------------------------------------------------- stored sweeps
 
@@ -427,17 +245,9 @@ if db_path is None:
 sweeps = stored_sweeps_or_stop(db_path, md_escape(f"No sweep database at {db_path} yet: the first sweep "
                                                   "creates it."))
 
-table = pd.DataFrame([{
-    "name": s["name"], "dataset": s["dataset"], "status": s["status"], "examples": s["n_examples"],
-    "rows done": s["done_units"], "rows total": s["total_units"],
-    "done %": round(100.0 * s["done_units"] / s["total_units"], 1) if s["total_units"] else 0.0,
-    "models": ", ".join(s["models"]), "perturbations": len(s["perturbations"]),
-    "repeats": s["config"].get("repeats"), "seed": s["config"].get("seed"),
-    "created": s["created_at"], "updated": s["updated_at"], "owner": s["owner"], "note": s["note"] or "",
-} for s in sweeps])
-st.dataframe(table, hide_index=True, width="stretch", key="sw_list")
+st.dataframe(pd.DataFrame(launch.stored_rows(sweeps)), hide_index=True, width="stretch", key="sw_list")
 
-unfinished = [s for s in sweeps if s["status"] != "done" or s["done_units"] < s["total_units"]]
+unfinished = launch.unfinished(sweeps)
 if not unfinished:
     st.caption("Every stored sweep is complete.")
     st.stop()
@@ -449,29 +259,18 @@ chosen_sweep = by_name[pick]
 c1.caption(md_escape(f"{chosen_sweep['status']} · {chosen_sweep['done_units']:,}/"
                      f"{chosen_sweep['total_units']:,} rows · updated {chosen_sweep['updated_at']}"))
 own = job is not None and job.running and job.name == pick   # this session's sweep, named or not
-owner = chosen_sweep["owner"] or "a process this server cannot check"
-if chosen_sweep["status"] == "running" and not own:
-    st.warning(md_escape(f"This sweep is still running ({owner}): in the CLI or another browser tab. "
-                         "Resuming it here as well wastes work but loses nothing."))
-elif chosen_sweep["status"] == "interrupted":
-    st.info(md_escape(f"This sweep was interrupted: the process that ran it ({owner}) is gone. Resume "
-                      f"continues from the {chosen_sweep['done_units']:,} rows stored."))
+if note := launch.resume_note(chosen_sweep, own):
+    getattr(st, note[0])(md_escape(note[1]))
 if c2.button("Resume", key="sw_resume", disabled=busy or db_path is None):
-    cfg = chosen_sweep["config"]
-    resume_specs = [PerturbationSpec.make(pid, json.loads(pj)) for pid, pj, *_ in cfg["specs"]]
-    named = [f"{s.id} {k}={v!r}" for s in resume_specs for k, v in s.params if names_a_resource(k) and v]
-    if named:   # a model or file chosen with the CLI: loading it is the administrator's call
+    resume = launch.resume_config(chosen_sweep)
+    if named := launch.cli_only_params(resume.perturbations):   # a model or file chosen with the CLI
         st.error(md_escape(f"This sweep names {', '.join(named)}, which only the command line may set: "
                            f"resume it with python -m core.sweeps."))
         st.stop()
     try:
-        resume_ds = dataset_by_name(cfg["dataset"], str(data_dir) if data_dir else "",
-                                    cfg.get("on_ambiguous", "error"), cfg.get("lang"))
+        resume_ds = dataset_by_name(resume.dataset, str(data_dir) if data_dir else "", resume.on_ambiguous,
+                                    resume.lang)
     except (SweepError, DatasetError, OSError) as e:
-        st.error(md_escape(f"Cannot reload the data set {cfg['dataset']!r} of this sweep: {e}"))
+        st.error(md_escape(f"Cannot reload the data set {resume.dataset!r} of this sweep: {e}"))
         st.stop()
-    start_job(SweepConfig(cfg["dataset"], resume_specs, [m for m, _fp in cfg["models"]],
-                          repeats=int(cfg["repeats"]), seed=int(cfg["seed"]), sample=cfg["sample"],
-                          name=pick, pair_by=cfg.get("pair_by", "auto"),
-                          on_ambiguous=cfg.get("on_ambiguous", "error"), lang=cfg.get("lang")), resume_ds,
-              stored=dict(cfg["models"]))
+    start_job(resume, resume_ds, stored=launch.stored_fingerprints(chosen_sweep))

@@ -1,8 +1,9 @@
 """Variants: one question perturbed many ways, every model's answer to every variant side by side.
 
 The logic (seed rule, batching, the table) lives in core.explore.variants; this page only gathers inputs,
-shows progress and renders. Repeat r of perturbation P under seed S uses
-random.Random(f"{S}:{P}:{r}"), so any row can be reproduced from the numbers in the table.
+shows progress and renders. Repeat r of perturbation P under seed S draws from
+core.perturb.spec.rng_for(S, example, P, r), as a sweep and make_challenge do, so any row can be
+reproduced from the numbers in the table, and a sweep with the same seed shows the same variant.
 """
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ from components.ask_tools import repair_panel
 from components.edits import edits_html
 from components.frame import page_frame
 from components.highlight import color_for
+from components.params import param_form
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.text import choose_hint, html_text, md_escape
-from core.csv_export import csv_bytes
 from core.explore import variants as cv
 from core.explore.answers import load_engines
+from core.io.csv_export import csv_bytes
 from core.langid import detect_lang
 from core.perturb import registry
 from core.perturb.nlp import tagger_warning
@@ -103,38 +105,9 @@ for pid in chosen_ids:
         st.warning(md_escape(f"{pid} will be skipped: {reasons[pid]}"))
 
 
-def param_widget(pid: str, name: str, default, bounds):
-    key = f"var_param_{pid}_{name}"
-    persist.keep(key)
-    label = f"{pid} · {name}"
-    if isinstance(default, bool):
-        return st.checkbox(label, value=default, key=key)
-    if isinstance(default, int):
-        lo, hi = bounds if bounds else (None, None)
-        return int(st.number_input(label, min_value=lo, max_value=hi, value=default, step=1, key=key))
-    if isinstance(default, float):
-        if bounds:
-            step = 0.01 if bounds[1] - bounds[0] <= 2 else 0.1
-            return float(st.slider(label, float(bounds[0]), float(bounds[1]), default, step=step, key=key))
-        return float(st.number_input(label, value=default, key=key))
-    if isinstance(default, str) and bounds:
-        options = list(bounds)
-        return st.selectbox(label, options, index=options.index(default) if default in options else 0, key=key)
-    return st.text_input(label, value=str(default), key=key)
-
-
 # One parameter box per perturbation, shared by its single run and any chain it is a step of.
-params_of: dict[str, dict] = {}
-for pid in dict.fromkeys(chosen_ids + chain):
-    p = by_id[pid]
-    params_of[pid] = {}
-    if p.default_params and not reasons[pid]:
-        with st.container(border=True):
-            st.caption(f"**{pid}** — {md_escape(p.description)}")
-            pcols = st.columns(min(3, len(p.default_params)))
-            for j, (name, default) in enumerate(p.default_params.items()):
-                with pcols[j % len(pcols)]:
-                    params_of[pid][name] = param_widget(pid, name, default, p.param_ranges.get(name))
+params_of = {pid: {} if reasons[pid] else param_form(by_id[pid], "var_param")
+             for pid in dict.fromkeys(chosen_ids + chain)}
 choices = [cv.Choice(pid, params_of[pid]) for pid in chosen_ids]
 if len(chain) >= 2:
     choices.append(cv.Choice("+".join(chain), {pid: params_of[pid] for pid in chain}))
@@ -142,8 +115,9 @@ if len(chain) >= 2:
 c1, c2 = st.columns(2)
 seed = int(c1.number_input("Seed", 0, 2**31 - 1, 0, key="var_seed"))
 repeats = int(c2.number_input("Repeat N times", 1, cv.MAX_REPEATS, 3, key="var_repeats",
-                              help="Randomised perturbations are re-sampled N times (repeat r draws from "
-                                   "random.Random(f'{seed}:{id}:{r}')); deterministic ones run once."))
+                              help="Randomised perturbations are re-sampled N times; repeat r draws what a "
+                                   "sweep with this seed draws for its repeat r (and make_challenge for r = 0). "
+                                   "Deterministic ones run once."))
 
 # ----------------------------------------------------------------------------- generate & answer
 

@@ -198,3 +198,19 @@ def test_generate_button_says_what_it_waits_for(tiny_env):
     at.multiselect(key="var_fam_case").set_value(["TLQ"]).run()
     assert not at.button(key="var_go").disabled
     assert not any(c.value.startswith("Choose at least") for c in at.caption)
+
+
+def test_parameter_boxes_come_from_the_declarations(tiny_env):
+    """The box shows each declared parameter with its help; ReplaceRQ's mlm_model names a model
+    folder, so it is the server's setting, never a text field (as on Sweeps)."""
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    at.multiselect(key="var_fam_word").set_value(["ReplaceRQ", "DRQ"]).run()
+    assert not at.exception, at.exception
+    assert "var_param_ReplaceRQ_mlm_model" not in [t.key for t in at.text_input]
+    assert any("ReplaceRQ · mlm_model: the server’s setting (set on the server, not here)"
+               in c.value.replace("\\", "") for c in at.caption)
+    source = at.selectbox(key="var_param_ReplaceRQ_source")
+    assert source.options == ["auto", "mlm", "wordnet"] and source.value == "auto"
+    n_words = at.number_input(key="var_param_DRQ_n_words")
+    assert (n_words.value, n_words.min, n_words.max) == (1, 1, 4)
+    assert n_words.help == registry.get("DRQ").config_spec()["n_words"].help

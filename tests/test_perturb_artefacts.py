@@ -80,7 +80,7 @@ def test_entity_placeholder_generic_and_tag():
 def test_entity_placeholder_incompatible_without_ner():
     p = registry.get("entity_placeholder_Q")
     assert not p.is_compatible(ex("Wer gründete Siemens?", lang="de"))
-    assert "not 'de'" in p.why_incompatible(ex("Wer gründete Siemens?", lang="de"))
+    assert "not 'de'" in p.why_not(ex("Wer gründete Siemens?", lang="de"))
 
 
 def test_spell_numerals_years_cardinals_ordinals_decimals():

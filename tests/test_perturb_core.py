@@ -7,6 +7,7 @@ import pytest
 from core.perturb import keyboards, misspellings, nlp, registry
 from core.perturb.base import (
     Edit,
+    Param,
     Perturbation,
     PerturbationError,
     apply_edits,
@@ -91,10 +92,10 @@ class _Toy(Perturbation):
     field = "question"
     description = "test perturbation"
     source = "tests"
-    default_params = {"n": 1, "rate": 0.5, "layout": "qwerty"}
-    param_ranges = {"n": (1, 4), "rate": (0.0, 1.0), "layout": ("qwerty", "qwertz")}
+    parameters = (Param("n", 1, min=1, max=4), Param("rate", 0.5, min=0.0, max=1.0),
+                  Param("layout", "qwerty", choices=("qwerty", "qwertz")))
 
-    def apply(self, example, rng, **params):
+    def _apply(self, example, rng, params):
         return None
 
 

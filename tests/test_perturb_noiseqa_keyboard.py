@@ -9,6 +9,7 @@ import pytest
 
 from core import config
 from core.perturb import misspellings, registry
+from core.perturb.base import NotApplicable
 from core.perturb.keyboards import NOISEQA_ROWWISE_QWERTY
 from core.types import QAExample
 
@@ -107,5 +108,6 @@ def test_misspell_q_language_and_missing_data(tmp_path, monkeypatch):
     assert p.is_compatible(german) is False
     monkeypatch.setenv("QAX_DATA_DIR", str(tmp_path))
     assert p.is_compatible(EN) is False
-    with pytest.raises(FileNotFoundError, match="misspellings/wikipedia.json"):
+    assert "misspellings/wikipedia.json under the data directory" in p.why_not(EN)
+    with pytest.raises(NotApplicable, match="misspellings/wikipedia.json"):
         p.apply(EN, random.Random(0))

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from core.perturb import lexicon, registry
+from core.perturb.base import NotApplicable
 from core.perturb.catalogue import replace_rq
 from core.types import QAExample
 
@@ -81,9 +82,10 @@ def test_replace_rq_german_without_mlm_is_incompatible_with_reason(monkeypatch):
     p = registry.get("ReplaceRQ")
     e = ex("Wer gründete die Firma?", lang="de")
     assert not p.is_compatible(e)
-    assert "masked language model" in p.why_incompatible(e)
-    with pytest.raises(lexicon.LexiconUnavailable):
+    assert "masked language model" in p.why_not(e)
+    with pytest.raises(NotApplicable, match="masked language model"):
         p.apply(e, random.Random(0))
+    assert "needs a masked LM" in p.why_not(ex("Who founded it?"), {"source": "mlm"})
 
 
 def test_wordnet_reader_and_inflection():

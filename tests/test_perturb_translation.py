@@ -8,6 +8,7 @@ import pytest
 
 from core import translate
 from core.perturb import registry
+from core.perturb.base import NotApplicable
 from core.perturb.catalogue import translation
 from core.types import QAExample
 
@@ -63,7 +64,8 @@ def test_backtranslate_prefers_german_pivot_then_spanish():
         translation.use_translator(translate.MappingTranslator(no_german))
         v = p.apply(ex("When did it end?", "en"), random.Random(0))[0]
         assert v.meta["pivot"] == "es" and v.text == "When finished?"
-        with pytest.raises(translate.TranslationError, match="no en->de, de->en pair"):
+        assert "no en->de, de->en pair" in p.why_not(ex("When did it end?", "en"), {"pivot": "de"})
+        with pytest.raises(NotApplicable, match="no en->de, de->en pair"):
             p.apply(ex("When did it end?", "en"), random.Random(0), pivot="de")
     finally:
         translation.use_translator(None)
@@ -81,7 +83,7 @@ def test_prepare_translates_in_batches(table_translator):
 
 def test_incompatible_without_a_backend_pair(table_translator):
     p = registry.get("translate_question")
-    reason = p.why_incompatible(ex("这个系列是哪一年开始的？", "zh"))
+    reason = p.why_not(ex("这个系列是哪一年开始的？", "zh"))
     assert "no zh->en, en->zh pair" in reason and not p.is_compatible(ex("x", "zh"))
     assert not registry.get("backtranslate_Q").is_compatible(ex("x", "de"))
 

@@ -20,9 +20,9 @@ import soundfile as sf
 from rendered import shown
 from streamlit.testing.v1 import AppTest
 
-from core import safe_json
 from core.collect import beat, beat_store, identity, trials
 from core.datasets import Dataset, DatasetError, demo_dataset, load_squad
+from core.io import safe_json
 from core.speech import recorder, tts
 from core.speech.audio import AudioError, to_wav_bytes
 from core.types import Answer, QAExample

@@ -177,3 +177,17 @@ def test_a_chain_with_a_deterministic_first_step_is_seeded_by_repeat():
     kept = resolve_spec(parse_spec("keyboard_Q+TLQ"), 2, registry.get, None)
     assert not kept.rng_reseeded and kept.variant_key(example_hash(ex), SEED, 1) == sha(
         "variant", "qax-sweep-1", kept.id, kept.params_json, SEED, 1, example_hash(ex), "")
+
+
+def test_training_augmentation_takes_a_chain():
+    from core.training.augment import augment_examples, parse_augment_spec
+
+    entries, weights = parse_augment_spec("TLQ+keyboard_Q:p=1")
+    assert (entries, weights) == ([("TLQ+keyboard_Q", {"p": 1})], None)
+    added, per_id = augment_examples(EXAMPLES, 1.0, entries, random.Random(0), log=lambda *_: None)
+    assert per_id == {"TLQ+keyboard_Q(p=1)": len(EXAMPLES)}
+    originals = {ex.id: ex.question for ex in EXAMPLES}
+    for ex in added:   # lower-cased, then a typo in every word
+        assert ex.question == ex.question.lower() and ex.question != originals[ex.id].lower()
+    with pytest.raises(ValueError, match="no step accepts parameter 'n_chars'"):
+        parse_augment_spec("TLQ+keyboard_Q:n_chars=2")

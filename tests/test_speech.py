@@ -25,7 +25,7 @@ import pytest
 import soundfile as sf
 
 from core.perturb import registry
-from core.perturb.base import PerturbationError
+from core.perturb.base import NotApplicable, PerturbationError
 from core.speech import asr, noise, recorder, tts
 from core.speech.audio import (
     ASR_SAMPLE_RATE,
@@ -275,8 +275,9 @@ def test_missing_tts_engine_reported(monkeypatch):
         tts.synthesize(QUESTION, "flite:kal16")
     perturbation = registry.get("asr_Q")
     example = QAExample(id="q1", question=QUESTION, context="Paris is the capital of France.")
-    assert perturbation.apply(example, random.Random(0), voice="flite:kal16") is None
-    assert "flite-not-installed' is not installed" in perturbation.why_unavailable(voice="flite:kal16")
+    assert "flite-not-installed' is not installed" in perturbation.why_not(example, {"voice": "flite:kal16"})
+    with pytest.raises(NotApplicable, match="flite-not-installed' is not installed"):
+        perturbation.apply(example, random.Random(0), voice="flite:kal16")
 
 
 def test_synthesis_is_deterministic_and_checked():

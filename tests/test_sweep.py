@@ -299,7 +299,7 @@ def test_repeats_are_averaged_per_repeat_then_over_repeats(tmp_path):
         id, family, field, description, source = "coin_upper", "case", "question", "test", "test"
         randomised = True
 
-        def apply(self, example, rng: random.Random, **params):
+        def _apply(self, example, rng: random.Random, params):
             if rng.random() < 0.4:
                 return None
             return [make_variant_from_text(self, example, "question", example.question.upper())]

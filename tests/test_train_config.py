@@ -37,3 +37,21 @@ def test_bad_flags_end_in_one_line_before_anything_loads(flags, message, capsys)
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("python -m core.training: error: ") and message in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("alias, argv, message", [
+    ("core.train", ["--base", "minilm", "--output", "o", "--batch-size", "0"],
+     "python -m core.training: error: --batch-size must be at least 1, got 0"),
+    ("core.evaluate", ["--model", "a", "b", "c", "--paired", "--dataset", "demo.en"],
+     "python -m core.models.evaluate: error: --paired compares exactly two models"),
+])
+def test_the_old_command_names_still_run_the_new_commands(alias, argv, message):
+    """The shipped model cards record their commands as ``python -m core.train`` and their READMEs
+    name ``python -m core.evaluate``: both names must keep working."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    proc = subprocess.run([sys.executable, "-m", alias, *argv], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.startswith(message), proc.stderr

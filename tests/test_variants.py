@@ -106,7 +106,7 @@ def test_a_raising_perturbation_gives_an_error_note_and_others_still_run():
     class Broken(Perturbation):
         id, family, field, description, source = "broken_Q", "word", "question", "always fails", "test"
 
-        def apply(self, example, rng, **params):
+        def _apply(self, example, rng, params):
             raise RuntimeError("boom")
 
     catalogue = {"broken_Q": Broken(), "TUQ": registry.get("TUQ")}.__getitem__

@@ -3,7 +3,7 @@
 The database file is ``$QAX_BEAT_DB`` or ``<cache_dir>/beat_the_ai.sqlite``
 (:func:`default_db_path`); its schema (version 2; version 1 files are upgraded on open) is
 :data:`SCHEMA`. The connection, WAL and transactions come from the shared base
-:class:`core.sqlite_db.SQLiteFile`. The game's rules (judging, the same-person rule) are in
+:class:`core.io.sqlite_db.SQLiteFile`. The game's rules (judging, the same-person rule) are in
 :mod:`core.collect.beat`; this module only stores, reads and exports.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ from core.collect.beat import (
     passage_id,
 )
 from core.datasets import Dataset
-from core.sqlite_db import SQLiteFile
+from core.io.sqlite_db import SQLiteFile
 from core.types import Answer, QAExample, Span
 
 __all__ = ["DB_ENV", "DB_FILENAME", "SCHEMA_VERSION", "SCHEMA", "BeatStore", "default_db_path"]

@@ -155,8 +155,9 @@ def summary_rows(summary: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """(:func:`wer_summary`) as the page's table: WER/CER and NoiseQA's Table 3 per engine.
 
     >>> summary_rows([{"engine": "e", "n": 2, "wer": 12.345, "cer": 5.0, "table3_cer": 4.96,
-    ...                "table3_wer": 10.04, "table3_bleu": 71.25}])
-    [{'engine': 'e', 'questions': 2, 'WER %': 12.3, 'CER %': 5.0, 'Table 3 CER': 5.0, 'Table 3 WER': 10.0, 'Table 3 BLEU': 71.2}]
+    ...                "table3_wer": 10.04, "table3_bleu": 71.25}])  # doctest: +NORMALIZE_WHITESPACE
+    [{'engine': 'e', 'questions': 2, 'WER %': 12.3, 'CER %': 5.0, 'Table 3 CER': 5.0, 'Table 3 WER': 10.0, 'Table 3
+    BLEU': 71.2}]
     """
     return [{"engine": r["engine"], "questions": r["n"], "WER %": round(r["wer"], 1), "CER %": round(r["cer"], 1),
              "Table 3 CER": round(r["table3_cer"], 1), "Table 3 WER": round(r["table3_wer"], 1),

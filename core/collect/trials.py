@@ -55,9 +55,9 @@ from typing import Any
 
 from core import config
 from core.datasets import Dataset, has_gold, sample_examples
+from core.io.sqlite_db import SQLiteFile
 from core.speech import asr
 from core.speech.audio import AudioError, load_audio
-from core.sqlite_db import SQLiteFile
 from core.types import Answer, QAExample
 
 FORMAT = "qax-trial-1"

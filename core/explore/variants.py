@@ -114,22 +114,13 @@ def variant_rng(seed: int, example: QAExample, choice: Choice, repeat: int,
     return rng_for(seed, example, choice_spec(choice), repeat, catalogue=catalogue)
 
 
-def incompatibility_reason(p: Perturbation, example: QAExample) -> str | None:
-    """None when ``p`` can run on ``example``, else one sentence saying why not."""
-    if p.is_compatible(example):
-        return None
-    why = getattr(p, "why_incompatible", None)
-    if callable(why) and (reason := why(example)):
-        return reason
-    if p.languages is not None and example.lang not in p.languages:
-        return f"{p.id} supports languages {', '.join(p.languages)}, not {example.lang!r}"
-    check = getattr(p, "check", None)   # word-targeted perturbations explain themselves in check()
-    if callable(check):
-        try:
-            check(example, {})
-        except PerturbationError as e:
-            return str(e)
-    return f"{p.id} cannot run on this example (language {example.lang!r}): {p.description}"
+def incompatibility_reason(p: Perturbation, example: QAExample, params: Mapping[str, Any] | None = None) -> str | None:
+    """None when ``p`` can run on ``example`` (with ``params``), else one sentence saying why not;
+    a bad parameter is a reason too."""
+    try:
+        return p.why_not(example, dict(params or {}))
+    except PerturbationError as e:
+        return str(e)
 
 
 def is_chain(perturbation_id: str) -> bool:
@@ -184,12 +175,10 @@ def generate_variants(
     seen: dict[tuple, VariantRow] = {}   # (perturbation, params, field, text) -> its first row
     for choice, (p, problem) in zip(choices, prepared):
         n_runs = runs_for(p, repeats) if p else 1
-        reason = problem or incompatibility_reason(p, example)
+        single = {} if is_chain(choice.id) else choice.params   # a chain holds its steps' parameters
+        reason = problem or incompatibility_reason(p, example, single)
         if reason is None:
-            try:
-                params = p.resolve_params({} if is_chain(choice.id) else dict(choice.params))
-            except PerturbationError as e:
-                reason = str(e)
+            params = p.resolve_params(dict(single))
         if reason is not None:
             notes.append(Note(choice.id, None, "skipped", reason))
             done += n_runs

@@ -17,8 +17,9 @@ show every model's measured quality side by side without re-running anything.
 ... }
 >>> [(r["model"], r["dataset"], r["f1"]) for r in evaluation_rows(cards)]
 [('a', 'xquad/xquad.en', 71.2), ('b', 'xquad/xquad.en', 80.9), ('b', 'train/cmrc2018/cmrc2018_dev', 47.3)]
->>> evaluation_matrix(evaluation_rows(cards), "f1").to_dict()
-{'a': {'xquad/xquad.en': 71.2, 'train/cmrc2018/cmrc2018_dev': nan}, 'b': {'xquad/xquad.en': 80.9, 'train/cmrc2018/cmrc2018_dev': 47.3}}
+>>> evaluation_matrix(evaluation_rows(cards), "f1").to_dict()  # doctest: +NORMALIZE_WHITESPACE
+{'a': {'xquad/xquad.en': 71.2, 'train/cmrc2018/cmrc2018_dev': nan}, 'b': {'xquad/xquad.en': 80.9,
+'train/cmrc2018/cmrc2018_dev': 47.3}}
 """
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import cli, safe_json
+from core import cli
+from core.io import safe_json
 
 __all__ = ["read_card", "write_card", "render_card_markdown", "FIELDS", "METRICS", "CAPABILITY_FIELDS",
            "dataset_label", "evaluation_rows", "evaluation_matrix", "capability_rows", "capability_matrix"]

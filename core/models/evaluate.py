@@ -307,7 +307,7 @@ def main(argv=None) -> int:
     if args.json:
         cli.write_text_atomic(args.json, json.dumps(output, indent=1, ensure_ascii=False))
     if args.csv:
-        from core.csv_export import csv_text
+        from core.io.csv_export import csv_text
 
         cli.write_text_atomic(args.csv, csv_text(rows))
         print(f"{len(rows)} per-question rows -> {args.csv}", file=sys.stderr, flush=True)

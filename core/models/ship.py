@@ -22,8 +22,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from core import cli, safe_json
+from core import cli
 from core.config import repo_root
+from core.io import safe_json
 from core.models.cards import render_card_markdown
 from core.training.cli import train_command
 
@@ -79,8 +80,10 @@ def earlier_stages(init_from: dict | None) -> list[str]:
     """The training stages before this run (oldest first) of a run started with --init-from."""
     stages = []
     while init_from:
-        steps = f"{init_from['steps']} steps, {init_from['training_questions']} questions: " if init_from.get("steps") else ""
-        stages.insert(0, f"{steps}{init_from.get('command') or 'unrecorded training'} (weights then in {init_from['path']})")
+        steps = (f"{init_from['steps']} steps, {init_from['training_questions']} questions: "
+                 if init_from.get("steps") else "")
+        stages.insert(0, f"{steps}{init_from.get('command') or 'unrecorded training'} "
+                         f"(weights then in {init_from['path']})")
         stages[:0] = init_from.get("earlier_stages", [])  # a shipped card's own list, oldest first
         init_from = init_from.get("earlier")
     return stages
@@ -104,10 +107,11 @@ def check_name(name: str) -> str:
 
     >>> check_name("minilm-squad.v2")
     'minilm-squad.v2'
-    >>> check_name("../../etc")
+    >>> check_name("../../etc")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    core.models.ship.ShipError: --name '../../etc': a model name is letters, digits, '.', '_' and '-' (starting with a letter or digit), at most 100
+    core.models.ship.ShipError: --name '../../etc': a model name is letters, digits, '.', '_' and '-' (starting with
+    a letter or digit), at most 100
     """
     if not NAME.fullmatch(name) or ".." in name:
         raise ShipError(f"--name {name!r}: a model name is letters, digits, '.', '_' and '-' "
@@ -155,7 +159,8 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
     weights = sorted(target.glob("*.safetensors"))
     digest = _weights_digest(target)
     size = sum(f.stat().st_size for f in weights)
-    folder = sum(f.stat().st_size for f in target.iterdir() if f.is_file() and f.name not in ("model_card.json", "README.md"))
+    folder = sum(f.stat().st_size for f in target.iterdir()
+                 if f.is_file() and f.name not in ("model_card.json", "README.md"))
     a = log["args"]
     card = {
         "name": name,
@@ -233,7 +238,8 @@ def registry_entry(target: Path, name: str, description: str, base: str | None, 
         lines += [f"base = {json.dumps(base)}", f"adapter = {json.dumps(rel)}"]
     else:
         lines.append(f"path = {json.dumps(rel)}")
-    lines += [f"languages = {json.dumps(list(languages))}", f"description = {json.dumps(description, ensure_ascii=False)}"]
+    lines += [f"languages = {json.dumps(list(languages))}",
+              f"description = {json.dumps(description, ensure_ascii=False)}"]
     return "\n".join(lines) + "\n"
 
 

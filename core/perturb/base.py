@@ -1,12 +1,44 @@
-"""The perturbation interface: what a perturbation is, what it returns, and how edits are applied.
+"""The perturbation interface: what a perturbation is, what it declares, what it returns, how edits apply.
 
-Style: LIT's small abstract interface (``is_compatible`` + a generator method) and CheckList's
-perturb functions (return a list of variants, or ``None`` when the perturbation does not apply),
-with all randomness drawn from an explicit ``random.Random`` passed in by the caller.
+Style: nlpaug's base augmenter owns the ritual, LIT declares parameters once (``config_spec``),
+CheckList returns variants or ``None``. A perturbation subclass declares its :class:`Param` s and
+implements ``_apply(example, rng, params)``; the public :meth:`Perturbation.apply` (also callable
+as ``p(example, rng, **params)``) is a fixed template:
+
+1. resolve and validate the parameters once, from the declarations (:meth:`~Perturbation.resolve_params`);
+2. ask the one "why can it not run here" question (:meth:`~Perturbation.why_not`: the language,
+   a missing tagger, translator, voice or word list); a reason raises :class:`NotApplicable`, so
+   callers ask ``why_not`` first and show the reason;
+3. call ``_apply`` with the resolved parameters and all randomness drawn from the ``rng`` passed in;
+4. check its variants (each of the declared field), drop repeats of one text, and return them, or
+   ``None`` when there is nothing to change (no verb, no umlaut, ...).
 
 Offsets: every :class:`Edit` refers to the ORIGINAL text of one field (question or context).
-:func:`apply_edits` applies a set of non-overlapping edits at once and, for the context, shifts the
-gold answers' ``answer_start`` exactly (and refuses edits that touch an answer span).
+:func:`splice` writes edits into a text; :func:`apply_edits` applies non-overlapping edits to an
+example and, for the context, shifts the gold answers' ``answer_start`` exactly (and refuses edits
+that touch an answer span).
+
+>>> class Shout(Perturbation):
+...     id, family, field, randomised = "shout_Q", "case", "question", False
+...     description, source = "Upper-case the question, then add marks", "a doctest"
+...     parameters = (Param("marks", 1, "how many '!' to add", min=0, max=3),)
+...     def _apply(self, example, rng, params):
+...         new = example.question.upper() + "!" * params["marks"]
+...         return [make_variant_from_text(self, example, "question", new)]
+>>> shout = Shout()
+>>> example = QAExample("q1", "Who won?", "Denver won.")
+>>> shout.apply(example, random.Random(0), marks=2)[0].text
+'WHO WON?!!'
+>>> shout(example, random.Random(0))[0].meta
+{'id': 'shout_Q', 'changed': True}
+>>> shout.default_params, shout.param_ranges
+({'marks': 1}, {'marks': (0, 3)})
+>>> shout.apply(example, random.Random(0), marks=5)
+Traceback (most recent call last):
+...
+core.perturb.base.PerturbationError: shout_Q: parameter 'marks' must be in [0, 3], got 5
+>>> shout.why_not(example) is None, shout.is_compatible(example)
+(True, True)
 """
 from __future__ import annotations
 
@@ -15,6 +47,7 @@ import dataclasses
 import difflib
 import math
 import random
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any, ClassVar
@@ -29,10 +62,128 @@ FAMILIES = (
     "character", "word", "sentence", "keyboard", "asr", "mt",
     "paraphrase", "artefact", "case", "punctuation", "repair",
 )
+PARAM_TYPES = (bool, int, float, str)
+# Parameter names that point at a model, file or folder: the server's to set (an environment
+# variable, the command line), never typed into a browser form, which could load anything.
+RESOURCE_SUFFIXES = ("_model", "_path", "_file", "_dir")
+
+
+def names_a_resource(name: str) -> bool:
+    """Whether a parameter called ``name`` names a model, file or folder (ReplaceRQ's
+    ``mlm_model``, or ``ReplaceRQ.mlm_model`` in a chain): the server's to set, never a browser's.
+
+    >>> names_a_resource("mlm_model"), names_a_resource("ReplaceRQ.mlm_model"), names_a_resource("n_words")
+    (True, True, False)
+    """
+    return name.endswith(RESOURCE_SUFFIXES)
 
 
 class PerturbationError(ValueError):
     """A perturbation was misused: bad parameters, overlapping edits, an edit inside a gold answer."""
+
+
+class NotApplicable(PerturbationError):
+    """``apply`` was called on an example the perturbation cannot run on; the message says why
+    (the same sentence :meth:`Perturbation.why_not` gives)."""
+
+
+# ------------------------------------------------------------------------------------- parameters
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared parameter of a perturbation (LIT's ``config_spec`` entry).
+
+    ``type`` is taken from ``default`` (bool, int, float or str). A number may have inclusive
+    bounds ``min``/``max``; a str may be one of ``choices``. ``help`` is shown beside its widget.
+    The declaration is the one source for validation (:meth:`validate`), the Variants page's
+    widget and the values the Sweeps page offers (:attr:`sweep_values`).
+
+    >>> p = Param("rate", 0.1, "probability per letter", min=0.0, max=1.0)
+    >>> p.type.__name__, p.bounds, p.validate(1, "typo_Q")
+    ('float', (0.0, 1.0), 1.0)
+    >>> p.validate(1.5, "typo_Q")
+    Traceback (most recent call last):
+    ...
+    core.perturb.base.PerturbationError: typo_Q: parameter 'rate' must be in [0.0, 1.0], got 1.5
+    >>> Param("layout", "qwertz", choices=("qwerty", "qwertz")).sweep_values
+    ('qwerty', 'qwertz')
+    >>> Param("n_words", 1, min=1, max=4).sweep_values, Param("p", 0.25, min=0.0, max=1.0).sweep_values
+    ((1, 2, 3, 4), ())
+    >>> Param("mlm_model", "").names_a_resource
+    True
+    """
+
+    name: str
+    default: Any
+    help: str = ""
+    min: float | None = None
+    max: float | None = None
+    choices: tuple | None = None
+
+    def __post_init__(self) -> None:
+        if type(self.default) not in PARAM_TYPES:
+            raise TypeError(f"parameter {self.name!r}: default must be a bool, int, float or str, "
+                            f"got {self.default!r}")
+        if self.choices is not None:
+            if self.type is not str or self.min is not None or self.max is not None:
+                raise TypeError(f"parameter {self.name!r}: choices are for str parameters, without min/max")
+            object.__setattr__(self, "choices", tuple(self.choices))
+        if (self.min is None) != (self.max is None):
+            raise TypeError(f"parameter {self.name!r}: give both min and max, or neither")
+        if self.min is not None and (self.type not in (int, float) or self.min > self.max):
+            raise TypeError(f"parameter {self.name!r}: min <= max bounds are for numbers")
+        self.validate(self.default, f"parameter {self.name!r} default")
+
+    @property
+    def type(self) -> type:
+        return type(self.default)
+
+    @property
+    def bounds(self) -> tuple | None:
+        """``(min, max)``, the ``choices``, or None: what ``param_ranges`` held before declarations."""
+        if self.choices is not None:
+            return self.choices
+        return None if self.min is None else (self.min, self.max)
+
+    @property
+    def sweep_values(self) -> tuple:
+        """The values a sweep offers to pick several of: every int in the bounds, or the choices;
+        () when one value is set (bools, floats, unbounded numbers and free text)."""
+        if self.choices is not None:
+            return self.choices
+        if self.type is int and self.min is not None:
+            return tuple(range(int(self.min), int(self.max) + 1))
+        return ()
+
+    @property
+    def names_a_resource(self) -> bool:
+        """Whether the value names a model, file or folder (set on the server, not in a browser)."""
+        return self.type is str and self.choices is None and names_a_resource(self.name)
+
+    def validate(self, value: Any, owner: str) -> Any:
+        """``value`` checked against the declaration (an int given for a float becomes a float);
+        :class:`PerturbationError` naming ``owner`` (the perturbation id) otherwise."""
+        if self.type is bool:
+            ok = isinstance(value, bool)
+        elif self.type is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif self.type is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            value = float(value) if ok else value
+        else:
+            ok = isinstance(value, str)
+        if not ok:
+            raise PerturbationError(f"{owner}: parameter {self.name!r} must be {self.type.__name__}, got {value!r}")
+        if self.choices is not None and value not in self.choices:
+            raise PerturbationError(f"{owner}: parameter {self.name!r} must be one of {self.choices}, got {value!r}")
+        if self.min is not None and not (self.min <= value <= self.max):
+            raise PerturbationError(
+                f"{owner}: parameter {self.name!r} must be in [{self.min}, {self.max}], got {value!r}")
+        return value
+
+
+# ----------------------------------------------------------------------------------- perturbations
 
 
 @dataclass(frozen=True)
@@ -73,10 +224,10 @@ class Variant:
 class Perturbation(abc.ABC):
     """A named, documented way of corrupting one field of a QA example.
 
-    Subclasses set the class attributes and implement :meth:`apply`. Parameters are passed as
-    keyword arguments to ``apply``; :meth:`resolve_params` merges them with ``default_params`` and
-    validates them (unknown names, wrong types and values outside ``param_ranges`` raise
-    :class:`PerturbationError`).
+    Subclasses set the class attributes, declare ``parameters`` (a tuple of :class:`Param`), may
+    say why they cannot run on an example in :meth:`_why_not`, and implement :meth:`_apply`.
+    ``default_params`` and ``param_ranges`` are derived from the declarations (read-only views for
+    the code that lists or fills parameters); a subclass that sets them itself is refused.
     """
 
     id: ClassVar[str]
@@ -85,10 +236,28 @@ class Perturbation(abc.ABC):
     languages: ClassVar[tuple[str, ...] | None] = None     # None = any language
     randomised: ClassVar[bool] = True                      # False: sweeps run it once
     description: ClassVar[str] = ""
-    default_params: ClassVar[dict[str, Any]] = {}
-    # Optional inclusive (min, max) bounds for numeric params, or a tuple of allowed values for str params.
-    param_ranges: ClassVar[dict[str, tuple]] = {}
+    parameters: ClassVar[tuple[Param, ...]] = ()
     source: ClassVar[str] = ""
+    default_params: ClassVar[dict[str, Any]] = {}          # derived from ``parameters``
+    param_ranges: ClassVar[dict[str, tuple]] = {}          # derived from ``parameters``
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for legacy in ("default_params", "param_ranges"):
+            if legacy in cls.__dict__:
+                raise TypeError(f"{cls.__name__} sets {legacy}: declare parameters = (Param(...), ...) instead")
+        if "apply" in cls.__dict__ or "__call__" in cls.__dict__:
+            raise TypeError(f"{cls.__name__} overrides apply: the template is fixed, implement _apply instead")
+        names = [p.name for p in cls.parameters]
+        if len(set(names)) != len(names) or not all(isinstance(p, Param) for p in cls.parameters):
+            raise TypeError(f"{cls.__name__}.parameters must be Param declarations with distinct names")
+        cls.default_params = {p.name: p.default for p in cls.parameters}
+        cls.param_ranges = {p.name: p.bounds for p in cls.parameters if p.bounds is not None}
+
+    @classmethod
+    def config_spec(cls) -> dict[str, Param]:
+        """The declared parameters by name, in declaration order (LIT's ``config_spec``)."""
+        return {p.name: p for p in cls.parameters}
 
     @classmethod
     def check_definition(cls) -> None:
@@ -100,51 +269,76 @@ class Perturbation(abc.ABC):
             raise TypeError(f"{cls.__name__}.field must be one of {FIELDS}, got {cls.field!r}")
         if cls.family not in FAMILIES:
             raise TypeError(f"{cls.__name__}.family must be one of {FAMILIES}, got {cls.family!r}")
-        unknown = set(cls.param_ranges) - set(cls.default_params)
-        if unknown:
-            raise TypeError(f"{cls.__name__}.param_ranges names unknown params {sorted(unknown)}")
-
-    def is_compatible(self, example: QAExample) -> bool:
-        """Whether this perturbation can run on ``example`` (by default: the language is supported)."""
-        return self.languages is None or example.lang in self.languages
 
     def resolve_params(self, params: dict[str, Any]) -> dict[str, Any]:
-        """``default_params`` updated with ``params``, validated."""
-        unknown = sorted(set(params) - set(self.default_params))
+        """The declared defaults updated with ``params``, each validated by its :class:`Param`."""
+        spec = self.config_spec()
+        unknown = sorted(set(params) - set(spec))
         if unknown:
-            raise PerturbationError(
-                f"{self.id}: unknown parameter(s) {unknown}; accepted: {sorted(self.default_params)}")
-        resolved = dict(self.default_params)
-        resolved.update(params)
-        for name, value in resolved.items():
-            default = self.default_params[name]
-            if isinstance(default, bool):
-                ok = isinstance(value, bool)
-            elif isinstance(default, int):
-                ok = isinstance(value, int) and not isinstance(value, bool)
-            elif isinstance(default, float):
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-                if ok:
-                    value = resolved[name] = float(value)
-            else:
-                ok = isinstance(value, type(default))
-            if not ok:
-                raise PerturbationError(
-                    f"{self.id}: parameter {name!r} must be {type(default).__name__}, got {value!r}")
-            bounds = self.param_ranges.get(name)
-            if bounds is None:
-                continue
-            if isinstance(value, str):
-                if value not in bounds:
-                    raise PerturbationError(f"{self.id}: parameter {name!r} must be one of {bounds}, got {value!r}")
-            elif not (bounds[0] <= value <= bounds[1]):
-                raise PerturbationError(
-                    f"{self.id}: parameter {name!r} must be in [{bounds[0]}, {bounds[1]}], got {value!r}")
-        return resolved
+            raise PerturbationError(f"{self.id}: unknown parameter(s) {unknown}; accepted: {sorted(spec)}")
+        return {name: p.validate(params[name], self.id) if name in params else p.default
+                for name, p in spec.items()}
+
+    # ------------------------------------------------------------------ "why can it not run here"
+
+    def why_not(self, example: QAExample, params: dict[str, Any] | None = None) -> str | None:
+        """None when this perturbation can run on ``example`` with ``params`` (the defaults when
+        None), else one sentence saying why not: the one protocol callers ask before ``apply``.
+
+        The language comes first (``languages``), then the subclass's :meth:`_why_not`.
+        """
+        return self._reason(example, self.resolve_params(params or {}))
+
+    def is_compatible(self, example: QAExample) -> bool:
+        """Whether this perturbation can run on ``example`` with its default parameters (LIT's name)."""
+        return self.why_not(example) is None
+
+    def _reason(self, example: QAExample, resolved: dict[str, Any]) -> str | None:
+        if self.languages is not None and example.lang not in self.languages:
+            return f"{self.id} supports languages {', '.join(self.languages)}, not {example.lang!r}"
+        return self._why_not(example, resolved)
+
+    def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        """Why this perturbation cannot run on ``example`` with resolved ``params`` (a missing
+        tagger, translator, voice, word list ...), or None. The language is checked already."""
+        return None
+
+    # ------------------------------------------------------------------------------- the template
+
+    def prepare(self, examples: Iterable[QAExample], **params: Any) -> None:
+        """Get ready for a batch (round-trip translation translates it all at once); by default nothing."""
+
+    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
+        """Perturb ``example`` (never mutated): its variants, or None when there is nothing to change.
+
+        Resolves ``params`` once, raises :class:`NotApplicable` with :meth:`why_not`'s reason when
+        the perturbation cannot run here, calls :meth:`_apply`, then checks the variants and drops
+        repeats of one text. Subclasses implement ``_apply``, never this.
+        """
+        resolved = self.resolve_params(params)
+        reason = self._reason(example, resolved)
+        if reason is not None:
+            raise NotApplicable(reason)
+        return self._checked(self._apply(example, rng, resolved))
+
+    def __call__(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
+        return self.apply(example, rng, **params)
 
     @abc.abstractmethod
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        """Perturb ``example``; ``None`` when it does not apply (no verb, no umlaut...). Never mutates it."""
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
+        """The perturbation itself, with validated ``params``, on an example it can run on."""
+
+    def _checked(self, variants: Sequence[Variant] | None) -> list[Variant] | None:
+        if variants is None:
+            return None
+        out, seen = [], set()
+        for v in variants:
+            if not isinstance(v, Variant) or v.field != self.field:
+                raise TypeError(f"{self.id} must return Variants of its field {self.field!r}, got {v!r}")
+            if v.text not in seen:
+                seen.add(v.text)
+                out.append(v)
+        return out or None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} id={self.id!r} field={self.field!r}>"
@@ -158,7 +352,7 @@ def _check_field(field: str) -> None:
         raise PerturbationError(f"field must be one of {FIELDS}, got {field!r}")
 
 
-def _sorted_checked(text: str, edits: list[Edit]) -> list[Edit]:
+def _sorted_checked(text: str, edits: Iterable[Edit]) -> list[Edit]:
     """Edits sorted by position (stable, so insertions at one point keep their order), checked."""
     ordered = sorted(edits, key=lambda e: (e.start, e.end))
     previous_end = 0
@@ -169,6 +363,25 @@ def _sorted_checked(text: str, edits: list[Edit]) -> list[Edit]:
             raise PerturbationError(f"edits overlap at offset {edit.start}: {edit}")
         previous_end = edit.end
     return ordered
+
+
+def splice(text: str, edits: Iterable[Edit]) -> str:
+    """``text`` with ``edits`` (offsets into ``text``, not overlapping) written in.
+
+    >>> splice("Who won the game?", [Edit(12, 16, "match", "synonym"), Edit(0, 3, "Which team", "x")])
+    'Which team won the match?'
+    >>> splice("ab", [Edit(0, 2, "x", "k"), Edit(1, 2, "y", "k")])
+    Traceback (most recent call last):
+    ...
+    core.perturb.base.PerturbationError: edits overlap at offset 1: Edit(start=1, end=2, replacement='y', kind='k')
+    """
+    pieces, cursor = [], 0
+    for edit in _sorted_checked(text, edits):
+        pieces.append(text[cursor:edit.start])
+        pieces.append(edit.replacement)
+        cursor = edit.end
+    pieces.append(text[cursor:])
+    return "".join(pieces)
 
 
 def edit_touches_span(edit: Edit, start: int, end: int) -> bool:
@@ -210,14 +423,8 @@ def apply_edits(example: QAExample, field: str, edits: list[Edit], protect_answe
     """
     _check_field(field)
     text = getattr(example, field)
-    ordered = _sorted_checked(text, list(edits))
-    pieces, cursor = [], 0
-    for edit in ordered:
-        pieces.append(text[cursor:edit.start])
-        pieces.append(edit.replacement)
-        cursor = edit.end
-    pieces.append(text[cursor:])
-    new_text = "".join(pieces)
+    ordered = _sorted_checked(text, edits)
+    new_text = splice(text, ordered)
     if field == "question":
         return dataclasses.replace(example, question=new_text)
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.perturb import registry
-from core.perturb.base import Edit, Perturbation, PerturbationError, Variant, diff_edits, error_rates
+from core.perturb.base import Edit, Perturbation, PerturbationError, Variant, diff_edits, error_rates, splice
 from core.perturb.spec import PerturbationSpec, SpecError, chain_step_specs, parse_spec, step_rng
 from core.types import QAExample
 
@@ -55,18 +55,19 @@ def _map_back(accumulated: list[Edit], edit: Edit) -> Edit | None:
     return Edit(edit.start - shift, edit.end - shift, edit.replacement, edit.kind)
 
 
-def _apply_to_text(text: str, edits: list[Edit]) -> str:
-    out, cursor = [], 0
-    for e in sorted(edits, key=lambda e: (e.start, e.end)):
-        out.append(text[cursor:e.start])
-        out.append(e.replacement)
-        cursor = e.end
-    out.append(text[cursor:])
-    return "".join(out)
+def _spliced(text: str, edits: list[Edit]) -> str | None:
+    """``text`` with the mapped-back ``edits`` written in, or None if they overlap after all."""
+    try:
+        return splice(text, edits)
+    except PerturbationError:
+        return None
 
 
 class Composite(Perturbation):
-    """Several registered perturbations in sequence; ``params`` maps a step id to its parameters."""
+    """Several registered perturbations in sequence; ``params`` maps a step id to its parameters.
+
+    It cannot run where one of its steps cannot (that step's reason, with the step's parameters).
+    """
 
     family = "sentence"
     field = "question"
@@ -80,20 +81,18 @@ class Composite(Perturbation):
         fields = {p.field for p in self.steps}
         if len(fields) != 1:
             raise PerturbationError(f"composite steps must perturb one field, got {sorted(fields)} for {list(ids)}")
-        self.step_params = dict(params or {})
+        self.step_params = dict(params or {})   # as given: they make the chain's spec
         unknown = set(self.step_params) - set(ids)
         if unknown:
             raise PerturbationError(f"params given for ids not in the chain: {sorted(unknown)}")
-        for p in self.steps:  # validate now, not halfway through a data set
-            p.resolve_params(self.step_params.get(p.id, {}))
+        # resolved (validated) now, not halfway through a data set
+        self._resolved = {p.id: p.resolve_params(self.step_params.get(p.id, {})) for p in self.steps}
         self.id = "+".join(ids)
         self.field = fields.pop()
         self.family = self.steps[-1].family
         self.randomised = any(p.randomised for p in self.steps)
         self.description = " then ".join(f"{p.id} ({p.description})" for p in self.steps)
         self.source = "; ".join(dict.fromkeys(p.source for p in self.steps))
-        languages = [set(p.languages) for p in self.steps if p.languages is not None]
-        self.languages = tuple(sorted(set.intersection(*languages))) if languages else None
 
     @property
     def spec(self) -> PerturbationSpec:
@@ -101,23 +100,23 @@ class Composite(Perturbation):
         return PerturbationSpec.make(self.id, {f"{step}.{k}": v for step, values in self.step_params.items()
                                                for k, v in values.items()})
 
-    def is_compatible(self, example: QAExample) -> bool:
-        return all(p.is_compatible(example) for p in self.steps)
-
-    def why_incompatible(self, example: QAExample) -> str | None:
-        for p in self.steps:
-            if not p.is_compatible(example):
-                explain = getattr(p, "why_incompatible", None)
-                return (explain(example) if explain else None) or f"{p.id} does not support this example"
-        return None
-
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
+    def resolve_params(self, params: dict[str, Any]) -> dict[str, Any]:
         if params:
             raise PerturbationError(f"{self.id}: pass step parameters to Composite(params=...), got {sorted(params)}")
+        return {}
+
+    def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        for p in self.steps:   # each step says why not in its own words
+            reason = p.why_not(example, self._resolved[p.id])
+            if reason is not None:
+                return reason
+        return None
+
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         original = getattr(example, self.field)
         current, chain, accumulated, mapped = example, [], [], True
         for n, p in enumerate(self.steps):
-            variants = p.apply(current, step_rng(rng, n), **self.step_params.get(p.id, {}))
+            variants = p.apply(current, step_rng(rng, n), **self._resolved[p.id])
             if not variants:
                 return None
             step = variants[0]
@@ -131,7 +130,7 @@ class Composite(Perturbation):
                     accumulated.append(back)
             current = step.example
         final = getattr(current, self.field)
-        if mapped and _apply_to_text(original, accumulated) == final:
+        if mapped and _spliced(original, accumulated) == final:
             edits = sorted(accumulated, key=lambda e: (e.start, e.end))
         else:
             mapped = False

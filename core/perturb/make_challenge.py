@@ -43,7 +43,7 @@ from core import cli
 from core.datasets import Dataset, load_squad, pair_challenge
 from core.metrics.text_distance import noise_summary, table3_summary
 from core.perturb import compose
-from core.perturb.base import Perturbation
+from core.perturb.base import Perturbation, PerturbationError
 from core.perturb.spec import PerturbationSpec, parse_spec, rng_for
 from core.types import QAExample
 
@@ -86,17 +86,23 @@ def spec_of(perturbation: Perturbation, params: dict) -> PerturbationSpec:
 def build_challenge(examples: list[QAExample], perturbation: Perturbation, seed: int, params: dict,
                     only_perturbed: bool = False) -> ChallengeResult:
     """Apply ``perturbation`` to each example (first variant, drawn from
-    ``rng_for(seed, example, spec, 0)``) and collect the counts."""
+    ``rng_for(seed, example, spec, 0)``) and collect the counts.
+
+    An example it cannot run on (its language) is counted and kept as it is; when it is the
+    parameters that make it impossible (a pivot no translator has, a voice not installed), the
+    whole set is refused with the reason (PerturbationError), before any work.
+    """
     spec = spec_of(perturbation, params)
-    prepare = getattr(perturbation, "prepare", None)
-    if prepare is not None:
-        prepare([e for e in examples if perturbation.is_compatible(e)], **params)
+    reasons = [perturbation.why_not(e, params) for e in examples]
+    for example, why in zip(examples, reasons):
+        if why is not None and params and perturbation.why_not(example) is None:
+            raise PerturbationError(why)
+    perturbation.prepare([e for e, why in zip(examples, reasons) if why is None], **params)
     result = ChallengeResult(examples=[])
     fld = perturbation.field
-    for example in examples:
-        if not perturbation.is_compatible(example):
-            explain = getattr(perturbation, "why_incompatible", None)
-            result.reasons[(explain(example) if explain else None) or "incompatible"] += 1
+    for example, why in zip(examples, reasons):
+        if why is not None:
+            result.reasons[why] += 1
             result.counts["incompatible"] += 1
             new = None
         else:

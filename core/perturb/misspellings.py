@@ -61,6 +61,14 @@ def data_path() -> Path | None:
     return path if path.is_file() else None
 
 
+def missing_data_reason() -> str | None:
+    """None when the Wikipedia misspellings file is there, else where it was expected."""
+    if data_path() is not None:
+        return None
+    return (f"Wikipedia misspellings not found: expected {RELATIVE_PATH} under the data directory "
+            f"({config.data_dir() or 'none set; set QAX_DATA_DIR'})")
+
+
 def invert_interface_misspellings(raw: dict[str, list[str]]) -> dict[str, tuple[str, ...]]:
     """``{misspelling: [correction]}`` -> ``{correction: sorted misspellings}``, interface errors only.
 
@@ -92,7 +100,5 @@ def load_interface_misspellings(path: Path | str | None = None) -> dict[str, tup
     if path is None:
         path = data_path()
         if path is None:
-            raise FileNotFoundError(
-                f"Wikipedia misspellings not found: expected {RELATIVE_PATH} under the data directory "
-                f"({config.data_dir() or 'none set; set QAX_DATA_DIR'})")
+            raise FileNotFoundError(missing_data_reason())
     return _load(str(path))

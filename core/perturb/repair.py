@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from rapidfuzz.distance import Levenshtein
 
+from core.perturb.base import Edit, splice
 from core.perturb.nlp import WORD_RE, analyse, word_spans
 from core.perturb.support import CONTENT_POS
 from core.types import QAExample
@@ -58,13 +59,7 @@ class Repair:
 
 
 def _apply(text: str, changes: list[Change]) -> str:
-    out, cursor = [], 0
-    for change in sorted(changes, key=lambda c: c.start):
-        out.append(text[cursor:change.start])
-        out.append(change.new)
-        cursor = change.end
-    out.append(text[cursor:])
-    return "".join(out)
+    return splice(text, [Edit(c.start, c.end, c.new, "repair") for c in changes])
 
 
 def word_cer(reference: str, hypothesis: str) -> float:

@@ -1,7 +1,6 @@
-"""Small helpers shared by the artefact, paraphrase, ReplaceRQ and translation perturbations.
+"""Small helpers shared by the artefact, keyboard-by-word-class and repair perturbations.
 
-* :class:`Explained` - a mixin adding ``why_incompatible(example) -> str | None`` (the message the
-  UI shows), with ``is_compatible`` defined from it, so "does not apply" always has a reason.
+* :func:`tagger_problem` - why a language has no real POS tagger (a reason for ``why_not``);
 * word classes over Universal POS tags (function / content words, as NoiseQA's artefacts use them);
 * :func:`deletion_edits` - delete a set of tokens together with the whitespace that separated them,
   so "What is the name of it?" minus {is, the, of} reads "What name it?" (no double spaces).
@@ -12,28 +11,12 @@ from collections.abc import Sequence
 
 from core.perturb.base import Edit
 from core.perturb.nlp import Token, analyse
-from core.types import QAExample
 
 # Closed-class Universal POS tags (UD's closed classes, minus NUM which we treat on its own).
 FUNCTION_POS = frozenset({"ADP", "AUX", "CCONJ", "DET", "PART", "PRON", "SCONJ"})
 # NoiseQA's "content words (nouns, adjectives)"; proper nouns are nouns.
 CONTENT_POS = frozenset({"NOUN", "PROPN", "ADJ"})
 WORD_CLASSES = {"function": FUNCTION_POS, "content": CONTENT_POS}
-
-
-class Explained:
-    """Mixin for Perturbation subclasses: ``is_compatible`` comes with a reason when it is False."""
-
-    languages: tuple[str, ...] | None = None
-
-    def why_incompatible(self, example: QAExample) -> str | None:
-        """None when the perturbation can run on ``example``, else one sentence saying why not."""
-        if self.languages is not None and example.lang not in self.languages:
-            return f"{self.id} supports languages {', '.join(self.languages)}, not {example.lang!r}"
-        return None
-
-    def is_compatible(self, example: QAExample) -> bool:
-        return self.why_incompatible(example) is None
 
 
 def tagger_problem(lang: str) -> str | None:

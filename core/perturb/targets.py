@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from core.perturb import nlp
-from core.perturb.base import Perturbation, PerturbationError
+from core.perturb.base import Perturbation
 from core.types import QAExample
 
 TAGGED_LANGUAGES = ("en", "de", "zh")
@@ -89,23 +89,50 @@ def candidate_words(example: QAExample, field: str, target: str, *, char_level: 
 class WordTargetedPerturbation(Perturbation):
     """Base for perturbations that pick words ("R") or verbs ("V") of one field.
 
-    Subclasses set ``target`` and implement :meth:`apply`; :meth:`check` validates the call.
+    Subclasses set ``target``; they cannot run where words cannot be found (or verbs tagged).
     """
 
     target: ClassVar[str]  # "R" or "V"
 
-    def is_compatible(self, example: QAExample) -> bool:
-        if not super().is_compatible(example):
-            return False
-        return can_tag_verbs(example.lang) if self.target == "V" else can_segment(example.lang)
+    def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        if self.target == "V" and not can_tag_verbs(example.lang):
+            return f"{self.id} needs a POS tagger (en, de, zh); language {example.lang!r} has none"
+        if self.target != "V" and not can_segment(example.lang):
+            return f"{self.id} needs a word segmenter; language {example.lang!r} has none"
+        return None
 
-    def check(self, example: QAExample, params: dict[str, Any]) -> dict[str, Any]:
-        """Resolved params; PerturbationError if ``example`` is not compatible."""
-        resolved = self.resolve_params(params)
-        if not self.is_compatible(example):
-            need = "a POS tagger (en, de, zh)" if self.target == "V" else "a word segmenter"
-            raise PerturbationError(f"{self.id} needs {need}; language {example.lang!r} has none")
-        return resolved
+
+# The German paper's ids name an operation, a target and a field: DCRQ = Delete a Character of a
+# Random word of the Question. The grid of classes is made here, once, for the character and word modules.
+TARGETS = {"R": "a random word", "V": "a random verb"}
+FIELD_CODES = {"Q": "question", "C": "context"}
+
+
+def define_grid(base: type[WordTargetedPerturbation], module: str, operations: dict[str, str],
+                id_format: str, description_format: str) -> list[type[WordTargetedPerturbation]]:
+    """One subclass of ``base`` per operation x target x field (in that order), for ``module``.
+
+    ``operations`` maps an op code to its text; the formats see ``op``, ``target``, ``field``
+    (the codes) and ``op_text``, ``target_text``, ``field_text``. Each class is named
+    ``<id>Perturbation`` and set ``op``, ``target``, ``field``, ``id`` and ``description``.
+
+    >>> from core.perturb.catalogue.german_word import WordPerturbation
+    >>> [(c.id, c.description) for c in define_grid(WordPerturbation, __name__, {"D": "Delete"},
+    ...                                           "{op}{target}{field}", "{op_text} {target_text} of the {field_text}")][:2]
+    [('DRQ', 'Delete a random word of the question'), ('DRC', 'Delete a random word of the context')]
+    """
+    classes = []
+    for op, op_text in operations.items():
+        for target, target_text in TARGETS.items():
+            for field_code, field_text in FIELD_CODES.items():
+                names = {"op": op, "target": target, "field": field_code, "op_text": op_text,
+                         "target_text": target_text, "field_text": field_text}
+                pid = id_format.format(**names)
+                attrs = {"id": pid, "op": op, "target": target, "field": field_text,
+                         "description": description_format.format(**names),
+                         "__module__": module, "__qualname__": f"{pid}Perturbation"}
+                classes.append(type(f"{pid}Perturbation", (base,), attrs))
+    return classes
 
 
 def letter_alphabet(lang: str, text: str) -> str:

@@ -181,9 +181,9 @@ def _check_inputs(args: argparse.Namespace, specs: list[PerturbationSpec], model
     """Data set, perturbation ids and parameters, challenge files, model names and the database:
     all checked before the first (slow) model load, so a typo costs a second, not a model load,
     and prints nothing else. Returns the loaded data set."""
+    from core.io.sqlite_db import sqlite_kind
     from core.perturb import registry as perturbations
     from core.qa.registry import get_entry
-    from core.sqlite_db import sqlite_kind
 
     dataset = load_dataset(args.dataset, args.data_dir, **cli.loader_kwargs(args))
     print(dataset.load_line(), flush=True)

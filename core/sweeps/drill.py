@@ -19,8 +19,7 @@ def example_across_models(db: Store | str | Path, sweep: int | str, perturbation
     spans and EM/F1 (None where the perturbation did not apply or the row is not stored yet)."""
     with _store(db) as store:
         sid = store.sweep_id(sweep)
-        models = [r[0] for r in store.conn.execute(
-            "SELECT model FROM sweep_models WHERE sweep_id = ? ORDER BY position", (sid,))]
+        models = store.models(sid)
         rows = {r["model"]: dict(r) for r in store.conn.execute(
             "SELECT model, status, answer, span_start, span_end, em, f1, clean_answer, clean_start, clean_end, "
             "clean_em, clean_f1, variant_question, variant_context_hash, variant_gold_json FROM result_rows "

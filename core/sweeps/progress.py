@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["readable_name", "Eta", "format_seconds"]
 
@@ -66,3 +67,18 @@ class Eta:
         if rows <= 0 or seconds <= 0:
             return None
         return (total - done) * seconds / rows
+
+
+def worker_rows(workers: Sequence[Any]) -> list[dict[str, Any]]:
+    """A Ray sweep's workers (core.sweeps.ray.WorkerState) as a table: node, state, calls, and each
+    worker's share of the predictions.
+
+    >>> from types import SimpleNamespace as W
+    >>> worker_rows([W(index=0, node="n1", state="busy", in_flight=1, calls=3, predictions=30, restarts=0),
+    ...              W(index=1, node=None, state="starting", in_flight=0, calls=0, predictions=10, restarts=1)])[1]
+    {'worker': 1, 'node': 'starting…', 'state': 'starting', 'in flight': 0, 'model calls': 0, 'predictions': 10, 'share %': 25.0, 'actor restarts': 1}
+    """
+    total = sum(w.predictions for w in workers) or 1
+    return [{"worker": w.index, "node": w.node or "starting…", "state": w.state, "in flight": w.in_flight,
+             "model calls": w.calls, "predictions": w.predictions, "share %": round(100.0 * w.predictions / total, 1),
+             "actor restarts": w.restarts} for w in workers]

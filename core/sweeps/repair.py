@@ -148,13 +148,10 @@ def repair_table(db: Store | str | Path, sweep: int | str, seed: int = 0) -> lis
             return []
         models = _models(store, sid)
         clean: dict[tuple[str, str], float] = {
-            (r["model"], r["example_hash"]): r["f1"] for r in store.conn.execute(
-                "SELECT model, example_hash, f1 FROM clean_results WHERE sweep_id = ?", (sid,))}
+            (r["model"], r["example_hash"]): r["f1"] for r in store.clean_scores(sid)}
         scores: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         wanted = {p["base"] for p in pairs} | {p["repaired"] for p in pairs}
-        for r in store.conn.execute(
-                "SELECT model, perturbation, params_json, example_hash, f1 FROM results "
-                "WHERE sweep_id = ? AND status = 'ok'", (sid,)):
+        for r in store.perturbed_scores(sid):
             if (r["perturbation"], r["params_json"]) in wanted:
                 scores[(r["model"], r["perturbation"], r["params_json"])][r["example_hash"]].append(r["f1"])
         changed = {p["repaired"]: _changed_share(store, sid, p["base"], p["repaired"]) for p in pairs}

@@ -63,13 +63,11 @@ def list_sweeps(db: Store | str | Path) -> list[dict[str, Any]]:
     sweep whose process died is 'interrupted'); ``stored_status`` is the stored one, ``owner``
     names the process that last ran it ("pid 123 on host", or "" when not recorded)."""
     with _store(db) as store:
-        rows = store.conn.execute("SELECT * FROM sweeps ORDER BY id").fetchall()
+        rows = store.sweep_rows()
         out = []
         for r in rows:
-            models = [m[0] for m in store.conn.execute(
-                "SELECT model FROM sweep_models WHERE sweep_id = ? ORDER BY position", (r["id"],))]
-            labels = [s[0] for s in store.conn.execute(
-                "SELECT label FROM sweep_specs WHERE sweep_id = ? ORDER BY position", (r["id"],))]
+            models = store.models(r["id"])
+            labels = [s["label"] for s in store.spec_rows(r["id"])]
             owner = (f"pid {r['owner_pid']} on {r['owner_host']}"
                      if "owner_pid" in r.keys() and r["owner_pid"] is not None else "")
             out.append({"id": r["id"], "name": r["name"], "dataset": r["dataset"],
@@ -90,13 +88,11 @@ def sweep_specs(db: Store | str | Path, sweep: int | str) -> list[dict[str, Any]
                  "params_json": r["params_json"], "label": r["label"], "family": r["family"],
                  "field": r["field"], "randomised": bool(r["randomised"]), "repeats": r["repeats"],
                  "source": r["source"]}
-                for r in store.conn.execute(
-                    "SELECT * FROM sweep_specs WHERE sweep_id = ? ORDER BY position", (sid,))]
+                for r in store.spec_rows(sid)]
 
 
 def _models(store: Store, sid: int) -> list[str]:
-    return [r[0] for r in store.conn.execute(
-        "SELECT model FROM sweep_models WHERE sweep_id = ? ORDER BY position", (sid,))]
+    return store.models(sid)
 
 
 def clean_scores(db: Store | str | Path, sweep: int | str) -> dict[str, dict[str, float]]:
@@ -187,13 +183,9 @@ def model_differences(db: Store | str | Path, sweep: int | str, model_a: str, mo
                 raise ValueError(f"model {m!r} is not in this sweep (it has {', '.join(models)})")
         per_key: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = defaultdict(
             lambda: {model_a: defaultdict(list), model_b: defaultdict(list)})
-        for r in store.conn.execute(
-                "SELECT model, example_hash, f1 FROM clean_results WHERE sweep_id = ? AND model IN (?, ?)",
-                (sid, model_a, model_b)):
+        for r in store.clean_scores(sid, (model_a, model_b)):
             per_key[("", "")][r["model"]][r["example_hash"]].append(r["f1"])
-        for r in store.conn.execute(
-                "SELECT model, perturbation, params_json, example_hash, f1 FROM results "
-                "WHERE sweep_id = ? AND status = 'ok' AND model IN (?, ?)", (sid, model_a, model_b)):
+        for r in store.perturbed_scores(sid, (model_a, model_b)):
             per_key[(r["perturbation"], r["params_json"])][r["model"]][r["example_hash"]].append(r["f1"])
         specs = [("", "", "clean", "clean")] + [(x["perturbation"], x["params_json"], x["label"], x["family"])
                                                 for x in sweep_specs(store, sid)]
@@ -516,7 +508,7 @@ def format_table(cell_list: Sequence[Cell], metric: str = "f1") -> str:
 def format_report(db: Store | str | Path, sweep: int | str, metric: str = "f1") -> str:
     with _store(db) as store:
         sid = store.sweep_id(sweep)
-        row = store.conn.execute("SELECT * FROM sweeps WHERE id = ?", (sid,)).fetchone()
+        row = store.sweep_row(sid)
         clean = clean_scores(store, sid)
         lines = [f"sweep {row['name']!r} on {row['dataset']} ({row['n_examples']} examples), "
                  f"{effective_status(row)}"]

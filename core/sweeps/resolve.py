@@ -112,8 +112,9 @@ def registry_spec(spec: PerturbationSpec, repeats: int, catalogue) -> ResolvedSp
         raise SweepError(str(e)) from None
 
     def make(example: QAExample, rng: random.Random) -> Outcome:
-        if not p.is_compatible(example):
-            return Outcome("n/a", f"{p.id} does not support language {example.lang!r}")
+        reason = p.why_not(example, params)   # the language, a missing backend, voice or word list
+        if reason is not None:
+            return Outcome("n/a", reason)
         try:
             variants = p.apply(example, rng, **params)
         except (PerturbationError, ValueError) as e:

@@ -248,8 +248,7 @@ def slice_cells(db: Store | str | Path, sweep: int | str, slice_name: str) -> li
         sid = store.sweep_id(sweep)
         models = _models(store, sid)
         specs = sweep_specs(store, sid)
-        clean = {(r["model"], r["example_hash"]): (r["em"], r["f1"]) for r in store.conn.execute(
-            "SELECT model, example_hash, em, f1 FROM clean_results WHERE sweep_id = ?", (sid,))}
+        clean = {(r["model"], r["example_hash"]): (r["em"], r["f1"]) for r in store.clean_scores(sid)}
         groups = None if slice_name == "cer" else _example_groups(store, sid, slice_name)
         # (group, model, perturbation, params_json) -> example -> [(em, f1), ...]
         scored: dict[tuple, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))

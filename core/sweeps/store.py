@@ -59,8 +59,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from core.io.sqlite_db import SQLiteFile, sqlite_kind, table_names
 from core.perturb.spec import canonical_json  # noqa: F401  (re-exported: the stored JSON's form)
-from core.sqlite_db import SQLiteFile, sqlite_kind, table_names
 
 SCHEMA_VERSION = "1"
 
@@ -487,6 +487,38 @@ class Store(SQLiteFile):
                                       (sweep_id,)).fetchone()[0]
         return int(clean) + int(perturbed)
 
+    # ------------------------------------------------------------------ what a sweep covers
+
+    def sweep_row(self, sweep_id: int) -> sqlite3.Row:
+        """The sweep's row (name, configuration, status, owner, times)."""
+        return self.conn.execute("SELECT * FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
+
+    def sweep_rows(self) -> list[sqlite3.Row]:
+        """Every sweep's row, oldest first."""
+        return self.conn.execute("SELECT * FROM sweeps ORDER BY id").fetchall()
+
+    def models(self, sweep_id: int) -> list[str]:
+        """The sweep's models, in its order."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT model FROM sweep_models WHERE sweep_id = ? ORDER BY position", (sweep_id,))]
+
+    def spec_rows(self, sweep_id: int) -> list[sqlite3.Row]:
+        """The sweep's resolved specs, in its order (id, params_json, label, family, field, ...)."""
+        return self.conn.execute("SELECT * FROM sweep_specs WHERE sweep_id = ? ORDER BY position",
+                                 (sweep_id,)).fetchall()
+
+    def clean_scores(self, sweep_id: int, models: Sequence[str] | None = None) -> list[sqlite3.Row]:
+        """(model, example_hash, em, f1) of every clean result (of ``models`` only, when given)."""
+        sql = "SELECT model, example_hash, em, f1 FROM clean_results WHERE sweep_id = ?"
+        return self.conn.execute(*_for_models(sql, sweep_id, models)).fetchall()
+
+    def perturbed_scores(self, sweep_id: int, models: Sequence[str] | None = None) -> list[sqlite3.Row]:
+        """(model, perturbation, params_json, example_hash, em, f1) of every perturbed result that
+        was scored (status 'ok'; of ``models`` only, when given)."""
+        sql = ("SELECT model, perturbation, params_json, example_hash, em, f1 FROM results "
+               "WHERE sweep_id = ? AND status = 'ok'")
+        return self.conn.execute(*_for_models(sql, sweep_id, models)).fetchall()
+
     def context_text(self, context_hash: str) -> str:
         row = self.conn.execute("SELECT text FROM contexts WHERE hash = ?", (context_hash,)).fetchone()
         if row is None:
@@ -496,6 +528,13 @@ class Store(SQLiteFile):
 
 _TABLES = {"meta", "contexts", "examples", "variants", "predictions", "sweeps", "sweep_examples",
            "sweep_models", "sweep_specs", "clean_results", "results"}
+
+
+def _for_models(sql: str, sweep_id: int, models: Sequence[str] | None) -> tuple[str, tuple]:
+    """``sql`` (filtered by sweep) with ``AND model IN (...)`` when ``models`` is given."""
+    if models is None:
+        return sql, (sweep_id,)
+    return f"{sql} AND model IN ({', '.join('?' * len(models))})", (sweep_id, *models)
 
 
 def _statements(script: str) -> list[str]:

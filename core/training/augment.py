@@ -17,16 +17,20 @@ def parse_augment_spec(spec: str) -> tuple[list[tuple[str, dict]], list[float] |
     """``--augment`` as (perturbation id, params) pairs and optional relative weights.
 
     The entries use the sweep's spec syntax (:func:`core.perturb.spec.parse_specs`: ``ID``,
-    ``ID:key=value[:key=value...]``, typed values, ``a..b`` ranges and ``x|y`` lists), plus one
-    extra key, ``weight``: the entry's relative share. Without any weight every entry is equally
+    ``ID:key=value[:key=value...]``, typed values, ``a..b`` ranges and ``x|y`` lists, chains
+    ``A+B``), plus one extra key, ``weight``: the entry's relative share. Without any weight every entry is equally
     likely (None), as in the first noise-augmented runs; a weight lets a slow perturbation
     (TTS -> ASR, ~1-2 s a question on one core) take a small share. Ids and parameters are checked
     here, before a model is loaded.
 
     >>> parse_augment_spec("keyboard_Q,misspell_Q")
     ([('keyboard_Q', {}), ('misspell_Q', {})], None)
-    >>> parse_augment_spec("asr_Q:engine=whisper-base:voice=flite:kal16:weight=1, keyboard_Q:p=0.1:weight=4.5,misspell_Q")
-    ([('asr_Q', {'engine': 'whisper-base', 'voice': 'flite:kal16'}), ('keyboard_Q', {'p': 0.1}), ('misspell_Q', {})], [1.0, 4.5, 1.0])
+    >>> parse_augment_spec("asr_Q:engine=whisper-base:voice=flite:kal16:weight=1, "
+    ...                    "keyboard_Q:p=0.1:weight=4.5,misspell_Q")  # doctest: +NORMALIZE_WHITESPACE
+    ([('asr_Q', {'engine': 'whisper-base', 'voice': 'flite:kal16'}), ('keyboard_Q', {'p': 0.1}), ('misspell_Q',
+    {})], [1.0, 4.5, 1.0])
+    >>> parse_augment_spec("TLQ+keyboard_Q:p=0.5:weight=2")
+    ([('TLQ+keyboard_Q', {'p': 0.5})], [2.0])
     >>> parse_augment_spec("asr_Q:weight=-1")
     Traceback (most recent call last):
     ...
@@ -36,9 +40,9 @@ def parse_augment_spec(spec: str) -> tuple[list[tuple[str, dict]], list[float] |
     ...
     ValueError: --augment: asr_Q: unknown parameter(s) ['engin']; accepted: ['engine', 'voice']
     """
-    from core.perturb import registry
+    from core.perturb import compose, registry
     from core.perturb.base import PerturbationError
-    from core.perturb.spec import SpecError, parse_specs
+    from core.perturb.spec import PerturbationSpec, SpecError, parse_specs
 
     registry.load_all()
     try:
@@ -55,8 +59,9 @@ def parse_augment_spec(spec: str) -> tuple[list[tuple[str, dict]], list[float] |
         if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0):
             raise ValueError(f"--augment: weight of {s.id!r} must be a positive number, not {weight!r}")
         try:
-            registry.get(s.id).resolve_params(params)
-        except (KeyError, PerturbationError) as exc:
+            perturbation, apply_params = compose.build(PerturbationSpec.make(s.id, params))
+            perturbation.resolve_params(apply_params)
+        except (KeyError, PerturbationError, SpecError) as exc:
             raise ValueError(f"--augment: {exc.args[0] if exc.args else exc}") from exc
         entries.append((s.id, params))
         weights.append(None if weight is None else float(weight))
@@ -69,35 +74,35 @@ def augment_examples(examples: list[QAExample], share: float, ids: list, rng: ra
                      weights: list[float] | None = None, log=print):
     """Add ``share`` x len(examples) perturbed copies (question-only perturbations).
 
-    ``ids`` are perturbation ids or (id, params) pairs (:func:`parse_augment_spec`). Each sampled
+    ``ids`` are perturbation ids or (id, params) pairs (:func:`parse_augment_spec`; a chain id
+    ``A+B`` with its flat parameters becomes a core.perturb.compose.Composite). Each sampled
     question gets one perturbation, drawn uniformly (``weights`` None, the rule of the first
     augmented runs, kept so their commands still reproduce) or by ``weights``. Perturbations that
     translate in batches (``prepare``) see all sampled questions first, so round-trip MT is two
     Apertium calls rather than one per question; progress is logged for slow ones (TTS -> ASR).
     Returns the new examples and how many each entry made.
     """
-    from core.perturb import registry
-    from core.perturb.spec import spec_label
+    from core.perturb import compose, registry
+    from core.perturb.spec import PerturbationSpec, spec_label
     from core.speech.asr import ASRError
     from core.speech.tts import TTSError
     from core.translate import TranslationError
 
     registry.load_all()
     entries = [(i, {}) if isinstance(i, str) else (i[0], dict(i[1])) for i in ids]
-    choices = [(registry.get(i), params) for i, params in entries]
+    choices = [compose.build(PerturbationSpec.make(i, params)) for i, params in entries]
     labels = [spec_label(i, params) for i, params in entries]
     k = int(round(share * len(examples)))
     sample = rng.sample(examples, k)
     for p, params in choices:
-        if hasattr(p, "prepare"):
-            p.prepare([ex for ex in sample if p.is_compatible(ex)], **params)
+        p.prepare([ex for ex in sample if p.why_not(ex, params) is None], **params)
     added: list[QAExample] = []
     per_id = {label: 0 for label in labels}
     started = time.time()
     for n, ex in enumerate(sample, 1):
         index = rng.randrange(len(choices)) if weights is None else rng.choices(range(len(choices)), weights=weights)[0]
         p, params = choices[index]
-        if p.is_compatible(ex):
+        if p.why_not(ex, params) is None:
             try:
                 variants = p.apply(ex, rng, **params)
             except (TTSError, ASRError, TranslationError) as exc:   # e.g. a question with nothing to speak

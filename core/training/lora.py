@@ -29,8 +29,10 @@ def lora_settings(model_type: str, rank: int, alpha: int | None, dropout: float,
     """The settings of a new adapter: ``targets`` (comma-separated module names) or the
     architecture's defaults, alpha 2 x rank unless given.
 
-    >>> lora_settings("bert", 4, None, 0.1, None)["target_modules"], lora_settings("mpnet", 8, None, 0.0, "q,v")["alpha"]
-    (['query', 'key', 'value', 'dense'], 16)
+    >>> lora_settings("bert", 4, None, 0.1, None)["target_modules"]
+    ['query', 'key', 'value', 'dense']
+    >>> lora_settings("mpnet", 8, None, 0.0, "q,v")["alpha"]
+    16
     """
     if targets:
         target_modules = [t.strip() for t in targets.split(",") if t.strip()]

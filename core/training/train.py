@@ -126,7 +126,8 @@ def load_training_examples(
     counts: dict[str, dict] = {}
     sources = [(f, lambda f=f: datasets.load_squad(f, **(loader or {}))) for f in files]
     if use_squad_dev:
-        sources.append(("squad/dev-v1.1.json minus the XQuAD paragraphs", lambda: datasets.squad_dev_minus_xquad(data_dir)))
+        sources.append(("squad/dev-v1.1.json minus the XQuAD paragraphs",
+                        lambda: datasets.squad_dev_minus_xquad(data_dir)))
     for name, load in sources:
         ds = load()
         print(ds.load_line(), flush=True)

@@ -131,7 +131,8 @@ def summary_lines(result: NaturalMTSet) -> list[str]:
              + (f", {s['examples'] / s['mt_seconds']:.0f} sentences/s" if s["mt_seconds"] > 0 else "") + ")",
              f"{'':<30}{'CER':>8}{'WER':>8}{'BLEU':>8}",
              f"{'Table 3 (paper: lower-cased,':<30}",
-             f"{' no punctuation for CER/WER)':<30}{s['table3_cer']:>8.1f}{s['table3_wer']:>8.1f}{s['table3_bleu']:>8.1f}",
+             f"{' no punctuation for CER/WER)':<30}"
+             f"{s['table3_cer']:>8.1f}{s['table3_wer']:>8.1f}{s['table3_bleu']:>8.1f}",
              f"{'raw (case, punctuation)':<30}{s['cer']:>8.1f}{s['wer']:>8.1f}{s['bleu']:>8.1f}"]
     if s["unmatched_original"]:
         lines.append(f"  {s['unmatched_original']} original questions have no {result.src_lang} partner (left out)")

@@ -23,10 +23,10 @@ from typing import Any
 
 from num2words import CONVERTER_CLASSES, num2words
 
-from core.perturb.base import Edit, Perturbation, Variant, make_variant
+from core.perturb.base import Edit, Param, Perturbation, Variant, make_variant
 from core.perturb.nlp import analyse
 from core.perturb.registry import register
-from core.perturb.support import Explained, deletion_edits, tagger_problem, tokens_of_class
+from core.perturb.support import deletion_edits, tagger_problem, tokens_of_class
 from core.types import QAExample
 
 NOISEQA = "NoiseQA (Ravichander et al. 2021) §5, isolated artefacts"
@@ -37,7 +37,7 @@ def _is_punct(ch: str) -> bool:
 
 
 @register
-class DropPunctuation(Explained, Perturbation):
+class DropPunctuation(Perturbation):
     id = "drop_punct_Q"
     family = "artefact"
     field = "question"
@@ -45,8 +45,7 @@ class DropPunctuation(Explained, Perturbation):
     description = "Delete all punctuation from the question (as speech recognisers output none)."
     source = NOISEQA
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        self.resolve_params(params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         text = example.question
         edits = []
         for m in re.finditer(r"\S+", text):
@@ -86,7 +85,7 @@ _QUESTION_MARKS = {"?", "？", "؟", "\u037e"}
 
 
 @register
-class DropQuestionMark(Explained, Perturbation):
+class DropQuestionMark(Perturbation):
     id = "drop_qmark_Q"
     family = "artefact"
     field = "question"
@@ -94,8 +93,7 @@ class DropQuestionMark(Explained, Perturbation):
     description = "Delete only the final question mark of the question."
     source = NOISEQA
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        self.resolve_params(params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         text = example.question
         end = len(text.rstrip())
         marks = _QUESTION_MARKS | ({";"} if example.lang == "el" else set())
@@ -108,9 +106,8 @@ class DropQuestionMark(Explained, Perturbation):
                              {"mark": text[end - 1]})]
 
 
-class _DropWordClass(Explained):
-    """Delete every word of one class (function or content words); a mixin, so that the registry's
-    subclass check only sees the concrete classes below."""
+class _DropWordClass(Perturbation):
+    """Delete every word of one class (function or content words); the concrete classes are below."""
 
     family = "artefact"
     field = "question"
@@ -118,11 +115,10 @@ class _DropWordClass(Explained):
     source = NOISEQA
     word_class: str
 
-    def why_incompatible(self, example: QAExample) -> str | None:
+    def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
         return tagger_problem(example.lang)
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        self.resolve_params(params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         tokens = tokens_of_class(example.question, example.lang, self.word_class)
         if not tokens:
             return None
@@ -133,14 +129,14 @@ class _DropWordClass(Explained):
 
 
 @register
-class DropFunctionWords(_DropWordClass, Perturbation):
+class DropFunctionWords(_DropWordClass):
     id = "drop_function_Q"
     word_class = "function"
     description = "Delete all function words (determiners, prepositions, pronouns, auxiliaries, ...)."
 
 
 @register
-class DropContentWords(_DropWordClass, Perturbation):
+class DropContentWords(_DropWordClass):
     id = "drop_content_Q"
     word_class = "content"
     description = "Delete all content words (nouns, proper nouns, adjectives)."
@@ -173,7 +169,7 @@ NER_LANGUAGES = ("en", "zh")   # the languages core.perturb.nlp has NER for
 
 
 @register
-class EntityPlaceholder(Explained, Perturbation):
+class EntityPlaceholder(Perturbation):
     id = "entity_placeholder_Q"
     family = "artefact"
     field = "question"
@@ -181,15 +177,15 @@ class EntityPlaceholder(Explained, Perturbation):
     randomised = True
     description = ("Replace one named entity (person, place, organisation) by a placeholder: "
                    "'someone' / 'some place' / 'some organisation', or '[PER]' / '[LOC]' / '[ORG]'.")
-    default_params = {"style": "generic"}
-    param_ranges = {"style": ("generic", "tag")}
+    parameters = (Param("style", "generic", "generic: 'someone', 'some place'; tag: '[PER]', '[LOC]'",
+                        choices=("generic", "tag")),)
     source = NOISEQA
 
-    def why_incompatible(self, example: QAExample) -> str | None:
-        return super().why_incompatible(example) or tagger_problem(example.lang)
+    def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        return tagger_problem(example.lang)
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        style = self.resolve_params(params)["style"]
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
+        style = params["style"]
         spans = entity_spans(example.question, example.lang)
         if not spans:
             return None
@@ -250,7 +246,7 @@ def spell_number(match: re.Match, lang: str) -> str:
 
 
 @register
-class SpellNumerals(Explained, Perturbation):
+class SpellNumerals(Perturbation):
     id = "spell_numerals_Q"
     family = "artefact"
     field = "question"
@@ -259,8 +255,7 @@ class SpellNumerals(Explained, Perturbation):
     description = "Write numerals out as words (num2words): '1963' -> 'nineteen sixty-three'."
     source = NOISEQA
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        self.resolve_params(params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         pattern = _NUMBER_COMMA if example.lang in _DECIMAL_COMMA else _NUMBER_POINT
         edits = [Edit(m.start(), m.end(), spell_number(m, example.lang), "spell_numeral")
                  for m in pattern.finditer(example.question)]

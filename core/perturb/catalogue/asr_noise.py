@@ -8,8 +8,7 @@ NoiseQA. Sweeping voices x engines gives the voice-variation view (NoiseQA Figur
 Deterministic (every voice and engine is run deterministically), so sweeps run it once; round
 trips are cached on disk by (text, voice, engine) in :mod:`core.speech.noise`.
 
-``apply`` returns None when the voice or engine is not installed here; :meth:`why_unavailable`
-gives the reason. An empty transcript (the recogniser heard no words) is returned as an empty
+It cannot run where the voice or engine is not installed: ``why_not(example, params)`` says so. An empty transcript (the recogniser heard no words) is returned as an empty
 question with ``meta["empty_transcript"] = True``: dropping it would flatter the scores, so
 scoring code must count such a question as unanswered.
 """
@@ -18,15 +17,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from core.perturb.base import Perturbation, Variant, make_variant_from_text
+from core.perturb.base import Param, Perturbation, Variant, make_variant_from_text
 from core.perturb.registry import register
-from core.perturb.support import Explained
 from core.speech import asr, noise, tts
 from core.types import QAExample
 
 
 @register
-class ASRNoise(Explained, Perturbation):
+class ASRNoise(Perturbation):
     id = "asr_Q"
     family = "asr"
     field = "question"
@@ -34,19 +32,18 @@ class ASRNoise(Explained, Perturbation):
     randomised = False
     description = ("Speak the question with a text-to-speech voice and transcribe it with a speech "
                    "recogniser (lower-cased, unpunctuated).")
-    default_params = {"voice": "flite:kal16", "engine": "pocketsphinx"}
-    param_ranges = {"voice": tts.ALL_VOICE_IDS, "engine": asr.ENGINE_NAMES}
+    parameters = (
+        Param("voice", "flite:kal16", "the text-to-speech voice that speaks the question", choices=tts.ALL_VOICE_IDS),
+        Param("engine", "pocketsphinx", "the speech recogniser that transcribes it", choices=asr.ENGINE_NAMES),
+    )
     source = "NoiseQA (Ravichander et al. 2021) §3.2, synthetic ASR noise (TTS -> ASR)"
 
-    def why_unavailable(self, **params: Any) -> str | None:
-        """None when the chosen voice and engine both run here, else why not."""
-        p = self.resolve_params(params)
-        return noise.why_unavailable(p["voice"], p["engine"])
+    def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        """The chosen voice or engine does not run here (probed once per process)."""
+        return noise.why_unavailable(params["voice"], params["engine"])
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        p = self.resolve_params(params)
-        if noise.why_unavailable(p["voice"], p["engine"]) is not None:
-            return None
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
+        p = params
         result = noise.speak_and_recognise(example.question, p["voice"], p["engine"])
         meta = {
             "voice": p["voice"], "engine": p["engine"], "raw_transcript": result.raw,

@@ -29,10 +29,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from core.perturb.base import Edit, Variant, make_variant
+from core.perturb.base import Edit, Param, Variant, make_variant
 from core.perturb.keyboards import replace_keeping_case
 from core.perturb.registry import register
-from core.perturb.targets import WordTargetedPerturbation, candidate_words, letter_alphabet
+from core.perturb.targets import WordTargetedPerturbation, candidate_words, define_grid, letter_alphabet
 from core.types import QAExample
 
 SOURCE = "German QA robustness (Satheesh et al. 2024), Table 6"
@@ -45,8 +45,6 @@ OPERATIONS = {
     "Replace": ("replace_char", "replace a character by a random letter"),
     "S": ("swap_chars", "swap a character with the next one"),
 }
-TARGETS = {"R": "a random word", "V": "a random verb"}
-FIELDS = {"Q": "question", "C": "context"}
 
 
 def choose_positions(word: str, n_chars: int, rng: random.Random) -> list[int]:
@@ -94,12 +92,13 @@ class CharacterPerturbation(WordTargetedPerturbation):
     op: str
     family = "character"
     randomised = True
-    default_params = {"n_words": 1, "n_chars": 1}
-    param_ranges = {"n_words": (1, 4), "n_chars": (1, 4)}
+    parameters = (
+        Param("n_words", 1, "how many distinct words to perturb (all of them when fewer qualify)", min=1, max=4),
+        Param("n_chars", 1, "how many distinct characters of each word (at most its length - 2)", min=1, max=4),
+    )
     source = SOURCE
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.check(example, params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         words = candidate_words(example, self.field, self.target, char_level=True)
         if not words:
             return None
@@ -118,18 +117,7 @@ class CharacterPerturbation(WordTargetedPerturbation):
         return [make_variant(self, example, self.field, edits, meta)]
 
 
-def _define(op: str, target: str, field_code: str) -> type[CharacterPerturbation]:
-    pid = f"{op}C{target}{field_code}"
-    attrs = {
-        "id": pid, "op": op, "target": target, "field": FIELDS[field_code],
-        "description": f"{OPERATIONS[op][1].capitalize()} (not the first letter) in {TARGETS[target]} "
-                       f"of the {FIELDS[field_code]}",
-        "__module__": __name__, "__qualname__": f"{pid}Perturbation",
-    }
-    return type(f"{pid}Perturbation", (CharacterPerturbation,), attrs)
-
-
-for _op in OPERATIONS:
-    for _target in TARGETS:
-        for _field in FIELDS:
-            register(_define(_op, _target, _field))
+for _class in define_grid(CharacterPerturbation, __name__,
+                          {op: text.capitalize() for op, (_, text) in OPERATIONS.items()}, "{op}C{target}{field}",
+                          "{op_text} (not the first letter) in {target_text} of the {field_text}"):
+    register(_class)

@@ -26,7 +26,7 @@ import unicodedata
 from typing import Any
 
 from core.perturb import keyboards
-from core.perturb.base import Edit, Perturbation, PerturbationError, Variant, diff_edits, make_variant
+from core.perturb.base import Edit, Param, Perturbation, Variant, diff_edits, make_variant
 from core.perturb.nlp import WORD_RE
 from core.perturb.registry import register
 from core.types import QAExample
@@ -40,13 +40,6 @@ UMLAUTS = {"ä": "ae", "ö": "oe", "ü": "ue", "Ä": "AE", "Ö": "OE", "Ü": "UE
 class QuestionPerturbation(Perturbation):
     field = "question"
     source = SOURCE
-    default_params: dict = {}
-
-    def check(self, example: QAExample, params: dict[str, Any]) -> dict[str, Any]:
-        resolved = self.resolve_params(params)
-        if not self.is_compatible(example):
-            raise PerturbationError(f"{self.id} does not support language {example.lang!r}")
-        return resolved
 
 
 class CaseChange(QuestionPerturbation):
@@ -58,8 +51,7 @@ class CaseChange(QuestionPerturbation):
     def transform(self, text: str) -> str:
         raise NotImplementedError
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.check(example, params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         new = self.transform(example.question)
         if new == example.question:
             return None
@@ -115,8 +107,7 @@ class DPQ(QuestionPerturbation):
     randomised = False
     description = "Delete all punctuation from the question"
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.check(example, params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         edits = [Edit(i, i + 1, "", "delete_punct") for i, ch in enumerate(example.question)
                  if unicodedata.category(ch).startswith("P")]
         if not edits:
@@ -132,8 +123,7 @@ class IPQ(QuestionPerturbation):
     randomised = True
     description = "Insert a random punctuation mark at a random position of the question"
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.check(example, params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         position = rng.randint(0, len(example.question))
         mark = rng.choice(PUNCTUATION_MARKS)
         return [make_variant(self, example, self.field, [Edit(position, position, mark, "insert_punct")],
@@ -147,8 +137,7 @@ class RUQ(QuestionPerturbation):
     randomised = False
     description = "Replace umlauts and ß: ä->ae, ö->oe, ü->ue, ß->ss"
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.check(example, params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         edits = [Edit(i, i + 1, UMLAUTS[ch], "replace_umlaut") for i, ch in enumerate(example.question)
                  if ch in UMLAUTS]
         if not edits:
@@ -163,11 +152,12 @@ class TypoQ(QuestionPerturbation):
     randomised = True
     description = ("Keyboard typos (the German paper's typo_Q, so a German QWERTZ keyboard by default; "
                    "set layout=qwerty for English): each letter replaced by a neighbouring key with probability rate")
-    default_params = {"rate": 0.1, "layout": "qwertz"}
-    param_ranges = {"rate": (0.0, 1.0), "layout": tuple(sorted(keyboards.LAYOUTS))}
+    parameters = (
+        Param("rate", 0.1, "probability that a letter is replaced by a neighbouring key", min=0.0, max=1.0),
+        Param("layout", "qwertz", "the keyboard the typist uses", choices=tuple(sorted(keyboards.LAYOUTS))),
+    )
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.check(example, params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         neighbours = keyboards.neighbours(params["layout"])
         edits, eligible = [], 0
         for i, ch in enumerate(example.question):
@@ -189,8 +179,7 @@ class RepeatQuestion(QuestionPerturbation):
     randomised = False
     description = "Write the question twice"
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.check(example, params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         q = example.question
         return [make_variant(self, example, self.field, [Edit(len(q), len(q), " " + q, "repeat_question")],
                              {"params": params})]

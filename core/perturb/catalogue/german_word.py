@@ -20,14 +20,12 @@ import random
 from typing import Any
 
 from core.perturb import nlp
-from core.perturb.base import Edit, Variant, make_variant
+from core.perturb.base import Edit, Param, Variant, make_variant
 from core.perturb.registry import register
-from core.perturb.targets import WordSpan, WordTargetedPerturbation, candidate_words
+from core.perturb.targets import WordSpan, WordTargetedPerturbation, candidate_words, define_grid
 from core.types import QAExample
 
 SOURCE = "German QA robustness (Satheesh et al. 2024), Table 6"
-TARGETS = {"R": "a random word", "V": "a random verb"}
-FIELDS = {"Q": "question", "C": "context"}
 
 
 def word_separator(lang: str) -> str:
@@ -54,12 +52,10 @@ class WordPerturbation(WordTargetedPerturbation):
     op: str
     family = "word"
     randomised = True
-    default_params = {"n_words": 1}
-    param_ranges = {"n_words": (1, 4)}
+    parameters = (Param("n_words", 1, "how many distinct words (all of them when fewer qualify)", min=1, max=4),)
     source = SOURCE
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.check(example, params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         words = candidate_words(example, self.field, self.target, char_level=False,
                                 min_len=2 if self.op == "Split" else 1)
         if not words:
@@ -84,27 +80,10 @@ class WordPerturbation(WordTargetedPerturbation):
         return [make_variant(self, example, self.field, edits, meta)]
 
 
-_OPS = {
-    "D": ("delete", "Delete"),
-    "Repeat": ("repeat", "Repeat"),
-    "Split": ("split", "Insert a space inside"),
-}
-
-
-def _define(op: str, target: str, field_code: str) -> type[WordPerturbation]:
-    pid = f"{op}{target}{field_code}"
-    attrs = {
-        "id": pid, "op": op, "target": target, "field": FIELDS[field_code],
-        "description": f"{_OPS[op][1]} {TARGETS[target]} of the {FIELDS[field_code]}",
-        "__module__": __name__, "__qualname__": f"{pid}Perturbation",
-    }
-    return type(f"{pid}Perturbation", (WordPerturbation,), attrs)
-
-
-for _op in _OPS:
-    for _target in TARGETS:
-        for _field in FIELDS:
-            register(_define(_op, _target, _field))
+_OPS = {"D": "Delete", "Repeat": "Repeat", "Split": "Insert a space inside"}
+for _class in define_grid(WordPerturbation, __name__, _OPS, "{op}{target}{field}",
+                          "{op_text} {target_text} of the {field_text}"):
+    register(_class)
 
 
 @register
@@ -115,11 +94,9 @@ class SwapRQ(WordTargetedPerturbation):
     target = "R"
     randomised = True
     description = "Swap a random word of the question with the next word"
-    default_params: dict = {}
     source = SOURCE
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.check(example, params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         words = candidate_words(example, self.field, "R", char_level=False)
         if len(words) < 2:
             return None

@@ -14,10 +14,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from core.perturb.base import Edit, Perturbation, Variant, make_variant
+from core.perturb.base import Edit, Param, Perturbation, Variant, make_variant
 from core.perturb.keyboards import NOISEQA_ROWWISE_QWERTY, replace_keeping_case
 from core.perturb.registry import register
-from core.perturb.support import Explained, tagger_problem, tokens_of_class
+from core.perturb.support import tagger_problem, tokens_of_class
 from core.types import QAExample
 
 SOURCE = "NoiseQA (Ravichander et al. 2021) §5, isolated artefacts (keyboard noise by word class)"
@@ -34,22 +34,20 @@ def keyboard_letter_edit(word: str, offset: int, rng: random.Random) -> Edit | N
     return Edit(offset + i, offset + i + 1, new, "keyboard")
 
 
-class _KeyboardWordClass(Explained):
-    """Keyboard noise restricted to one word class (a mixin; concrete classes below)."""
+class _KeyboardWordClass(Perturbation):
+    """Keyboard noise restricted to one word class (the concrete classes are below)."""
 
     family = "artefact"
     field = "question"
     randomised = True
-    default_params = {"p": 0.25}
-    param_ranges = {"p": (0.0, 1.0)}
+    parameters = (Param("p", 0.25, "probability that a word of the class gets a typo", min=0.0, max=1.0),)
     source = SOURCE
     word_class: str
 
-    def why_incompatible(self, example: QAExample) -> str | None:
+    def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
         return tagger_problem(example.lang)
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.resolve_params(params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         eligible = [t for t in tokens_of_class(example.question, example.lang, self.word_class)
                     if len(t.text) > 1 and any(ch.lower() in NOISEQA_ROWWISE_QWERTY for ch in t.text)]
         if not eligible:
@@ -67,14 +65,14 @@ class _KeyboardWordClass(Explained):
 
 
 @register
-class KeyboardFunctionWords(_KeyboardWordClass, Perturbation):
+class KeyboardFunctionWords(_KeyboardWordClass):
     id = "keyboard_function_Q"
     word_class = "function"
     description = "NoiseQA keyboard noise on function words only (each chosen with probability p)."
 
 
 @register
-class KeyboardContentWords(_KeyboardWordClass, Perturbation):
+class KeyboardContentWords(_KeyboardWordClass):
     id = "keyboard_content_Q"
     word_class = "content"
     description = "NoiseQA keyboard noise on content words only (nouns, adjectives; probability p each)."

@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from core.perturb import misspellings
-from core.perturb.base import Edit, Perturbation, PerturbationError, Variant, make_variant
+from core.perturb.base import Edit, Param, Perturbation, Variant, make_variant
 from core.perturb.keyboards import layout_for, replace_keeping_case, rowwise
 from core.perturb.nlp import WORD_RE
 from core.perturb.registry import register
@@ -43,12 +43,10 @@ class KeyboardQ(Perturbation):
     randomised = True
     description = ("NoiseQA keyboard noise: 1 in 4 words gets one letter replaced by a row-wise keyboard "
                    "neighbour (QWERTY; QWERTZ for German, AZERTY for French)")
-    default_params = {"p": 0.25}
-    param_ranges = {"p": (0.0, 1.0)}
+    parameters = (Param("p", 0.25, "probability that a word gets one keyboard typo", min=0.0, max=1.0),)
     source = SOURCE
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.resolve_params(params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         # NoiseQA's exact QWERTY map for English; a German speaker types on QWERTZ (no y/z swap
         # in its typos on QWERTY), a French one on AZERTY.
         keys = rowwise(layout_for(example.lang))
@@ -88,18 +86,15 @@ class MisspellQ(Perturbation):
     languages = ("en",)
     randomised = True
     description = "Replace words by common human misspellings (Wikipedia list, typing errors only)"
-    default_params = {"p": 1.0}
-    param_ranges = {"p": (0.0, 1.0)}
+    parameters = (Param("p", 1.0, "probability that a word with a known misspelling is misspelt",
+                        min=0.0, max=1.0),)
     source = "NoiseQA (Ravichander et al. 2021); Wikipedia list of common misspellings"
 
-    def is_compatible(self, example: QAExample) -> bool:
-        return super().is_compatible(example) and misspellings.data_path() is not None
+    def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        return misspellings.missing_data_reason()
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.resolve_params(params)
-        if not super().is_compatible(example):
-            raise PerturbationError(f"{self.id} supports English only, got language {example.lang!r}")
-        table = misspellings.load_interface_misspellings()  # FileNotFoundError names the missing file
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
+        table = misspellings.load_interface_misspellings()
         candidates = []
         for m in WORD_RE.finditer(example.question):
             word = m.group()

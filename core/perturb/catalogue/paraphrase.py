@@ -42,10 +42,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.perturb import lexicon, similarity
-from core.perturb.base import Edit, Perturbation, Variant, diff_edits, make_variant
+from core.perturb.base import Edit, Param, Perturbation, Variant, diff_edits, make_variant, splice
 from core.perturb.nlp import Token, analyse
 from core.perturb.registry import register
-from core.perturb.support import Explained
 from core.types import QAExample
 
 SOURCE = "Gan & Ng 2019 (paraphrased questions)"
@@ -152,7 +151,7 @@ RULE_NAMES = tuple(r.name for r in RULES)
 
 
 @register
-class ParaphraseRules(Explained, Perturbation):
+class ParaphraseRules(Perturbation):
     id = "paraphrase_rules_Q"
     family = "paraphrase"
     field = "question"
@@ -160,15 +159,18 @@ class ParaphraseRules(Explained, Perturbation):
     randomised = False
     description = ("Meaning-preserving rewrite of the wh-phrase ('How many' -> 'What number of', "
                    "'In what year' -> 'When', ...), kept if the sentence encoder finds it equivalent.")
-    default_params = {"rule": "all", "threshold": 0.85}
-    param_ranges = {"rule": ("all", *RULE_NAMES), "threshold": (-1.0, 1.0)}
+    parameters = (
+        Param("rule", "all", "one rewrite rule, or all of them (one variant per rule that matches)",
+              choices=("all", *RULE_NAMES)),
+        Param("threshold", 0.85, "the least cosine similarity to the original question a rewrite needs",
+              min=-1.0, max=1.0),
+    )
     source = SOURCE + ", non-adversarial"
 
-    def why_incompatible(self, example: QAExample) -> str | None:
-        return super().why_incompatible(example) or similarity.encoder_error()
+    def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        return similarity.encoder_error()
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.resolve_params(params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         q = example.question
         tokens = list(analyse(q, example.lang).tokens)
         rules = RULES if params["rule"] == "all" else [r for r in RULES if r.name == params["rule"]]
@@ -190,18 +192,8 @@ def _substitutable(token: Token) -> bool:
             and lexicon.lemma_of(token.text, token.pos) not in _FROZEN_LEMMAS)
 
 
-def _apply_edits_to(text: str, edits: list[Edit]) -> str:
-    out, cursor = [], 0
-    for e in sorted(edits, key=lambda e: e.start):
-        out.append(text[cursor:e.start])
-        out.append(e.replacement)
-        cursor = e.end
-    out.append(text[cursor:])
-    return "".join(out)
-
-
 @register
-class ParaphraseLexical(Explained, Perturbation):
+class ParaphraseLexical(Perturbation):
     id = "paraphrase_lexical_Q"
     family = "paraphrase"
     field = "question"
@@ -209,16 +201,19 @@ class ParaphraseLexical(Explained, Perturbation):
     randomised = True
     description = ("Replace content words by WordNet synonyms chosen in context, kept if the sentence "
                    "encoder finds the question equivalent (cosine >= threshold).")
-    default_params = {"n_words": 1, "threshold": 0.9, "senses": 1, "min_frequency": 500}
-    param_ranges = {"n_words": (1, 10), "threshold": (-1.0, 1.0), "senses": (1, 50),
-                    "min_frequency": (0, 10**9)}
+    parameters = (
+        Param("n_words", 1, "how many content words to replace at most", min=1, max=10),
+        Param("threshold", 0.9, "the least cosine similarity to the original question a synonym must keep",
+              min=-1.0, max=1.0),
+        Param("senses", 1, "synonyms come from this many of the word's most frequent WordNet senses", min=1, max=50),
+        Param("min_frequency", 500, "the least word frequency (pyspellchecker) a synonym needs", min=0, max=10**9),
+    )
     source = SOURCE + ", non-adversarial (synonym substitution)"
 
-    def why_incompatible(self, example: QAExample) -> str | None:
-        return super().why_incompatible(example) or _resources_problem()
+    def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        return _resources_problem()
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.resolve_params(params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         q = example.question
         words = [t for t in analyse(q, example.lang).tokens if _substitutable(t)]
         edits: list[Edit] = []
@@ -227,7 +222,7 @@ class ParaphraseLexical(Explained, Perturbation):
             if len(edits) >= params["n_words"]:
                 break
             # Score the synonym in the sentence as it stands (earlier replacements in place).
-            current = _apply_edits_to(q, edits)
+            current = splice(q, edits)
             shift = sum(len(e.replacement) - (e.end - e.start) for e in edits if e.end <= token.start)
             # Scored against the ORIGINAL question, with earlier replacements in place.
             ranked = lexicon.wordnet_substitutes(current, token.start + shift, token.end + shift, token.pos,
@@ -280,7 +275,7 @@ def _normalise(text: str) -> str:
 
 
 @register
-class ParaphraseAdversarial(Explained, Perturbation):
+class ParaphraseAdversarial(Perturbation):
     id = "paraphrase_adversarial_Q"
     family = "paraphrase"
     field = "question"
@@ -288,15 +283,18 @@ class ParaphraseAdversarial(Explained, Perturbation):
     randomised = True
     description = ("Rephrase the question with words found near a wrong answer candidate of the gold "
                    "answer's entity type (synonyms of the question's words), to lure the model there.")
-    default_params = {"window": 6, "threshold": 0.75}
-    param_ranges = {"window": (1, 30), "threshold": (-1.0, 1.0)}
+    parameters = (
+        Param("window", 6, "how many tokens either side of a wrong answer candidate its words come from",
+              min=1, max=30),
+        Param("threshold", 0.75, "the least cosine similarity to the original question the rewrite must keep",
+              min=-1.0, max=1.0),
+    )
     source = SOURCE + ", adversarial"
 
-    def why_incompatible(self, example: QAExample) -> str | None:
-        return super().why_incompatible(example) or _resources_problem()
+    def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        return _resources_problem()
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.resolve_params(params)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         if not example.answers:
             return None
         gold = example.answers[0]
@@ -354,7 +352,7 @@ class ParaphraseAdversarial(Explained, Perturbation):
                 used.append({"word": qt.text, "replacement": form, "context_word": pool[match.lower()].text})
             if not edits:
                 continue
-            new = _apply_edits_to(q, edits)
+            new = splice(q, edits)
             score = similarity.similarities(q, [new])[0]
             if score < params["threshold"]:
                 continue

@@ -22,47 +22,48 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from core.perturb.base import Edit, Perturbation, Variant, make_variant
+from core.perturb.base import Edit, Param, Perturbation, Variant, make_variant
 from core.perturb.nlp import UNSEGMENTED_LANGUAGES, backend_error
 from core.perturb.registry import register
 from core.perturb.repair import MAX_CER, MODES, SPELLCHECK_LANGUAGES, repair_question
-from core.perturb.support import Explained, tagger_problem
+from core.perturb.support import tagger_problem
 from core.types import QAExample
 
 
 @register
-class RepairQuestion(Explained, Perturbation):
+class RepairQuestion(Perturbation):
     id = "repair_Q"
     family = "repair"
     field = "question"
     randomised = False
     description = ("NoiseQA's question repair: question words absent from the context become their closest "
                    "context word (CER <= 0.5), optionally a spellchecker and a final question mark.")
-    default_params = {"mode": "content", "spellcheck": False, "question_mark": False, "max_cer": MAX_CER}
-    param_ranges = {"mode": MODES + ("none",), "max_cer": (0.0, 1.0)}
+    parameters = (
+        Param("mode", "content", "which question words absent from the context may become their closest "
+              "context word (none: skip this step)", choices=MODES + ("none",)),
+        Param("spellcheck", False, "correct the remaining words with a spellchecker"),
+        Param("question_mark", False, "add a missing final question mark"),
+        Param("max_cer", MAX_CER, "the largest character error rate between a word and its replacement",
+              min=0.0, max=1.0),
+    )
     source = "NoiseQA (Ravichander et al. 2021) §6, question repair"
 
-    def why_incompatible(self, example: QAExample, **params: Any) -> str | None:
-        resolved = self.resolve_params(params)
+    def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
         lang = example.lang
         if lang in UNSEGMENTED_LANGUAGES and not (lang == "zh" and backend_error("zh") is None):
             return f"repair_Q needs words, and {lang!r} is written without spaces between them"
-        if resolved["mode"] in ("content", "entities"):
+        if params["mode"] in ("content", "entities"):
             problem = tagger_problem(lang)
             if problem:
-                return f"repair_Q mode={resolved['mode']} needs a POS/entity tagger: {problem}"
-        if resolved["spellcheck"] and lang not in SPELLCHECK_LANGUAGES:
+                return f"repair_Q mode={params['mode']} needs a POS/entity tagger: {problem}"
+        if params["spellcheck"] and lang not in SPELLCHECK_LANGUAGES:
             return (f"repair_Q spellcheck has no dictionary for {lang!r} "
                     f"(available: {', '.join(SPELLCHECK_LANGUAGES)})")
         return None
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        resolved = self.resolve_params(params)
-        why = self.why_incompatible(example, **params)
-        if why:
-            return None
-        repair = repair_question(example.question, example.context, example.lang, resolved["mode"],
-                                 resolved["spellcheck"], resolved["question_mark"], resolved["max_cer"])
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
+        repair = repair_question(example.question, example.context, example.lang, params["mode"],
+                                 params["spellcheck"], params["question_mark"], params["max_cer"])
         edits = [Edit(c.start, c.end, c.new, "repair") for c in repair.changes]
         meta = {"changes": [{"old": c.old, "new": c.new, "reason": c.reason, "start": c.start, "end": c.end}
                             for c in repair.changes]}

@@ -27,9 +27,8 @@ import random
 from typing import Any
 
 from core.perturb import lexicon, similarity
-from core.perturb.base import Edit, Perturbation, Variant, make_variant
+from core.perturb.base import Edit, Param, Perturbation, Variant, make_variant
 from core.perturb.registry import register
-from core.perturb.support import Explained
 from core.perturb.targets import can_tag_verbs, candidate_words
 from core.types import QAExample
 
@@ -71,37 +70,38 @@ def wordnet_problem(lang: str) -> str | None:
 
 
 @register
-class ReplaceRQ(Explained, Perturbation):
+class ReplaceRQ(Perturbation):
     id = "ReplaceRQ"
     family = "word"
     field = "question"
     randomised = True
     description = "Replace a random verb of the question by a contextual synonym (masked LM, or WordNet + encoder)."
-    default_params = {"source": "auto", "mlm_model": ""}
-    param_ranges = {"source": ("auto", "mlm", "wordnet")}
+    parameters = (
+        Param("source", "auto", "where the replacement comes from: a masked LM (the paper's), WordNet + "
+              "a sentence encoder (English), or auto: the masked LM when one is configured",
+              choices=("auto", "mlm", "wordnet")),
+        Param("mlm_model", "", f"a local masked LM directory (default: {MLM_ENV}); set on the server"),
+    )
     source = "German (Satheesh et al. 2024) Table 6, ReplaceRQ"
 
-    def why_incompatible(self, example: QAExample) -> str | None:
+    @staticmethod
+    def _source(params: dict[str, Any]) -> str:
+        if params["source"] != "auto":
+            return params["source"]
+        return "mlm" if (params["mlm_model"] or _mlm_is_configured()) else "wordnet"
+
+    def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
         if not can_tag_verbs(example.lang):
             return f"ReplaceRQ needs a POS tagger to find verbs; language {example.lang!r} has none"
-        if _mlm_is_configured():
-            return None
-        return wordnet_problem(example.lang)
+        if self._source(params) == "wordnet":
+            return wordnet_problem(example.lang)
+        if not (params["mlm_model"] or _mlm_is_configured()):
+            return f"ReplaceRQ source 'mlm' needs a masked LM: pass mlm_model or set {MLM_ENV}"
+        return None
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.resolve_params(params)
-        source = params["source"]
-        if source == "auto":
-            source = "mlm" if (params["mlm_model"] or _mlm_is_configured()) else "wordnet"
-        if source == "mlm":
-            mlm = configured_masked_lm(params["mlm_model"])
-            if mlm is None:
-                raise lexicon.LexiconUnavailable(
-                    f"ReplaceRQ source 'mlm' needs a masked LM: pass mlm_model or set {MLM_ENV}")
-        else:
-            problem = wordnet_problem(example.lang)
-            if problem:
-                raise lexicon.LexiconUnavailable(problem)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
+        source = self._source(params)
+        mlm = configured_masked_lm(params["mlm_model"]) if source == "mlm" else None
         question = example.question
         # be/do/have tagged VERB ("did" in "How many points did they score?") are auxiliaries in
         # all but name; replacing them breaks the question's syntax rather than its wording.

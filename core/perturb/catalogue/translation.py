@@ -10,7 +10,7 @@
 
 Translation goes through :mod:`core.translate` (offline: the Apertium engine from Debian). It
 covers English <-> Spanish / Catalan here, NOT German or Chinese: where no backend covers both
-directions the perturbation is incompatible and ``why_incompatible`` says so. Translations are
+directions the perturbation cannot run and ``why_not`` says so. Translations are
 cached per (backend, src, tgt, text); :meth:`_RoundTrip.prepare` translates a whole set in two
 batched calls (one process per direction), which the challenge-set CLI uses.
 """
@@ -21,9 +21,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from core import translate
-from core.perturb.base import Perturbation, Variant, make_variant_from_text
+from core.perturb.base import Param, Perturbation, Variant, make_variant_from_text
 from core.perturb.registry import register
-from core.perturb.support import Explained
 from core.types import QAExample
 
 _translator_override: translate.Translator | None = None
@@ -49,12 +48,13 @@ def _translate_cached(translator: translate.Translator, texts: list[str], src: s
     return [_cache[(translator.name, src, tgt, t)] for t in texts]
 
 
-class _RoundTrip(Explained):
-    """X -> pivot -> X for the question; subclasses set the pivot preference (a mixin)."""
+class _RoundTrip(Perturbation):
+    """X -> pivot -> X for the question; subclasses set the pivot preference."""
 
     field = "question"
     randomised = False
-    default_params = {"pivot": "auto"}
+    parameters = (Param("pivot", "auto", "the language translated into and back from (a language code), "
+                        "or auto"),)
     pivot_preference: tuple[str, ...]
 
     def pivot_for(self, lang: str, requested: str, translator: translate.Translator | None) -> str:
@@ -75,8 +75,8 @@ class _RoundTrip(Explained):
         reason = translate.no_backend_reason([(lang, pivot), (pivot, lang)], translator)
         return f"{self.id} cannot run on {lang!r} questions: {reason}" if reason else None
 
-    def why_incompatible(self, example: QAExample) -> str | None:
-        return super().why_incompatible(example) or self._problem(example.lang, "auto")
+    def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        return self._problem(example.lang, params["pivot"])
 
     def prepare(self, examples: Iterable[QAExample], **params: Any) -> None:
         """Translate all questions in batches (per language) so that :meth:`apply` hits the cache."""
@@ -91,11 +91,7 @@ class _RoundTrip(Explained):
             forward = _translate_cached(translator, questions, lang, pivot)
             _translate_cached(translator, forward, pivot, lang)
 
-    def apply(self, example: QAExample, rng: random.Random, **params: Any) -> list[Variant] | None:
-        params = self.resolve_params(params)
-        problem = self._problem(example.lang, params["pivot"])
-        if problem:
-            raise translate.TranslationError(problem)
+    def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         translator = current_translator()
         pivot = self.pivot_for(example.lang, params["pivot"], translator)
         [forward] = _translate_cached(translator, [example.question], example.lang, pivot)
@@ -105,7 +101,7 @@ class _RoundTrip(Explained):
 
 
 @register
-class TranslateQuestion(_RoundTrip, Perturbation):
+class TranslateQuestion(_RoundTrip):
     id = "translate_question"
     family = "sentence"
     pivot_preference = ("de", "es", "ca")
@@ -114,7 +110,7 @@ class TranslateQuestion(_RoundTrip, Perturbation):
 
 
 @register
-class BacktranslateQ(_RoundTrip, Perturbation):
+class BacktranslateQ(_RoundTrip):
     id = "backtranslate_Q"
     family = "mt"
     languages = ("en",)

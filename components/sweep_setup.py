@@ -1,0 +1,92 @@
+"""Two parts of the Sweeps page's form: how the chosen challenge files pair with the data set, and
+where the sweep runs (this process, a local Ray, or the server's Ray cluster).
+
+Neither takes anything typed in the browser: the files are those the page offers from the
+server's roots, and a cluster address only ever comes from the server's QAX_RAY_ADDRESS.
+"""
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from components.choice import keep_valid
+from components.sweep_db import label
+from components.text import md_escape
+from core.datasets import DatasetError
+from core.sweeps.config import SweepError
+from core.sweeps.job import RayOptions
+from core.sweeps.ray import RAY_ADDRESS_ENV
+from core.sweeps.resolve import pair_file
+
+WHERE = ("This process", "Ray on this machine", "Ray cluster (server setting)")
+
+
+@st.cache_data(show_spinner="Pairing the challenge file with the data set…", max_entries=32)
+def file_pairing(spec_id: str, dataset_name: str, data_dir: str, pair_by: str, on_ambiguous: str,
+                 _original) -> tuple[str | None, str | None]:
+    """(the pairing's one-line summary, None) or (None, why the file does not pair)."""
+    try:
+        return pair_file(spec_id, _original, data_dir or None, pair_by, on_ambiguous).summary(), None
+    except (SweepError, DatasetError, OSError) as e:
+        return None, str(e)
+
+
+def challenge_pairing(files: list[str], dataset_name: str, data_dir: str, on_ambiguous: str,
+                      ds) -> tuple[str, list[str]]:
+    """The pairing rule chosen (``--pair-by``) and the files that do not pair with ``ds`` (the
+    sweep cannot start with them); each file's pairing, or why it fails, is shown under it."""
+    if not files:
+        return "auto", []
+    pair_by = st.radio("Pair challenge files", ("auto", "id", "position"), horizontal=True, key="sw_pair_by",
+                       format_func={"auto": "auto (by id, else by position, only the same items)",
+                                    "id": "by id", "position": "by position"}.get,
+                       help="A challenge question is compared with its original only when both have the same "
+                            "context (and a gold answer in common). Forcing id or position drops the pairs "
+                            "that disagree and counts them; --pair-by on the command line.")
+    unpaired = []
+    for f in files:
+        summary, error = file_pairing(f, dataset_name, data_dir, pair_by, on_ambiguous, ds)
+        if error:
+            unpaired.append(f)
+            st.error(md_escape(f"{label(f[len('file:'):])} cannot be used: {error}"))
+        else:
+            st.caption(md_escape(f"{label(f[len('file:'):])}: {summary}"))
+    return pair_by, unpaired
+
+
+def run_on_picker(key: str) -> None:
+    """"Run on" (``{key}_where``) and, for Ray, the worker count (``{key}_workers``)."""
+    ray_address = os.environ.get(RAY_ADDRESS_ENV, "").strip()
+    where_options = list(WHERE if ray_address else WHERE[:2])
+    keep_valid(f"{key}_where", where_options)
+    c1, c2 = st.columns([3, 1])
+    where = c1.radio("Run on", where_options, key=f"{key}_where", horizontal=True,
+                     help="This process: the models answer here, one chunk after the other. Ray: perturbations "
+                          "run as Ray tasks and each worker loads one copy of every model (core.sweeps.ray); "
+                          "same rows, same caches, resumable either way.")
+    if where != WHERE[0]:
+        c2.number_input("Workers", 1, 256, min(2, os.cpu_count() or 1), key=f"{key}_workers",
+                        help="Each worker holds one copy of every selected model; perturbation tasks run at most "
+                             "this many at once. More workers than CPUs only adds memory.")
+        if where == WHERE[2]:
+            c1.caption(md_escape(f"The cluster at {ray_address} (the server's {RAY_ADDRESS_ENV}): every node "
+                                 "needs the project, its models and the data directory."))
+        else:
+            c1.caption("A local Ray with this machine's CPUs, started with the first Ray sweep and kept for the next.")
+    elif not ray_address:
+        c1.caption(f"A Ray cluster is offered when the server sets {RAY_ADDRESS_ENV}.")
+
+
+def ray_options(key: str) -> RayOptions | None:
+    """The Ray backend chosen with :func:`run_on_picker` (None: this process), with the sidebar's
+    engine settings for the actors' engines."""
+    ss = st.session_state
+    where = ss.get(f"{key}_where", WHERE[0])
+    if where == WHERE[0]:
+        return None
+    from core.qa.engine import EngineSettings
+
+    settings = EngineSettings(max_answer_tokens=int(ss.get("max_answer_tokens", 30)), backend=ss.get("backend", "default"))
+    address = os.environ.get(RAY_ADDRESS_ENV) if where == WHERE[2] else None
+    return RayOptions(address=address or None, workers=int(ss.get(f"{key}_workers", 2)), settings=settings)

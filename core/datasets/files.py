@@ -1,0 +1,253 @@
+"""Data sets as files: what lives in the data directory, evaluation-set overlap, the demo set,
+data sets by name (:func:`load_dataset`: ``demo.<lang>``, ``file:<path>``, a path under the data
+directory), the seeded sample every tool draws (:func:`sample_examples`) and :func:`has_gold`."""
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from core import config
+from core.datasets.squad import Dataset, DatasetError, load_squad
+from core.langid import lang_from_filename
+from core.types import QAExample
+
+__all__ = ["DEMO_PATH", "EVAL_ONLY", "FILE_PREFIX", "DatasetInfo", "discover_datasets", "normalize_context",
+           "eval_contexts", "find_eval_overlap", "squad_dev_minus_xquad", "load_demo", "demo_dataset", "has_gold",
+           "resolve_data_file", "load_dataset", "sample_examples", "XQUAD_PARAGRAPHS"]
+
+DEMO_PATH = Path(__file__).resolve().parents[2] / "assets" / "demo" / "demo.json"
+
+# Data-dir-relative globs of evaluation-only sets: never train on any context found in them.
+EVAL_ONLY: tuple[str, ...] = ("xquad/xquad.*.json", "noiseqa/Synthetic/*.json", "eval/mlqa/*.json")
+
+# A data set name (or a sweep spec) ``file:<path under the data directory>`` (core.perturb.spec).
+FILE_PREFIX = "file:"
+
+XQUAD_PARAGRAPHS = 240  # XQuAD = 240 SQuAD v1.1 dev paragraphs (Artetxe et al. 2020)
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """A known data file: ``role`` is "eval", "challenge" (pairs with ``original``) or "train"."""
+
+    name: str
+    path: Path
+    lang: str
+    role: str
+    original: Path | None = None
+
+
+_ENGLISH_TRAIN_DIRS = {"squad", "squadshifts", "tydiqa"}
+
+
+def _require_data_dir(data_dir: str | Path | None) -> Path:
+    path = Path(data_dir) if data_dir is not None else config.data_dir()
+    if path is None:
+        raise DatasetError("no data directory: set QAX_DATA_DIR to the folder holding xquad/, "
+                           "squad/, noiseqa/ ...")
+    if not path.is_dir():
+        raise DatasetError(f"data directory {str(path)!r} does not exist")
+    return path
+
+
+def discover_datasets(data_dir: str | Path | None = None) -> list[DatasetInfo]:
+    """The known data files under ``data_dir`` (default: config.data_dir()), for a picker.
+
+    Evaluation sets first, then challenge sets, then training files; by name within each.
+    Languages come from the file names (nothing is opened); training files without a language
+    in their name are the English SQuAD/SQuAD-Shifts/TyDi files, others are "und".
+    """
+    root = _require_data_dir(data_dir)
+    infos: list[DatasetInfo] = []
+
+    def add(path: Path, role: str, lang: str | None = None, original: Path | None = None):
+        rel = path.relative_to(root).as_posix().removesuffix(".json")
+        infos.append(DatasetInfo(rel, path, lang or lang_from_filename(path) or "und", role,
+                                 original))
+
+    for p in root.glob("xquad/xquad.*.json"):
+        add(p, "eval")
+    xquad_en = root / "xquad" / "xquad.en.json"
+    for p in root.glob("noiseqa/Synthetic/*.json"):
+        if p.name.endswith("-synthetic.json"):
+            add(p, "challenge", "en", xquad_en if xquad_en.exists() else None)
+        else:  # xquad-context-en-question-en.json: the clean set, identical to xquad.en
+            add(p, "eval")
+    for p in root.glob("squad/*.json"):
+        add(p, "train" if p.name.startswith("train") else "eval", "en")
+    for p in root.glob("eval/mlqa/*.json"):
+        add(p, "eval")
+    for p in root.glob("train/**/*.json"):
+        english = p.relative_to(root / "train").parts[0] in _ENGLISH_TRAIN_DIRS
+        add(p, "train", lang_from_filename(p) or ("en" if english else None))
+    order = {"eval": 0, "challenge": 1, "train": 2}
+    return sorted(infos, key=lambda i: (order[i.role], i.name))
+
+
+# ----------------------------------------------------------------------------------------------
+# Keeping evaluation data out of training
+
+
+def normalize_context(text: str) -> str:
+    """A context in the form used to match paragraphs across files: NFC, whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def eval_contexts(data_dir: str | Path | None = None) -> frozenset[str]:
+    """Normalised contexts of every evaluation-only file (:data:`EVAL_ONLY`: XQuAD in all
+    languages, NoiseQA, MLQA), so a trainer can refuse training data that contains them."""
+    root = _require_data_dir(data_dir)
+    found: set[str] = set()
+    for pattern in EVAL_ONLY:
+        for path in sorted(root.glob(pattern)):
+            found.update(normalize_context(c) for c in load_squad(path).contexts())
+    if not found:
+        raise DatasetError(f"no evaluation files ({', '.join(EVAL_ONLY)}) under {root}")
+    return frozenset(found)
+
+
+def find_eval_overlap(dataset: Dataset, contexts: Iterable[str]) -> list[str]:
+    """Ids of ``dataset`` examples whose context is one of ``contexts`` (from eval_contexts)."""
+    contexts = contexts if isinstance(contexts, (set, frozenset)) else set(contexts)
+    return [ex.id for ex in dataset.examples if normalize_context(ex.context) in contexts]
+
+
+def squad_dev_minus_xquad(data_dir: str | Path | None = None) -> Dataset:
+    """SQuAD v1.1 dev without the 240 paragraphs XQuAD took from it (matched by normalised
+    context), usable as training data. Raises DatasetError unless exactly 240 are removed."""
+    root = _require_data_dir(data_dir)
+    dev = load_squad(root / "squad" / "dev-v1.1.json", "en")
+    xquad = {normalize_context(c) for c in load_squad(root / "xquad" / "xquad.en.json").contexts()}
+    kept = [ex for ex in dev.examples if normalize_context(ex.context) not in xquad]
+    removed = {normalize_context(ex.context) for ex in dev.examples} & xquad
+    if len(removed) != XQUAD_PARAGRAPHS:
+        raise DatasetError(f"expected to remove {XQUAD_PARAGRAPHS} XQuAD paragraphs from SQuAD "
+                           f"dev, found {len(removed)}: are these the original files?")
+    note = (f"removed {len(removed)} paragraphs ({len(dev) - len(kept)} questions) shared with "
+            f"XQuAD; {len(dev.contexts()) - len(removed)} paragraphs, {len(kept)} questions left")
+    return Dataset(name="squad-dev-minus-xquad", lang="en", examples=kept,
+                   report=dev.report + [note], stats=dict(dev.stats))
+
+
+# ----------------------------------------------------------------------------------------------
+# The bundled demo set (assets/demo/demo.json, original text written for this project)
+
+
+def load_demo() -> list[Dataset]:
+    """The bundled demo set, one Dataset per language (en, de, zh), named ``demo.<lang>``."""
+    full = load_squad(DEMO_PATH, name="demo")
+    by_lang: dict[str, list[QAExample]] = {}
+    for ex in full.examples:
+        by_lang.setdefault(ex.lang, []).append(ex)
+    return [Dataset(f"demo.{lang}", lang, exs) for lang, exs in by_lang.items()]
+
+
+def demo_dataset(lang: str) -> Dataset:
+    """The demo set of one language ("en", "de" or "zh")."""
+    for ds in load_demo():
+        if ds.lang == lang:
+            return ds
+    raise DatasetError(f"the demo set has no {lang!r} part (it has en, de, zh)")
+
+
+def has_gold(example: QAExample) -> bool:
+    """Whether ``example`` can be scored: it has a gold answer and is not marked impossible.
+
+    >>> from core.types import Answer
+    >>> has_gold(QAExample("q", "Who?", "Ann ran.", (Answer("Ann", 0),))), has_gold(QAExample("q", "Who?", "Ann ran."))
+    (True, False)
+    """
+    return bool(example.answers) and not example.is_impossible
+
+
+# ------------------------------------------------------------------------ data sets by name
+
+
+def resolve_data_file(name: str, data_dir: str | Path | None = None, *, what: str = "file") -> Path:
+    """The SQuAD file a ``file:`` spec (or a confined data set name) means, kept inside the roots.
+
+    A relative name is looked up under the data directory (``data_dir``, else the configured one),
+    with or without ``.json``, and may not climb out of it (``..``, a symlink pointing outside).
+    An absolute name must lie inside :func:`core.config.read_roots` (the data directory, the runs
+    folder, the speech trials' folder, QAX_EXTRA_ROOTS): core.translate.natural_mt and the speech trials
+    print such paths. Anything else is a DatasetError naming the allowed folders; nothing is read.
+    """
+    rel = name.strip().removesuffix(".json")
+    if not rel:
+        raise DatasetError(f"{what}: needs a path under the data directory")
+    root = Path(data_dir).expanduser().resolve() if data_dir is not None else config.data_dir()
+    try:
+        if Path(rel).expanduser().is_absolute():
+            roots = config.read_roots(root)
+            candidates = [config.confine(Path(rel + ".json").expanduser(), roots, "the file"),
+                          config.confine(Path(rel).expanduser(), roots, "the file")]
+        elif root is None:
+            raise DatasetError(f"no data directory to find {rel}.json in (set QAX_DATA_DIR)")
+        else:
+            candidates = [config.under(root, rel + ".json", "the path"),
+                          config.under(root, rel, "the path")]
+    except ValueError as e:   # ConfinementError; a NUL byte in the name
+        raise DatasetError(f"{what}: {e}") from None
+    path = next((c for c in candidates if c.is_file()), None)
+    if path is None:
+        raise DatasetError(f"{what}: no file {rel}.json under the data directory {root}"
+                         if not Path(rel).is_absolute() else f"{what}: no file {rel}.json")
+    return path
+
+
+def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: bool = False,
+                 lang: str | None = None, on_ambiguous: str = "error") -> Dataset:
+    """A data set by name: ``demo.<lang>`` (the bundled demo set), ``file:<path>`` or a path under
+    the data directory with or without ``.json`` (``xquad/xquad.en``), both kept inside the
+    roots (:func:`resolve_data_file`), or, unless ``confined`` (the web UI), any existing file
+    path (the CLI is the administrator's tool). ``lang`` and ``on_ambiguous``: see
+    :func:`core.datasets.load_squad` (the demo set has its own languages)."""
+    opts = {"lang": lang, "on_ambiguous": on_ambiguous}
+    if name.startswith(FILE_PREFIX):
+        path = resolve_data_file(name[len(FILE_PREFIX):], data_dir, what=f"dataset {name!r}")
+        return load_squad(path, name=name[len(FILE_PREFIX):].strip().removesuffix(".json"), **opts)
+    if name.startswith("demo.") and "/" not in name:
+        return demo_dataset(name.split(".", 1)[1])
+    path = Path(name).expanduser()
+    if not confined and path.is_file():
+        return load_squad(path, **opts)
+    if path.is_absolute():
+        if not confined:
+            raise DatasetError(f"dataset {name!r}: no such file")
+        return load_squad(resolve_data_file(name, data_dir, what=f"dataset {name!r}"), **opts)
+    root = Path(data_dir) if data_dir is not None else config.data_dir()
+    if root is None:
+        raise DatasetError(f"dataset {name!r}: no such file, and no data directory "
+                         "(set QAX_DATA_DIR)")
+    for rel in (name, f"{name}.json"):
+        try:
+            candidate = config.under(root, rel, "the path")
+        except ValueError as e:   # ConfinementError; a NUL byte in the name
+            raise DatasetError(f"dataset {name!r}: {e}") from None
+        if candidate.is_file():
+            return load_squad(candidate, name=name.removesuffix(".json"), **opts)
+    raise DatasetError(f"dataset {name!r}: neither a file nor found under the data directory {root}")
+
+
+def sample_examples(examples: Sequence[QAExample], n: int | None, seed: int) -> list[QAExample]:
+    """``n`` examples chosen by seed, in data set order (all of them when n is None or too big).
+
+    Each example is ranked by sha256(seed, id) and the n lowest ranks are kept, so the sample of
+    size n is a subset of the sample of size n + k with the same seed: extending a sweep's sample
+    reuses everything already computed.
+    """
+    if n is None or n >= len(examples):
+        return list(examples)
+    if n < 1:
+        raise DatasetError(f"sample size must be at least 1, got {n}")
+    ranked = sorted(range(len(examples)), key=lambda i: _sample_rank(seed, examples[i].id))
+    keep = set(ranked[:n])
+    return [ex for i, ex in enumerate(examples) if i in keep]
+
+
+def _sample_rank(seed: int, example_id: str) -> str:
+    """sha256 of ("sample", seed, id) joined by the unit separator (the sweeps' sampling order)."""
+    return hashlib.sha256("\x1f".join(("sample", str(seed), example_id)).encode("utf-8")).hexdigest()
