@@ -2,7 +2,7 @@
 stored sweep's configuration rebuilt for Resume (the Sweeps page draws only the widgets).
 
 * :func:`challenge_files` - ``file:`` specs for the SQuAD-style files under the server's roots;
-* :func:`names_a_resource` / :func:`cli_only_params` - parameters naming a model, file or folder,
+* :func:`cli_only_params` - parameters naming a model, file or folder (``names_a_resource``),
   which only the command line may set (never typed in a browser, nor resumed from one);
 * :func:`planned_rows` - the result rows of a planned sweep (clean + perturbed, every model);
 * :func:`resume_config` - a stored sweep's :class:`SweepConfig`, as it was started;
