@@ -257,4 +257,4 @@ if (to_resume := stored_sweeps(sweeps, job, resume_disabled=busy or db_path is N
     except (SweepError, DatasetError, OSError) as e:
         st.error(md_escape(f"Cannot reload the data set {resume.dataset!r} of this sweep: {e}"))
         st.stop()
-    start_job(resume, resume_ds, stored=launch.stored_fingerprints(chosen_sweep))
+    start_job(resume, resume_ds, stored=launch.stored_fingerprints(to_resume))
