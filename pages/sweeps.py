@@ -22,7 +22,6 @@ worker count; a Ray sweep shows each worker's node, state, calls and restarts wh
 """
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from components import loaders, persist
@@ -32,6 +31,7 @@ from components.job_progress import sweep_panel
 from components.params import combinations, sweep_form
 from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir
+from components.stored_sweeps import stored_sweeps
 from components.sweep_db import db_picker, label, md_escape, stored_sweeps_or_stop
 from components.sweep_setup import challenge_pairing, ray_options, run_on_picker
 from components.text import choose_hint
@@ -41,6 +41,7 @@ from core.explore.answers import load_engines as load_models
 from core.perturb import registry
 from core.perturb.spec import PerturbationSpec
 from core.sweeps import launch
+from core.sweeps.backends import engines_as_stored
 from core.sweeps.config import SweepConfig, SweepError
 from core.sweeps.job import SweepJob
 from core.sweeps.progress import Eta, readable_name
@@ -76,11 +77,17 @@ def load_engines(names: list[str]) -> dict | None:
     return None if errors else engines
 
 
-def start_job(config: SweepConfig, ds) -> None:
+def start_job(config: SweepConfig, ds, stored: dict[str, str] | None = None) -> None:
+    """``stored``: a resumed sweep's {model: fingerprint}; each model answers with the backend it
+    was made with, whatever the sidebar says (core.sweeps.backends)."""
     ray = ray_options("sw")
     engines = load_engines(list(config.models)) if ray is None else {}   # on Ray the actors load them
     if engines is None:
         return
+    if stored and engines:
+        engines, switched = engines_as_stored(engines, stored, loaders.engine_like_state)
+        for model, backend in switched.items():
+            st.toast(md_escape(f"{model} answers with {backend}, the backend this sweep was made with."))
     d = current_data_dir()
     if db_path is None:   # the Start and Resume buttons are disabled then; checked again here
         st.error(md_escape(db.error or db.hint or "Choose a sweep database."))
@@ -238,24 +245,8 @@ if db_path is None:
 sweeps = stored_sweeps_or_stop(db_path, md_escape(f"No sweep database at {db_path} yet: the first sweep "
                                                   "creates it."))
 
-st.dataframe(pd.DataFrame(launch.stored_rows(sweeps)), hide_index=True, width="stretch", key="sw_list")
-
-unfinished = launch.unfinished(sweeps)
-if not unfinished:
-    st.caption("Every stored sweep is complete.")
-    st.stop()
-by_name = {s["name"]: s for s in unfinished}
-keep_valid("sw_resume_pick", list(by_name))
-c1, c2 = st.columns([3, 1])
-pick = c1.selectbox("Resume an unfinished sweep", list(by_name), key="sw_resume_pick")
-chosen_sweep = by_name[pick]
-c1.caption(md_escape(f"{chosen_sweep['status']} · {chosen_sweep['done_units']:,}/"
-                     f"{chosen_sweep['total_units']:,} rows · updated {chosen_sweep['updated_at']}"))
-own = job is not None and job.running and job.name == pick   # this session's sweep, named or not
-if note := launch.resume_note(chosen_sweep, own):
-    getattr(st, note[0])(md_escape(note[1]))
-if c2.button("Resume", key="sw_resume", disabled=busy or db_path is None):
-    resume = launch.resume_config(chosen_sweep)
+if (to_resume := stored_sweeps(sweeps, job, resume_disabled=busy or db_path is None)) is not None:
+    resume = launch.resume_config(to_resume)
     if named := launch.cli_only_params(resume.perturbations):   # a model or file chosen with the CLI
         st.error(md_escape(f"This sweep names {', '.join(named)}, which only the command line may set: "
                            f"resume it with python -m core.sweeps."))
@@ -266,4 +257,4 @@ if c2.button("Resume", key="sw_resume", disabled=busy or db_path is None):
     except (SweepError, DatasetError, OSError) as e:
         st.error(md_escape(f"Cannot reload the data set {resume.dataset!r} of this sweep: {e}"))
         st.stop()
-    start_job(resume, resume_ds)
+    start_job(resume, resume_ds, stored=launch.stored_fingerprints(to_resume))

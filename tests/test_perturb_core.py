@@ -2,11 +2,14 @@
 keyboard maps and the misspelling classifier. Expected values are worked out by hand."""
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from core.perturb import keyboards, misspellings, nlp, registry
 from core.perturb.base import (
     Edit,
+    NotApplicable,
     Param,
     Perturbation,
     PerturbationError,
@@ -14,6 +17,7 @@ from core.perturb.base import (
     diff_edits,
     error_rates,
     make_variant,
+    make_variant_from_text,
 )
 from core.types import Answer, QAExample
 
@@ -258,3 +262,76 @@ def test_wikipedia_table_filtered():
 def test_missing_misspellings_file_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError):
         misspellings.load_interface_misspellings(tmp_path / "nope.json")
+
+
+# ------------------------------------------------------------------------------ the apply template
+
+
+class _Echo(Perturbation):
+    """Returns what it is told to: to see what the template does around ``_apply``."""
+
+    id = "echo_Q"
+    family = "case"
+    field = "question"
+    languages = ("en",)
+    description = "test perturbation"
+    source = "tests"
+    parameters = (Param("texts", "A?|A?|B?", "variant texts, | between them"), Param("n", 1, min=1, max=3))
+
+    def __init__(self):
+        self.calls = []
+
+    def _why_not(self, example, params):
+        return "n=3 is refused here" if params["n"] == 3 else None
+
+    def _apply(self, example, rng, params):
+        self.calls.append(params)
+        if params["texts"] == "":
+            return []
+        if params["texts"] == "context":
+            return [make_variant(self, example, "context", [Edit(0, 0, "So: ", "insert")])]
+        return [make_variant_from_text(self, example, "question", t) for t in params["texts"].split("|")]
+
+
+def test_template_resolves_once_asks_why_not_and_dedupes():
+    echo = _Echo()
+    variants = echo(EX, random.Random(0))
+    assert [v.text for v in variants] == ["A?", "B?"]          # the repeated "A?" is dropped
+    assert echo.calls == [{"texts": "A?|A?|B?", "n": 1}]         # resolved params, defaults filled
+    assert echo.apply(EX, random.Random(0), texts="") is None    # no variant: None
+    with pytest.raises(TypeError, match="Variants of its field 'question'"):
+        echo.apply(EX, random.Random(0), texts="context")
+    assert echo.why_not(EX, {"n": 3}) == "n=3 is refused here" and echo.is_compatible(EX)
+    with pytest.raises(NotApplicable, match="n=3 is refused here"):
+        echo.apply(EX, random.Random(0), n=3)
+    german = QAExample("g", "Wer?", "Er.", lang="de")
+    assert echo.why_not(german) == "echo_Q supports languages en, not 'de'"
+    with pytest.raises(NotApplicable, match="supports languages en"):
+        echo.apply(german, random.Random(0))
+    with pytest.raises(PerturbationError, match=r"'n' must be in \[1, 3\]"):
+        echo.why_not(EX, {"n": 4})
+    assert len(echo.calls) == 3                                  # _apply never ran on a refused call
+
+
+def test_declarations_are_the_one_source_of_parameters():
+    assert _Toy.default_params == {"n": 1, "rate": 0.5, "layout": "qwerty"}
+    assert _Toy.param_ranges == {"n": (1, 4), "rate": (0.0, 1.0), "layout": ("qwerty", "qwertz")}
+    assert list(_Toy.config_spec()) == ["n", "rate", "layout"]
+    with pytest.raises(TypeError, match="declare parameters"):
+        type("Legacy", (_Toy,), {"default_params": {"n": 2}})
+    with pytest.raises(TypeError, match="implement _apply instead"):
+        type("Override", (_Toy,), {"apply": lambda self, example, rng, **params: None})
+    with pytest.raises(TypeError, match="distinct names"):
+        type("Twice", (_Toy,), {"parameters": (Param("n", 1), Param("n", 2))})
+    with pytest.raises(PerturbationError, match="must be in"):
+        Param("n", 5, min=1, max=4)              # a default outside its own bounds
+    with pytest.raises(TypeError, match="choices are for str"):
+        Param("n", 1, choices=(1, 2))
+
+
+def test_every_registered_parameter_says_what_it_does():
+    declared = [(p.id, q) for p in registry.all_perturbations() for q in p.parameters]
+    assert len(declared) >= 70
+    assert [(pid, q.name) for pid, q in declared if not q.help] == []
+    # ReplaceRQ's model folder is the one parameter a browser form must not offer
+    assert [(pid, q.name) for pid, q in declared if q.names_a_resource] == [("ReplaceRQ", "mlm_model")]

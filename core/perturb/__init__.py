@@ -5,6 +5,8 @@ Each perturbation lives in a module of ``core/perturb/catalogue/`` and registers
 """
 from core.perturb.base import (  # noqa: F401
     Edit,
+    NotApplicable,
+    Param,
     Perturbation,
     PerturbationError,
     Variant,
@@ -13,4 +15,5 @@ from core.perturb.base import (  # noqa: F401
     error_rates,
     make_variant,
     make_variant_from_text,
+    splice,
 )

@@ -256,7 +256,12 @@ class Perturbation(abc.ABC):
 
     @classmethod
     def config_spec(cls) -> dict[str, Param]:
-        """The declared parameters by name, in declaration order (LIT's ``config_spec``)."""
+        """The declared parameters by name, in declaration order (LIT's ``config_spec``).
+
+        >>> from core.perturb import registry
+        >>> {name: (p.default, p.bounds) for name, p in registry.get("typo_Q").config_spec().items()}
+        {'rate': (0.1, (0.0, 1.0)), 'layout': ('qwertz', ('azerty', 'qwerty', 'qwertz'))}
+        """
         return {p.name: p for p in cls.parameters}
 
     @classmethod

@@ -2,7 +2,7 @@
 stored sweep's configuration rebuilt for Resume (the Sweeps page draws only the widgets).
 
 * :func:`challenge_files` - ``file:`` specs for the SQuAD-style files under the server's roots;
-* :func:`names_a_resource` / :func:`cli_only_params` - parameters naming a model, file or folder,
+* :func:`cli_only_params` - parameters naming a model, file or folder (``names_a_resource``),
   which only the command line may set (never typed in a browser, nor resumed from one);
 * :func:`planned_rows` - the result rows of a planned sweep (clean + perturbed, every model);
 * :func:`resume_config` - a stored sweep's :class:`SweepConfig`, as it was started;
@@ -85,6 +85,16 @@ def resume_config(sweep: Mapping[str, Any]) -> SweepConfig:
                        [m for m, _fingerprint in cfg["models"]], repeats=int(cfg["repeats"]), seed=int(cfg["seed"]),
                        sample=cfg["sample"], name=sweep["name"], pair_by=cfg.get("pair_by", "auto"),
                        on_ambiguous=cfg.get("on_ambiguous", "error"), lang=cfg.get("lang"))
+
+
+def stored_fingerprints(sweep: Mapping[str, Any]) -> dict[str, str]:
+    """{model: fingerprint} a stored sweep was made with: resuming it, each model answers with the
+    backend that gives that fingerprint (core.sweeps.backends.engines_as_stored).
+
+    >>> stored_fingerprints({"config": {"models": [["a", "9320d06fa19f917707c6"]]}})
+    {'a': '9320d06fa19f917707c6'}
+    """
+    return {m: fp for m, fp in sweep["config"]["models"]}
 
 
 def resume_note(sweep: Mapping[str, Any], running_here: bool) -> tuple[str, str] | None:

@@ -278,3 +278,66 @@ def penalty_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
         row["total"] = sum(per_n.values())
         rows.append(row)
     return rows
+
+
+def penalty_summary(cell_list: Sequence[Cell], clean: Mapping[str, Mapping[str, float]],
+                    models: Sequence[str]) -> list[dict[str, Any]]:
+    """Per model: the German paper's penalty totals (F1 and EM: the sum of its cells' penalties,
+    lower = more robust), its clean EM/F1 and how many of its cells were scored.
+
+    >>> from types import SimpleNamespace as C
+    >>> cs = [C(model="a", f1_penalty=2, em_penalty=3, n=5), C(model="a", f1_penalty=None, em_penalty=1, n=0)]
+    >>> penalty_summary(cs, {"a": {"em": 50.0, "f1": 61.2}}, ["a", "b"])
+    [{'model': 'a', 'penalty total (F1)': 2, 'penalty total (EM)': 4, 'clean EM': 50.0, 'clean F1': 61.2, 'cells scored': 1}, {'model': 'b', 'penalty total (F1)': 0, 'penalty total (EM)': 0, 'clean EM': None, 'clean F1': None, 'cells scored': 0}]
+    """
+    from core.sweeps.report import penalty_totals
+
+    f1, em = penalty_totals(cell_list, "f1"), penalty_totals(cell_list, "em")
+    return [{"model": m, "penalty total (F1)": f1.get(m, 0), "penalty total (EM)": em.get(m, 0),
+             "clean EM": clean.get(m, {}).get("em"), "clean F1": clean.get(m, {}).get("f1"),
+             "cells scored": sum(1 for c in cell_list if c.model == m and c.n)} for m in models]
+
+
+def clean_rows(clean: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]:
+    """``report.clean_scores`` as a table (EM/F1 to two decimals, N examples).
+
+    >>> clean_rows({"a": {"em": 50.0, "f1": 61.234, "n": 12}})
+    [{'model': 'a', 'clean EM': 50.0, 'clean F1': 61.23, 'N': 12}]
+    """
+    return [{"model": m, "clean EM": round(s["em"], 2), "clean F1": round(s["f1"], 2), "N": s["n"]}
+            for m, s in clean.items()]
+
+
+def n_parameters(cell_list: Sequence[Cell]) -> list[str]:
+    """The n-count parameters the sweep varies ("n_chars", "n_words"), the one with more distinct
+    values first (the one ``report.penalty_table`` picks).
+
+    >>> from types import SimpleNamespace as C
+    >>> n_parameters([C(params={"n_words": 1}), C(params={"n_words": 2}), C(params={"n_chars": 1}), C(params={})])
+    ['n_words', 'n_chars']
+    """
+    distinct = {p: len({c.params[p] for c in cell_list if p in c.params}) for p in ("n_chars", "n_words")}
+    return sorted((p for p, k in distinct.items() if k), key=lambda p: -distinct[p])
+
+
+def dpr_rows(rows: Sequence[Mapping[str, Any]], specs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``report.dpr_table`` as a table, each perturbation under its spec's label.
+
+    >>> dpr_rows([{"model": "a", "perturbation": "SwapRQ", "params_json": "{}", "n": 4, "dpr": 25.0}],
+    ...          [{"perturbation": "SwapRQ", "params_json": "{}", "label": "SwapRQ (swap)"}])
+    [{'model': 'a', 'perturbation': 'SwapRQ (swap)', 'N pairs': 4, 'DPR %': 25.0}]
+    """
+    label_of = {(s["perturbation"], s["params_json"]): s["label"] for s in specs}
+    return [{"model": d["model"], "perturbation": label_of.get((d["perturbation"], d["params_json"]), d["perturbation"]),
+             "N pairs": d["n"], "DPR %": round(d["dpr"], 2)} for d in rows]
+
+
+def bucket_rows(buckets: Mapping[str, Sequence[Mapping[str, Any]]], value: str) -> list[dict[str, Any]]:
+    """{model: buckets} (similarity buckets of DPR or F1) as a table; ``value`` names the mean's column.
+
+    >>> bucket_rows({"a": [{"label": "0-0.2", "n": 3, "mean": 66.666}, {"label": "0.2-0.4", "n": 0, "mean": None}]},
+    ...             "F1 %")
+    [{'model': 'a', 'bucket': '0-0.2', 'N': 3, 'F1 %': 66.67}, {'model': 'a', 'bucket': '0.2-0.4', 'N': 0, 'F1 %': None}]
+    """
+    return [{"model": m, "bucket": b["label"], "N": b["n"], value: None if b["mean"] is None else round(b["mean"], 2)}
+            for m, bs in buckets.items() for b in bs]

@@ -1,0 +1,38 @@
+"""The Sweeps page's list of stored sweeps, with Resume for an unfinished one.
+
+The table and the notes come from core.sweeps.launch (a sweep still running elsewhere, or
+interrupted because its process is gone: core.sweeps.store.effective_status decides which).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from components.choice import keep_valid
+from components.text import md_escape
+from core.sweeps import launch
+
+
+def stored_sweeps(sweeps: Sequence[Mapping[str, Any]], job: Any, resume_disabled: bool) -> Mapping[str, Any] | None:
+    """The table of ``sweeps``, a picker of the unfinished ones with what to know before resuming,
+    and Resume; returns the sweep to resume when Resume was pressed (None otherwise, and when every
+    sweep is complete). ``job``: this session's running SweepJob, if any (its sweep is its own)."""
+    st.dataframe(pd.DataFrame(launch.stored_rows(sweeps)), hide_index=True, width="stretch", key="sw_list")
+    unfinished = launch.unfinished(sweeps)
+    if not unfinished:
+        st.caption("Every stored sweep is complete.")
+        return None
+    by_name = {s["name"]: s for s in unfinished}
+    keep_valid("sw_resume_pick", list(by_name))
+    c1, c2 = st.columns([3, 1])
+    pick = c1.selectbox("Resume an unfinished sweep", list(by_name), key="sw_resume_pick")
+    chosen = by_name[pick]
+    c1.caption(md_escape(f"{chosen['status']} · {chosen['done_units']:,}/{chosen['total_units']:,} rows · "
+                         f"updated {chosen['updated_at']}"))
+    own = job is not None and job.running and job.name == pick   # this session's sweep, named or not
+    if note := launch.resume_note(chosen, own):
+        getattr(st, note[0])(md_escape(note[1]))
+    return chosen if c2.button("Resume", key="sw_resume", disabled=resume_disabled) else None
