@@ -10,18 +10,19 @@ loop calls the engine once per question. Prints both figures, the speed-up, and 
 give the same answers.
 
 ``--compare-backends`` times every backend that runs here (core.qa.onnx_backend) on the same
-questions, one model load shared by all, rounds interleaved (torch, onnx, onnx-int8, torch, ...)
-so that a neighbour's load on the shared cores falls on every backend alike; prints the range
-over rounds and the F1 against the gold answers, and with ``--json`` writes
+questions, one model load shared by all, interleaved per chunk of questions (every backend
+answers each chunk, in rotated order) so that a neighbour's load on the shared cores falls on
+every backend alike; prints q/s, CPU ms, the speed-up over torch, the F1 against the gold answers
+and the load average, with ``--json`` writes
 ``{"default": NAME, "backends": {NAME: {"questions_per_second", "f1", "ms_per_question", ...}}}``.
-The default is the fastest backend whose F1 is within 0.5 of torch fp32's (issue 27's rule).
+The default is the fastest backend whose F1 is within 0.5 of torch fp32's (issue 27's rule);
+``--card`` records it all in the model card, where ``backend="default"`` reads it.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -45,11 +46,14 @@ def main() -> int:
     ap.add_argument("--batch-sizes", default="",
                     help="comma-separated: time the batched engine at each of these batch sizes and stop")
     ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--backend", default="torch", help="torch, onnx or onnx-int8 (default torch)")
+    ap.add_argument("--backend", default="default", help="default (the model card's), torch, onnx or onnx-int8")
     ap.add_argument("--compare-backends", action="store_true",
                     help="time every available backend on the same questions and stop")
-    ap.add_argument("--rounds", type=int, default=3, help="with --compare-backends: interleaved rounds")
+    ap.add_argument("--chunk", type=int, default=16,
+                    help="with --compare-backends: questions per interleaved chunk (every backend answers each)")
     ap.add_argument("--json", help="with --compare-backends: write the figures to this JSON file")
+    ap.add_argument("--card", action="store_true",
+                    help="with --compare-backends: record the figures and the chosen default in the model card")
     args = ap.parse_args()
     if args.compare_backends:
         return compare_backends(args)
@@ -112,12 +116,12 @@ def compare_backends(args) -> int:
     from core.metrics import squad_scores
     from core.qa import registry
     from core.qa.engine import EngineSettings, QAEngine
-    from core.qa.onnx_backend import BACKENDS
+    from core.qa.onnx_backend import BACKENDS, FINGERPRINT_TAGS
 
     ds = load_dataset(args.dataset)
     ex = ds.examples[: args.n] if args.n else ds.examples
-    qs, cs = [e.question for e in ex], [e.context for e in ex]
-    model, tok = registry.load_model_and_tokenizer(registry.get_entry(args.model))
+    entry = registry.get_entry(args.model)
+    model, tok = registry.load_model_and_tokenizer(entry)
     engines, skipped = {}, {}
     for name in BACKENDS:
         # one model object for all: the ONNX export (once per weights, into the cache) happens here
@@ -127,57 +131,87 @@ def compare_backends(args) -> int:
             skipped[name] = eng.backend_message
             print(f"{name}: not available here: {eng.backend_message}", file=sys.stderr)
             continue
-        eng.predict(qs[:8], cs[:8])  # warm-up
+        eng.predict([e.question for e in ex[:8]], [e.context for e in ex[:8]])  # warm-up
         engines[name] = eng
-    times: dict[str, list[float]] = {name: [] for name in engines}
-    answers = {}
-    for r in range(args.rounds):
-        for name, eng in engines.items():
-            t0 = time.perf_counter()
-            preds = eng.predict(qs, cs, n_best=1)
-            times[name].append(time.perf_counter() - t0)
-            answers[name] = preds
-        print(f"round {r + 1}/{args.rounds}: " + ", ".join(f"{n} {len(ex) / times[n][-1]:.1f} q/s" for n in engines),
-              file=sys.stderr, flush=True)
+    names = list(engines)
+    wall = {name: 0.0 for name in names}
+    cpu = {name: 0.0 for name in names}
+    answers = {name: [] for name in names}
+    load_before = os.getloadavg()
+    # Interleaved per chunk of questions, the order rotated each chunk: on a machine shared with
+    # other work, a neighbour's burst falls on every backend alike (rounds of whole passes each
+    # caught a different burst: one round's ratio could differ 5x from the next).
+    chunks = list(range(0, len(ex), args.chunk))
+    for k, b in enumerate(chunks):
+        part = ex[b : b + args.chunk]
+        qs, cs = [e.question for e in part], [e.context for e in part]
+        for name in names[k % len(names):] + names[: k % len(names)]:
+            t0, c0 = time.perf_counter(), time.process_time()
+            answers[name] += engines[name].predict(qs, cs, n_best=1)
+            wall[name] += time.perf_counter() - t0
+            cpu[name] += time.process_time() - c0
+        if (k + 1) % 10 == 0 or k + 1 == len(chunks):
+            print(f"{min(b + args.chunk, len(ex))}/{len(ex)} questions: "
+                  + ", ".join(f"{n} {len(answers[n]) / wall[n]:.1f} q/s" for n in names), file=sys.stderr, flush=True)
+    load_after = os.getloadavg()
     refs = {e.id: e.answer_texts for e in ex}
     spans = {name: [(p.best.start, p.best.end) if p.best else None for p in preds] for name, preds in answers.items()}
     result = {}
-    for name in engines:
-        qps = sorted(len(ex) / t for t in times[name])
-        med = statistics.median(qps)
+    for name in names:
         scores = squad_scores({e.id: p.text for e, p in zip(ex, answers[name])}, refs)
         result[name] = {
-            "questions_per_second": round(med, 2),
-            "questions_per_second_range": [round(qps[0], 2), round(qps[-1], 2)],
-            "ms_per_question": round(1000 / med, 2),
+            "questions_per_second": round(len(ex) / wall[name], 2),
+            "ms_per_question": round(1000 * wall[name] / len(ex), 2),
+            "cpu_ms_per_question": round(1000 * cpu[name] / len(ex), 2),
+            "speedup_over_torch": round(wall["torch"] / wall[name], 2) if "torch" in wall else None,
             "f1": round(scores["f1"], 2),
             "exact_match": round(scores["exact_match"], 2),
             "identical_spans_to_torch": round(sum(a == b for a, b in zip(spans[name], spans["torch"])) / len(ex), 4),
+            "recipe": FINGERPRINT_TAGS[name],
         }
     import platform
+    from datetime import datetime, timezone
 
     out = {
         "default": choose_default(result),
+        "rule": f"the fastest backend whose F1 is within {F1_TOLERANCE} of torch fp32's",
         "backends": result,
         "unavailable": skipped,
         "model": args.model,
         "dataset": args.dataset,
         "n": len(ex),
-        "rounds": args.rounds,
+        "method": f"benchmarks/qa_throughput.py --compare-backends: one model load, chunks of {args.chunk} "
+                  "questions, every backend on each chunk in rotated order; wall and process CPU time summed",
         "batch_size": next(iter(engines.values())).settings.batch_size,
-        "threads": args.threads or None,
+        "threads": args.threads or "policy (core.qa.threads)",
+        "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in load_after]},
         "hardware": f"{platform.machine()}, {os.cpu_count()} cores",
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
     }
-    print(f"model {args.model} on {args.dataset}: {len(ex)} questions, {args.rounds} interleaved rounds "
-          f"(median, range)")
+    print(f"model {args.model} on {args.dataset}: {len(ex)} questions, interleaved per {args.chunk}; "
+          f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after")
     for name, b in result.items():
-        lo, hi = b["questions_per_second_range"]
-        print(f"{name:10s} {b['questions_per_second']:7.1f} q/s ({lo:.1f}-{hi:.1f})  {b['ms_per_question']:7.1f} ms/q  "
-              f"F1 {b['f1']:6.2f}  identical spans {b['identical_spans_to_torch']:.1%}")
+        print(f"{name:10s} {b['questions_per_second']:7.1f} q/s  {b['ms_per_question']:7.1f} ms/q  "
+              f"(cpu {b['cpu_ms_per_question']:6.1f})  x{b['speedup_over_torch']:.2f}  F1 {b['f1']:6.2f}  "
+              f"identical spans {b['identical_spans_to_torch']:.1%}")
     print(f"default (fastest within {F1_TOLERANCE} F1 of torch): {out['default']}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+    if args.card:
+        path = record_in_card(entry, out)
+        print(f"recorded in {path}")
     return 0
+
+
+def record_in_card(entry, out: dict) -> Path:
+    """The comparison into the model's card (``backends``): what ``backend="default"`` then
+    means for this model (core.qa.registry.ModelEntry.default_backend)."""
+    from core.models.cards import write_backends
+
+    folder = entry.local_dir()
+    if folder is None or not folder.is_dir():
+        raise SystemExit(f"{entry.name} has no local folder to hold a model card")
+    return write_backends(folder, {k: v for k, v in out.items() if k != "unavailable"})
 
 
 if __name__ == "__main__":

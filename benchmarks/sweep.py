@@ -120,7 +120,8 @@ def main(argv: list[str] | None = None) -> dict:
     device = str(next(iter(engines.values())).device)
     results: dict = {"dataset": args.dataset, "sample": args.sample, "models": model_names,
                      "perturbations": [str(s) for s in specs], "repeats": args.repeats, "device": device,
-                     "torch_threads": args.threads or torch.get_num_threads(), "machine": platform.processor() or platform.machine()}
+                     "torch_threads": args.threads or torch.get_num_threads(),
+                     "machine": platform.processor() or platform.machine()}
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.sqlite"

@@ -208,7 +208,8 @@ def two_node_cluster(args, tmp: Path, reference: dict) -> dict:
                                 capture_output=True, text=True).stdout for db in (result["db"], reference["db"])]
         result["show_identical"] = shows[0] == shows[1] and "bench" in shows[0]
         where = [w["node"] for w in result["worker_states"]]
-        print(f"two-node cluster (workers on {nodes} nodes: {where}): rows identical to local: {result['identical_to_local']}, "
+        print(f"two-node cluster (workers on {nodes} nodes: {where}): "
+              f"rows identical to local: {result['identical_to_local']}, "
               f"--show identical: {result['show_identical']}", flush=True)
         return result
     finally:

@@ -9,7 +9,7 @@ from core.qa.engine import EngineSettings
 
 
 @st.cache_resource(show_spinner="Loading model…")
-def engine(name: str, threads: int = 0, max_answer_tokens: int = 30, source: str = "", backend: str = "torch"):
+def engine(name: str, threads: int = 0, max_answer_tokens: int = 30, source: str = "", backend: str = "default"):
     """The engine of registered model ``name``. ``source`` (the registry file and where it loads
     the model from) is part of the cache key only: after models.toml names another folder for
     ``name``, the new model loads instead of the cached old one answering under its name.
@@ -29,9 +29,13 @@ def _source(name: str) -> str:
 
 
 def engine_for_state(name: str):
+    return engine_like_state(name, st.session_state.get("backend", "default"))
+
+
+def engine_like_state(name: str, backend: str):
+    """The engine of ``name`` with the sidebar's settings but ``backend``."""
     s = st.session_state
-    return engine(name, int(s.get("threads", 0)), int(s.get("max_answer_tokens", 30)), _source(name),
-                  s.get("backend", "torch"))
+    return engine(name, int(s.get("threads", 0)), int(s.get("max_answer_tokens", 30)), _source(name), backend)
 
 
 def backend_note(eng) -> str:

@@ -21,7 +21,7 @@ DEFAULTS = {
     "data_dir": None,  # filled from QAX_DATA_DIR / ../shared/data on first run
     "threads": 0,
     "max_answer_tokens": 30,
-    "backend": "torch",  # core.qa.onnx_backend.BACKENDS
+    "backend": "default",  # core.qa.onnx_backend.CHOICES: "default" = each model's card's choice
     "uploaded_datasets": {},  # name -> Dataset parsed from uploads (kept across pages)
 }
 
@@ -76,8 +76,10 @@ def sidebar_settings() -> None:
         )
         with st.expander("Engine"):
             st.session_state["threads"] = st.number_input(
-                "CPU threads (0 = all)", 0, os.cpu_count() or 1, st.session_state["threads"]
-            )
+                "CPU threads (0 = policy)", 0, os.cpu_count() or 1, st.session_state["threads"],
+                help="0: every core while a model answers alone, one thread each while others answer "
+                     "too (other visitors, a sweep; QAX_THREADS sets the budget: core.qa.threads). A "
+                     "number: always that many.")
             st.session_state["max_answer_tokens"] = st.number_input(
                 "Max answer length (tokens)", 1, 200, st.session_state["max_answer_tokens"],
                 help="The longest answer span a model may return (default 30 tokens, as the model cards' "
@@ -88,14 +90,16 @@ def sidebar_settings() -> None:
             if st.session_state["max_answer_tokens"] != DEFAULTS["max_answer_tokens"]:
                 st.caption(f"Answers capped at {st.session_state['max_answer_tokens']} tokens (default "
                            f"{DEFAULTS['max_answer_tokens']}).")
-            from core.qa.onnx_backend import BACKENDS
+            from core.qa.onnx_backend import CHOICES
 
-            if st.session_state.get("backend") not in BACKENDS:
+            if st.session_state.get("backend") not in CHOICES:
                 st.session_state["backend"] = DEFAULTS["backend"]
             st.session_state["backend"] = st.selectbox(
-                "Backend", BACKENDS, index=BACKENDS.index(st.session_state["backend"]), key="backend_pick",
-                help="How the models run: torch (eager PyTorch), onnx (ONNX Runtime, same answers, faster "
-                     "on CPU) or onnx-int8 (int8 weights: fastest, answers may differ slightly). The "
-                     "first use of an ONNX backend exports the model once into the cache. A backend "
-                     "that cannot run here falls back to torch.",
+                "Backend", CHOICES, index=CHOICES.index(st.session_state["backend"]), key="backend_pick",
+                format_func=lambda b: "default (each model's)" if b == "default" else b,
+                help="How the models run: default (each model's own: the fastest backend within 0.5 "
+                     "XQuAD-en F1 of torch, as measured in its model card), torch (eager PyTorch), onnx "
+                     "(ONNX Runtime, same answers, faster on CPU) or onnx-int8 (int8 weights: fastest, "
+                     "answers may differ slightly). The first use of an ONNX backend exports the model "
+                     "once into the cache. A backend that cannot run here falls back to torch.",
             )

@@ -41,6 +41,7 @@ from core.explore.answers import load_engines as load_models
 from core.perturb import registry
 from core.perturb.spec import PerturbationSpec
 from core.sweeps import launch
+from core.sweeps.backends import engines_as_stored
 from core.sweeps.config import SweepConfig, SweepError
 from core.sweeps.job import SweepJob
 from core.sweeps.progress import Eta, readable_name
@@ -76,11 +77,17 @@ def load_engines(names: list[str]) -> dict | None:
     return None if errors else engines
 
 
-def start_job(config: SweepConfig, ds) -> None:
+def start_job(config: SweepConfig, ds, stored: dict[str, str] | None = None) -> None:
+    """``stored``: a resumed sweep's {model: fingerprint}; each model answers with the backend it
+    was made with, whatever the sidebar says (core.sweeps.backends)."""
     ray = ray_options("sw")
     engines = load_engines(list(config.models)) if ray is None else {}   # on Ray the actors load them
     if engines is None:
         return
+    if stored and engines:
+        engines, switched = engines_as_stored(engines, stored, loaders.engine_like_state)
+        for model, backend in switched.items():
+            st.toast(md_escape(f"{model} answers with {backend}, the backend this sweep was made with."))
     d = current_data_dir()
     if db_path is None:   # the Start and Resume buttons are disabled then; checked again here
         st.error(md_escape(db.error or db.hint or "Choose a sweep database."))
@@ -250,4 +257,4 @@ if (to_resume := stored_sweeps(sweeps, job, resume_disabled=busy or db_path is N
     except (SweepError, DatasetError, OSError) as e:
         st.error(md_escape(f"Cannot reload the data set {resume.dataset!r} of this sweep: {e}"))
         st.stop()
-    start_job(resume, resume_ds)
+    start_job(resume, resume_ds, stored=launch.stored_fingerprints(to_resume))

@@ -53,7 +53,8 @@ def make(model_and_tokenizer, cache, monkeypatch):
 
     def build(backend="torch", **settings):
         model, tok = model_and_tokenizer
-        return QAEngine(model, tok, EngineSettings(backend=backend, threads=1, **settings), device="cpu")
+        settings.setdefault("threads", 1)
+        return QAEngine(model, tok, EngineSettings(backend=backend, **settings), device="cpu")
 
     return build
 
@@ -107,20 +108,45 @@ def test_export_happens_once_then_is_only_opened(make, cache, monkeypatch):
 
 def test_changed_threads_make_a_session_with_those_threads(make):
     eng = make("onnx")
+    eng.predict(QS[:2], CS[:2])
     assert eng._forward_impl.session.get_session_options().intra_op_num_threads == 1
     eng.settings.threads = 2
     eng.predict(QS[:2], CS[:2])
     assert eng._forward_impl.session.get_session_options().intra_op_num_threads == 2
+    assert sorted(eng._forward_impl._sessions) == [1, 2]  # one session per count, kept
+
+
+def test_under_the_policy_an_engine_answering_beside_another_uses_one_thread(make, monkeypatch):
+    """threads=None: the budget alone, one thread while another caller holds a slot."""
+    from core.qa.threads import Slot
+
+    monkeypatch.setenv("QAX_THREADS", "2")
+    eng = make("onnx", threads=None)
+    used, impl = [], eng._forward_impl
+
+    def spy(enc, threads):
+        used.append(threads)
+        return impl(enc, threads)
+
+    eng._forward_impl = spy
+    alone = eng.predict(QS, CS)
+    assert set(used) == {2}
+    used.clear()
+    with Slot():  # another asker (or a sweep) is answering
+        beside = eng.predict(QS, CS)
+    assert set(used) == {1}
+    assert spans(beside) == spans(alone)
+    assert sorted(impl._sessions) == [1, 2]
 
 
 def test_fingerprint_has_the_backend_only_when_it_is_not_torch(make):
-    from core.sweeps.keys import _weights_hash, engine_fingerprint
+    from core.sweeps.keys import engine_fingerprint
 
     prints = {b: engine_fingerprint(make(b)) for b in onnx_backend.BACKENDS}
     assert len(set(prints.values())) == 3  # the cache never serves one backend's answer for another
     # torch keeps the key it had before backends existed: stored sweeps stay usable
     torch_eng = make("torch")
-    h = _weights_hash(torch_eng)
+    h = torch_eng._hash_weights_and_tokenizer()
     max_length, stride = torch_eng._window_shape()
     s = torch_eng.settings
     h.update(f"{max_length}:{stride}:{s.max_answer_tokens}:{s.top_k}".encode())
@@ -176,7 +202,7 @@ def test_failed_export_falls_back_to_torch_with_a_message(make, tmp_path, monkey
 
 @pytest.mark.parametrize("value", ["tensorrt", "ONNX", "", None, 1, "onnx int8"])
 def test_a_bad_backend_is_refused_wherever_it_is_set(make, value):
-    message = f"^backend must be one of torch, onnx, onnx-int8, got {value!r}$"
+    message = f"^backend must be one of default, torch, onnx, onnx-int8, got {value!r}$"
     with pytest.raises(SettingsError, match=message.replace("(", r"\(")):
         EngineSettings(backend=value)
     with pytest.raises(SettingsError):
@@ -199,10 +225,11 @@ def test_the_clis_refuse_a_bad_backend_before_loading_anything(module, capsys):
     err = capsys.readouterr().err
     # core.sweeps's --backend also names where the sweep runs (local or ray, core.sweeps.ray)
     where = "local, ray, " if module == "core.sweeps.cli" else ""
-    assert f"--backend must be one of {where}torch, onnx, onnx-int8, got 'tensorrt'" in err
+    assert f"--backend must be one of {where}default, torch, onnx, onnx-int8, got 'tensorrt'" in err
     if module == "core.sweeps.cli":
         assert main([*argv, "--engine-backend", "tensorrt"]) == 2
-        assert "--engine-backend must be one of torch, onnx, onnx-int8, got 'tensorrt'" in capsys.readouterr().err
+        assert ("--engine-backend must be one of default, torch, onnx, onnx-int8, got 'tensorrt'"
+                in capsys.readouterr().err)
 
 
 def test_registry_keeps_one_engine_per_backend(tiny_registry, cache, monkeypatch):
@@ -213,6 +240,33 @@ def test_registry_keeps_one_engine_per_backend(tiny_registry, cache, monkeypatch
     b = registry.load_engine("tiny-a", EngineSettings(threads=1, backend="onnx"), path=tiny_registry)
     assert a is not b and (a.backend_name, b.backend_name) == ("torch", "onnx")
     assert registry.load_engine("tiny-a", EngineSettings(threads=1, backend="onnx"), path=tiny_registry) is b
+
+
+def test_default_backend_is_the_one_the_models_card_records(tiny_qa_dir, cache, tmp_path, monkeypatch):
+    """backend="default" (the setting's default) answers with the backend the model card names as
+    chosen by the rule; torch for a model without that record, and on a GPU."""
+    from core.qa import registry
+
+    monkeypatch.setenv("QAX_CACHE_DIR", str(cache))
+    carded = tmp_path / "carded"
+    carded.mkdir()
+    for f in tiny_qa_dir.iterdir():
+        (carded / f.name).symlink_to(f)
+    (carded / "model_card.json").write_text('{"backends": {"default": "onnx"}}')
+    toml = tmp_path / "models.toml"
+    toml.write_text(f'[[model]]\nname = "plain"\npath = "{tiny_qa_dir}"\n\n'
+                    f'[[model]]\nname = "carded"\npath = "{carded}"\n')
+    assert EngineSettings().backend == "default"
+    plain = registry.load_engine("plain", EngineSettings(threads=1), path=toml)
+    chosen = registry.load_engine("carded", EngineSettings(threads=1), path=toml)
+    assert (plain.default_backend, plain.backend_name) == ("torch", "torch")
+    assert (chosen.default_backend, chosen.backend_name) == ("onnx", "onnx")
+    # the answers' cache key follows the backend that answers, not the word "default"
+    explicit = registry.load_engine("carded", EngineSettings(threads=1, backend="onnx"), path=toml)
+    assert chosen.fingerprint() == explicit.fingerprint() != plain.fingerprint()
+    # a card naming something that is not a backend means torch
+    (carded / "model_card.json").write_text('{"backends": {"default": "tensorrt"}}')
+    assert registry.get_entry("carded", toml).default_backend() == "torch"
 
 
 def test_benchmark_doctests():
@@ -237,8 +291,8 @@ def test_sidebar_backend_reaches_the_engine_that_answers(tiny_registry, cache, m
     loaders.engine.clear()  # only engines this test's page loads count below
     monkeypatch.setattr(registry, "_cache", {})
     at = AppTest.from_file("../app.py", default_timeout=120).run()
-    assert at.selectbox(key="backend_pick").value == "torch"
-    assert at.selectbox(key="backend_pick").options == list(onnx_backend.BACKENDS)
+    assert at.selectbox(key="backend_pick").value == "default"  # the tiny model has no card: torch
+    assert at.selectbox(key="backend_pick").options == ["default (each model's)", *onnx_backend.BACKENDS]
     at.selectbox(key="backend_pick").set_value("onnx").run()
     at.button(key="ask_go").click().run()
     assert not at.exception

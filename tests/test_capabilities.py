@@ -41,14 +41,17 @@ def test_families_counts_and_every_answer_unambiguous(cases):
 
 # (test, context, question, expected answer): read and checked by hand
 HAND_CHECKED = [
-    ("animal vs vehicle: vehicle asked, vehicle first", "Olga has a car and a goat.", "What vehicle does Olga have?", "car"),
-    ("animal vs vehicle: animal asked, vehicle first", "Kenji has a bike and a goat.", "What animal does Kenji have?", "goat"),
+    ("animal vs vehicle: vehicle asked, vehicle first", "Olga has a car and a goat.", "What vehicle does Olga have?",
+     "car"),
+    ("animal vs vehicle: animal asked, vehicle first", "Kenji has a bike and a goat.", "What animal does Kenji have?",
+     "goat"),
     ("profession vs nationality: job asked", "Pedro is a Brazilian plumber.", "What is Pedro's job?", "plumber"),
     ("profession vs nationality: nationality asked", "David is a Peruvian painter.", "What is David's nationality?",
      "Peruvian"),
     ("attributes: shape", "There is a big oval blue lamp in the room.", "What shape is the lamp?", "oval"),
     ("negation: the person who is not", "Olga is not a baker. Maria is.", "Who is a baker?", "Maria"),
-    ("temporal order: job now", "Kenji used to be a journalist, but now is a baker.", "What is Kenji's job now?", "baker"),
+    ("temporal order: job now", "Kenji used to be a journalist, but now is a baker.", "What is Kenji's job now?",
+     "baker"),
     ("temporal order: before, who first", "David arrived at the party before Olga.", "Who arrived first?", "David"),
     ("comparisons: more, asked less", "Maria is more creative than Tiffany.", "Who is less creative?", "Tiffany"),
     ("coreference: his job, she first", "Fatima and David are friends. She is a dentist, and he is a nurse.",

@@ -182,7 +182,8 @@ def test_a_sweep_whose_pairing_is_unchanged_keeps_its_configuration_hash(origina
 # ---------------------------------------------------------------------------------- loader options
 
 # the two occurrences of 北京大学 lie further apart than "nearest" looks (150 characters)
-DUREADER_CTX = "北京大学位于北京。清华大学也位于北京。" + "城里有很多公园和博物馆。" * 15 + "北京是中国的首都，北京大学建于1898年。"
+DUREADER_CTX = ("北京大学位于北京。清华大学也位于北京。" + "城里有很多公园和博物馆。" * 15
+                + "北京是中国的首都，北京大学建于1898年。")
 SECOND = DUREADER_CTX.rindex("北京大学")
 
 
@@ -225,7 +226,8 @@ def test_cli_on_ambiguous_and_lang_reach_the_loader(tmp_path, capsys):
     assert make_challenge.main(argv) == 2
     assert "--on-ambiguous first|nearest" in capsys.readouterr().err
     assert make_challenge.main(argv + ["--on-ambiguous", "nearest", "--lang", "zh"]) == 0
-    assert capsys.readouterr().out.splitlines()[0].startswith("robust: DuReader-robust, 2 questions; language zh (given)")
+    first_line = capsys.readouterr().out.splitlines()[0]
+    assert first_line.startswith("robust: DuReader-robust, 2 questions; language zh (given)")
     assert load_squad(out).by_id["d1"].answers[0].answer_start == SECOND
 
 

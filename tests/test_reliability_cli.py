@@ -113,7 +113,8 @@ def test_evaluate_bad_input(env, case):
 
 def test_evaluate_reports_what_it_skips_on_a_squad2_file(env):
     d = env[0]
-    proc = run(env, "core.models.evaluate", "--model", "tiny-a", "--dataset", d / "squad2.json", "--json", d / "s2.json")
+    proc = run(env, "core.models.evaluate", "--model", "tiny-a", "--dataset", d / "squad2.json",
+               "--json", d / "s2.json")
     assert proc.returncode == 0, proc.stderr
     assert (f"{d / 'squad2.json'}: scored 2 of 4 questions; skipped 2: 1 unanswerable (SQuAD 2.0 "
             "is_impossible), 1 empty question") in proc.stderr
@@ -170,12 +171,14 @@ def sweep_db(env, tmp_path_factory):
 
 SWEEP_CASES = {
     "show an unknown sweep": (["--show", "nope"], ["no sweep 'nope'", "known sweeps: toy"]),
-    "compare an unknown model": (["--show", "toy", "--compare", "tiny-a,nobody"], ["model 'nobody' is not in this sweep"]),
+    "compare an unknown model": (["--show", "toy", "--compare", "tiny-a,nobody"],
+                                 ["model 'nobody' is not in this sweep"]),
     "compare one model": (["--show", "toy", "--compare", "tiny-a"], ["--compare takes two model names"]),
     "compare without show": (["--compare", "tiny-a,tiny-b"], ["--compare goes with --show"]),
     "unknown perturbation": (["--dataset", "demo.en", "--perturbations", "NOPE", "--models", "tiny-a"],
                              ["unknown perturbation id 'NOPE'"]),
-    "bad perturbation parameter": (["--dataset", "demo.en", "--perturbations", "DCRQ:n_chars=abc", "--models", "tiny-a"],
+    "bad perturbation parameter": (["--dataset", "demo.en", "--perturbations", "DCRQ:n_chars=abc",
+                                    "--models", "tiny-a"],
                                    ["DCRQ: parameter 'n_chars' must be int"]),
     "unknown model": (["--dataset", "demo.en", "--perturbations", "TLQ", "--models", "tiny-a,nope"],
                       ["no model named 'nope'"]),
@@ -264,7 +267,8 @@ def test_train_refuses_a_planted_checkpoint_before_it_runs_code(env, train_env, 
     out.mkdir()
     torch.save({"model": {}, "opt": {}, "sched": {}, "step": 1, "log": {}, "lora": None,
                 "rng": {"torch": _Planted(marker)}}, out / "checkpoint.pt")
-    proc = run((env[0], {**env[1], "QAX_DATA_DIR": str(train_env / "data")}), "core.training", *train_args(train_env, out))
+    proc = run((env[0], {**env[1], "QAX_DATA_DIR": str(train_env / "data")}), "core.training",
+               *train_args(train_env, out))
     assert_refused(proc, "core.training", "checkpoint.pt holds more than tensors and plain data (a reference to exec)")
     assert not marker.exists()
     assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt"]  # no model, no log

@@ -130,10 +130,10 @@ def test_fingerprint_follows_settings_changed_after_the_first_call(engine):
 def test_default_settings_keep_the_fingerprint_of_stored_sweeps(engine):
     """Keys of stored sweeps keep their meaning: the settings string hashed after the weights
     is the one hashed before (max_length:stride:max_answer_tokens:top_k)."""
-    from core.sweeps.keys import _weights_hash, engine_fingerprint
+    from core.sweeps.keys import engine_fingerprint
 
     e = QAEngine(engine.model, engine.tokenizer, EngineSettings(threads=1), device="cpu")
-    h = _weights_hash(e)
+    h = e._hash_weights_and_tokenizer()
     h.update(b"128:64:30:20")  # the tiny model's 128 positions cut max_length 384 and stride 128
     assert engine_fingerprint(e) == h.hexdigest()[:20]
 

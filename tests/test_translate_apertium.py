@@ -42,8 +42,8 @@ def test_galician_esperanto_basque_into_english(apertium):
 
 
 def test_batch_keeps_order_and_count(apertium):
-    out = apertium.translate(["¿Cuál es la capital de Francia?", "", "¿Cuántos puntos dejaron escapar en defensa los Panthers?"],
-                             "es", "en")
+    out = apertium.translate(["¿Cuál es la capital de Francia?", "",
+                              "¿Cuántos puntos dejaron escapar en defensa los Panthers?"], "es", "en")
     assert out == ["Which is the capital of France?", "",
                    "How many points left to escape in defence the Panthers?"]
 

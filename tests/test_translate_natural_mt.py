@@ -30,13 +30,15 @@ def english() -> Dataset:
 
 def spanish() -> Dataset:
     # q3 has no Spanish partner; q9 has no English one. Contexts are the Spanish ones in XQuAD.
-    return Dataset("xquad.es", "es", [ex("q2", "¿Quién construyó la torre?", "La torre fue construida por Eiffel.", "Eiffel", "es"),
-                                      ex("q1", "¿Cuál es la capital de Francia?", "París es la capital de Francia.", "París", "es"),
-                                      ex("q9", "¿Qué?", "Nada.", "Nada", "es")])
+    return Dataset("xquad.es", "es", [
+        ex("q2", "¿Quién construyó la torre?", "La torre fue construida por Eiffel.", "Eiffel", "es"),
+        ex("q1", "¿Cuál es la capital de Francia?", "París es la capital de Francia.", "París", "es"),
+        ex("q9", "¿Qué?", "Nada.", "Nada", "es")])
 
 
-TABLE = translate.MappingTranslator({("es", "en"): {"¿Cuál es la capital de Francia?": "Which is the capital of France?",
-                                                    "¿Quién construyó la torre?": "Who built the tower?"}})
+TABLE = translate.MappingTranslator({("es", "en"): {
+    "¿Cuál es la capital de Francia?": "Which is the capital of France?",
+    "¿Quién construyó la torre?": "Who built the tower?"}})
 
 
 def test_build_replaces_only_the_question_and_pairs_by_id():
@@ -63,7 +65,8 @@ def test_summary_is_noiseqa_table3_against_the_english_questions():
 
 
 def test_refusals_name_the_problem():
-    with pytest.raises(natural_mt.NaturalMTError, match=r"no machine translation German -> English: mapping has no de->en pair"):
+    with pytest.raises(natural_mt.NaturalMTError,
+                       match=r"no machine translation German -> English: mapping has no de->en pair"):
         natural_mt.build_natural_mt(english(), spanish(), TABLE, "de")
     renamed = Dataset("other", "es", [ex("x1", "¿Cuál es la capital de Francia?", CTX1, "Paris", "es")])
     with pytest.raises(natural_mt.NaturalMTError, match="no question id in common"):

@@ -21,7 +21,8 @@ def zh_env(tmp_path, monkeypatch):
     data = tmp_path / "data"  # the trainer checks training contexts against the eval sets
     (data / "xquad").mkdir(parents=True)
     (data / "xquad" / "xquad.zh.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "e", "paragraphs": [
-        {"context": "一 二 三 。", "qas": [{"id": "e0", "question": "什么 ？", "answers": [{"text": "二", "answer_start": 2}]}]}]}]}))
+        {"context": "一 二 三 。",
+         "qas": [{"id": "e0", "question": "什么 ？", "answers": [{"text": "二", "answer_start": 2}]}]}]}]}))
     monkeypatch.setenv("QAX_DATA_DIR", str(data))
     return base, train
 

@@ -147,12 +147,42 @@ def write_card(model_dir: Path, results: list[dict]) -> Path:
     return card_path
 
 
+def write_backends(model_dir: Path, comparison: dict) -> Path:
+    """Record a backend comparison (benchmarks/qa_throughput.py --compare-backends) in the card as
+    ``backends``: its ``default`` is what ``EngineSettings(backend="default")`` runs for this model
+    (core.qa.registry.ModelEntry.default_backend). Regenerates README.md; returns the card's path."""
+    card_path = model_dir / "model_card.json"
+    card = read_card(model_dir)
+    card["backends"] = comparison
+    cli.write_text_atomic(card_path, json.dumps(card, indent=1, ensure_ascii=False) + "\n")
+    cli.write_text_atomic(model_dir / "README.md", render_card_markdown(card))
+    return card_path
+
+
 def read_card(model_dir: Path) -> dict:
     """The model's card ({} when it has none); ValueError when it is not a JSON object."""
     card_path = model_dir / "model_card.json"
     if not card_path.is_file():
         return {}
     return safe_json.read_object(card_path)
+
+
+def _backend_lines(bk: dict) -> list[str]:
+    """The card's backend comparison as a Markdown section."""
+    load = bk.get("load_average") or {}
+    lines = [f"## Engine backends (benchmarks/qa_throughput.py --compare-backends, {bk.get('date', '')})", "",
+             f"{bk.get('dataset')}, the first {bk.get('n')} questions, {bk.get('hardware', '')}, threads "
+             f"{bk.get('threads')}, load average {load.get('before', ['?'])[0]} before and "
+             f"{load.get('after', ['?'])[0]} after. {bk.get('method', '')}.", "",
+             "| backend | recipe | questions/s | ms/question | CPU ms/question | x torch | F1 | EM | same spans as torch |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, b in bk["backends"].items():
+        lines.append(f"| {name} | {b.get('recipe', '')} | {b.get('questions_per_second')} | {b.get('ms_per_question')} | "
+                     f"{b.get('cpu_ms_per_question')} | {b.get('speedup_over_torch')} | {b.get('f1')} | "
+                     f"{b.get('exact_match')} | {100 * b.get('identical_spans_to_torch', 0):.1f}% |")
+    lines += ["", f"Default backend: **{bk.get('default')}** ({bk.get('rule', '')}); "
+                  "`backend=\"default\"` (the app's and the CLIs' default) runs it for this model.", ""]
+    return lines
 
 
 def render_card_markdown(card: dict) -> str:
@@ -183,15 +213,20 @@ def render_card_markdown(card: dict) -> str:
         lines.append("")
     if ev := card.get("evaluations"):
         lines += ["## Measured (python -m core.models.evaluate)", "",
-                  "| data set | lang | n | EM | F1 | answer cap (tokens) | ms/question | questions/s | date |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "| data set | lang | n | EM | F1 | answer cap (tokens) | backend | threads | ms/question | "
+                  "questions/s | date |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in ev.values():
             lines.append(f"| {r['dataset']} | {r['lang']} | {r['n']} | {r['exact_match']:.1f} | {r['f1']:.1f} | "
-                         f"{r.get('max_answer_tokens', 30)} | {r['ms_per_question']} | {r['questions_per_second']} | "
+                         f"{r.get('max_answer_tokens', 30)} | {r.get('backend', 'torch')} | "
+                         f"{r.get('threads') or 'all'} | {r['ms_per_question']} | {r['questions_per_second']} | "
                          f"{r['date']} |")
         lines += ["", "The answer cap is the longest span the engine may return (EngineSettings."
-                      "max_answer_tokens; cards from before it was recorded were measured at 30).", ""]
+                      "max_answer_tokens; cards from before it was recorded were measured at 30). The "
+                      "backend is the one that answered (cards from before it was recorded: torch).", ""]
         lines.append("")
+    if (bk := card.get("backends")) and bk.get("backends"):
+        lines += _backend_lines(bk)
     for cap in (card.get("capabilities") or {}).values():
         lines += [f"## Capabilities: {cap.get('name', '')} (python -m core.behaviour --card)", "",
                   f"{cap.get('file')}, {cap.get('n')} cases, seed {cap.get('seed')}, {cap.get('date')}.", "",

@@ -169,11 +169,13 @@ def build_parser() -> cli.ArgumentParser:
     ap.add_argument("--model", nargs="+", required=True, help="registered model names")
     ap.add_argument("--dataset", nargs="+", required=True,
                     help="files, demo.<lang>, or names under the data dir (xquad/xquad.en)")
-    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (default 0: torch's choice)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="CPU threads (default 0: the policy of core.qa.threads, every core when alone)")
     ap.add_argument("--batch-size", type=int, default=None,
                     help="windows per forward pass (default: 8 on CPU, 32 on GPU)")
-    ap.add_argument("--backend", default="torch",
-                    help="forward pass: torch, onnx (ONNX Runtime fp32) or onnx-int8 (default torch)")
+    ap.add_argument("--backend", default="default",
+                    help="forward pass: default (the model card's choice by the rule), torch, onnx (ONNX "
+                         "Runtime fp32) or onnx-int8; the card records which one answered")
     ap.add_argument("--card", action="store_true", help="write results into the model card")
     ap.add_argument("--json", help="also write all results to this JSON file")
     ap.add_argument("--paired", action="store_true",

@@ -7,6 +7,7 @@ small machine the app and a sweep share the cores.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -18,7 +19,8 @@ import torch
 
 from core.qa.decode import best_spans, has_word, window_candidates
 from core.qa.features import build_windows
-from core.qa.onnx_backend import BackendUnavailable, check_backend, make_forward
+from core.qa.onnx_backend import FINGERPRINT_TAGS, BackendUnavailable, check_backend, make_forward
+from core.qa.threads import Slot
 from core.types import Prediction
 
 ProgressFn = Callable[[int, int], None]
@@ -102,11 +104,14 @@ class EngineSettings:
     # 4.8 (python benchmarks/qa_throughput.py --batch-sizes 2,4,8,32).
     batch_size: int | None = None
     top_k: int = 20
+    # None: the process-wide policy (core.qa.threads: every core when answering alone, one thread
+    # beside other askers or a sweep; QAX_THREADS sets the budget). A number: always that many.
     threads: int | None = None
-    # How the forward pass runs (core.qa.onnx_backend): "torch", "onnx" (ONNX Runtime fp32) or
-    # "onnx-int8" (int8 weights). An ONNX backend that cannot run here falls back to torch, and
-    # the engine's ``backend_name`` says which one answered.
-    backend: str = "torch"
+    # How the forward pass runs (core.qa.onnx_backend): "torch", "onnx" (ONNX Runtime fp32),
+    # "onnx-int8" (int8 weights), or "default": the model's own default, measured by the rule and
+    # recorded in its card (the engine's ``default_backend``; torch without a card). An ONNX
+    # backend that cannot run here falls back to torch; ``backend_name`` says which one answered.
+    backend: str = "default"
     # Long contexts (at least ``long_context_chars`` characters) are read in bigger windows: a
     # 20k-character context needs ~12 windows of 512 sharing 128 instead of ~17 of 384 (README,
     # benchmarks/long_context.py: 20% less CPU per question and a higher F1 on 36 SQuAD dev
@@ -150,12 +155,20 @@ def validate_pair(question: str, context: str) -> None:
 
 
 class QAEngine:
-    """Extractive QA over any ``AutoModelForQuestionAnswering`` and its fast tokenizer."""
+    """Extractive QA over any ``AutoModelForQuestionAnswering`` and its fast tokenizer; implements
+    core.qa.protocol.QAModel (``predict``, ``fingerprint``, ``languages``)."""
 
-    def __init__(self, model, tokenizer, settings: EngineSettings | None = None, device: str | None = None):
+    def __init__(self, model, tokenizer, settings: EngineSettings | None = None, device: str | None = None,
+                 languages: Sequence[str] | None = None, default_backend: str = "torch"):
         self.model = model
         self.tokenizer = tokenizer
-        # The tokenizer as loaded, for fingerprints (core.sweeps.keys.engine_fingerprint): calling a fast
+        # what backend="default" means for this model (core.qa.registry reads it from the card)
+        self.default_backend = check_backend(default_backend)
+        if self.default_backend == "default":
+            raise SettingsError("default_backend", "must name a backend, not 'default'")
+        # what the model was made for (the registry's entry says); None: not declared
+        self.languages = tuple(languages) if languages is not None else None
+        # The tokenizer as loaded, for fingerprint(): calling a fast
         # tokenizer with truncation rewrites its truncation state in place (minilm-squad's loads
         # as 256/96 and reads 384/128 after one answer), so a hash of its JSON taken later would
         # depend on what the engine did before, and the app's sweeps would not match the CLI's.
@@ -174,13 +187,15 @@ class QAEngine:
             self.settings.batch_size = self.default_batch_size()
         self.model.to(self.device)
         self.model.eval()
-        # The forward strategy, made for (backend, threads) and remade when either setting changes.
+        # The forward strategy, made for the backend and remade when that setting changes.
         self._forward_impl = None
         self._forward_key: tuple | None = None
         # Streamlit sessions share one engine: one of them remakes the forward pass at a time.
         self._backend_lock = threading.Lock()
         self.backend_name = "torch"  # the backend that actually answers
         self.backend_message: str | None = None  # why a requested backend fell back to torch
+        # sha256 state after the weights and the tokenizer, hashed once (fingerprint())
+        self._weights_digest = None
         self.resolve_backend()
 
     def resolve_backend(self) -> str:
@@ -188,22 +203,72 @@ class QAEngine:
         ONNX, exporting once into the cache) its forward pass if the settings changed. A backend
         that cannot run here logs a warning and torch answers: never a crash."""
         s = self.settings
-        key = (s.backend, s.threads)
+        if s.backend == "default":  # the card's choice was measured on CPU; a GPU runs torch
+            wanted = self.default_backend if self.device.type == "cpu" else "torch"
+        else:
+            wanted = s.backend
+        key = (wanted,)
         if key == self._forward_key:
             return self.backend_name
         with self._backend_lock:
             if key == self._forward_key:
                 return self.backend_name
             try:
-                impl = make_forward(s.backend, self.model, self.tokenizer, self.device, s.threads)
+                impl = make_forward(wanted, self.model, self.tokenizer, self.device)
                 message = None
             except BackendUnavailable as e:
-                message = f"backend {s.backend!r} unavailable, answering with torch: {e}"
+                message = f"backend {wanted!r} unavailable, answering with torch: {e}"
                 log.warning(message)
-                impl = make_forward("torch", self.model, self.tokenizer, self.device, s.threads)
+                impl = make_forward("torch", self.model, self.tokenizer, self.device)
             self.backend_name, self.backend_message = impl.name, message
             self._forward_impl, self._forward_key = impl, key
         return self.backend_name
+
+    def fingerprint(self) -> str:
+        """A hash that changes whenever this engine could answer differently: the key of its
+        cached predictions (core.sweep's prediction keys).
+
+        Hashed from the weights (every tensor of the state dict, in name order), the tokenizer (the
+        fast tokenizer's JSON as loaded) and the settings that change answers: max_length and
+        stride as the engine windows with them (cut to what the model allows), max_answer_tokens,
+        top_k, ``long_context_chars`` when not 8000, and the backend that answers when it is not
+        torch (an ONNX backend that fell back is torch). ``batch_size`` and ``threads`` only change
+        speed: minilm-squad on 300 XQuAD-en questions gives the same 300 spans at batch sizes 1, 8
+        and 32 (scores within 2e-6), so sweeps run at any batch size share their cache. The
+        weights are hashed once per engine (~0.1 s per 100 MB), the settings on every call: a
+        setting changed later changes the fingerprint. Stored sweeps depend on these bytes:
+        tests/test_protocol.py pins them for a shipped model.
+        """
+        return self.fingerprint_with(self.resolve_backend())
+
+    def fingerprint_with(self, backend: str) -> str:
+        """The fingerprint this engine has when ``backend`` answers (computed, nothing exported):
+        how a stored sweep's backend is recognised from its fingerprint (core.sweeps.backends)."""
+        if self._weights_digest is None:
+            self._weights_digest = self._hash_weights_and_tokenizer()
+        h = self._weights_digest.copy()
+        s = self.settings
+        max_length, stride = self._window_shape()
+        h.update(f"{max_length}:{stride}:{s.max_answer_tokens}:{s.top_k}".encode())
+        # Long contexts' window shape: its threshold hashed only when not the default (stored
+        # fingerprints stay); the shape itself joins the key of each long context's prediction
+        # (long_context_tag), since before it existed long contexts were read like short ones.
+        if s.long_context_chars != 8000:
+            h.update(f":long_from={s.long_context_chars}".encode())
+        # hashed only when not torch: every fingerprint from before backends existed stays
+        if backend != "torch":
+            h.update(f":backend={FINGERPRINT_TAGS.get(backend, backend)}".encode())
+        return h.hexdigest()[:20]
+
+    def _hash_weights_and_tokenizer(self):
+        """sha256 over the weights (every tensor, in name order) and the tokenizer as loaded."""
+        h = hashlib.sha256()
+        for name, tensor in sorted(self.model.state_dict().items()):
+            t = tensor.detach().to("cpu").contiguous()
+            h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+            h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        h.update((self.tokenizer_json or repr(self.tokenizer)).encode())
+        return h
 
     def default_batch_size(self) -> int:
         return 8 if self.device.type == "cpu" else 32
@@ -272,14 +337,13 @@ class QAEngine:
         done = 0
         self.resolve_backend()
         old_threads = torch.get_num_threads()
-        if s.threads:
-            torch.set_num_threads(s.threads)
         try:
-            with torch.inference_mode():
+            with torch.inference_mode(), Slot(s.threads) as slot:
                 size = s.batch_size or self.default_batch_size()  # None set after construction
                 for b in range(0, len(order), size):
                     batch = [windows[k] for k in order[b : b + size]]
-                    start, end = self._forward(batch)
+                    # asked per batch: a sweep that started alone gives way to an asker arriving
+                    start, end = self._forward(batch, slot.threads())
                     for w, sl, el in zip(batch, start, end):
                         candidates[w.pair_index].extend(
                             window_candidates(sl, el, w.offsets, s.top_k, s.max_answer_tokens)
@@ -288,7 +352,7 @@ class QAEngine:
                     if progress:
                         progress(done, len(windows))
         finally:
-            if s.threads:
+            if torch.get_num_threads() != old_threads:
                 torch.set_num_threads(old_threads)
         for j, i in enumerate(valid):
             preds[i] = Prediction(nbest=best_spans(contexts[i], candidates[j], n_best))
@@ -302,8 +366,9 @@ class QAEngine:
         p = self.answer(question, context, n_best)
         return p, time.perf_counter() - t0
 
-    def _forward(self, batch) -> tuple[np.ndarray, np.ndarray]:
-        """(start, end) logits of a batch as float32 numpy, from whichever backend answers."""
+    def _forward(self, batch, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) logits of a batch as float32 numpy, from whichever backend answers, on
+        ``threads`` CPU threads (None: the setting, else the policy's count for one caller)."""
         features = [{"input_ids": w.input_ids, **w.extra} for w in batch]
         enc = self.tokenizer.pad(features, padding=True, return_tensors="np")
-        return self._forward_impl(dict(enc))
+        return self._forward_impl(dict(enc), threads or self.settings.threads or Slot().threads())

@@ -98,6 +98,19 @@ class ModelEntry:
                 h.update(f"{f.name}:{st.st_size}:{int(st.st_mtime)}".encode())
         return h.hexdigest()[:16]
 
+    def default_backend(self) -> str:
+        """The backend ``EngineSettings(backend="default")`` means for this model: the one its
+        card records as chosen by the rule (the fastest within 0.5 XQuAD-en F1 of torch fp32,
+        benchmarks/qa_throughput.py --compare-backends --card), else torch."""
+        from core.qa.onnx_backend import BACKENDS
+
+        try:
+            card = self.model_card() or {}
+        except (OSError, ValueError):
+            return "torch"
+        chosen = (card.get("backends") or {}).get("default") if isinstance(card, dict) else None
+        return chosen if chosen in BACKENDS else "torch"
+
     def model_card(self) -> dict | None:
         d = self.local_dir()
         if d is None:
@@ -284,7 +297,8 @@ def load_engine(name: str, settings: EngineSettings | None = None, path: Path | 
     with _lock:
         if key not in _cache:
             model, tok = load_model_and_tokenizer(entry)
-            _cache[key] = QAEngine(model, tok, EngineSettings(**vars(s)))
+            _cache[key] = QAEngine(model, tok, EngineSettings(**vars(s)), languages=entry.languages,
+                                   default_backend=entry.default_backend())
         return _cache[key]
 
 

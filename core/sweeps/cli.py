@@ -45,13 +45,17 @@ def _build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--data-dir", default=None, help="data directory (default: QAX_DATA_DIR or ../shared/data)")
     ap.add_argument("--chunk-size", type=int, default=256, help="units per committed chunk (default 256)")
     ap.add_argument("--batch-size", type=int, default=None, help="engine batch size")
-    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads for the engines (0: torch's choice)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="CPU threads per engine (default: the policy of core.qa.threads: every core when "
+                         "alone, one beside other askers; QAX_THREADS sets the budget)")
     ap.add_argument("--backend", default="local", metavar="{local,ray}",
                     help="where the sweep runs: local (this process, the default) or ray (a Ray cluster, see "
                          "--address and --workers; core.sweeps.ray). The forward-pass names torch, onnx and "
                          "onnx-int8 are still accepted here and mean --engine-backend")
-    ap.add_argument("--engine-backend", default=None, help="forward pass: torch, onnx (ONNX Runtime fp32) or "
-                                                           "onnx-int8 (default torch); part of the prediction cache key")
+    ap.add_argument("--engine-backend", default=None,
+                    help="forward pass: default (each model's, chosen by the rule and recorded in its card), "
+                         "torch, onnx (ONNX Runtime fp32) or onnx-int8; part of the prediction cache key. "
+                         "Without it, --name of a stored sweep resumes with the backend that sweep was made with")
     ap.add_argument("--address", default=None, help="with --backend ray: the cluster to join (printed by `ray start "
                                                     "--head`, or auto); default: start a local Ray")
     ap.add_argument("--workers", type=int, default=None, help="with --backend ray: workers (one actor per model "
@@ -76,7 +80,7 @@ def _build_parser() -> argparse.ArgumentParser:
 def _backends(args: argparse.Namespace) -> tuple[str, str]:
     """(where the sweep runs, the forward pass) from --backend and --engine-backend. --backend
     named the forward pass before the Ray backend existed: those names still mean it."""
-    from core.qa.onnx_backend import BACKENDS
+    from core.qa.onnx_backend import CHOICES as BACKENDS
 
     where, engine = args.backend, args.engine_backend
     if where in BACKENDS:
@@ -94,7 +98,23 @@ def _backends(args: argparse.Namespace) -> tuple[str, str]:
             raise cli.CLIError(f"{' and '.join(given)} go with --backend ray")
     if args.workers is not None and args.workers < 1:
         raise cli.CLIError(f"--workers must be at least 1, got {args.workers}")
-    return where, engine or "torch"
+    return where, engine or "default"
+
+
+def _as_stored(engines: dict, db: str, name: str, settings) -> dict:
+    """The engines, each with the backend the stored sweep ``name`` was made with (a sweep made
+    before the default backend changed resumes with torch, core.sweeps.backends)."""
+    import dataclasses
+
+    from core.qa.registry import load_engine
+    from core.sweeps.backends import engines_as_stored, stored_fingerprints
+
+    engines, switched = engines_as_stored(
+        engines, stored_fingerprints(db, name),
+        lambda model, backend: load_engine(model, dataclasses.replace(settings, backend=backend)))
+    for model, backend in switched.items():
+        print(f"{model}: resuming {name} with the {backend} backend it was made with", file=sys.stderr)
+    return engines
 
 
 def _check_views(args: argparse.Namespace) -> None:
@@ -220,6 +240,8 @@ def _sweep(args: argparse.Namespace) -> int:
     # Each engine is loaded with these settings (the registry caches per settings) instead of
     # changing the settings of a shared cached engine after the fact. On Ray the actors load them.
     engines = {name: load_engine(name, settings) for name in model_names} if where == "local" else {}
+    if engines and args.name and args.engine_backend is None and args.backend == "local":
+        engines = _as_stored(engines, args.db, args.name, settings)
     config = SweepConfig(args.dataset, specs, model_names, repeats=args.repeats, seed=args.seed,
                          sample=args.sample, name=args.name, pair_by=args.pair_by,
                          on_ambiguous=args.on_ambiguous, lang=args.lang)

@@ -87,6 +87,16 @@ def resume_config(sweep: Mapping[str, Any]) -> SweepConfig:
                        on_ambiguous=cfg.get("on_ambiguous", "error"), lang=cfg.get("lang"))
 
 
+def stored_fingerprints(sweep: Mapping[str, Any]) -> dict[str, str]:
+    """{model: fingerprint} a stored sweep was made with: resuming it, each model answers with the
+    backend that gives that fingerprint (core.sweeps.backends.engines_as_stored).
+
+    >>> stored_fingerprints({"config": {"models": [["a", "9320d06fa19f917707c6"]]}})
+    {'a': '9320d06fa19f917707c6'}
+    """
+    return {m: fp for m, fp in sweep["config"]["models"]}
+
+
 def resume_note(sweep: Mapping[str, Any], running_here: bool) -> tuple[str, str] | None:
     """("warning" | "info", message) about resuming ``sweep``, or None when there is nothing to say.
     ``running_here``: this session is running it (its own job).

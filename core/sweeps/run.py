@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core.datasets import Dataset
+from core.qa.protocol import QAModel
 from core.sweeps.config import DEFAULT_DB, ProgressFn, SweepConfig, SweepError, SweepRun
 from core.sweeps.keys import answers_json, engine_fingerprint
 from core.sweeps.plan import SweepPlan, plan_sweep, resolve_inputs
@@ -64,14 +65,14 @@ def execute_plan(plan: SweepPlan, db: str | Path | Store, run_chunks: Callable[[
             store.close()
 
 
-def run_sweep(config: SweepConfig, engines: Mapping[str, Any], db: str | Path | Store = DEFAULT_DB, *,
+def run_sweep(config: SweepConfig, engines: Mapping[str, QAModel], db: str | Path | Store = DEFAULT_DB, *,
               dataset: Dataset | None = None, data_dir: str | Path | None = None,
               progress: ProgressFn | None = None, cancel: threading.Event | None = None,
               chunk_size: int = 256, catalogue: Callable[[str], Any] | None = None,
               on_start: Callable[[SweepRun], None] | None = None) -> SweepRun:
     """Run (or resume, or finish) a sweep; every result lands in the database ``db``.
 
-    ``engines``: {model name: engine} for every name in ``config.models``. ``dataset``: an already
+    ``engines``: {model name: QAModel (core.qa.protocol)} for every name in ``config.models``. ``dataset``: an already
     loaded data set (else :func:`load_dataset` resolves ``config.dataset``). ``progress(done,
     total)`` is called after each committed chunk, counting result rows (clean + perturbed, all
     models); ``cancel`` is checked between chunks: when set the sweep stops with status
