@@ -204,7 +204,8 @@ def _export_delete(trial: trials.Trial) -> None:
                        file_name=f"{trial.id}.zip", mime="application/zip", key="trial_zip", on_click="ignore")
     with st.expander("Delete this trial"):
         st.caption("Deletes every recording, transcript and challenge set of this trial from the server, for good.")
-        typed = st.text_input(f"Type the speaker label ({md_escape(trial.speaker.label)}) to confirm", key="trial_confirm")
+        typed = st.text_input(f"Type the speaker label ({md_escape(trial.speaker.label)}) to confirm",
+                              key="trial_confirm")
         if st.button("Delete the trial and its recordings", key="trial_delete", disabled=typed != trial.speaker.label):
             trial.delete()
             for k in ("trial_id", "trial_index", "trial_paths", "trial_confirm"):

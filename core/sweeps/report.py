@@ -325,7 +325,8 @@ def cell_examples(db: Store | str | Path, sweep: int | str, model: str, perturba
             "JOIN contexts ctx ON ctx.hash = e.context_hash "
             "LEFT JOIN contexts vctx ON vctx.hash = rr.variant_context_hash "
             "JOIN sweep_examples se ON se.sweep_id = rr.sweep_id AND se.example_hash = rr.example_hash "
-            f"WHERE rr.sweep_id = ? AND rr.model = ? AND rr.perturbation = ?{where.replace('params_json', 'rr.params_json')}{status} "
+            "WHERE rr.sweep_id = ? AND rr.model = ? AND rr.perturbation = ?"
+            f"{where.replace('params_json', 'rr.params_json')}{status} "
             "ORDER BY (rr.f1 IS NULL), (rr.clean_f1 - rr.f1) DESC, se.position, rr.repeat")
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -450,7 +451,8 @@ def f1_by_trap_similarity(db: Store | str | Path, sweep: int | str, edges: Seque
                 "SELECT r.model, r.f1, e.lang, v.question, ctx.text AS context, v.answers_json "
                 "FROM results r JOIN examples e ON e.hash = r.example_hash "
                 "JOIN variants v ON v.key = r.variant_key JOIN contexts ctx ON ctx.hash = v.context_hash "
-                f"WHERE r.sweep_id = ? AND r.perturbation = ? AND r.status = 'ok'{where.replace('params_json', 'r.params_json')}",
+                "WHERE r.sweep_id = ? AND r.perturbation = ? AND r.status = 'ok'"
+                f"{where.replace('params_json', 'r.params_json')}",
                 (sid, perturbation, *args)).fetchall()
         sims: dict[str, list[float]] = defaultdict(list)
         f1s: dict[str, list[float]] = defaultdict(list)

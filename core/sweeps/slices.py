@@ -301,7 +301,8 @@ def slice_examples(db: Store | str | Path, sweep: int | str, slice_name: str, gr
                 return []
             groups = _example_groups(store, sid, slice_name)
             rows = [dict(r) for r in store.conn.execute(
-                "SELECT e.hash AS example_hash, e.id, e.question, e.answers_json, c.text AS context, cr.f1, cr.em, p.answer "
+                "SELECT e.hash AS example_hash, e.id, e.question, e.answers_json, c.text AS context, "
+                "cr.f1, cr.em, p.answer "
                 "FROM clean_results cr JOIN examples e ON e.hash = cr.example_hash "
                 "JOIN contexts c ON c.hash = e.context_hash JOIN predictions p ON p.key = cr.prediction_key "
                 "JOIN sweep_examples se ON se.sweep_id = cr.sweep_id AND se.example_hash = cr.example_hash "
