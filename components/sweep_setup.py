@@ -87,6 +87,7 @@ def ray_options(key: str) -> RayOptions | None:
         return None
     from core.qa.engine import EngineSettings
 
-    settings = EngineSettings(max_answer_tokens=int(ss.get("max_answer_tokens", 30)), backend=ss.get("backend", "default"))
+    settings = EngineSettings(max_answer_tokens=int(ss.get("max_answer_tokens", 30)),
+                              backend=ss.get("backend", "default"))
     address = os.environ.get(RAY_ADDRESS_ENV) if where == WHERE[2] else None
     return RayOptions(address=address or None, workers=int(ss.get(f"{key}_workers", 2)), settings=settings)

@@ -27,7 +27,7 @@ import streamlit as st
 from components import loaders, persist
 from components.choice import keep_valid
 from components.frame import page_frame
-from components.job_progress import sweep_panel
+from components.job_progress import start_sweep, sweep_panel
 from components.params import combinations, sweep_form
 from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir
@@ -37,14 +37,12 @@ from components.sweep_setup import challenge_pairing, ray_options, run_on_picker
 from components.text import choose_hint
 from core import config
 from core.datasets import DatasetError, has_gold, load_dataset, sample_examples
-from core.explore.answers import load_engines as load_models
 from core.perturb import registry
 from core.perturb.spec import PerturbationSpec
 from core.sweeps import launch
-from core.sweeps.backends import engines_as_stored
 from core.sweeps.config import SweepConfig, SweepError
 from core.sweeps.job import SweepJob
-from core.sweeps.progress import Eta, readable_name
+from core.sweeps.progress import readable_name
 from core.sweeps.repair import SETTINGS, repair_specs
 
 page_frame()
@@ -70,34 +68,15 @@ def other_challenge_files(roots: tuple[str, ...]) -> list[str]:
     return launch.challenge_files(roots)
 
 
-def load_engines(names: list[str]) -> dict | None:
-    engines, errors = load_models(names, loaders.engine_for_state)
-    for e in errors:   # a model that fails to load is reported, not raised
-        st.error(md_escape(e))
-    return None if errors else engines
-
-
 def start_job(config: SweepConfig, ds, stored: dict[str, str] | None = None) -> None:
-    """``stored``: a resumed sweep's {model: fingerprint}; each model answers with the backend it
-    was made with, whatever the sidebar says (core.sweeps.backends)."""
-    ray = ray_options("sw")
-    engines = load_engines(list(config.models)) if ray is None else {}   # on Ray the actors load them
-    if engines is None:
-        return
-    if stored and engines:
-        engines, switched = engines_as_stored(engines, stored, loaders.engine_like_state)
-        for model, backend in switched.items():
-            st.toast(md_escape(f"{model} answers with {backend}, the backend this sweep was made with."))
-    d = current_data_dir()
+    """Start ``config`` in the background (components.job_progress.start_sweep); ``stored``: a
+    resumed sweep's {model: fingerprint} (each model answers with the backend it was made with)."""
     if db_path is None:   # the Start and Resume buttons are disabled then; checked again here
         st.error(md_escape(db.error or db.hint or "Choose a sweep database."))
         return
-    st.session_state[JOB] = SweepJob(config, engines, db_path, dataset=ds, data_dir=str(d) if d else None,
-                                     chunk_size=int(st.session_state.get("sw_chunk", CHUNK)), ray=ray).start()
-    st.session_state["sw_eta"] = Eta()
-    for k in ("sw_job_reported", "sw_banner_shown"):
-        st.session_state.pop(k, None)
-    st.rerun()
+    d = current_data_dir()
+    start_sweep(JOB, "sw", config, ds, db_path, data_dir=str(d) if d else None, ray=ray_options("sw"),
+                chunk_size=int(st.session_state.get("sw_chunk", CHUNK)), stored=stored)
 
 
 db = db_picker("sw", allow_new=True)

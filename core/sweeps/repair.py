@@ -60,7 +60,8 @@ def repair_setting(params: dict[str, Any]) -> str:
 
 # The repair settings a page offers, as repair_Q parameters.
 SETTINGS = {"content": {"mode": "content"}, "entities": {"mode": "entities"}, "all": {"mode": "all"},
-            "spellcheck": {"mode": "none", "spellcheck": True}, "question mark": {"mode": "none", "question_mark": True}}
+            "spellcheck": {"mode": "none", "spellcheck": True},
+            "question mark": {"mode": "none", "question_mark": True}}
 
 
 def repair_specs(specs: Sequence[Any], settings: Sequence[str], question_ids: set[str]) -> list[Any]:
@@ -233,7 +234,8 @@ def format_repair_table(rows: Sequence[dict[str, Any]]) -> str:
             continue
         mark = "  significant" if r["significant"] else ""
         changed = "" if r["changed %"] is None else f"  repair changed {r['changed %']}%"
-        lines.append(f"  {r['setting']:<{width}}  N {r['N']:>4}  clean {r['clean F1']:>5.1f}  noisy {r['noisy F1']:>5.1f}  "
+        lines.append(f"  {r['setting']:<{width}}  N {r['N']:>4}  clean {r['clean F1']:>5.1f}  "
+                     f"noisy {r['noisy F1']:>5.1f}  "
                      f"repaired {r['repaired F1']:>5.1f}  gain {r['gain']:>+6.2f} [{r['ci95_low']:+.2f}, "
                      f"{r['ci95_high']:+.2f}]{changed}{mark}")
     return "\n".join(lines)
