@@ -3,7 +3,7 @@
 A *spec* names one perturbation run: a registered perturbation id with parameters
 (``DCRQ:n_chars=2``), a natural challenge set ``file:<path under the data dir>``, or a chain
 ``A+B`` (B applied to what A made). :func:`parse_specs` reads the comma-separated text form that
-``python -m core.sweeps --perturbations``, ``python -m core.train --augment``,
+``python -m core.sweeps --perturbations``, ``python -m core.training --augment``,
 ``python -m core.perturb.make_challenge --perturbation`` and the Sweeps page's free-text field
 accept; ``str(spec)`` (:func:`spec_label`) is its readable name on heatmap axes.
 
