@@ -68,7 +68,8 @@ def main() -> int:
     load_before = os.getloadavg()
     for r in range(args.rounds):
         for backend in args.backends.split(","):
-            for label, askers, threads in setups:
+            # rotated each round: a load that rises or falls during the run falls on every setup
+            for label, askers, threads in setups[r % len(setups):] + setups[: r % len(setups)]:
                 rates = run(args.model, backend, threads, askers, args.n)
                 results.setdefault((backend, label), []).append(rates)
                 print(f"round {r + 1} {backend:9s} {label:22s} " + " + ".join(f"{x:.1f}" for x in rates)
