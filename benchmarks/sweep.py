@@ -41,8 +41,7 @@ from core.metrics import score_answer  # noqa: E402
 from core.perturb.spec import parse_specs
 from core.sweeps.config import SweepConfig
 from core.sweeps.keys import example_hash
-from core.sweeps.resolve import file_spec as _file_spec
-from core.sweeps.resolve import registry_spec as _registry_spec
+from core.sweeps.resolve import resolve_spec
 from core.sweeps.run import run_sweep
 from core.sweeps.store import Store  # noqa: E402
 
@@ -138,8 +137,7 @@ def main(argv: list[str] | None = None) -> dict:
         # timed mode then starts with an empty tagging cache, so none profits from another's.
         from core.perturb import nlp, registry
 
-        spec_objects = [_file_spec(s, dataset, None) if s.is_file else _registry_spec(s, args.repeats, registry.get)
-                        for s in specs]
+        spec_objects = [resolve_spec(s, args.repeats, registry.get, dataset) for s in specs]
         first = next(ex for ex in dataset.examples if ex.answers)
         for spec in spec_objects:
             spec.make(first, spec.rng(example_hash(first), args.seed, 0))

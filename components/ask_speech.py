@@ -40,6 +40,30 @@ def speech_panel(qlang: str) -> None:
         st.toggle("Answer as soon as it is transcribed", value=True, key="ask_auto_answer",
                   help="A new recording's transcript becomes the question and every selected model "
                        "answers it at once, without pressing Answer.")
+    _server_microphone()
+
+    speech = _transcribed_take(browser, usable, asr_lang)
+    if not speech:
+        st.caption("Record a question: the chosen recogniser's transcript becomes the question below. "
+                   + ("Speech is recognised as English; choose the question language above to speak another."
+                      if asr_lang is None else f"Speech is recognised as {translate.language_name(asr_lang)}."))
+        return
+    if speech["error"]:
+        st.error(f"The recording cannot be used: {md_escape(speech['error'])}")
+        return
+    st.audio(speech["wav"], format="audio/wav")
+    by_engine = {r.engine: r for r in speech["results"]}
+    picked = by_engine.get(chosen)
+    # Put the chosen engine's transcript into the question box once per (recording, engine).
+    if picked is not None and picked.text is not None and speech["applied"] != (speech["key"], chosen):
+        st.session_state["ask_question"] = picked.text
+        speech["applied"] = (speech["key"], chosen)
+        st.session_state["ask_answer_now"] = True   # answered below when the toggle is on
+    _transcripts(speech, names, problems)
+
+
+def _server_microphone() -> None:
+    """Record on the server's own microphone, when it has one (the take goes to ``ask_latest_take``)."""
     ok, why = recorder.available()
     if ok:
         rc1, rc2 = st.columns([1, 2])
@@ -54,6 +78,10 @@ def speech_panel(qlang: str) -> None:
     else:
         st.caption(f"Server microphone: not available — {md_escape(why)}.")
 
+
+def _transcribed_take(browser, usable: list[str], asr_lang: str | None) -> dict | None:
+    """The newest take (browser or server), transcribed by every usable engine once per (recording,
+    language): {key, wav, source, results, error, applied}, kept in ``ask_speech``; None before any."""
     # The newest take wins: a browser recording counts as new when its bytes change.
     if browser is not None:
         wav = browser.getvalue()
@@ -76,22 +104,13 @@ def speech_panel(qlang: str) -> None:
                 with st.spinner("Transcribing…"):
                     speech["results"] = ask_input.transcribe_all(audio, usable, asr_lang)
             st.session_state["ask_speech"] = speech
-    if not speech:
-        st.caption("Record a question: the chosen recogniser's transcript becomes the question below. "
-                   + ("Speech is recognised as English; choose the question language above to speak another."
-                      if asr_lang is None else f"Speech is recognised as {translate.language_name(asr_lang)}."))
-        return
-    if speech["error"]:
-        st.error(f"The recording cannot be used: {md_escape(speech['error'])}")
-        return
-    st.audio(speech["wav"], format="audio/wav")
+    return speech
+
+
+def _transcripts(speech: dict, names: list[str], problems: dict) -> None:
+    """Every engine's transcript of the take side by side, with its WER against what the speaker
+    meant to say (when typed), time and real-time factor, or why it has none."""
     by_engine = {r.engine: r for r in speech["results"]}
-    picked = by_engine.get(chosen)
-    # Put the chosen engine's transcript into the question box once per (recording, engine).
-    if picked is not None and picked.text is not None and speech["applied"] != (speech["key"], chosen):
-        st.session_state["ask_question"] = picked.text
-        speech["applied"] = (speech["key"], chosen)
-        st.session_state["ask_answer_now"] = True   # answered below when the toggle is on
     reference = st.session_state.get("ask_reference", "")
     rows = []
     for name in names:

@@ -9,13 +9,19 @@ is the Sweeps page's whole panel: the bar, a Ray sweep's workers, then the resul
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from components import loaders
 from components.text import md_escape
-from core.sweeps.job import SweepJob
+from core.explore.answers import load_engines
+from core.sweeps.backends import engines_as_stored
+from core.sweeps.config import SweepConfig
+from core.sweeps.job import RayOptions, SweepJob
 from core.sweeps.progress import Eta, format_seconds, worker_rows
 
 
@@ -86,3 +92,28 @@ def sweep_panel(state_key: str, key: str) -> None:
             + " Open the **Heatmaps** page to see it.")
 
     panel()
+
+
+def start_sweep(state_key: str, key: str, config: SweepConfig, ds: Any, db_path: Path, *, data_dir: str | None,
+                chunk_size: int, ray: RayOptions | None = None, stored: Mapping[str, str] | None = None) -> None:
+    """Load the models here (on Ray, its actors load them), start ``config`` as a SweepJob kept in
+    ``st.session_state[state_key]``, and rerun the page so it polls it. A model that fails to load
+    is reported and nothing starts. ``stored``: a resumed sweep's {model: fingerprint}; each model
+    then answers with the backend it was made with, whatever the sidebar says (core.sweeps.backends)."""
+    engines: dict = {}
+    if ray is None:
+        engines, errors = load_engines(list(config.models), loaders.engine_for_state)
+        for e in errors:   # a model that fails to load is reported, not raised
+            st.error(md_escape(e))
+        if errors:
+            return
+    if stored and engines:
+        engines, switched = engines_as_stored(engines, stored, loaders.engine_like_state)
+        for model, backend in switched.items():
+            st.toast(md_escape(f"{model} answers with {backend}, the backend this sweep was made with."))
+    st.session_state[state_key] = SweepJob(config, engines, db_path, dataset=ds, data_dir=data_dir,
+                                           chunk_size=chunk_size, ray=ray).start()
+    st.session_state[f"{key}_eta"] = Eta()
+    for k in (f"{key}_job_reported", f"{key}_banner_shown"):
+        st.session_state.pop(k, None)
+    st.rerun()

@@ -43,9 +43,10 @@ def leave_pages_directory_mode() -> None:
     existence of ``pages/`` when the server starts. A first visit straight to ``/models`` then ran
     ``pages/models.py`` on its own, under a sidebar of file names ("app", "ask", "beat the ai"...).
     Every page run on its own calls this first (``components.frame.page_frame``; ``app.py`` does
-    not, its own ``st.navigation`` leaves the mode): in that mode it clears the flag and asks for a rerun, which runs ``app.py``
-    and its navigation, which opens the page the address names. Known gap: an unknown address as a
-    fresh server's very first request falls to ``app.py`` in that mode and shows Ask.
+    not, its own ``st.navigation`` leaves the mode): in that mode it clears the flag and asks for
+    a rerun, which runs ``app.py`` and its navigation, which opens the page the address names.
+    Known gap: an unknown address as a fresh server's very first request falls to ``app.py`` in
+    that mode and shows Ask.
     """
     import streamlit as st
     from streamlit.runtime.pages_manager import PagesManager

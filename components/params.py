@@ -104,8 +104,9 @@ def sweep_form(p: Perturbation, key_prefix: str) -> dict[str, list]:
 def combinations(values: Mapping[str, Sequence]) -> list[dict[str, Any]]:
     """Every combination of the parameters' values, in order: what a sweep runs one spec each of.
 
-    >>> combinations({"n_words": [1, 2], "layout": ["qwerty", "qwertz"]})
-    [{'n_words': 1, 'layout': 'qwerty'}, {'n_words': 1, 'layout': 'qwertz'}, {'n_words': 2, 'layout': 'qwerty'}, {'n_words': 2, 'layout': 'qwertz'}]
+    >>> combinations({"n_words": [1, 2], "layout": ["qwerty", "qwertz"]})  # doctest: +NORMALIZE_WHITESPACE
+    [{'n_words': 1, 'layout': 'qwerty'}, {'n_words': 1, 'layout': 'qwertz'}, {'n_words': 2, 'layout': 'qwerty'},
+    {'n_words': 2, 'layout': 'qwertz'}]
     >>> combinations({})
     [{}]
     """

@@ -17,6 +17,19 @@ DEMO_LANGS = {"demo.en": "en", "demo.de": "de", "demo.zh": "zh"}
 MAX_UPLOADS = 3  # parsed uploads kept per session: a 20 MB file is ~200 MB of Python objects
 
 
+def evaluation_sets() -> dict[str, str]:
+    """Data sets to read questions from: name -> path, the data directory's evaluation sets, then
+    the bundled demo sets ('' as their path: :func:`load_set` loads them by language)."""
+    d = current_data_dir()
+    found = {info.name: str(info.path) for info in loaders.discovered(str(d)) if info.role == "eval"} if d else {}
+    return found | {name: "" for name in DEMO_LANGS}
+
+
+def load_set(name: str, path: str):
+    """A data set of :func:`evaluation_sets` (cached per process)."""
+    return loaders.demo(DEMO_LANGS[name]) if name in DEMO_LANGS else loaders.dataset(path)
+
+
 def dataset_picker(key: str, roles=("eval", "challenge")):
     """Choose a dataset; returns a Dataset or None. Errors are shown, never raised."""
     options = list(DEMO_LANGS)

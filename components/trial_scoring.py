@@ -39,8 +39,9 @@ def score_panel(trial: trials.Trial, paths: dict[str, str]) -> None:
             specs = [f"file:{p}" for k, p in paths.items() if k != "original"]
             config = SweepConfig(paths["original"], specs, models, name=f"trial-{trial.id}")
             st.session_state[JOB] = SweepJob(config, engines, trial.path / "sweep.sqlite", chunk_size=8).start()
+            st.session_state["trial_job_for"] = trial.id
             st.session_state.pop("trial_eta", None)
-            busy = True
+            st.rerun()   # the button disabled, the progress bar polling
     _scoring(trial, busy)
 
 
@@ -60,7 +61,9 @@ def _scoring(trial: trials.Trial, busy: bool) -> None:
             else:
                 r = job.result
                 note = "" if r.status == "done" else f"Cancelled after {r.done_units:,}/{r.total_units:,} rows."
-                scores[trial.id] = (trial_sets.score_rows(cells(job.db, r.name)), note)
+                # under the trial it scores, even if another trial was opened meanwhile
+                for_trial = st.session_state.get("trial_job_for", trial.id)
+                scores[for_trial] = (trial_sets.score_rows(cells(job.db, r.name)), note)
             st.rerun()
         if error := st.session_state.pop("trial_score_error", None):
             st.error(md_escape(f"Scoring stopped with an error: {error}"))

@@ -1,7 +1,8 @@
 """Beat the AI: write a question the models get wrong (Bartolo et al. 2020); validate; export; stats.
 
-All logic lives in core/collect/ (beat, beat_store, beat_stats); this page only lays it out. Every attempt is stored the moment
-the models have answered (core.collect.beat_store.BeatStore; database file from $QAX_BEAT_DB or the cache).
+All logic lives in core/collect/ (beat, beat_store, beat_stats); this page only lays it out. Every
+attempt is stored the moment the models have answered (core.collect.beat_store.BeatStore; database
+file from $QAX_BEAT_DB or the cache).
 Everything a visitor, a dataset or the store supplies is shown escaped (components/text.py) and
 every CSV goes through core.io.csv_export. Who is who: the typed name plus a per-browser token
 (components/browser_id.py); core.collect.beat_store refuses an author's validation of their own question.

@@ -130,7 +130,8 @@ for r, c in mine[:25]:
         st.markdown(f"**Q:** {md_escape(c.question)}" + (f"  \n**Perturbed Q:** {md_escape(c.question_after)}"
                                                          if c.question_after else ""))
         st.caption(md_escape(c.reason))
-        marks = [Mark("answer", c.answer.start, c.answer.end, color_for(0))] if c.answer and c.answer.start is not None else []
+        marks = ([Mark("answer", c.answer.start, c.answer.end, color_for(0))]
+                 if c.answer and c.answer.start is not None else [])
         gold = []
         if c.expect and c.expect in c.context:
             i = c.context.index(c.expect)

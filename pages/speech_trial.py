@@ -14,10 +14,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from components import loaders, persist
+from components import persist
 from components.frame import page_frame
-from components.pickers import DEMO_LANGS
-from components.state import current_data_dir
+from components.pickers import evaluation_sets, load_set
 from components.text import html_text, md_escape
 from components.trial_scoring import score_panel
 from core.collect import trial_sets, trials
@@ -32,23 +31,6 @@ st.caption("Read questions aloud, one at a time. Every recording is kept on this
            "your transcripts become a challenge set that sweeps can evaluate models on.")
 
 ENGINES = list(asr.ENGINE_NAMES)
-
-
-def _dataset_options() -> dict[str, str]:
-    """name -> path ('' for the bundled demo sets); evaluation sets only (questions to read)."""
-    options: dict[str, str] = {}
-    d = current_data_dir()
-    if d:
-        for info in loaders.discovered(str(d)):
-            if info.role == "eval":
-                options[info.name] = str(info.path)
-    for name in DEMO_LANGS:
-        options[name] = ""
-    return options
-
-
-def _load(name: str, path: str):
-    return loaders.demo(DEMO_LANGS[name]) if name in DEMO_LANGS else loaders.dataset(path)
 
 
 def _trial_label(t: trials.Trial) -> str:
@@ -86,7 +68,7 @@ def _start_or_resume():
                 st.selectbox("Your trial", ids, format_func=lambda i: labels.get(i, i), key="trial_pick")
         return draw_picker
     st.session_state.pop("trial_id", None)   # a new trial: the form, not the last trial under it
-    options = _dataset_options()
+    options = evaluation_sets()
     names = list(options)
     default = names.index("xquad/xquad.en") if "xquad/xquad.en" in names else 0
     with st.form("trial_new"):
@@ -102,7 +84,7 @@ def _start_or_resume():
         started = st.form_submit_button("Start the trial", type="primary")
     if started:
         try:
-            ds = _load(ds_name, options[ds_name])
+            ds = load_set(ds_name, options[ds_name])
             trial = trials.create_trial(trials.Speaker(label.strip(), accent.strip(), mic.strip(), notes.strip()),
                                         ds, int(n), int(seed), dataset_label=ds_name)
         except (trials.TrialError, DatasetError, OSError) as e:
@@ -222,7 +204,8 @@ def _export_delete(trial: trials.Trial) -> None:
                        file_name=f"{trial.id}.zip", mime="application/zip", key="trial_zip", on_click="ignore")
     with st.expander("Delete this trial"):
         st.caption("Deletes every recording, transcript and challenge set of this trial from the server, for good.")
-        typed = st.text_input(f"Type the speaker label ({md_escape(trial.speaker.label)}) to confirm", key="trial_confirm")
+        typed = st.text_input(f"Type the speaker label ({md_escape(trial.speaker.label)}) to confirm",
+                              key="trial_confirm")
         if st.button("Delete the trial and its recordings", key="trial_delete", disabled=typed != trial.speaker.label):
             trial.delete()
             for k in ("trial_id", "trial_index", "trial_paths", "trial_confirm"):

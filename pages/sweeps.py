@@ -27,24 +27,22 @@ import streamlit as st
 from components import loaders, persist
 from components.choice import keep_valid
 from components.frame import page_frame
-from components.job_progress import sweep_panel
+from components.job_progress import start_sweep, sweep_panel
 from components.params import combinations, sweep_form
 from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir
 from components.stored_sweeps import stored_sweeps
 from components.sweep_db import db_picker, label, md_escape, stored_sweeps_or_stop
-from components.sweep_setup import challenge_pairing, ray_options, run_on_picker
+from components.sweep_setup import challenge_pairing, ray_options, run_on_picker, typed_specs
 from components.text import choose_hint
 from core import config
 from core.datasets import DatasetError, has_gold, load_dataset, sample_examples
-from core.explore.answers import load_engines as load_models
 from core.perturb import registry
 from core.perturb.spec import PerturbationSpec
 from core.sweeps import launch
-from core.sweeps.backends import engines_as_stored
 from core.sweeps.config import SweepConfig, SweepError
 from core.sweeps.job import SweepJob
-from core.sweeps.progress import Eta, readable_name
+from core.sweeps.progress import readable_name
 from core.sweeps.repair import SETTINGS, repair_specs
 
 page_frame()
@@ -70,34 +68,15 @@ def other_challenge_files(roots: tuple[str, ...]) -> list[str]:
     return launch.challenge_files(roots)
 
 
-def load_engines(names: list[str]) -> dict | None:
-    engines, errors = load_models(names, loaders.engine_for_state)
-    for e in errors:   # a model that fails to load is reported, not raised
-        st.error(md_escape(e))
-    return None if errors else engines
-
-
 def start_job(config: SweepConfig, ds, stored: dict[str, str] | None = None) -> None:
-    """``stored``: a resumed sweep's {model: fingerprint}; each model answers with the backend it
-    was made with, whatever the sidebar says (core.sweeps.backends)."""
-    ray = ray_options("sw")
-    engines = load_engines(list(config.models)) if ray is None else {}   # on Ray the actors load them
-    if engines is None:
-        return
-    if stored and engines:
-        engines, switched = engines_as_stored(engines, stored, loaders.engine_like_state)
-        for model, backend in switched.items():
-            st.toast(md_escape(f"{model} answers with {backend}, the backend this sweep was made with."))
-    d = current_data_dir()
+    """Start ``config`` in the background (components.job_progress.start_sweep); ``stored``: a
+    resumed sweep's {model: fingerprint} (each model answers with the backend it was made with)."""
     if db_path is None:   # the Start and Resume buttons are disabled then; checked again here
         st.error(md_escape(db.error or db.hint or "Choose a sweep database."))
         return
-    st.session_state[JOB] = SweepJob(config, engines, db_path, dataset=ds, data_dir=str(d) if d else None,
-                                     chunk_size=int(st.session_state.get("sw_chunk", CHUNK)), ray=ray).start()
-    st.session_state["sw_eta"] = Eta()
-    for k in ("sw_job_reported", "sw_banner_shown"):
-        st.session_state.pop(k, None)
-    st.rerun()
+    d = current_data_dir()
+    start_sweep(JOB, "sw", config, ds, db_path, data_dir=str(d) if d else None, ray=ray_options("sw"),
+                chunk_size=int(st.session_state.get("sw_chunk", CHUNK)), stored=stored)
 
 
 db = db_picker("sw", allow_new=True)
@@ -122,7 +101,8 @@ if data_dir:
     options += evaluation_sets
 
 persist.keep("sw_dataset", options)   # this page's inputs survive a visit to another page
-persist.keep_all(["sw_sample", "sw_repeats", "sw_seed", "sw_name", "sw_chunk", "sw_where", "sw_workers"])
+persist.keep_all(["sw_sample", "sw_repeats", "sw_seed", "sw_name", "sw_chunk", "sw_where", "sw_workers",
+                  "sw_spec_text"])
 keep_valid("sw_dataset", options)
 c1, c2 = st.columns([3, 1])
 dataset_name = c1.selectbox("Dataset", options, key="sw_dataset",
@@ -191,6 +171,7 @@ files += st.multiselect("Other challenge files (runs/, speech trials, folders th
 specs = [PerturbationSpec.make(pid, combo) for pid in chosen
          for combo in combinations(sweep_form(by_id[pid], "sw_param"))]
 specs += [PerturbationSpec(f) for f in files]
+specs += typed_specs("sw")   # chains A+B, ranges and lists, as the command line takes them
 repairs = st.multiselect(
     "Also measure NoiseQA's question repair", list(SETTINGS), key="sw_repair",
     help="For each setting: repair_Q on the clean questions, and chained after every chosen question "

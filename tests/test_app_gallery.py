@@ -63,7 +63,8 @@ def test_gallery_opens_an_example_on_ask_and_on_variants(stores):
     at.multiselect(key="gal_sweeps").set_value([1, 2]).run()
     labels = [t.label for t in at.tabs]
     assert labels[0] == "Models disagree (1)" and labels[2] == "The AI was beaten (1)"
-    assert labels[1].startswith("One keystroke flips the answer (") and labels[1] != "One keystroke flips the answer (0)"
+    assert labels[1].startswith("One keystroke flips the answer (")
+    assert labels[1] != "One keystroke flips the answer (0)"
     # a flip opened on Ask: the toy set is no data set Ask offers, so its passage is pasted, with
     # the flipped question and the gold answer to score it against
     at.button(key="gal_ask_flip_0").click().run()

@@ -256,9 +256,11 @@ def test_page_model_vs_model_paired_differences(sweep_db):
     diff = _frame(at, "F1 fake-b").set_index("spec")
     # clean: fake-b gains 1/3 on q5 only -> +6.67; TUQ: 53.33 -> 93.33 -> +40.00
     assert (diff.loc["clean", "n"], diff.loc["clean", "difference"]) == (5, 6.67)
-    assert (diff.loc["TUQ", "F1 fake-a"], diff.loc["TUQ", "F1 fake-b"], diff.loc["TUQ", "difference"]) == (53.33, 93.33, 40.0)
+    assert (diff.loc["TUQ", "F1 fake-a"], diff.loc["TUQ", "F1 fake-b"], diff.loc["TUQ", "difference"]) == (
+        53.33, 93.33, 40.0)
     assert diff.loc["TUQ", "ci95_low"] <= 40.0 <= diff.loc["TUQ", "ci95_high"]
-    assert diff.loc["RUQ", "n"] == 1 and diff.loc["RUQ", "difference"] != diff.loc["RUQ", "difference"]  # NaN: no interval
+    # NaN (not equal to itself): one pair has no interval
+    assert diff.loc["RUQ", "n"] == 1 and diff.loc["RUQ", "difference"] != diff.loc["RUQ", "difference"]
     # B picked as fake-a the other way round: the signs flip
     at.selectbox(key="hm_diff_a").set_value("fake-b").run()
     flipped = _frame(at, "F1 fake-a").set_index("spec")

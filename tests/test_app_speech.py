@@ -6,6 +6,8 @@ transcribe it exactly (measured with pocketsphinx 5.1.1 and whisper base int8, s
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from rendered import shown
@@ -143,7 +145,7 @@ def speak(text: str) -> bytes:
     return to_wav_bytes(samples, rate)
 
 
-def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_path):
+def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_path, monkeypatch):
     from core.collect import trials
     from core.datasets import load_squad
 
@@ -198,11 +200,26 @@ def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_
     assert [e.id for e in spoken.examples] == [trial.examples[0].id]
     assert any(f"file:{paths['pocketsphinx']}" in c.value for c in again.code)
 
-    # Score a model on the spoken sets: the table stays on the page across later reruns.
+    # Score a model on the spoken sets: a sweep in the background, with a progress bar and Cancel
+    # (predictions wait on a gate, so the page is looked at while it runs); the table stays on the
+    # page across later reruns.
+    from core.qa.engine import QAEngine
+
+    gate, original = threading.Event(), QAEngine.predict
+
+    def gated(self, *args, **kwargs):
+        assert gate.wait(120), "the test never opened the gate"
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(QAEngine, "predict", gated)
     again.multiselect(key="trial_models").set_value(["tiny-a"]).run()
     again.button(key="trial_score").click().run()
     assert not again.exception, again.exception
-    job = again.session_state["trial_job"]   # the sweep runs in the background, with a progress bar
+    job = again.session_state["trial_job"]
+    assert job.running and again.button(key="trial_score").disabled
+    assert any("Preparing sweep" in p.proto.text or "result rows" in p.proto.text for p in again.get("progress"))
+    assert again.button(key="trial_cancel").label == "Cancel"
+    gate.set()
     assert job.wait(120), "the scoring sweep did not finish in time"
     again.run()
     assert not again.exception, again.exception

@@ -8,12 +8,14 @@ from core import translate
 from core.explore import ask_input
 from core.speech.audio import Audio
 
-ES_EN = translate.MappingTranslator({("es", "en"): {"¿Cuál es la capital de Francia?": "Which is the capital of France?"}})
+ES_EN = translate.MappingTranslator(
+    {("es", "en"): {"¿Cuál es la capital de Francia?": "Which is the capital of France?"}})
 
 
 def test_plan_same_language_is_asked_as_typed():
     plan = ask_input.plan_question("what is the capital of france", ask_input.AUTO, "en", [ES_EN])
-    assert (plan.lang, plan.asked, plan.translated, plan.problem) == ("en", "what is the capital of france", False, None)
+    assert (plan.lang, plan.asked, plan.translated, plan.problem) == (
+        "en", "what is the capital of france", False, None)
     assert plan.guess.evidence == ("what", "is", "the", "of")
 
 

@@ -360,8 +360,8 @@ def test_pair_by_id_with_unmatched_and_refusal():
     assert [(o.id, c.question) for o, c in p.pairs] == [("a", "q1"), ("c", "q3")]
     assert (p.unmatched_original, p.unmatched_challenge) == (["b"], ["z"])
     with pytest.raises(DatasetError, match=r"cannot pair 'o' \(3 questions\) with 'd' \(1 "
-                                           r"questions\): by id: no question id in common \| by position: the files have different "
-                                           r"numbers of questions$"):
+                                           r"questions\): by id: no question id in common \| "
+                                           r"by position: the files have different numbers of questions$"):
         pair_challenge(orig, Dataset("d", "en", [ex("q", "?")]))
 
 

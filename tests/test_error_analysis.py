@@ -12,6 +12,7 @@ import pytest
 
 from core.datasets import Dataset
 from core.perturb import registry
+from core.perturb.base import NotApplicable
 from core.perturb.repair import repair_question, repair_with_context, spellcheck
 from core.perturb.spec import SpecError, parse_specs
 from core.sweeps.calibration import calibration_table, coverage_curve, score_samples
@@ -122,7 +123,8 @@ def test_repair_q_perturbation_returns_unchanged_questions_too():
     noisy = QAExample("x", NOISY["q0"], ex.context, ex.answers)
     (v,) = p.apply(noisy, random.Random(0), mode="content")
     assert v.text == ex.question and v.meta["changes"][0]["old"] == "quartreback"
-    assert p.apply(QAExample("t", "คือ อะไร", "บริบท", (), lang="th"), random.Random(0)) is None
+    with pytest.raises(NotApplicable, match="written without spaces"):   # the apply template's protocol
+        p.apply(QAExample("t", "คือ อะไร", "บริบท", (), lang="th"), random.Random(0))
 
 
 # ------------------------------------------------------------------------------------------ chains

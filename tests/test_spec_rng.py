@@ -149,8 +149,14 @@ def test_spec_text_round_trips_through_the_parsers():
     assert (spec.id, spec.params_dict) == ("keyboard_Q+DPQ", {"p": 0.5})
     assert [(s.id, s.params_dict) for s in chain_step_specs(spec)] == [("keyboard_Q", {"p": 0.5}), ("DPQ", {})]
     composite, params = compose.build(spec)
-    assert (composite.id, composite.step_params, params) == ("keyboard_Q+DPQ", {"keyboard_Q": {"p": 0.5}, "DPQ": {}}, {})
+    assert (composite.id, composite.step_params, params) == (
+        "keyboard_Q+DPQ", {"keyboard_Q": {"p": 0.5}, "DPQ": {}}, {})
     assert chain_step_specs(composite.spec) == chain_step_specs(spec)
+    # ... and writes it back as spec text the parsers read: the same steps, the same parameters
+    assert composite.spec.text == "keyboard_Q:p=0.5+DPQ"
+    assert chain_step_specs(parse_spec(composite.spec.text)) == chain_step_specs(spec)
+    odd = PerturbationSpec.make("asr_Q", {"voice": "espeak-ng:en-us+f3", "engine": "whisper-base"})
+    assert parse_spec(odd.text) == odd
     assert [str(s) for s in parse_specs("keyboard_Q:p=0.1|0.2+DPQ")] == [
         "keyboard_Q+DPQ(p=0.1)", "keyboard_Q+DPQ(p=0.2)"]
     with pytest.raises(SpecError, match="names 2 perturbation runs"):

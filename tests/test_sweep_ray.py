@@ -36,7 +36,8 @@ ROWS = ("SELECT 'clean', model, '', '', 0, example_hash, prediction_key, em, f1 
         "em, f1 FROM results ORDER BY 1, 2, 3, 4, 5, 6")
 VARIANTS = ("SELECT key, status, note, field, question, context_hash, answers_json, changed, cer, wer, meta_json "
             "FROM variants ORDER BY key")
-PREDICTIONS = "SELECT key, model, fingerprint, question, context_hash, answer, span_start, span_end FROM predictions ORDER BY key"
+PREDICTIONS = ("SELECT key, model, fingerprint, question, context_hash, answer, span_start, span_end "
+               "FROM predictions ORDER BY key")
 
 
 def _query(db: Path, sql: str) -> list:

@@ -67,7 +67,8 @@ def test_context_variant_keeps_gold_offsets_and_question():
     assert row.text == EX.context[:24] + EX.context[31:]
     (gold,) = row.example.answers
     assert row.text[gold.answer_start:gold.answer_start + len(gold.text)] == "14 October 1871"
-    assert marked_text(row.original_text, row.edits, window=20) == "Carrow Point Lighthouse ⟦−stands ⟧on a granite headland…"
+    assert marked_text(row.original_text, row.edits, window=20) == (
+        "Carrow Point Lighthouse ⟦−stands ⟧on a granite headland…")
 
 
 def test_notes_say_why_no_row():
@@ -99,7 +100,8 @@ def test_chain_is_one_choice_with_step_params_and_its_own_seed():
         "⟦W→w⟧he⟦n→m⟧ was ⟦C→c⟧arro⟦w→q⟧ ⟦P→p⟧oint ⟦L→l⟧ighthouse fir⟦s→d⟧t li⟦t→y⟧?"
     assert params_label(rows[1].params) == "keyboard_Q.p=0.5"
     assert [(n.perturbation, n.status, n.message) for n in notes] == [
-        ("DRQ+DRC", "skipped", "composite steps must perturb one field, got ['context', 'question'] for ['DRQ', 'DRC']")]
+        ("DRQ+DRC", "skipped",
+         "composite steps must perturb one field, got ['context', 'question'] for ['DRQ', 'DRC']")]
 
 
 def test_a_raising_perturbation_gives_an_error_note_and_others_still_run():
@@ -125,7 +127,8 @@ def test_bad_arguments_are_refused():
 
 def test_incompatibility_reasons():
     fr = QAExample("f", "Quand a-t-il été allumé ?", "Le phare a été allumé en 1871.", lang="fr")
-    assert incompatibility_reason(registry.get("DCVQ"), fr) == "DCVQ needs a POS tagger (en, de, zh); language 'fr' has none"
+    assert incompatibility_reason(registry.get("DCVQ"), fr) == (
+        "DCVQ needs a POS tagger (en, de, zh); language 'fr' has none")
     assert incompatibility_reason(registry.get("DCRQ"), fr) is None
     assert incompatibility_reason(registry.get("TLQ"), EX) is None
 

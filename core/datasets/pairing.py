@@ -157,7 +157,8 @@ def pair_challenge(original: Dataset, challenge: Dataset, pair_by: str = "auto",
             why_not.append(f"by {rule}: {_first(bad, rule)}")
             continue
         return Pairing(good, uo, uc, rule, [o.id for o, c in good if o.context != c.context], bad)
-    hint = "" if pair_by != "auto" or not forceable else "; --pair-by id|position forces a rule and drops the pairs that disagree"
+    hint = ("" if pair_by != "auto" or not forceable
+            else "; --pair-by id|position forces a rule and drops the pairs that disagree")
     raise DatasetError(f"{where}: {' | '.join(why_not)}{hint}")
 
 

@@ -364,58 +364,12 @@ def load_squad(source: str | Path | IO, lang: str | None = None, *, name: str | 
             context = _get(paragraph, "context", str, where, ppath)
             qas = _get(paragraph, "qas", list, where, ppath)
             for qi, qa in enumerate(qas):
-                qpath = f"{ppath}.qas[{qi}]"
-                qid = str(_get(qa, "id", (str, int), where, qpath))
-                if qid in seen:
-                    raise DatasetError(f"{where}: {qpath}: duplicate question id {qid!r} "
-                                       f"(first at {seen[qid]})")
-                seen[qid] = qpath
-                question = _get(qa, "question", str, where, qpath)
-                raw_answers = _get(qa, "answers", list, where, qpath)
-                impossible = qa.get("is_impossible", False)
-                if not isinstance(impossible, bool):
-                    raise DatasetError(f"{where}: {qpath}.is_impossible should be true or false")
-                if impossible and raw_answers:
-                    raise DatasetError(f"{where}: {qpath} (question id {qid!r}) is marked "
-                                       f"is_impossible but has {len(raw_answers)} answers")
-                answers: list[Answer] = []
-                for ni, ans in enumerate(raw_answers):
-                    npath = f"{qpath}.answers[{ni}]"
-                    if not isinstance(ans, dict):
-                        raise DatasetError(f"{where}: {npath} should be an object with 'text' "
-                                           f"and 'answer_start', got {type(ans).__name__}")
-                    text = _get(ans, "text", str, where, npath)
-                    start = _get(ans, "answer_start", int, where, npath)
-                    if not text:  # MLQA's rebuilt test files: {"text": "", "answer_start": 0}
-                        fixes.add("answers_empty", qid)
-                        continue
-                    found = _locate(context, text, start, qid, where, npath, on_ambiguous, fixes,
-                                    question)
-                    if found is not None:
-                        answers.append(Answer(text, found))
-                texts = [a["text"] for a in raw_answers if a["text"]]
-                if texts and not answers:
-                    raise DatasetError(
-                        f"{where}: {qpath} (question id {qid!r}): no answer text occurs in the "
-                        f"context (first answer: {texts[0]!r})")
-                for _ in range(len(texts) - len(answers)):
-                    fixes.add("answers_dropped", qid)
-                if not answers and not impossible:
-                    fixes.add("no_gold", qid)
-                examples.append(QAExample(id=qid, question=question, context=context,
-                                          answers=tuple(answers), title=title, lang=ex_lang,
-                                          is_impossible=impossible))
+                examples.append(_read_question(qa, f"{ppath}.qas[{qi}]", where, context, title, ex_lang,
+                                               on_ambiguous, fixes, seen))
 
     langs = {ex.lang for ex in examples}
     ds_lang = langs.pop() if len(langs) == 1 else ("mul" if langs else (file_lang or "und"))
-    if lang:
-        lang_source = "given"
-    elif any(isinstance(a, dict) and isinstance(a.get("lang"), str) for a in data):
-        lang_source = "from the articles"
-    elif file_lang:
-        lang_source = "from the file name"
-    else:
-        lang_source = "guessed from the script of the text"
+    lang_source = _lang_source(lang, data, file_lang)
     report = fixes.lines()
     if detected and not lang:
         report.append(f"language not given: guessed {detected[0]!r} from the script of the "
@@ -424,6 +378,61 @@ def load_squad(source: str | Path | IO, lang: str | None = None, *, name: str | 
     fmt = _recognise_format(doc, src_name if isinstance(src_name, str) else name, examples, fixes)
     return Dataset(name=name, lang=ds_lang, examples=examples, report=report,
                    stats=fixes.stats(), format=fmt, lang_source=lang_source)
+
+
+def _lang_source(lang: str | None, data: list, file_lang: str | None) -> str:
+    """Where the examples' language came from (the load line says it)."""
+    if lang:
+        return "given"
+    if any(isinstance(a, dict) and isinstance(a.get("lang"), str) for a in data):
+        return "from the articles"
+    if file_lang:
+        return "from the file name"
+    return "guessed from the script of the text"
+
+
+def _read_question(qa: Any, qpath: str, where: str, context: str, title: str, ex_lang: str, on_ambiguous: str,
+                   fixes: _Fixes, seen: dict[str, str]) -> QAExample:
+    """One ``qas`` entry as an example, its answers located in ``context`` (repairs go to ``fixes``);
+    DatasetError naming ``qpath`` for a duplicate id, a bad field or answers that are not in the context."""
+    qid = str(_get(qa, "id", (str, int), where, qpath))
+    if qid in seen:
+        raise DatasetError(f"{where}: {qpath}: duplicate question id {qid!r} "
+                           f"(first at {seen[qid]})")
+    seen[qid] = qpath
+    question = _get(qa, "question", str, where, qpath)
+    raw_answers = _get(qa, "answers", list, where, qpath)
+    impossible = qa.get("is_impossible", False)
+    if not isinstance(impossible, bool):
+        raise DatasetError(f"{where}: {qpath}.is_impossible should be true or false")
+    if impossible and raw_answers:
+        raise DatasetError(f"{where}: {qpath} (question id {qid!r}) is marked "
+                           f"is_impossible but has {len(raw_answers)} answers")
+    answers: list[Answer] = []
+    for ni, ans in enumerate(raw_answers):
+        npath = f"{qpath}.answers[{ni}]"
+        if not isinstance(ans, dict):
+            raise DatasetError(f"{where}: {npath} should be an object with 'text' "
+                               f"and 'answer_start', got {type(ans).__name__}")
+        text = _get(ans, "text", str, where, npath)
+        start = _get(ans, "answer_start", int, where, npath)
+        if not text:  # MLQA's rebuilt test files: {"text": "", "answer_start": 0}
+            fixes.add("answers_empty", qid)
+            continue
+        found = _locate(context, text, start, qid, where, npath, on_ambiguous, fixes, question)
+        if found is not None:
+            answers.append(Answer(text, found))
+    texts = [a["text"] for a in raw_answers if a["text"]]
+    if texts and not answers:
+        raise DatasetError(
+            f"{where}: {qpath} (question id {qid!r}): no answer text occurs in the "
+            f"context (first answer: {texts[0]!r})")
+    for _ in range(len(texts) - len(answers)):
+        fixes.add("answers_dropped", qid)
+    if not answers and not impossible:
+        fixes.add("no_gold", qid)
+    return QAExample(id=qid, question=question, context=context, answers=tuple(answers), title=title,
+                     lang=ex_lang, is_impossible=impossible)
 
 
 FORMATS = ("SQuAD v1.1", "SQuAD 2.0", "NoiseQA", "DuReader-robust", "CMRC 2018")

@@ -109,7 +109,8 @@ def _span(p: Prediction | None) -> tuple[int, int] | None:
     return (best.start, best.end) if best is not None else None
 
 
-def compare(before: Mapping[str, Prediction], after: Mapping[str, Prediction], edit: WordEdit | None) -> list[dict[str, Any]]:
+def compare(before: Mapping[str, Prediction], after: Mapping[str, Prediction],
+            edit: WordEdit | None) -> list[dict[str, Any]]:
     """One row per model in ``after``: old/new answer, span and score, score change, movement."""
     rows = []
     for model, new_pred in after.items():
@@ -123,7 +124,8 @@ def compare(before: Mapping[str, Prediction], after: Mapping[str, Prediction], e
                      "old score": None if old_score is None else round(old_score, 4),
                      "new answer": nb.text if nb else "", "new span": _fmt(_span(new_pred)),
                      "new score": None if new_score is None else round(new_score, 4),
-                     "score change": None if old_score is None or new_score is None else round(new_score - old_score, 4),
+                     "score change": (None if old_score is None or new_score is None
+                                      else round(new_score - old_score, 4)),
                      "answer text changed": (ob.text if ob else "") != (nb.text if nb else ""),
                      "movement": MOVEMENTS[move]})
     return rows

@@ -56,14 +56,9 @@ def disagreements(db: str | Path, sweep: int | str, limit: int = 20) -> list[Fin
     by_example: dict[str, list] = defaultdict(list)
     with _store(db) as store:
         sid = store.sweep_id(sweep)
-        name, dataset = store.conn.execute("SELECT name, dataset FROM sweeps WHERE id = ?", (sid,)).fetchone()
-        for r in store.conn.execute(
-                "SELECT c.example_hash, c.model, c.f1, p.answer, e.id, e.lang, e.question, e.answers_json, "
-                "ctx.text AS context, sm.position FROM clean_results c "
-                "JOIN predictions p ON p.key = c.prediction_key JOIN examples e ON e.hash = c.example_hash "
-                "JOIN contexts ctx ON ctx.hash = e.context_hash "
-                "JOIN sweep_models sm ON sm.sweep_id = c.sweep_id AND sm.model = c.model "
-                "WHERE c.sweep_id = ? ORDER BY sm.position", (sid,)):
+        sweep_row = store.sweep_row(sid)
+        name, dataset = sweep_row["name"], sweep_row["dataset"]
+        for r in store.clean_answers_by_model(sid):
             by_example[r["example_hash"]].append(r)
     out = []
     for rows in by_example.values():
@@ -88,16 +83,9 @@ def one_keystroke_flips(db: str | Path, sweep: int | str, limit: int = 20) -> li
     seen: set[tuple[str, str, str]] = set()
     with _store(db) as store:
         sid = store.sweep_id(sweep)
-        name, dataset = store.conn.execute("SELECT name, dataset FROM sweeps WHERE id = ?", (sid,)).fetchone()
-        for r in store.conn.execute(
-                "SELECT rr.model, rr.perturbation, rr.example_id, rr.lang, rr.original_question, "
-                "rr.variant_question, rr.answer, rr.clean_answer, rr.f1, rr.clean_f1, rr.gold_json, "
-                "ctx.text AS context FROM result_rows rr JOIN examples e ON e.hash = rr.example_hash "
-                "JOIN contexts ctx ON ctx.hash = e.context_hash "
-                "WHERE rr.sweep_id = ? AND rr.status = 'ok' AND rr.field = 'question' "
-                "AND rr.clean_f1 >= ? AND rr.f1 < ? AND length(rr.variant_question) "
-                "BETWEEN length(rr.original_question) - 1 AND length(rr.original_question) + 1",
-                (sid, RIGHT, RIGHT)):
+        sweep_row = store.sweep_row(sid)
+        name, dataset = sweep_row["name"], sweep_row["dataset"]
+        for r in store.near_question_flips(sid, RIGHT):
             original, variant = r["original_question"], r["variant_question"] or ""
             if Levenshtein.distance(original, variant) != 1:
                 continue

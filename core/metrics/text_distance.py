@@ -12,7 +12,8 @@ divided by the number of reference characters / words. Computed by jiwer; the ra
 (:func:`cer`, :func:`corpus_cer`, ...) use its default transforms: the ends of each string are
 stripped; for WER the text is split on whitespace; for CER every character counts, spaces
 included, and case and punctuation are NOT normalised (a dropped question mark is one character
-edit). The corpus-level rate is total edits / total reference length (not the mean of per-pair rates), as jiwer and the paper compute it.
+edit). The corpus-level rate is total edits / total reference length (not the mean of per-pair
+rates), as jiwer and the paper compute it.
 
 Empty reference (our choice; the rate is undefined there, and jiwer 4 returns the raw insertion
 count, which is not a rate): a pair whose reference is empty (after stripping) has rate 0.0 when

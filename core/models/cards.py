@@ -174,10 +174,12 @@ def _backend_lines(bk: dict) -> list[str]:
              f"{bk.get('dataset')}, the first {bk.get('n')} questions, {bk.get('hardware', '')}, threads "
              f"{bk.get('threads')}, load average {load.get('before', ['?'])[0]} before and "
              f"{load.get('after', ['?'])[0]} after. {bk.get('method', '')}.", "",
-             "| backend | recipe | questions/s | ms/question | CPU ms/question | x torch | F1 | EM | same spans as torch |",
+             "| backend | recipe | questions/s | ms/question | CPU ms/question | x torch | F1 | EM "
+             "| same spans as torch |",
              "|---|---|---|---|---|---|---|---|---|"]
     for name, b in bk["backends"].items():
-        lines.append(f"| {name} | {b.get('recipe', '')} | {b.get('questions_per_second')} | {b.get('ms_per_question')} | "
+        lines.append(f"| {name} | {b.get('recipe', '')} | {b.get('questions_per_second')} | "
+                     f"{b.get('ms_per_question')} | "
                      f"{b.get('cpu_ms_per_question')} | {b.get('speedup_over_torch')} | {b.get('f1')} | "
                      f"{b.get('exact_match')} | {100 * b.get('identical_spans_to_torch', 0):.1f}% |")
     lines += ["", f"Default backend: **{bk.get('default')}** ({bk.get('rule', '')}); "

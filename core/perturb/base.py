@@ -90,6 +90,11 @@ class NotApplicable(PerturbationError):
 # ------------------------------------------------------------------------------------- parameters
 
 
+# The most values of a bounded int a sweep offers as a range (one spec per value); wider bounds
+# get a single number field.
+MAX_SWEEP_INTS = 100
+
+
 @dataclass(frozen=True)
 class Param:
     """One declared parameter of a perturbation (LIT's ``config_spec`` entry).
@@ -148,11 +153,17 @@ class Param:
 
     @property
     def sweep_values(self) -> tuple:
-        """The values a sweep offers to pick several of: every int in the bounds, or the choices;
-        () when one value is set (bools, floats, unbounded numbers and free text)."""
+        """The values a sweep offers to pick several of: every int in the bounds (at most
+        :data:`MAX_SWEEP_INTS` of them), or the choices; () when one value is set (bools, floats,
+        unbounded or widely bounded numbers, free text). A bound like ``max=10**9`` says "any
+        count", not "offer a billion values": listing them would exhaust the server's memory.
+
+        >>> Param("min_frequency", 500, min=0, max=10**9).sweep_values
+        ()
+        """
         if self.choices is not None:
             return self.choices
-        if self.type is int and self.min is not None:
+        if self.type is int and self.min is not None and self.max - self.min < MAX_SWEEP_INTS:
             return tuple(range(int(self.min), int(self.max) + 1))
         return ()
 

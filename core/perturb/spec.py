@@ -3,7 +3,7 @@
 A *spec* names one perturbation run: a registered perturbation id with parameters
 (``DCRQ:n_chars=2``), a natural challenge set ``file:<path under the data dir>``, or a chain
 ``A+B`` (B applied to what A made). :func:`parse_specs` reads the comma-separated text form that
-``python -m core.sweeps --perturbations``, ``python -m core.train --augment``,
+``python -m core.sweeps --perturbations``, ``python -m core.training --augment``,
 ``python -m core.perturb.make_challenge --perturbation`` and the Sweeps page's free-text field
 accept; ``str(spec)`` (:func:`spec_label`) is its readable name on heatmap axes.
 
@@ -64,6 +64,25 @@ class PerturbationSpec:
     def __str__(self) -> str:
         return spec_label(self.id, self.params_dict)
 
+    @property
+    def text(self) -> str:
+        """The spec written in the language :func:`parse_specs` reads (``str()`` is the label):
+        a chain's ``STEP.name`` parameters are written after their step.
+
+        >>> PerturbationSpec.make("keyboard_Q+DPQ", {"keyboard_Q.p": 0.5}).text
+        'keyboard_Q:p=0.5+DPQ'
+        >>> PerturbationSpec.make("asr_Q", {"voice": "flite:kal16", "engine": "whisper"}).text
+        'asr_Q:engine=whisper:voice=flite:kal16'
+        """
+        steps = chain_steps(self.id)
+        own: dict[str, list[str]] = {step: [] for step in steps}
+        for key, value in self.params:
+            step, dot, name = key.rpartition(".")
+            if not (dot and step in own):
+                step, name = steps[0], key   # a flat name: parsing routes it to its step again
+            own[step].append(f":{name}={_value_text(value)}")
+        return "+".join(step + "".join(own[step]) for step in steps)
+
 
 # A chain step begins after a "+" followed by a perturbation id or "file:".
 _CHAIN_SPLIT = re.compile(r"\+(?=\s*(?:file:|[A-Za-z_]))")
@@ -92,6 +111,14 @@ def _parse_value(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         return text
+
+
+def _value_text(value: Any) -> str:
+    """A parameter value as spec text: as it is where it reads back as itself, else JSON."""
+    if isinstance(value, str):
+        plain = _parse_value(value) == value and not any(c in value for c in ",|+") and ".." not in value
+        return value if plain and value.strip() == value and value else json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _expand_values(key: str, text: str) -> list[Any]:

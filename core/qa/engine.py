@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 class QAInputError(ValueError):
     """A question or context the engine cannot answer; the message says why, ``reason`` names the
-    kind in a few words (what core.evaluate counts its skipped questions by)."""
+    kind in a few words (what core.models.evaluate counts its skipped questions by)."""
 
     def __init__(self, message: str, reason: str | None = None):
         super().__init__(message)
@@ -227,7 +227,7 @@ class QAEngine:
 
     def fingerprint(self) -> str:
         """A hash that changes whenever this engine could answer differently: the key of its
-        cached predictions (core.sweep's prediction keys).
+        cached predictions (core.sweeps.keys' prediction keys).
 
         Hashed from the weights (every tensor of the state dict, in name order), the tokenizer (the
         fast tokenizer's JSON as loaded) and the settings that change answers: max_length and

@@ -12,7 +12,8 @@ One concept per module:
 ``ray``            the same sweep on a Ray cluster
 ``job``            SweepJob: a sweep on a background thread (the Sweeps page)
 ``progress``       progress lines for a running sweep
-``store``          the SQLite store: schema and the SQL of the sweep's writes
+``store``          the SQLite store: every query on it (writes and reads)
+``schema``         its tables (the DDL)
 ``report``         the stored sweep as cells, tables and drill-downs
 ``tables``         the Heatmaps page's tables built from the cells
 ``aggregates``     aggregates stored when a sweep finishes (Heatmaps opens them at once)

@@ -27,9 +27,6 @@ from core.sweeps.store import Store
 __all__ = ["NAMES", "version_of", "store", "load", "drop", "cells", "noise_rates", "clean_traps",
            "model_differences"]
 
-TABLE = """CREATE TABLE IF NOT EXISTS sweep_aggregates (
-    sweep_id INTEGER NOT NULL, name TEXT NOT NULL, version TEXT NOT NULL, json TEXT NOT NULL,
-    PRIMARY KEY (sweep_id, name))"""
 
 
 def version_of(sweep: dict) -> str:
@@ -69,12 +66,7 @@ def store(db: str | Path, sweep: int | str) -> dict[str, Any]:
     s = _sweep(db, sweep)
     values = _compute_all(db, s["id"], s["models"])
     with Store(db) as st:
-        with st.transaction():
-            st.conn.execute(TABLE)
-            st.conn.execute("DELETE FROM sweep_aggregates WHERE sweep_id = ?", (s["id"],))
-            st.conn.executemany(
-                "INSERT INTO sweep_aggregates (sweep_id, name, version, json) VALUES (?, ?, ?, ?)",
-                [(s["id"], name, version_of(s), json.dumps(v)) for name, v in values.items()])
+        st.replace_aggregates(s["id"], [(name, version_of(s), json.dumps(v)) for name, v in values.items()])
     return values
 
 
@@ -82,17 +74,14 @@ def drop(db: str | Path, sweep: int | str) -> None:
     """Forget the stored aggregates of ``sweep`` (the page computes them live again)."""
     s = _sweep(db, sweep)
     with Store(db) as st:
-        with st.transaction():
-            st.conn.execute(TABLE)
-            st.conn.execute("DELETE FROM sweep_aggregates WHERE sweep_id = ?", (s["id"],))
+        st.replace_aggregates(s["id"], [])
 
 
 def load(db: str | Path, sweep_id: int, version: str, name: str) -> Any | None:
     """The stored aggregate ``name`` of ``sweep_id`` if it was stored for ``version``, else None."""
     try:
         with Store(db, readonly=True) as st:
-            row = st.conn.execute("SELECT version, json FROM sweep_aggregates WHERE sweep_id = ? AND name = ?",
-                                  (sweep_id, name)).fetchone()
+            row = st.aggregate(sweep_id, name)
     except Exception:   # no such table (an older database), or unreadable: compute live
         return None
     if row is None or row[0] != version:

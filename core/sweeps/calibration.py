@@ -37,15 +37,10 @@ def score_samples(db: Store | str | Path, sweep: int | str, model: str, perturba
     the clean points over the same questions as the perturbed ones."""
     with _store(db) as store:
         sid = store.sweep_id(sweep)
-        perturbed = [(r[0] or 0.0, r[1], r[2]) for r in store.conn.execute(
-            "SELECT p.score, r.f1, r.example_hash FROM results r LEFT JOIN predictions p ON p.key = r.prediction_key "
-            "WHERE r.sweep_id = ? AND r.model = ? AND r.perturbation = ? AND r.params_json = ? AND r.status = 'ok' "
-            "ORDER BY r.example_hash, r.repeat", (sid, model, perturbation, params_json))]
+        perturbed_rows, clean_rows = store.answer_scores(sid, model, perturbation, params_json)
+        perturbed = [(r[0] or 0.0, r[1], r[2]) for r in perturbed_rows]
         hashes = {h for _, _, h in perturbed}
-        clean = [(r[0] or 0.0, r[1]) for r in store.conn.execute(
-            "SELECT p.score, c.f1, c.example_hash FROM clean_results c LEFT JOIN predictions p "
-            "ON p.key = c.prediction_key WHERE c.sweep_id = ? AND c.model = ? ORDER BY c.example_hash",
-            (sid, model)) if r[2] in hashes]
+        clean = [(r[0] or 0.0, r[1]) for r in clean_rows if r[2] in hashes]
     return {"clean": clean, "perturbed": [(s, f) for s, f, _ in perturbed]}
 
 
@@ -70,7 +65,8 @@ def coverage_curve(points: Sequence[tuple[float, float]]) -> list[dict[str, floa
     Each row: threshold, coverage (share answered, %), answered F1 (mean over answered, points),
     overall F1 (abstentions count 0, points).
 
-    >>> [(r["threshold"], r["coverage"], r["answered F1"]) for r in coverage_curve([(0.9, 1.0), (0.5, 0.0), (0.1, 1.0)])]
+    >>> curve = coverage_curve([(0.9, 1.0), (0.5, 0.0), (0.1, 1.0)])
+    >>> [(r["threshold"], r["coverage"], r["answered F1"]) for r in curve]
     [(0.9, 33.33, 100.0), (0.5, 66.67, 50.0), (0.1, 100.0, 66.67)]
     """
     ordered = sorted(points, key=lambda p: -p[0])
@@ -134,7 +130,9 @@ def format_calibration(rows: Sequence[dict[str, Any]], target: float = TARGET) -
 
     >>> print(format_calibration([{"model": "m", "spec": "TLQ", "N": 3, "clean F1": 80.0, "F1": 66.67,
     ...     "clean mean score": 0.6, "mean score": 0.5, "threshold": 0.9, "coverage %": 33.33, "answered F1": 100.0}]))
-    Abstain below a score threshold: the lowest threshold whose answered F1 under the perturbation reaches 90% of clean F1
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Abstain below a score threshold: the lowest threshold whose answered F1 under the perturbation reaches 90% of
+    clean F1
     model  spec      N  clean F1      F1  score clean  score pert.  threshold  coverage %  answered F1
     m      TLQ       3      80.0    66.7       0.6000       0.5000     0.9000        33.3        100.0
     """
@@ -148,6 +146,7 @@ def format_calibration(rows: Sequence[dict[str, Any]], target: float = TARGET) -
         def f(x, spec):
             return "-" if x is None else format(x, spec)
         lines.append(f"{r['model']:<{mw}}  {r['spec']:<{sw}}  {r['N']:>5}  {f(r['clean F1'], '.1f'):>8}  "
-                     f"{f(r['F1'], '.1f'):>6}  {f(r['clean mean score'], '.4f'):>11}  {f(r['mean score'], '.4f'):>11}  "
-                     f"{f(r['threshold'], '.4f'):>9}  {f(r['coverage %'], '.1f'):>10}  {f(r['answered F1'], '.1f'):>11}")
+                     f"{f(r['F1'], '.1f'):>6}  {f(r['clean mean score'], '.4f'):>11}  "
+                     f"{f(r['mean score'], '.4f'):>11}  {f(r['threshold'], '.4f'):>9}  "
+                     f"{f(r['coverage %'], '.1f'):>10}  {f(r['answered F1'], '.1f'):>11}")
     return "\n".join(lines)

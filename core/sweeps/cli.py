@@ -93,7 +93,8 @@ def _backends(args: argparse.Namespace) -> tuple[str, str]:
     if engine is not None and engine not in BACKENDS:
         raise cli.CLIError(f"--engine-backend must be one of {', '.join(BACKENDS)}, got {engine!r}")
     if where != "ray":
-        given = [flag for flag, value in (("--address", args.address), ("--workers", args.workers)) if value is not None]
+        given = [flag for flag, value in (("--address", args.address), ("--workers", args.workers))
+                 if value is not None]
         if given:
             raise cli.CLIError(f"{' and '.join(given)} go with --backend ray")
     if args.workers is not None and args.workers < 1:

@@ -21,11 +21,7 @@ def example_across_models(db: Store | str | Path, sweep: int | str, perturbation
     with _store(db) as store:
         sid = store.sweep_id(sweep)
         models = store.models(sid)
-        rows = {r["model"]: dict(r) for r in store.conn.execute(
-            "SELECT model, status, answer, span_start, span_end, em, f1, clean_answer, clean_start, clean_end, "
-            "clean_em, clean_f1, variant_question, variant_context_hash, variant_gold_json FROM result_rows "
-            "WHERE sweep_id = ? AND perturbation = ? AND params_json = ? AND example_hash = ? AND repeat = ?",
-            (sid, perturbation, params_json, example_hash, repeat))}
+        rows = {r["model"]: dict(r) for r in store.unit_rows(sid, perturbation, params_json, example_hash, repeat)}
     out = []
     for m in models:
         r = rows.get(m, {})

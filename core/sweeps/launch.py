@@ -102,7 +102,9 @@ def resume_note(sweep: Mapping[str, Any], running_here: bool) -> tuple[str, str]
     ``running_here``: this session is running it (its own job).
 
     >>> resume_note({"status": "interrupted", "owner": "pid 7 on h", "done_units": 1200}, False)
-    ('info', 'This sweep was interrupted: the process that ran it (pid 7 on h) is gone. Resume continues from the 1,200 rows stored.')
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ('info', 'This sweep was interrupted: the process that ran it (pid 7 on h) is gone. Resume continues from the
+    1,200 rows stored.')
     >>> resume_note({"status": "running", "owner": None, "done_units": 0}, True) is None
     True
     """

@@ -76,7 +76,9 @@ def worker_rows(workers: Sequence[Any]) -> list[dict[str, Any]]:
     >>> from types import SimpleNamespace as W
     >>> worker_rows([W(index=0, node="n1", state="busy", in_flight=1, calls=3, predictions=30, restarts=0),
     ...              W(index=1, node=None, state="starting", in_flight=0, calls=0, predictions=10, restarts=1)])[1]
-    {'worker': 1, 'node': 'starting…', 'state': 'starting', 'in flight': 0, 'model calls': 0, 'predictions': 10, 'share %': 25.0, 'actor restarts': 1}
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'worker': 1, 'node': 'starting…', 'state': 'starting', 'in flight': 0, 'model calls': 0, 'predictions': 10,
+    'share %': 25.0, 'actor restarts': 1}
     """
     total = sum(w.predictions for w in workers) or 1
     return [{"worker": w.index, "node": w.node or "starting…", "state": w.state, "in flight": w.in_flight,

@@ -60,7 +60,8 @@ def repair_setting(params: dict[str, Any]) -> str:
 
 # The repair settings a page offers, as repair_Q parameters.
 SETTINGS = {"content": {"mode": "content"}, "entities": {"mode": "entities"}, "all": {"mode": "all"},
-            "spellcheck": {"mode": "none", "spellcheck": True}, "question mark": {"mode": "none", "question_mark": True}}
+            "spellcheck": {"mode": "none", "spellcheck": True},
+            "question mark": {"mode": "none", "question_mark": True}}
 
 
 def repair_specs(specs: Sequence[Any], settings: Sequence[str], question_ids: set[str]) -> list[Any]:
@@ -189,12 +190,8 @@ def repair_table(db: Store | str | Path, sweep: int | str, seed: int = 0) -> lis
 def _questions(store: Store, sid: int, spec: tuple[str, str]) -> dict[tuple[str, int], str]:
     """{(example hash, repeat): question} of a spec's scored variants (the original ones for CLEAN)."""
     if spec == CLEAN:
-        return {(r[0], 0): r[1] for r in store.conn.execute(
-            "SELECT e.hash, e.question FROM sweep_examples se JOIN examples e ON e.hash = se.example_hash "
-            "WHERE se.sweep_id = ?", (sid,))}
-    return {(r[0], r[1]): r[2] for r in store.conn.execute(
-        "SELECT DISTINCT r.example_hash, r.repeat, v.question FROM results r JOIN variants v ON v.key = r.variant_key "
-        "WHERE r.sweep_id = ? AND r.perturbation = ? AND r.params_json = ? AND r.status = 'ok'", (sid, *spec))}
+        return {(r[0], 0): r[1] for r in store.original_questions(sid)}
+    return {(r[0], r[1]): r[2] for r in store.variant_questions(sid, *spec)}
 
 
 def _changed_share(store: Store, sid: int, base: tuple[str, str], repaired: tuple[str, str]) -> float | None:
@@ -237,7 +234,8 @@ def format_repair_table(rows: Sequence[dict[str, Any]]) -> str:
             continue
         mark = "  significant" if r["significant"] else ""
         changed = "" if r["changed %"] is None else f"  repair changed {r['changed %']}%"
-        lines.append(f"  {r['setting']:<{width}}  N {r['N']:>4}  clean {r['clean F1']:>5.1f}  noisy {r['noisy F1']:>5.1f}  "
+        lines.append(f"  {r['setting']:<{width}}  N {r['N']:>4}  clean {r['clean F1']:>5.1f}  "
+                     f"noisy {r['noisy F1']:>5.1f}  "
                      f"repaired {r['repaired F1']:>5.1f}  gain {r['gain']:>+6.2f} [{r['ci95_low']:+.2f}, "
                      f"{r['ci95_high']:+.2f}]{changed}{mark}")
     return "\n".join(lines)

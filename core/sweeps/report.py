@@ -100,9 +100,7 @@ def clean_scores(db: Store | str | Path, sweep: int | str) -> dict[str, dict[str
     with _store(db) as store:
         sid = store.sweep_id(sweep)
         return {r["model"]: {"em": 100.0 * r["em"], "f1": 100.0 * r["f1"], "n": r["n"]}
-                for r in store.conn.execute(
-                    "SELECT model, AVG(em) AS em, AVG(f1) AS f1, COUNT(*) AS n FROM clean_results "
-                    "WHERE sweep_id = ? GROUP BY model", (sid,))}
+                for r in store.clean_means(sid)}
 
 
 @dataclass
@@ -142,21 +140,9 @@ def cells(db: Store | str | Path, sweep: int | str) -> list[Cell]:
     with _store(db) as store:
         sid = store.sweep_id(sweep)
         per_repeat: dict[tuple, list] = defaultdict(list)
-        for r in store.conn.execute(
-                "SELECT r.model, r.perturbation, r.params_json, r.repeat, COUNT(*) AS n, "
-                "AVG(r.em) AS em, AVG(r.f1) AS f1, AVG(c.em) AS clean_em, AVG(c.f1) AS clean_f1 "
-                "FROM results r JOIN clean_results c ON c.sweep_id = r.sweep_id "
-                "AND c.model = r.model AND c.example_hash = r.example_hash "
-                "WHERE r.sweep_id = ? AND r.status = 'ok' "
-                "GROUP BY r.model, r.perturbation, r.params_json, r.repeat "
-                "ORDER BY r.repeat", (sid,)):
+        for r in store.repeat_means(sid):
             per_repeat[(r["model"], r["perturbation"], r["params_json"])].append(r)
-        distinct = {(r[0], r[1], r[2]): r[3] for r in store.conn.execute(
-            "SELECT model, perturbation, params_json, COUNT(DISTINCT example_hash) FROM results "
-            "WHERE sweep_id = ? AND status = 'ok' GROUP BY model, perturbation, params_json", (sid,))}
-        skipped = {(r[0], r[1], r[2]): r[3] for r in store.conn.execute(
-            "SELECT model, perturbation, params_json, COUNT(*) FROM results "
-            "WHERE sweep_id = ? AND status != 'ok' GROUP BY model, perturbation, params_json", (sid,))}
+        distinct, skipped = store.result_counts(sid)
         specs = sweep_specs(store, sid)
         out = []
         for model in _models(store, sid):
@@ -297,12 +283,12 @@ def penalty_table(db: Store | str | Path, sweep: int | str, param: str | None = 
     return {"param": param, "ns": ns, "rows": rows, "cells": {n: len(n_specs[n]) for n in ns}}
 
 
-def _spec_filter(params: dict | str | None) -> tuple[str, tuple]:
+def _params_json(params: dict | str | None) -> str | None:
+    """A spec's stored params_json (None: every spec of the perturbation)."""
     if params is None:
-        return "", ()
-    pj = params if isinstance(params, str) else json.dumps(params, sort_keys=True, separators=(",", ":"),
-                                                           ensure_ascii=False)
-    return " AND params_json = ?", (pj,)
+        return None
+    return params if isinstance(params, str) else json.dumps(params, sort_keys=True, separators=(",", ":"),
+                                                             ensure_ascii=False)
 
 
 def cell_examples(db: Store | str | Path, sweep: int | str, model: str, perturbation: str,
@@ -317,20 +303,9 @@ def cell_examples(db: Store | str | Path, sweep: int | str, model: str, perturba
     """
     with _store(db) as store:
         sid = store.sweep_id(sweep)
-        where, args = _spec_filter(params)
-        status = "" if include_not_applicable else " AND rr.status = 'ok'"
-        sql = (
-            "SELECT rr.*, ctx.text AS context, vctx.text AS perturbed_context, se.position "
-            "FROM result_rows rr JOIN examples e ON e.hash = rr.example_hash "
-            "JOIN contexts ctx ON ctx.hash = e.context_hash "
-            "LEFT JOIN contexts vctx ON vctx.hash = rr.variant_context_hash "
-            "JOIN sweep_examples se ON se.sweep_id = rr.sweep_id AND se.example_hash = rr.example_hash "
-            f"WHERE rr.sweep_id = ? AND rr.model = ? AND rr.perturbation = ?{where.replace('params_json', 'rr.params_json')}{status} "
-            "ORDER BY (rr.f1 IS NULL), (rr.clean_f1 - rr.f1) DESC, se.position, rr.repeat")
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
         out = []
-        for r in store.conn.execute(sql, (sid, model, perturbation, *args)):
+        for r in store.cell_rows(sid, model, perturbation, _params_json(params),
+                                 scored_only=not include_not_applicable, limit=limit):
             d = dict(r)
             d["golds"] = [a[0] for a in json.loads(d.pop("gold_json"))]
             vg = d.pop("variant_gold_json")
@@ -358,12 +333,7 @@ def noise_rates(db: Store | str | Path, sweep: int | str) -> dict[tuple[str, str
     with _store(db) as store:
         sid = store.sweep_id(sweep)
         pairs: dict[tuple[str, str], tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
-        for r in store.conn.execute(
-                "SELECT DISTINCT r.perturbation, r.params_json, r.variant_key, e.question AS original, "
-                "v.question AS noisy FROM results r JOIN examples e ON e.hash = r.example_hash "
-                "JOIN variants v ON v.key = r.variant_key "
-                "WHERE r.sweep_id = ? AND r.status = 'ok' AND v.field IN ('question', 'both') "
-                "ORDER BY r.perturbation, r.params_json, r.variant_key", (sid,)):
+        for r in store.question_pairs(sid):
             originals, noisy = pairs[(r["perturbation"], r["params_json"])]
             originals.append(r["original"])
             noisy.append(r["noisy"] or "")
@@ -383,10 +353,7 @@ def _ok_rows(store: Store, sid: int, families: Sequence[str] | None,
               or (perturbations is None and families is not None and s["family"] in families)]
     rows = []
     for pid, pj in chosen:
-        rows += store.conn.execute(
-            "SELECT model, perturbation, params_json, lang, original_question, variant_question, "
-            "answer, clean_answer, f1 FROM result_rows WHERE sweep_id = ? AND perturbation = ? "
-            "AND params_json = ? AND status = 'ok'", (sid, pid, pj)).fetchall()
+        rows += store.scored_answer_rows(sid, pid, pj)
     return rows
 
 
@@ -440,18 +407,9 @@ def f1_by_trap_similarity(db: Store | str | Path, sweep: int | str, edges: Seque
         sid = store.sweep_id(sweep)
         models = _models(store, sid)
         if perturbation is None:
-            rows = store.conn.execute(
-                "SELECT c.model, c.f1, e.lang, e.question, ctx.text AS context, e.answers_json "
-                "FROM clean_results c JOIN examples e ON e.hash = c.example_hash "
-                "JOIN contexts ctx ON ctx.hash = e.context_hash WHERE c.sweep_id = ?", (sid,)).fetchall()
+            rows = store.clean_with_contexts(sid)
         else:
-            where, args = _spec_filter(params)
-            rows = store.conn.execute(
-                "SELECT r.model, r.f1, e.lang, v.question, ctx.text AS context, v.answers_json "
-                "FROM results r JOIN examples e ON e.hash = r.example_hash "
-                "JOIN variants v ON v.key = r.variant_key JOIN contexts ctx ON ctx.hash = v.context_hash "
-                f"WHERE r.sweep_id = ? AND r.perturbation = ? AND r.status = 'ok'{where.replace('params_json', 'r.params_json')}",
-                (sid, perturbation, *args)).fetchall()
+            rows = store.variants_with_contexts(sid, perturbation, _params_json(params))
         sims: dict[str, list[float]] = defaultdict(list)
         f1s: dict[str, list[float]] = defaultdict(list)
         with_trap = without = 0

@@ -194,10 +194,7 @@ def _check(slice_name: str) -> None:
 def _example_groups(store: Store, sid: int, slice_name: str) -> dict[str, str]:
     """{example hash: group} for an example slice."""
     out = {}
-    for r in store.conn.execute(
-            "SELECT e.hash, e.question, e.lang, e.answers_json, c.text AS context FROM sweep_examples se "
-            "JOIN examples e ON e.hash = se.example_hash JOIN contexts c ON c.hash = e.context_hash "
-            "WHERE se.sweep_id = ? ORDER BY se.position", (sid,)):
+    for r in store.examples_in_order(sid):
         answers = json.loads(r["answers_json"])
         answer = answers[0][0] if answers else ""
         if slice_name == "answer":
@@ -252,10 +249,7 @@ def slice_cells(db: Store | str | Path, sweep: int | str, slice_name: str) -> li
         groups = None if slice_name == "cer" else _example_groups(store, sid, slice_name)
         # (group, model, perturbation, params_json) -> example -> [(em, f1), ...]
         scored: dict[tuple, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
-        for r in store.conn.execute(
-                "SELECT r.model, r.perturbation, r.params_json, r.example_hash, r.em, r.f1, v.cer, v.changed "
-                "FROM results r JOIN variants v ON v.key = r.variant_key "
-                "WHERE r.sweep_id = ? AND r.status = 'ok'", (sid,)):
+        for r in store.scored_with_noise(sid):
             group = cer_bucket(r["cer"], r["changed"]) if groups is None else groups.get(r["example_hash"])
             if group is not None:
                 scored[(group, r["model"], r["perturbation"], r["params_json"])][r["example_hash"]].append(
@@ -300,13 +294,7 @@ def slice_examples(db: Store | str | Path, sweep: int | str, slice_name: str, gr
             if slice_name == "cer":
                 return []
             groups = _example_groups(store, sid, slice_name)
-            rows = [dict(r) for r in store.conn.execute(
-                "SELECT e.hash AS example_hash, e.id, e.question, e.answers_json, c.text AS context, cr.f1, cr.em, p.answer "
-                "FROM clean_results cr JOIN examples e ON e.hash = cr.example_hash "
-                "JOIN contexts c ON c.hash = e.context_hash JOIN predictions p ON p.key = cr.prediction_key "
-                "JOIN sweep_examples se ON se.sweep_id = cr.sweep_id AND se.example_hash = cr.example_hash "
-                "WHERE cr.sweep_id = ? AND cr.model = ? ORDER BY cr.f1, se.position", (sid, model))
-                if groups.get(r["example_hash"]) == group]
+            rows = [dict(r) for r in store.clean_answers(sid, model) if groups.get(r["example_hash"]) == group]
             for r in rows:
                 r["golds"] = [a[0] for a in json.loads(r.pop("answers_json"))]
             return rows[:limit] if limit else rows

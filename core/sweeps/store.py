@@ -1,5 +1,9 @@
 """The sweep database: every perturbed question, every prediction, every score, in one SQLite file.
 
+Every query on it lives here (:class:`Store`'s methods: the runner's writes, the reads every view
+shares, each view's own read, the stored aggregates); its tables are :mod:`core.sweeps.schema`'s.
+The views (report, tables, slices, calibration, repair, drill, the Gallery) hold no SQL.
+
 Why SQLite (stdlib ``sqlite3``) and not DuckDB or files:
   * zero dependencies: it ships with Python, so a clean clone can run and browse sweeps;
   * transactional: a chunk of work (its variants, predictions and scores) is committed at once or
@@ -31,7 +35,7 @@ COLUMN``, NULL for old rows); nothing else changes, so stored sweeps keep their 
 ``synchronous=NORMAL`` in WAL mode: a committed transaction survives the process being killed;
 only a power cut can lose the last commits (which a re-run then recomputes).
 
-Tables (``SCHEMA`` below has the columns):
+Tables (``core.sweeps.schema.SCHEMA`` has the columns):
   contexts        context texts by content hash (perturbed contexts too), stored once
   examples        the QA examples by content hash (id, lang, question, context, gold answers)
   variants        CACHE: one perturbed example per content key (perturbation id + params + seed
@@ -61,153 +65,11 @@ from typing import Any
 
 from core.io.sqlite_db import SQLiteFile, sqlite_kind, table_names
 from core.perturb.spec import canonical_json  # noqa: F401  (re-exported: the stored JSON's form)
-
-SCHEMA_VERSION = "1"
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS contexts (
-    hash TEXT PRIMARY KEY,              -- sha256 of the text
-    text TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS examples (
-    hash         TEXT PRIMARY KEY,      -- content hash: id, lang, question, context, answers
-    id           TEXT NOT NULL,
-    title        TEXT NOT NULL,
-    lang         TEXT NOT NULL,
-    question     TEXT NOT NULL,
-    context_hash TEXT NOT NULL REFERENCES contexts(hash),
-    answers_json TEXT NOT NULL          -- [[text, answer_start], ...]
-);
-CREATE TABLE IF NOT EXISTS variants (
-    key          TEXT PRIMARY KEY,      -- content key, see core.perturb.spec.variant_key
-    perturbation TEXT NOT NULL,
-    params_json  TEXT NOT NULL,
-    seed         INTEGER,               -- NULL for deterministic perturbations (seed-independent)
-    repeat       INTEGER NOT NULL,
-    example_hash TEXT NOT NULL REFERENCES examples(hash),
-    status       TEXT NOT NULL CHECK (status IN ('ok', 'n/a', 'error')),
-    note         TEXT,                  -- why 'n/a' or 'error'
-    field        TEXT,                  -- what changed: question | context | both
-    question     TEXT,                  -- the question asked (the original for context edits)
-    context_hash TEXT REFERENCES contexts(hash),
-    answers_json TEXT,                  -- gold answers in the perturbed context
-    changed      INTEGER,               -- 0 when a randomised perturbation happened to change nothing
-    cer          REAL,
-    wer          REAL,
-    meta_json    TEXT
-);
-CREATE TABLE IF NOT EXISTS predictions (
-    key          TEXT PRIMARY KEY,      -- sha256 of model name, fingerprint, question, context hash
-    model        TEXT NOT NULL,
-    fingerprint  TEXT NOT NULL,
-    question     TEXT NOT NULL,
-    context_hash TEXT NOT NULL REFERENCES contexts(hash),
-    answer       TEXT NOT NULL,         -- '' when the engine gave no span (e.g. empty question)
-    span_start   INTEGER,               -- character offsets into that context, [start, end)
-    span_end     INTEGER,
-    score        REAL
-);
-CREATE TABLE IF NOT EXISTS sweeps (
-    id          INTEGER PRIMARY KEY,
-    name        TEXT NOT NULL UNIQUE,
-    config_hash TEXT NOT NULL,
-    config_json TEXT NOT NULL,
-    dataset     TEXT NOT NULL,
-    n_examples  INTEGER NOT NULL,
-    total_units INTEGER NOT NULL,       -- clean + perturbed result rows when complete
-    status      TEXT NOT NULL CHECK (status IN ('running', 'done', 'cancelled', 'failed')),
-    note        TEXT,
-    created_at  TEXT NOT NULL,
-    updated_at  TEXT NOT NULL,          -- heartbeat: rewritten with every committed chunk
-    owner_pid   INTEGER,                -- the process that set it 'running' (see effective_status)
-    owner_host  TEXT,
-    owner_start TEXT                    -- that process's start time (boot id + clock ticks)
-);
-CREATE TABLE IF NOT EXISTS sweep_examples (
-    sweep_id     INTEGER NOT NULL REFERENCES sweeps(id),
-    example_hash TEXT NOT NULL REFERENCES examples(hash),
-    position     INTEGER NOT NULL,
-    PRIMARY KEY (sweep_id, example_hash)
-);
-CREATE TABLE IF NOT EXISTS sweep_models (
-    sweep_id    INTEGER NOT NULL REFERENCES sweeps(id),
-    model       TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    position    INTEGER NOT NULL,
-    PRIMARY KEY (sweep_id, model)
-);
-CREATE TABLE IF NOT EXISTS sweep_specs (
-    sweep_id     INTEGER NOT NULL REFERENCES sweeps(id),
-    perturbation TEXT NOT NULL,
-    params_json  TEXT NOT NULL,
-    label        TEXT NOT NULL,         -- e.g. DCRQ(n_chars=2)
-    family       TEXT NOT NULL,
-    field        TEXT NOT NULL,
-    randomised   INTEGER NOT NULL,
-    repeats      INTEGER NOT NULL,
-    source       TEXT NOT NULL,
-    position     INTEGER NOT NULL,
-    PRIMARY KEY (sweep_id, perturbation, params_json)
-);
-CREATE TABLE IF NOT EXISTS clean_results (
-    sweep_id       INTEGER NOT NULL REFERENCES sweeps(id),
-    model          TEXT NOT NULL,
-    example_hash   TEXT NOT NULL REFERENCES examples(hash),
-    prediction_key TEXT NOT NULL REFERENCES predictions(key),
-    em             REAL NOT NULL,       -- in [0, 1]
-    f1             REAL NOT NULL,
-    PRIMARY KEY (sweep_id, model, example_hash)
-);
-CREATE TABLE IF NOT EXISTS results (
-    sweep_id       INTEGER NOT NULL REFERENCES sweeps(id),
-    model          TEXT NOT NULL,
-    perturbation   TEXT NOT NULL,
-    params_json    TEXT NOT NULL,
-    repeat         INTEGER NOT NULL,
-    example_hash   TEXT NOT NULL REFERENCES examples(hash),
-    variant_key    TEXT NOT NULL REFERENCES variants(key),
-    status         TEXT NOT NULL CHECK (status IN ('ok', 'n/a', 'error')),
-    prediction_key TEXT REFERENCES predictions(key),
-    em             REAL,                -- in [0, 1], NULL unless status = 'ok'
-    f1             REAL,
-    PRIMARY KEY (sweep_id, model, perturbation, params_json, repeat, example_hash)
-);
-CREATE INDEX IF NOT EXISTS results_cell ON results (sweep_id, model, perturbation, params_json);
-
-CREATE VIEW IF NOT EXISTS result_rows AS
-SELECT r.sweep_id, s.name AS sweep, r.model, r.perturbation, r.params_json, v.seed, r.repeat,
-       e.id AS example_id, e.lang, e.title, r.status, v.note, v.field,
-       e.question AS original_question, v.question AS variant_question,
-       CASE WHEN v.field = 'question' THEN v.question ELSE vc.text END AS variant_text,
-       p.answer, p.span_start, p.span_end, p.score, r.em, r.f1,
-       cp.answer AS clean_answer, cp.span_start AS clean_start, cp.span_end AS clean_end,
-       cp.score AS clean_score, c.em AS clean_em, c.f1 AS clean_f1,
-       e.answers_json AS gold_json, v.answers_json AS variant_gold_json,
-       e.context_hash, v.context_hash AS variant_context_hash, v.cer, v.wer, v.changed,
-       r.example_hash, r.variant_key
-FROM results r
-JOIN sweeps s ON s.id = r.sweep_id
-JOIN examples e ON e.hash = r.example_hash
-JOIN variants v ON v.key = r.variant_key
-LEFT JOIN contexts vc ON vc.hash = v.context_hash
-LEFT JOIN predictions p ON p.key = r.prediction_key
-LEFT JOIN clean_results c
-       ON c.sweep_id = r.sweep_id AND c.model = r.model AND c.example_hash = r.example_hash
-LEFT JOIN predictions cp ON cp.key = c.prediction_key;
-"""
+from core.sweeps.schema import ADDED_COLUMNS, AGGREGATES_TABLE, SCHEMA, SCHEMA_VERSION, SIGNATURE, TABLES, statements  # noqa: F401  (SCHEMA re-exported)
 
 # SQLite's default limit on host parameters is 32766 (3.32+); stay far below it.
 _IN_BATCH = 900
 
-
-# Columns added after the first release; an older file gets them on its next write.
-_ADDED_COLUMNS = {"sweeps": (("owner_pid", "INTEGER"), ("owner_host", "TEXT"), ("owner_start", "TEXT"))}
-# The tables that make a file a sweep store (another application's database lacks them).
-_SIGNATURE = {"meta", "sweeps", "results", "clean_results"}
 
 #: A 'running' sweep whose owner cannot be checked is interrupted after this long without a chunk.
 STALE_AFTER_S = 3600.0
@@ -359,7 +221,7 @@ class Store(SQLiteFile):
         finally:
             if hasattr(probe, "conn"):
                 probe.close()
-        if tables and not _SIGNATURE <= tables:
+        if tables and not SIGNATURE <= tables:
             shown = ", ".join(sorted(tables)[:8]) + (", ..." if len(tables) > 8 else "")
             raise StoreError(f"{self.path} is another application's SQLite database (tables: {shown}), "
                              "not a sweep database; it was left untouched (name a new file)")
@@ -378,7 +240,7 @@ class Store(SQLiteFile):
 
     def _init_schema(self) -> None:
         with self.transaction():
-            for statement in _statements(SCHEMA):
+            for statement in statements(SCHEMA):
                 self.conn.execute(statement)
             row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if row is None:
@@ -388,7 +250,7 @@ class Store(SQLiteFile):
                 raise StoreError(
                     f"{self.path}: sweep database schema version {row[0]}, this code reads version "
                     f"{SCHEMA_VERSION}; use a new --db file")
-            for table, columns in _ADDED_COLUMNS.items():
+            for table, columns in ADDED_COLUMNS.items():
                 have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
                 for column, kind in columns:
                     if column not in have:   # a file written before the column existed
@@ -399,7 +261,7 @@ class Store(SQLiteFile):
     def fetch_by_keys(self, table: str, key_column: str, keys: Iterable[str],
                       columns: str = "*") -> dict[str, sqlite3.Row]:
         """Rows of ``table`` whose ``key_column`` is one of ``keys``, by key (batched IN queries)."""
-        if table not in _TABLES:
+        if table not in TABLES:
             raise ValueError(f"unknown table {table!r}")
         found: dict[str, sqlite3.Row] = {}
         unique = list(dict.fromkeys(keys))
@@ -415,7 +277,7 @@ class Store(SQLiteFile):
         """INSERT OR IGNORE ``rows`` (dicts with the same keys) into ``table``."""
         if not rows:
             return
-        if table not in _TABLES:
+        if table not in TABLES:
             raise ValueError(f"unknown table {table!r}")
         columns = list(rows[0])
         sql = (f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) "
@@ -519,6 +381,194 @@ class Store(SQLiteFile):
                "WHERE sweep_id = ? AND status = 'ok'")
         return self.conn.execute(*_for_models(sql, sweep_id, models)).fetchall()
 
+    # ---------------------------------------------------------------- what the views read
+
+    def clean_means(self, sweep_id: int) -> list[sqlite3.Row]:
+        """(model, em, f1, n): clean EM/F1 (in [0, 1]) per model over the examples done so far."""
+        return self.conn.execute("SELECT model, AVG(em) AS em, AVG(f1) AS f1, COUNT(*) AS n FROM clean_results "
+                                 "WHERE sweep_id = ? GROUP BY model", (sweep_id,)).fetchall()
+
+    def repeat_means(self, sweep_id: int) -> list[sqlite3.Row]:
+        """Per (model, perturbation, params_json, repeat), repeats in order: n, the mean perturbed
+        em/f1 and the mean clean_em/clean_f1 of the same examples (scored rows only)."""
+        return self.conn.execute(
+            "SELECT r.model, r.perturbation, r.params_json, r.repeat, COUNT(*) AS n, "
+            "AVG(r.em) AS em, AVG(r.f1) AS f1, AVG(c.em) AS clean_em, AVG(c.f1) AS clean_f1 "
+            "FROM results r JOIN clean_results c ON c.sweep_id = r.sweep_id "
+            "AND c.model = r.model AND c.example_hash = r.example_hash "
+            "WHERE r.sweep_id = ? AND r.status = 'ok' "
+            "GROUP BY r.model, r.perturbation, r.params_json, r.repeat "
+            "ORDER BY r.repeat", (sweep_id,)).fetchall()
+
+    def result_counts(self, sweep_id: int) -> tuple[dict[tuple, int], dict[tuple, int]]:
+        """({(model, perturbation, params_json): examples scored}, {...: rows not scored})."""
+        scored = {(r[0], r[1], r[2]): r[3] for r in self.conn.execute(
+            "SELECT model, perturbation, params_json, COUNT(DISTINCT example_hash) FROM results "
+            "WHERE sweep_id = ? AND status = 'ok' GROUP BY model, perturbation, params_json", (sweep_id,))}
+        skipped = {(r[0], r[1], r[2]): r[3] for r in self.conn.execute(
+            "SELECT model, perturbation, params_json, COUNT(*) FROM results "
+            "WHERE sweep_id = ? AND status != 'ok' GROUP BY model, perturbation, params_json", (sweep_id,))}
+        return scored, skipped
+
+    def cell_rows(self, sweep_id: int, model: str, perturbation: str, params_json: str | None, *,
+                  scored_only: bool, limit: int | None) -> list[sqlite3.Row]:
+        """A cell's result_rows with the example's context, the perturbed context and the example's
+        position, worst F1 loss first (unscored rows last), then sweep order and repeat."""
+        spec = "" if params_json is None else " AND rr.params_json = ?"
+        status = " AND rr.status = 'ok'" if scored_only else ""
+        sql = ("SELECT rr.*, ctx.text AS context, vctx.text AS perturbed_context, se.position "
+               "FROM result_rows rr JOIN examples e ON e.hash = rr.example_hash "
+               "JOIN contexts ctx ON ctx.hash = e.context_hash "
+               "LEFT JOIN contexts vctx ON vctx.hash = rr.variant_context_hash "
+               "JOIN sweep_examples se ON se.sweep_id = rr.sweep_id AND se.example_hash = rr.example_hash "
+               f"WHERE rr.sweep_id = ? AND rr.model = ? AND rr.perturbation = ?{spec}{status} "
+               "ORDER BY (rr.f1 IS NULL), (rr.clean_f1 - rr.f1) DESC, se.position, rr.repeat")
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        args = (sweep_id, model, perturbation) + (() if params_json is None else (params_json,))
+        return self.conn.execute(sql, args).fetchall()
+
+    def question_pairs(self, sweep_id: int) -> list[sqlite3.Row]:
+        """(perturbation, params_json, variant_key, original, noisy) of every distinct scored
+        variant that changed the question, ordered by spec and key."""
+        return self.conn.execute(
+            "SELECT DISTINCT r.perturbation, r.params_json, r.variant_key, e.question AS original, "
+            "v.question AS noisy FROM results r JOIN examples e ON e.hash = r.example_hash "
+            "JOIN variants v ON v.key = r.variant_key "
+            "WHERE r.sweep_id = ? AND r.status = 'ok' AND v.field IN ('question', 'both') "
+            "ORDER BY r.perturbation, r.params_json, r.variant_key", (sweep_id,)).fetchall()
+
+    def scored_answer_rows(self, sweep_id: int, perturbation: str, params_json: str) -> list[sqlite3.Row]:
+        """(model, perturbation, params_json, lang, original_question, variant_question, answer,
+        clean_answer, f1) of a spec's scored rows."""
+        return self.conn.execute(
+            "SELECT model, perturbation, params_json, lang, original_question, variant_question, "
+            "answer, clean_answer, f1 FROM result_rows WHERE sweep_id = ? AND perturbation = ? "
+            "AND params_json = ? AND status = 'ok'", (sweep_id, perturbation, params_json)).fetchall()
+
+    def clean_with_contexts(self, sweep_id: int) -> list[sqlite3.Row]:
+        """(model, f1, lang, question, context, answers_json) of every clean result."""
+        return self.conn.execute(
+            "SELECT c.model, c.f1, e.lang, e.question, ctx.text AS context, e.answers_json "
+            "FROM clean_results c JOIN examples e ON e.hash = c.example_hash "
+            "JOIN contexts ctx ON ctx.hash = e.context_hash WHERE c.sweep_id = ?", (sweep_id,)).fetchall()
+
+    def variants_with_contexts(self, sweep_id: int, perturbation: str, params_json: str | None) -> list[sqlite3.Row]:
+        """(model, f1, lang, question, context, answers_json) of a perturbation's scored variants
+        (one spec of it when ``params_json`` is given)."""
+        spec = "" if params_json is None else " AND r.params_json = ?"
+        return self.conn.execute(
+            "SELECT r.model, r.f1, e.lang, v.question, ctx.text AS context, v.answers_json "
+            "FROM results r JOIN examples e ON e.hash = r.example_hash "
+            "JOIN variants v ON v.key = r.variant_key JOIN contexts ctx ON ctx.hash = v.context_hash "
+            f"WHERE r.sweep_id = ? AND r.perturbation = ? AND r.status = 'ok'{spec}",
+            (sweep_id, perturbation) + (() if params_json is None else (params_json,))).fetchall()
+
+    def examples_in_order(self, sweep_id: int) -> list[sqlite3.Row]:
+        """(hash, question, lang, answers_json, context) of the sweep's examples, in its order."""
+        return self.conn.execute(
+            "SELECT e.hash, e.question, e.lang, e.answers_json, c.text AS context FROM sweep_examples se "
+            "JOIN examples e ON e.hash = se.example_hash JOIN contexts c ON c.hash = e.context_hash "
+            "WHERE se.sweep_id = ? ORDER BY se.position", (sweep_id,)).fetchall()
+
+    def scored_with_noise(self, sweep_id: int) -> list[sqlite3.Row]:
+        """(model, perturbation, params_json, example_hash, em, f1, cer, changed) of every scored result."""
+        return self.conn.execute(
+            "SELECT r.model, r.perturbation, r.params_json, r.example_hash, r.em, r.f1, v.cer, v.changed "
+            "FROM results r JOIN variants v ON v.key = r.variant_key "
+            "WHERE r.sweep_id = ? AND r.status = 'ok'", (sweep_id,)).fetchall()
+
+    def clean_answers(self, sweep_id: int, model: str) -> list[sqlite3.Row]:
+        """(example_hash, id, question, answers_json, context, f1, em, answer) of a model's clean
+        results, lowest F1 first, then sweep order."""
+        return self.conn.execute(
+            "SELECT e.hash AS example_hash, e.id, e.question, e.answers_json, c.text AS context, cr.f1, cr.em, "
+            "p.answer FROM clean_results cr JOIN examples e ON e.hash = cr.example_hash "
+            "JOIN contexts c ON c.hash = e.context_hash JOIN predictions p ON p.key = cr.prediction_key "
+            "JOIN sweep_examples se ON se.sweep_id = cr.sweep_id AND se.example_hash = cr.example_hash "
+            "WHERE cr.sweep_id = ? AND cr.model = ? ORDER BY cr.f1, se.position", (sweep_id, model)).fetchall()
+
+    def answer_scores(self, sweep_id: int, model: str, perturbation: str, params_json: str):
+        """(perturbed, clean): the model's (answer score, f1, example_hash) per scored perturbed row
+        (by example, then repeat) and per clean result (by example)."""
+        perturbed = self.conn.execute(
+            "SELECT p.score, r.f1, r.example_hash FROM results r LEFT JOIN predictions p ON p.key = r.prediction_key "
+            "WHERE r.sweep_id = ? AND r.model = ? AND r.perturbation = ? AND r.params_json = ? AND r.status = 'ok' "
+            "ORDER BY r.example_hash, r.repeat", (sweep_id, model, perturbation, params_json)).fetchall()
+        clean = self.conn.execute(
+            "SELECT p.score, c.f1, c.example_hash FROM clean_results c LEFT JOIN predictions p "
+            "ON p.key = c.prediction_key WHERE c.sweep_id = ? AND c.model = ? ORDER BY c.example_hash",
+            (sweep_id, model)).fetchall()
+        return perturbed, clean
+
+    def original_questions(self, sweep_id: int) -> list[sqlite3.Row]:
+        """(hash, question) of the sweep's examples."""
+        return self.conn.execute(
+            "SELECT e.hash, e.question FROM sweep_examples se JOIN examples e ON e.hash = se.example_hash "
+            "WHERE se.sweep_id = ?", (sweep_id,)).fetchall()
+
+    def variant_questions(self, sweep_id: int, perturbation: str, params_json: str) -> list[sqlite3.Row]:
+        """(example_hash, repeat, question) of a spec's distinct scored variants."""
+        return self.conn.execute(
+            "SELECT DISTINCT r.example_hash, r.repeat, v.question FROM results r JOIN variants v "
+            "ON v.key = r.variant_key WHERE r.sweep_id = ? AND r.perturbation = ? AND r.params_json = ? "
+            "AND r.status = 'ok'", (sweep_id, perturbation, params_json)).fetchall()
+
+    def variant_metas(self, sweep_id: int, perturbation: str, params_json: str) -> list[sqlite3.Row]:
+        """(meta_json,) of a spec's distinct scored variants."""
+        return self.conn.execute(
+            "SELECT DISTINCT v.meta_json FROM results r JOIN variants v ON v.key = r.variant_key "
+            "WHERE r.sweep_id = ? AND r.perturbation = ? AND r.params_json = ? AND r.status = 'ok'",
+            (sweep_id, perturbation, params_json)).fetchall()
+
+    def unit_rows(self, sweep_id: int, perturbation: str, params_json: str, example_hash: str,
+                  repeat: int) -> list[sqlite3.Row]:
+        """One unit's result_rows, one per model: status, answers, spans, scores, the variant."""
+        return self.conn.execute(
+            "SELECT model, status, answer, span_start, span_end, em, f1, clean_answer, clean_start, clean_end, "
+            "clean_em, clean_f1, variant_question, variant_context_hash, variant_gold_json FROM result_rows "
+            "WHERE sweep_id = ? AND perturbation = ? AND params_json = ? AND example_hash = ? AND repeat = ?",
+            (sweep_id, perturbation, params_json, example_hash, repeat)).fetchall()
+
+    def clean_answers_by_model(self, sweep_id: int) -> list[sqlite3.Row]:
+        """Every clean result with its answer and example (example_hash, model, f1, answer, id, lang,
+        question, answers_json, context, position), models in the sweep's order."""
+        return self.conn.execute(
+            "SELECT c.example_hash, c.model, c.f1, p.answer, e.id, e.lang, e.question, e.answers_json, "
+            "ctx.text AS context, sm.position FROM clean_results c "
+            "JOIN predictions p ON p.key = c.prediction_key JOIN examples e ON e.hash = c.example_hash "
+            "JOIN contexts ctx ON ctx.hash = e.context_hash "
+            "JOIN sweep_models sm ON sm.sweep_id = c.sweep_id AND sm.model = c.model "
+            "WHERE c.sweep_id = ? ORDER BY sm.position", (sweep_id,)).fetchall()
+
+    def near_question_flips(self, sweep_id: int, right: float) -> list[sqlite3.Row]:
+        """Scored question variants at most one character longer or shorter than the question
+        whose clean answer scored at least ``right`` and whose perturbed one less."""
+        return self.conn.execute(
+            "SELECT rr.model, rr.perturbation, rr.example_id, rr.lang, rr.original_question, "
+            "rr.variant_question, rr.answer, rr.clean_answer, rr.f1, rr.clean_f1, rr.gold_json, "
+            "ctx.text AS context FROM result_rows rr JOIN examples e ON e.hash = rr.example_hash "
+            "JOIN contexts ctx ON ctx.hash = e.context_hash "
+            "WHERE rr.sweep_id = ? AND rr.status = 'ok' AND rr.field = 'question' "
+            "AND rr.clean_f1 >= ? AND rr.f1 < ? AND length(rr.variant_question) "
+            "BETWEEN length(rr.original_question) - 1 AND length(rr.original_question) + 1",
+            (sweep_id, right, right)).fetchall()
+
+    # ------------------------------------------------------------ aggregates (core.sweeps.aggregates)
+
+    def replace_aggregates(self, sweep_id: int, rows: Sequence[tuple[str, str, str]]) -> None:
+        """Store a sweep's aggregates, (name, version, json) each, replacing the ones it had."""
+        with self.transaction():
+            self.conn.execute(AGGREGATES_TABLE)
+            self.conn.execute("DELETE FROM sweep_aggregates WHERE sweep_id = ?", (sweep_id,))
+            self.conn.executemany("INSERT INTO sweep_aggregates (sweep_id, name, version, json) VALUES (?, ?, ?, ?)",
+                                  [(sweep_id, *r) for r in rows])
+
+    def aggregate(self, sweep_id: int, name: str) -> sqlite3.Row | None:
+        """(version, json) of a stored aggregate; sqlite3.Error where the table does not exist yet."""
+        return self.conn.execute("SELECT version, json FROM sweep_aggregates WHERE sweep_id = ? AND name = ?",
+                                 (sweep_id, name)).fetchone()
+
     def context_text(self, context_hash: str) -> str:
         row = self.conn.execute("SELECT text FROM contexts WHERE hash = ?", (context_hash,)).fetchone()
         if row is None:
@@ -526,17 +576,8 @@ class Store(SQLiteFile):
         return row[0]
 
 
-_TABLES = {"meta", "contexts", "examples", "variants", "predictions", "sweeps", "sweep_examples",
-           "sweep_models", "sweep_specs", "clean_results", "results"}
-
-
 def _for_models(sql: str, sweep_id: int, models: Sequence[str] | None) -> tuple[str, tuple]:
     """``sql`` (filtered by sweep) with ``AND model IN (...)`` when ``models`` is given."""
     if models is None:
         return sql, (sweep_id,)
     return f"{sql} AND model IN ({', '.join('?' * len(models))})", (sweep_id, *models)
-
-
-def _statements(script: str) -> list[str]:
-    """Split the schema into statements (it has no ';' inside strings or triggers)."""
-    return [s.strip() for s in script.split(";") if s.strip()]

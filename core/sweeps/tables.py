@@ -43,8 +43,8 @@ from typing import Any
 from core.sweeps.report import Cell
 from core.sweeps.store import Store
 
-__all__ = ["Column", "INTERFACES", "columns", "cell_rows", "is_file_spec", "kind_of", "interface_of", "trial_file", "noiseqa_table",
-           "asr_breakdown", "mt_breakdown", "penalty_rows"]
+__all__ = ["Column", "INTERFACES", "columns", "cell_rows", "is_file_spec", "kind_of", "interface_of", "trial_file",
+           "noiseqa_table", "asr_breakdown", "mt_breakdown", "penalty_rows"]
 
 # Family -> interface name, in Table 4's row order.
 INTERFACES = {"keyboard": "keyboard", "asr": "ASR", "mt": "MT"}
@@ -226,10 +226,7 @@ def _file_language(perturbation: str) -> str:
 
 
 def _used_pivots(store: Store, sweep_id: int, perturbation: str, params_json: str) -> list[str]:
-    rows = store.conn.execute(
-        "SELECT DISTINCT v.meta_json FROM results r JOIN variants v ON v.key = r.variant_key "
-        "WHERE r.sweep_id = ? AND r.perturbation = ? AND r.params_json = ? AND r.status = 'ok'",
-        (sweep_id, perturbation, params_json)).fetchall()
+    rows = store.variant_metas(sweep_id, perturbation, params_json)
     pivots = set()
     for (meta,) in rows:
         try:
@@ -290,8 +287,10 @@ def penalty_summary(cell_list: Sequence[Cell], clean: Mapping[str, Mapping[str, 
 
     >>> from types import SimpleNamespace as C
     >>> cs = [C(model="a", f1_penalty=2, em_penalty=3, n=5), C(model="a", f1_penalty=None, em_penalty=1, n=0)]
-    >>> penalty_summary(cs, {"a": {"em": 50.0, "f1": 61.2}}, ["a", "b"])
-    [{'model': 'a', 'penalty total (F1)': 2, 'penalty total (EM)': 4, 'clean EM': 50.0, 'clean F1': 61.2, 'cells scored': 1}, {'model': 'b', 'penalty total (F1)': 0, 'penalty total (EM)': 0, 'clean EM': None, 'clean F1': None, 'cells scored': 0}]
+    >>> penalty_summary(cs, {"a": {"em": 50.0, "f1": 61.2}}, ["a", "b"])  # doctest: +NORMALIZE_WHITESPACE
+    [{'model': 'a', 'penalty total (F1)': 2, 'penalty total (EM)': 4, 'clean EM': 50.0, 'clean F1': 61.2,
+    'cells scored': 1}, {'model': 'b', 'penalty total (F1)': 0, 'penalty total (EM)': 0, 'clean EM': None,
+    'clean F1': None, 'cells scored': 0}]
     """
     from core.sweeps.report import penalty_totals
 
@@ -331,7 +330,8 @@ def dpr_rows(rows: Sequence[Mapping[str, Any]], specs: Sequence[Mapping[str, Any
     [{'model': 'a', 'perturbation': 'SwapRQ (swap)', 'N pairs': 4, 'DPR %': 25.0}]
     """
     label_of = {(s["perturbation"], s["params_json"]): s["label"] for s in specs}
-    return [{"model": d["model"], "perturbation": label_of.get((d["perturbation"], d["params_json"]), d["perturbation"]),
+    return [{"model": d["model"],
+             "perturbation": label_of.get((d["perturbation"], d["params_json"]), d["perturbation"]),
              "N pairs": d["n"], "DPR %": round(d["dpr"], 2)} for d in rows]
 
 
@@ -339,8 +339,9 @@ def bucket_rows(buckets: Mapping[str, Sequence[Mapping[str, Any]]], value: str) 
     """{model: buckets} (similarity buckets of DPR or F1) as a table; ``value`` names the mean's column.
 
     >>> bucket_rows({"a": [{"label": "0-0.2", "n": 3, "mean": 66.666}, {"label": "0.2-0.4", "n": 0, "mean": None}]},
-    ...             "F1 %")
-    [{'model': 'a', 'bucket': '0-0.2', 'N': 3, 'F1 %': 66.67}, {'model': 'a', 'bucket': '0.2-0.4', 'N': 0, 'F1 %': None}]
+    ...             "F1 %")  # doctest: +NORMALIZE_WHITESPACE
+    [{'model': 'a', 'bucket': '0-0.2', 'N': 3, 'F1 %': 66.67}, {'model': 'a', 'bucket': '0.2-0.4', 'N': 0,
+    'F1 %': None}]
     """
     return [{"model": m, "bucket": b["label"], "N": b["n"], value: None if b["mean"] is None else round(b["mean"], 2)}
             for m, bs in buckets.items() for b in bs]

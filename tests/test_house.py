@@ -1,0 +1,119 @@
+"""House rules of the code base (issue #25), checked from the source with ``ast``:
+
+* no module in ``core/`` over :data:`MAX_CORE_MODULE` lines and no page over :data:`MAX_PAGE`
+  lines, unless its docstring argues why with a line ``Long module: <reason>``;
+* no function (or method) in ``core/``, ``components/``, ``pages/`` or ``app.py`` over
+  :data:`MAX_FUNCTION` lines, except the command lines' argument tables (``build_parser`` and
+  friends, :data:`ARGUMENT_TABLES`) and a function its module's docstring argues for with a line
+  ``Long function <name>: <reason>``;
+* ``core/`` imports no Streamlit (except the cached loaders of :data:`STREAMLIT_IN_CORE`) and
+  nothing from ``pages/`` or ``components/``: the layers are pages -> components -> core.
+
+Each test names every offender with its size, so a failure says what to split.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_CORE_MODULE = 600
+MAX_PAGE = 250
+MAX_FUNCTION = 80
+# A command line's argument table is a list of add_argument calls: long, flat, and read as a table.
+ARGUMENT_TABLES = re.compile(r"^_?(build_parser|make_parser|parser|argument_table|add_\w+_options)$")
+STREAMLIT_IN_CORE: frozenset[str] = frozenset()  # core modules allowed to import streamlit (cached loaders)
+
+
+def _python_files(*parts: str) -> list[Path]:
+    files: list[Path] = []
+    for part in parts:
+        path = ROOT / part
+        files += [path] if path.is_file() else sorted(path.rglob("*.py"))
+    return [f for f in files if ".venv" not in f.parts]
+
+
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _docstring(tree: ast.Module) -> str:
+    return ast.get_docstring(tree) or ""
+
+
+def _rel(path: Path, root: Path = ROOT) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _long_modules(files: list[Path], limit: int) -> list[str]:
+    out = []
+    for path in files:
+        n = len(path.read_text(encoding="utf-8").splitlines())
+        if n > limit and "Long module:" not in _docstring(_tree(path)):
+            out.append(f"{_rel(path)}: {n} lines")
+    return out
+
+
+def long_functions(files: list[Path], limit: int = MAX_FUNCTION, root: Path = ROOT) -> list[str]:
+    """``path:line name: N lines`` for every function over ``limit`` lines (def line to last line,
+    docstring included) that is neither an argument table nor argued for in its module."""
+    out = []
+    for path in files:
+        tree = _tree(path)
+        argued = set(re.findall(r"Long function (\w+):", _docstring(tree)))
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            n = node.end_lineno - node.lineno + 1
+            if n > limit and not ARGUMENT_TABLES.match(node.name) and node.name not in argued:
+                out.append(f"{_rel(path, root)}:{node.lineno} {node.name}: {n} lines")
+    return out
+
+
+def _imports(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_the_function_check_measures_what_it_says(tmp_path):
+    src = tmp_path / "m.py"
+    body = "\n".join(f"    x{i} = {i}" for i in range(85))
+    src.write_text(f'"""Long function argued: why."""\ndef big():\n{body}\n\ndef argued():\n{body}\n\n'
+                   f"def build_parser():\n{body}\n\ndef small():\n    return 1\n")
+    assert long_functions([src], root=tmp_path) == ["m.py:2 big: 86 lines"]
+
+
+def test_no_core_module_over_the_limit_unless_argued():
+    offenders = _long_modules(_python_files("core"), MAX_CORE_MODULE)
+    assert not offenders, f"core modules over {MAX_CORE_MODULE} lines (split, or argue 'Long module:'): {offenders}"
+
+
+def test_no_page_over_the_limit_unless_argued():
+    offenders = _long_modules(_python_files("pages"), MAX_PAGE)
+    assert not offenders, f"pages over {MAX_PAGE} lines (move logic to core/components): {offenders}"
+
+
+@pytest.mark.parametrize("part", ["core", "components", "pages", "app.py"])
+def test_no_function_over_the_limit(part):
+    offenders = long_functions(_python_files(part))
+    assert not offenders, f"functions over {MAX_FUNCTION} lines in {part}: {offenders}"
+
+
+def test_core_imports_no_streamlit_and_nothing_above_it():
+    offenders = []
+    for path in _python_files("core"):
+        for name in _imports(_tree(path)):
+            top = name.split(".")[0]
+            if top == "streamlit" and _rel(path) not in STREAMLIT_IN_CORE:
+                offenders.append(f"{_rel(path)} imports {name}")
+            if top in ("pages", "components", "app"):
+                offenders.append(f"{_rel(path)} imports {name}")
+    assert not offenders, offenders

@@ -1,0 +1,52 @@
+"""components/params.py draws a perturbation's parameter widgets from its declarations
+(core.perturb.base.Param). Checked on every registered perturbation through AppTest: the Sweeps
+form and the Variants form render without an exception, a bounded int becomes a range slider,
+and a widely bounded int (paraphrase_lexical_Q's ``min_frequency``, 0..10**9) a single number
+field: before the fix its "range" listed a billion values and the server ran out of memory as
+soon as a user picked the perturbation on the Sweeps page."""
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from core.perturb import registry
+from core.perturb.base import MAX_SWEEP_INTS, Param
+
+
+def test_wide_int_bounds_offer_one_value_not_every_value():
+    assert Param("min_frequency", 500, min=0, max=10**6).sweep_values == ()
+    assert Param("n_words", 1, min=1, max=10).sweep_values == tuple(range(1, 11))
+    for p in registry.all_perturbations():
+        for param in p.config_spec().values():
+            assert len(param.sweep_values) <= max(MAX_SWEEP_INTS, len(param.choices or ())), (p.id, param.name)
+
+
+def _forms(pid: str, mode: str):
+    import streamlit as st
+
+    from components.params import param_form, sweep_form
+    from core.perturb import registry
+
+    form = sweep_form if mode == "sweep" else param_form
+    st.session_state["result"] = form(registry.get(pid), "t")
+
+
+def test_sweep_form_of_paraphrase_lexical_q():
+    at = AppTest.from_function(_forms, args=("paraphrase_lexical_Q", "sweep"), default_timeout=60).run()
+    assert not at.exception
+    assert at.session_state["result"]["min_frequency"] == [500]
+    assert at.session_state["result"]["n_words"] == [1]
+    labels = {w.label for w in at.number_input}
+    assert "paraphrase_lexical_Q · min_frequency" in labels
+    assert any(s.label.startswith("paraphrase_lexical_Q · n_words (range") for s in at.slider)
+
+
+def test_every_perturbation_draws_both_forms():
+    for p in registry.all_perturbations():
+        for mode in ("sweep", "variants"):
+            at = AppTest.from_function(_forms, args=(p.id, mode), default_timeout=60).run()
+            assert not at.exception, (p.id, mode, at.exception)
+            result = at.session_state["result"]
+            assert set(result) == set(p.config_spec()), (p.id, mode)
+            if mode == "variants":
+                # with nothing touched, every widget hands back the declared default
+                assert result == {n: prm.default for n, prm in p.config_spec().items()}, p.id
