@@ -1,8 +1,10 @@
-"""Two parts of the Sweeps page's form: how the chosen challenge files pair with the data set, and
+"""Three parts of the Sweeps page's form: specs typed in the command line's spec language (chains
+``A+B``, value ranges and lists), how the chosen challenge files pair with the data set, and
 where the sweep runs (this process, a local Ray, or the server's Ray cluster).
 
-Neither takes anything typed in the browser: the files are those the page offers from the
-server's roots, and a cluster address only ever comes from the server's QAX_RAY_ADDRESS.
+No path or address is typed in the browser: the files are those the page offers from the
+server's roots, a typed spec may not name a ``file:`` or a model folder, and a cluster address
+only ever comes from the server's QAX_RAY_ADDRESS.
 """
 from __future__ import annotations
 
@@ -14,10 +16,48 @@ from components.choice import keep_valid
 from components.sweep_db import label
 from components.text import md_escape
 from core.datasets import DatasetError
+from core.perturb import registry
+from core.perturb.spec import FILE_PREFIX, PerturbationSpec, SpecError, chain_steps, parse_specs
 from core.sweeps.config import SweepError
 from core.sweeps.job import RayOptions
+from core.sweeps.launch import cli_only_params
 from core.sweeps.ray import RAY_ADDRESS_ENV
-from core.sweeps.resolve import pair_file
+from core.sweeps.resolve import pair_file, resolve_spec
+
+
+def typed_specs(key: str) -> list[PerturbationSpec]:
+    """The specs typed in the command line's spec language (``python -m core.sweeps --perturbations``):
+    chains like ``TLQ+keyboard_Q:p=0.5``, ranges ``DCRQ:n_chars=1..3``, lists ``x|y``, ``family:NAME``.
+    Each is resolved at once, so a typo is named here rather than when the sweep starts; nothing
+    is returned while any of them is wrong. ``file:`` specs and model folders are refused: the
+    browser never names a path (challenge files are chosen above)."""
+    text = st.text_input(
+        "More specs, typed (the command line's spec language)", key=f"{key}_spec_text",
+        placeholder="TLQ+keyboard_Q:p=0.5, DCRQ:n_chars=1..3",
+        help="Comma-separated, as python -m core.sweeps --perturbations takes them: ID:key=value, a range "
+             "1..3 or a list a|b (one spec per value), family:NAME, and chains A+B (B applied to what A made; "
+             "parameters after their step). Parameters not given take their defaults.")
+    if not text.strip():
+        return []
+    try:
+        specs = parse_specs(text)
+    except SpecError as e:
+        st.error(md_escape(f"Typed specs: {e}"))
+        return []
+    problems = [f"{s}: challenge files are chosen above, not typed" for s in specs
+                if any(step.startswith(FILE_PREFIX) for step in chain_steps(s.id))]
+    problems += [f"{named}: only the command line may set it" for named in cli_only_params(specs)]
+    for s in specs:
+        if not problems:
+            try:
+                resolve_spec(s, 1, registry.get, None)
+            except (SweepError, SpecError) as e:
+                problems.append(str(e))
+    if problems:
+        st.error("Typed specs:\n\n" + "\n".join(f"- {md_escape(p)}" for p in problems))
+        return []
+    return specs
+
 
 WHERE = ("This process", "Ray on this machine", "Ray cluster (server setting)")
 

@@ -33,7 +33,7 @@ from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir
 from components.stored_sweeps import stored_sweeps
 from components.sweep_db import db_picker, label, md_escape, stored_sweeps_or_stop
-from components.sweep_setup import challenge_pairing, ray_options, run_on_picker
+from components.sweep_setup import challenge_pairing, ray_options, run_on_picker, typed_specs
 from components.text import choose_hint
 from core import config
 from core.datasets import DatasetError, has_gold, load_dataset, sample_examples
@@ -101,7 +101,8 @@ if data_dir:
     options += evaluation_sets
 
 persist.keep("sw_dataset", options)   # this page's inputs survive a visit to another page
-persist.keep_all(["sw_sample", "sw_repeats", "sw_seed", "sw_name", "sw_chunk", "sw_where", "sw_workers"])
+persist.keep_all(["sw_sample", "sw_repeats", "sw_seed", "sw_name", "sw_chunk", "sw_where", "sw_workers",
+                  "sw_spec_text"])
 keep_valid("sw_dataset", options)
 c1, c2 = st.columns([3, 1])
 dataset_name = c1.selectbox("Dataset", options, key="sw_dataset",
@@ -170,6 +171,7 @@ files += st.multiselect("Other challenge files (runs/, speech trials, folders th
 specs = [PerturbationSpec.make(pid, combo) for pid in chosen
          for combo in combinations(sweep_form(by_id[pid], "sw_param"))]
 specs += [PerturbationSpec(f) for f in files]
+specs += typed_specs("sw")   # chains A+B, ranges and lists, as the command line takes them
 repairs = st.multiselect(
     "Also measure NoiseQA's question repair", list(SETTINGS), key="sw_repair",
     help="For each setting: repair_Q on the clean questions, and chained after every chosen question "

@@ -203,3 +203,32 @@ def test_sweep_job_reports_errors_and_results(tmp_path):
     assert unnamed.start().wait(30) and unnamed.error is None
     assert unnamed.name == unnamed.result.name and unnamed.name.startswith("toy-") and len(unnamed.name) == 12
     assert seen and set(seen) == {unnamed.name}   # known from the first progress report on
+
+
+def test_typed_specs_chain_and_range_run_in_a_sweep(env):
+    """The command line's spec language on the page: a chain (TUQ then DPQ) and a range (DCRQ:n_chars=1..2)
+    typed in the text field run as their own specs; a file: spec, a model folder and an unknown id are
+    refused with the reason, and the sweep cannot start with them."""
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    at.number_input(key="sw_sample").set_value(3)
+    for bad, reason in [("file:/etc/passwd", "challenge files are chosen above"),
+                        ("ReplaceRQ:mlm_model=/srv/bert", "only the command line may set it"),
+                        ("TUQ+nosuch_Q", "nosuch_Q"), ("DCRQ:n_chars=0", "n_chars")]:
+        at.text_input(key="sw_spec_text").set_value(bad).run()
+        assert not at.exception, at.exception
+        assert any(reason in e.value.replace("\\", "") for e in at.error), (bad, [e.value for e in at.error])
+        assert at.button(key="sw_start").disabled, bad
+    at.text_input(key="sw_spec_text").set_value("TUQ+DPQ, DCRQ:n_chars=1..2").run()
+    at.text_input(key="sw_name").set_value("typed").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    # 3 specs: TUQ+DPQ once, DCRQ n_chars=1 and 2 three times each (default repeats): 3 x 2 x (1 + 1 + 3 + 3)
+    assert any("3 perturbation spec(s) × 3 examples × 2 model(s): 48 result rows" in c.value for c in at.caption)
+    at.button(key="sw_start").click().run()
+    _wait_for_job(at)
+    conn = sqlite3.connect(env)
+    assert conn.execute("SELECT perturbation, params_json, COUNT(*) FROM results GROUP BY 1, 2 ORDER BY 1, 2"
+                        ).fetchall() == [("DCRQ", '{"n_chars":1,"n_words":1}', 18), ("DCRQ", '{"n_chars":2,"n_words":1}', 18),
+                                         ("TUQ+DPQ", "{}", 6)]
+    # the chain upper-cases, then drops the punctuation: no "?" is left in any of its questions
+    chained = [r[0] for r in conn.execute("SELECT variant_question FROM result_rows WHERE perturbation = 'TUQ+DPQ'")]
+    assert chained and all(q == q.upper() and "?" not in q for q in chained)
