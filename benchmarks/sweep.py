@@ -95,18 +95,21 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--chunk-size", type=int, default=256)
     ap.add_argument("--batch-size", type=int, default=None)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--engine-backend", default="default",
+                    help="default (each model's, from its card), torch, onnx or onnx-int8")
     ap.add_argument("--skip-naive", action="store_true", help="leave out the naive loop")
     ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = ap.parse_args(argv)
 
     import torch
 
+    from core.qa.engine import EngineSettings
     from core.qa.registry import load_engine
 
     model_names = [m.strip() for m in args.models.split(",") if m.strip()]
     engines = {}
     for name in model_names:
-        engine = load_engine(name)
+        engine = load_engine(name, EngineSettings(backend=args.engine_backend))
         if args.batch_size:
             engine.settings.batch_size = args.batch_size
         if args.threads:
@@ -120,6 +123,7 @@ def main(argv: list[str] | None = None) -> dict:
     results: dict = {"dataset": args.dataset, "sample": args.sample, "models": model_names,
                      "perturbations": [str(s) for s in specs], "repeats": args.repeats, "device": device,
                      "torch_threads": args.threads or torch.get_num_threads(),
+                     "backends": {m: e.backend_name for m, e in engines.items()},
                      "machine": platform.processor() or platform.machine()}
 
     with tempfile.TemporaryDirectory() as tmp:

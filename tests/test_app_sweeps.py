@@ -227,8 +227,8 @@ def test_typed_specs_chain_and_range_run_in_a_sweep(env):
     _wait_for_job(at)
     conn = sqlite3.connect(env)
     assert conn.execute("SELECT perturbation, params_json, COUNT(*) FROM results GROUP BY 1, 2 ORDER BY 1, 2"
-                        ).fetchall() == [("DCRQ", '{"n_chars":1,"n_words":1}', 18), ("DCRQ", '{"n_chars":2,"n_words":1}', 18),
-                                         ("TUQ+DPQ", "{}", 6)]
+                        ).fetchall() == [("DCRQ", '{"n_chars":1,"n_words":1}', 18),
+                                         ("DCRQ", '{"n_chars":2,"n_words":1}', 18), ("TUQ+DPQ", "{}", 6)]
     # the chain upper-cases, then drops the punctuation: no "?" is left in any of its questions
     chained = [r[0] for r in conn.execute("SELECT variant_question FROM result_rows WHERE perturbation = 'TUQ+DPQ'")]
     assert chained and all(q == q.upper() and "?" not in q for q in chained)

@@ -302,3 +302,44 @@ def test_sidebar_backend_reaches_the_engine_that_answers(tiny_registry, cache, m
     # the page says which backend answered, under each model's answer
     from rendered import shown
     assert sum("answered with onnx" in shown(c.value) for c in at.caption) == 2
+
+
+def _shipped(name):
+    from core.qa import registry
+
+    entry = registry.get_entry(name)
+    if not entry.is_installed():
+        pytest.skip(f"{name} is not installed: {entry.status()}")
+    return {b: registry.load_engine(name, EngineSettings(backend=b, threads=1)) for b in onnx_backend.BACKENDS}
+
+
+@pytest.mark.needs_data("xquad/xquad.en.json")
+@pytest.mark.parametrize("name", ["minilm-squad", "mpnet-squad-lora"])
+def test_a_shipped_models_onnx_answers_are_torchs(name):
+    """The fused ONNX graph (the models' default backend) reads the same best span as torch on the
+    demo set and the first 40 XQuAD-en questions (the issue asks for at least 98%; all agree)."""
+    from core.datasets import demo_dataset, load_dataset
+
+    engines = _shipped(name)
+    assert engines["onnx"].backend_name == "onnx"
+    ex = demo_dataset("en").examples + load_dataset("xquad/xquad.en").examples[:40]
+    qs, cs = [e.question for e in ex], [e.context for e in ex]
+    torch_spans = spans(engines["torch"].predict(qs, cs, n_best=1))
+    onnx_spans = spans(engines["onnx"].predict(qs, cs, n_best=1))
+    assert sum(a == b for a, b in zip(onnx_spans, torch_spans)) / len(ex) >= 0.98
+
+
+def test_minilm_int8_keeps_f1_on_the_demo_set():
+    """onnx-int8 within 1.0 F1 of torch on the demo set for MiniLM (96.67 both, the same 12 spans).
+    MPNet's int8 is not: 94.17 against 98.33 (one of 12 answers differs), README."""
+    from core.datasets import demo_dataset
+    from core.metrics.squad import squad_scores
+
+    engines = _shipped("minilm-squad")
+    ex = demo_dataset("en").examples
+    refs = {e.id: e.answer_texts for e in ex}
+    f1 = {b: squad_scores({e.id: p.text for e, p in zip(ex, engines[b].predict(
+        [e.question for e in ex], [e.context for e in ex], n_best=1))}, refs)["f1"] for b in ("torch", "onnx-int8")}
+    assert engines["onnx-int8"].backend_name == "onnx-int8"
+    assert abs(f1["onnx-int8"] - f1["torch"]) <= 1.0
+    assert f1["torch"] == pytest.approx(96.6667, abs=1e-3)

@@ -84,7 +84,8 @@ def test_entity_placeholder_incompatible_without_ner():
 
 
 def test_spell_numerals_years_cardinals_ordinals_decimals():
-    assert run("spell_numerals_Q", BRIDGE).text == "Who built the Golden Gate Bridge in San Francisco in nineteen sixty-three?"
+    assert run("spell_numerals_Q", BRIDGE).text == (
+        "Who built the Golden Gate Bridge in San Francisco in nineteen sixty-three?")
     v = run("spell_numerals_Q", "Were 1,250 or 2.5 people there in the 19th century, in 2009?")
     assert v.text == ("Were one thousand, two hundred and fifty or two point five people there in the "
                       "nineteenth century, in two thousand and nine?")

@@ -34,7 +34,8 @@ def test_drop_qmark_challenge_set_and_table3_summary(squad_file, tmp_path, capsy
     for o, c in zip(original.examples, challenge.examples):
         assert (o.context, o.answers, o.title) == (c.context, c.answers, c.title)
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0] == "mini.en: SQuAD v1.1, 2 questions; language en (from the file name); nothing repaired, guessed or dropped"
+    assert printed[0] == ("mini.en: SQuAD v1.1, 2 questions; language en (from the file name); "
+                          "nothing repaired, guessed or dropped")
     assert printed[2] == "examples: 2 | perturbed: 1 | unchanged by chance: 0 | not applicable: 1 | incompatible: 0"
     # Table 3 as the paper computes it ignores punctuation: a dropped "?" costs no CER or WER
     assert printed[5].split()[3:5] == ["0.0", "0.0"]
@@ -56,7 +57,8 @@ def test_only_perturbed_and_limit(squad_file, tmp_path, capsys):
 
 def test_chain_with_step_parameter_is_seeded_per_example(squad_file, tmp_path):
     out1, out2 = tmp_path / "1.json", tmp_path / "2.json"
-    args = ["--input", str(squad_file), "--perturbation", "TLQ+keyboard_Q", "--param", "keyboard_Q.p=1.0", "--seed", "0"]
+    args = ["--input", str(squad_file), "--perturbation", "TLQ+keyboard_Q", "--param", "keyboard_Q.p=1.0",
+            "--seed", "0"]
     make_challenge.main(args + ["--output", str(out1)])
     make_challenge.main(args + ["--output", str(out2), "--limit", "1"])
     first = load_squad(out1).examples

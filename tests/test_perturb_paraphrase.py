@@ -20,7 +20,8 @@ def rule(name: str, question: str) -> str | None:
 
 
 @pytest.mark.parametrize("name, question, expected", [
-    ("what_to_which", "In what year did the Normans conquer England?", "In which year did the Normans conquer England?"),
+    ("what_to_which", "In what year did the Normans conquer England?",
+     "In which year did the Normans conquer England?"),
     ("what_to_which", "What is the capital?", None),                         # pronoun "what": no noun after it
     ("which_to_what", "Which team won the game?", "What team won the game?"),
     ("how_many", "How many people live in Warsaw?", "What number of people live in Warsaw?"),
@@ -48,7 +49,8 @@ def test_every_rule_has_a_test():
 
 
 def test_rules_all_gives_one_variant_per_matching_rule_with_similarity():
-    out = registry.get("paraphrase_rules_Q").apply(ex("In what year did the Normans conquer England?"), random.Random(0))
+    out = registry.get("paraphrase_rules_Q").apply(ex("In what year did the Normans conquer England?"),
+                                                   random.Random(0))
     assert [v.meta["rule"] for v in out] == ["what_to_which", "in_what_year_to_when"]
     assert all(0.9 < v.meta["similarity"] <= 1.0 + 1e-6 for v in out)
     assert registry.get("paraphrase_rules_Q").apply(ex("Where is it?"), random.Random(0)) is None
@@ -74,7 +76,8 @@ def test_lexical_substitution_exact():
     assert 0.9 <= v.meta["similarity"] < 1.0
     # the same swap in a short question scores ~0.81 against the original: below the 0.9 bar
     assert p.apply(ex("Which team won the game?"), random.Random(0)) is None
-    assert p.apply(ex("Which team won the game?"), random.Random(0), threshold=0.8)[0].text == "Which squad won the game?"
+    assert p.apply(ex("Which team won the game?"), random.Random(0),
+                   threshold=0.8)[0].text == "Which squad won the game?"
     # two words: the second is scored with the first in place; "were selected" -> participle "chosen"
     v = p.apply(ex("How many Panthers defense players were selected for the Pro Bowl?"), random.Random(0), n_words=2)[0]
     assert v.text == "How many Panthers defense participants were chosen for the Pro Bowl?"

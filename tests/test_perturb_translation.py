@@ -106,6 +106,7 @@ def test_apertium_backend_round_trip():
     out = t.translate(["Who is the president?", "", "The house\nis red."], "en", "es")
     assert out == ["Quién es el presidente ?", "", "La casa es roja."]
     translation.use_translator(None)
-    v = registry.get("backtranslate_Q").apply(ex("In what year did the Doctor Who series begin?", "en"), random.Random(0))[0]
+    v = registry.get("backtranslate_Q").apply(ex("In what year did the Doctor Who series begin?", "en"),
+                                              random.Random(0))[0]
     assert v.meta["backend"] == "apertium" and v.meta["pivot"] == "es"
     assert v.text == "In which year the Doctor Who the series begin?"

@@ -67,9 +67,12 @@ def config():
 
 @pytest.fixture(scope="module")
 def engine():
+    """The engine the fixture was made with: torch (the default backend then; the model card's
+    choice may differ now, see the resume test)."""
+    from core.qa.engine import EngineSettings
     from core.qa.registry import load_engine
 
-    return load_engine(MODEL)
+    return load_engine(MODEL, EngineSettings(backend="torch"))
 
 
 def test_old_store_shows_the_same_table(tmp_path):
@@ -84,12 +87,20 @@ def test_old_store_shows_the_same_table(tmp_path):
 
 
 def test_old_store_resumes_reusing_every_stored_unit(tmp_path, engine):
+    from core.qa import registry
+    from core.qa.engine import EngineSettings
+    from core.sweeps.backends import engines_as_stored, stored_fingerprints
     from core.sweeps.run import run_sweep
 
     db = restore(tmp_path / "old.sqlite")
     stored = {t: rows(db, t) for t in TABLES}
     assert (len(stored["clean_results"]), len(stored["results"])) == (6, 21)
-    run = run_sweep(config(), {MODEL: engine}, db, chunk_size=7)
+    # resumed as the page and the CLI do: whatever today's default backend, the one it was made with
+    today = registry.load_engine(MODEL)
+    engines, _ = engines_as_stored({MODEL: today}, stored_fingerprints(db, NAME),
+                                   lambda m, b: registry.load_engine(m, EngineSettings(backend=b)))
+    assert engines[MODEL].fingerprint() == engine.fingerprint()
+    run = run_sweep(config(), engines, db, chunk_size=7)
     assert (run.status, run.resumed_units, run.done_units, run.total_units) == ("done", 27, 36, 36)
     after = {t: rows(db, t) for t in TABLES}
     for t in TABLES:   # nothing stored was rewritten (same keys, same values)

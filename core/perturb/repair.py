@@ -220,5 +220,5 @@ def repair_example(example: QAExample, method: str, **kwargs) -> tuple[QAExample
     return dataclasses.replace(example, question=result.text), result
 
 
-__all__ = ["Change", "Repair", "repair_with_context", "repair_question", "add_question_mark", "spellcheck", "repair_example",
-           "word_cer", "closest_word", "MODES", "MAX_CER"]
+__all__ = ["Change", "Repair", "repair_with_context", "repair_question", "add_question_mark", "spellcheck",
+           "repair_example", "word_cer", "closest_word", "MODES", "MAX_CER"]

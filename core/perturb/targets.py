@@ -117,8 +117,9 @@ def define_grid(base: type[WordTargetedPerturbation], module: str, operations: d
     ``<id>Perturbation`` and set ``op``, ``target``, ``field``, ``id`` and ``description``.
 
     >>> from core.perturb.catalogue.german_word import WordPerturbation
-    >>> [(c.id, c.description) for c in define_grid(WordPerturbation, __name__, {"D": "Delete"},
-    ...                                           "{op}{target}{field}", "{op_text} {target_text} of the {field_text}")][:2]
+    >>> grid = define_grid(WordPerturbation, __name__, {"D": "Delete"},
+    ...                    "{op}{target}{field}", "{op_text} {target_text} of the {field_text}")
+    >>> [(c.id, c.description) for c in grid][:2]
     [('DRQ', 'Delete a random word of the question'), ('DRC', 'Delete a random word of the context')]
     """
     classes = []

@@ -214,7 +214,8 @@ class QAEngine:
             if key == self._forward_key:
                 return self.backend_name
             try:
-                impl = make_forward(wanted, self.model, self.tokenizer, self.device)
+                # threads: which ONNX sessions to open now (others open when first asked for)
+                impl = make_forward(wanted, self.model, self.tokenizer, self.device, s.threads)
                 message = None
             except BackendUnavailable as e:
                 message = f"backend {wanted!r} unavailable, answering with torch: {e}"

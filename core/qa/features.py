@@ -45,10 +45,11 @@ def question_budget(max_length: int, stride: int, special_tokens: int) -> int:
 
     >>> question_budget(384, 128, 3), question_budget(64, 16, 3), question_budget(32, 16, 3)
     (64, 44, 12)
-    >>> question_budget(20, 16, 3)
+    >>> question_budget(20, 16, 3)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    core.qa.features.FeatureError: max_length 20 leaves no room for a question beside a stride of 16 tokens and 3 special tokens
+    core.qa.features.FeatureError: max_length 20 leaves no room for a question beside a stride of 16 tokens and 3
+    special tokens
     """
     budget = min(MAX_QUESTION_TOKENS, max_length - special_tokens - stride - 1)
     if budget < 1:

@@ -92,10 +92,15 @@ class OnnxForward:
     def __init__(self, path: Path, name: str, threads: int | None = None):
         import threading
 
+        from core.qa.threads import budget
+
         self.name, self.path = name, path
         self._sessions: dict[int, object] = {}
         self._lock = threading.Lock()
-        self.session = self._session(threads or 1)  # the last one used; made now: a bad file fails here
+        # made now, not on the hot path (opening one takes 0.3-0.7 s for MiniLM on this machine,
+        # a tenth of a 64-question answer); a bad file fails here. Under the policy both counts.
+        for count in ([threads] if threads else sorted({1, budget()})):
+            self.session = self._session(count)  # the last one used
         self.inputs = {i.name for i in self.session.get_inputs()}
 
     def _session(self, threads: int):
@@ -265,7 +270,7 @@ def model_input_names(tokenizer, model) -> list[str]:
     return names if "input_ids" in names else ["input_ids", *names]
 
 
-def make_forward(backend: str, model, tokenizer, device):
+def make_forward(backend: str, model, tokenizer, device, threads: int | None = None):
     """The forward strategy for ``backend``; raises BackendUnavailable (with the reason) when an
     ONNX backend cannot run here. torch is always available."""
     check_backend(backend)
@@ -277,6 +282,6 @@ def make_forward(backend: str, model, tokenizer, device):
         raise BackendUnavailable(f"onnxruntime is not installed ({e}): pip install onnxruntime==1.31.1") from e
     try:
         path = ensure_export(model, model_input_names(tokenizer, model), backend)
-        return OnnxForward(path, backend)
+        return OnnxForward(path, backend, threads)
     except Exception as e:  # export or session errors of any kind: torch answers instead
         raise BackendUnavailable(f"{backend} export or session failed ({type(e).__name__}: {e})") from e

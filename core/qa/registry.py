@@ -140,7 +140,8 @@ def load_registry(path: Path | None = None) -> list[ModelEntry]:
         if name in seen:
             raise ModelLoadError(f"{path}: model name {name!r} appears twice")
         if sum(bool(m.get(k)) for k in ("path", "hf_id", "adapter")) != 1:
-            raise ModelLoadError(f"{path}: model {name!r} needs exactly one of 'path' or 'hf_id' (or 'adapter' with 'base')")
+            raise ModelLoadError(f"{path}: model {name!r} needs exactly one of 'path' or 'hf_id' "
+                                 f"(or 'adapter' with 'base')")
         if bool(m.get("adapter")) != bool(m.get("base")):
             raise ModelLoadError(f"{path}: model {name!r}: 'adapter' and 'base' go together "
                                  "(base = \"minilm\", \"mpnet\" or a local model folder)")

@@ -8,7 +8,8 @@ NoiseQA. Sweeping voices x engines gives the voice-variation view (NoiseQA Figur
 Deterministic (every voice and engine is run deterministically), so sweeps run it once; round
 trips are cached on disk by (text, voice, engine) in :mod:`core.speech.noise`.
 
-It cannot run where the voice or engine is not installed: ``why_not(example, params)`` says so. An empty transcript (the recogniser heard no words) is returned as an empty
+It cannot run where the voice or engine is not installed: ``why_not(example, params)`` says so.
+An empty transcript (the recogniser heard no words) is returned as an empty
 question with ``meta["empty_transcript"] = True``: dropping it would flatter the scores, so
 scoring code must count such a question as unanswered.
 """
