@@ -6,9 +6,13 @@ question filled in.
 """
 from __future__ import annotations
 
+import json
+
+import pandas as pd
 import streamlit as st
 
 from components import loaders, persist
+from components.export import csv_download
 from components.frame import page_frame
 from components.pickers import DEMO_LANGS
 from components.state import current_data_dir
@@ -131,3 +135,10 @@ for tab, kind in zip(tabs, KINDS):
                     open_on("ask", f)
                 if c2.button("Open on Variants", key=f"gal_var_{kind}_{n}"):
                     open_on("variants", f)
+        if found[kind]:   # the list as a table: every finding, its answers and its passage
+            rows = cg.export_rows(found[kind])
+            d1, d2, _ = st.columns([1, 1, 6])
+            with d1:
+                csv_download(pd.DataFrame(rows), f"gallery_{kind}", key=f"gal_csv_{kind}")
+            d2.download_button("⬇ JSON", json.dumps(rows, ensure_ascii=False, indent=1), f"gallery_{kind}.json",
+                               "application/json", key=f"gal_json_{kind}")

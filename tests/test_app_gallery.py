@@ -54,6 +54,10 @@ def test_findings_of_each_kind(stores):
     assert cg.disagreements(stores, "toy-sweep") == []   # fake-a's "Neumann" (F1 2/3) is right too
     [won] = cg.beaten(beat_store.BeatStore().attempts())
     assert won.question == "Which country has Paris as its capital?" and won.golds == ("France",)
+    # the Gallery's CSV/JSON rows: one per finding, an answer column per model
+    [row] = cg.export_rows([dis])
+    assert (row["kind"], row["example_id"], row["gold"], row["answer: fake-a"], row["answer: fake-c"]) == \
+        ("disagree", "q1", "Paris", "Paris", "France")
 
 
 def test_gallery_opens_an_example_on_ask_and_on_variants(stores):
@@ -65,6 +69,8 @@ def test_gallery_opens_an_example_on_ask_and_on_variants(stores):
     assert labels[0] == "Models disagree (1)" and labels[2] == "The AI was beaten (1)"
     assert labels[1].startswith("One keystroke flips the answer (")
     assert labels[1] != "One keystroke flips the answer (0)"
+    # each list with findings has its CSV and JSON download
+    assert len(at.get("download_button")) == 6
     # a flip opened on Ask: the toy set is no data set Ask offers, so its passage is pasted, with
     # the flipped question and the gold answer to score it against
     at.button(key="gal_ask_flip_0").click().run()

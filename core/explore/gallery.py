@@ -25,7 +25,7 @@ from rapidfuzz.distance import Levenshtein
 
 from core.sweeps.report import _store
 
-__all__ = ["Finding", "RIGHT", "disagreements", "one_keystroke_flips", "beaten", "find_all"]
+__all__ = ["Finding", "RIGHT", "disagreements", "one_keystroke_flips", "beaten", "find_all", "export_rows"]
 
 RIGHT = 0.5   # F1 at or above which an answer counts as right
 
@@ -127,3 +127,21 @@ def find_all(db: str | Path | None, sweeps: Iterable[int], attempts: Iterable = 
     for kind in ("disagree", "flip"):
         found[kind] = sorted(found[kind], key=lambda f: -f.strength)[:limit]
     return found
+
+
+def export_rows(findings: Iterable[Finding]) -> list[dict]:
+    """The findings as flat rows, for the Gallery's CSV and JSON downloads: golds joined by " | ",
+    each answerer's answer in a column of its own (``answer: NAME``).
+
+    >>> f = Finding("flip", "t", "demo.en", "q1", "en", "ctx", "Waht?", "What?", ("Paris",),
+    ...             {"m1": "Paris", "m2": ""}, "DCRQ", 1.0, "toy")
+    >>> export_rows([f])[0]   # doctest: +NORMALIZE_WHITESPACE
+    {'kind': 'flip', 'source': 'toy', 'dataset': 'demo.en', 'example_id': 'q1', 'lang': 'en',
+     'question': 'Waht?', 'original_question': 'What?', 'perturbation': 'DCRQ', 'gold': 'Paris',
+     'strength': 1.0, 'answer: m1': 'Paris', 'answer: m2': '', 'context': 'ctx'}
+    """
+    return [{"kind": f.kind, "source": f.source, "dataset": f.dataset, "example_id": f.example_id, "lang": f.lang,
+             "question": f.question, "original_question": f.original_question, "perturbation": f.perturbation,
+             "gold": " | ".join(f.golds), "strength": round(f.strength, 4),
+             **{f"answer: {who}": a for who, a in f.answers.items()}, "context": f.context}
+            for f in findings]
