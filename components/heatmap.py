@@ -208,7 +208,9 @@ def _lay_out(fig: go.Figure, cols: list, model_rows: list[str], totals: Mapping[
     y_labels = [html.escape(m) + (f"<br>Σ {totals[m]}" if m in totals else "") for m in model_rows]
     x_labels = [html.escape(c.label) for c in cols]
     left = 20 + 7 * max(max(len(m) for m in model_rows), 6)
-    label_h = 30 + int(6.2 * max(len(s) for s in x_labels))   # x labels at -60 degrees
+    # x labels at -60 degrees: about 7.2 px of height per character at the 12 px tick font (6.2 let the
+    # legend title cover the first letters of a label like "keyboard_Q(p=0.25)")
+    label_h = 30 + int(7.2 * max(len(s) for s in x_labels))
     grid_h = n_rows * px
     area_h = grid_h + label_h   # the grid on top, the x labels below it
     width = left + n_cols * px + 20
