@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
+from core.metrics import METRICS as ANSWER_METRICS
 from core.metrics.penalty import BANDS
 from core.sweeps.report import Cell
 from core.sweeps.tables import columns
@@ -48,7 +49,8 @@ assert [b[0] for b in BANDS] == list(BAND_COLOURS), "BAND_COLOURS must follow co
 # Text on dark cells is white, on light cells black.
 _DARK = {"#2166ac", "#1a9850", "#a50026", "#f46d43"}
 
-METRICS = {"f1": "F1", "em": "EM"}
+# the metrics a heatmap can show, labelled as core.metrics declares them
+METRICS = {name: ANSWER_METRICS[name].label for name in ("f1", "em")}
 VALUES = {"pct": "% change", "score": "perturbed score", "drop": "absolute drop (points)"}
 
 # The grid aims at 300 px: beside Streamlit's sidebar, a window 800 px wide leaves ~470 px for the

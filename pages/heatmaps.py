@@ -21,6 +21,7 @@ from components.export import csv_download, figure_downloads, file_stem
 from components.frame import page_frame
 from components.heatmap import METRICS, VALUES, heatmap_figure
 from components.sweep_db import db_path_input, md_escape, stored_sweeps_or_stop
+from core.metrics import METRICS as METRIC_INFO
 from core.sweeps import aggregates as aggregates
 from core.sweeps import report as report
 from core.sweeps import tables as views
@@ -82,7 +83,8 @@ clean_df = pd.DataFrame(views.clean_rows(clean))
 
 st.subheader("Model × perturbation")
 c1, c2 = st.columns(2)
-metric = c1.radio("Metric", list(METRICS), format_func=METRICS.get, horizontal=True, key="hm_metric")
+metric = c1.radio("Metric", list(METRICS), format_func=METRICS.get, horizontal=True, key="hm_metric",
+                  help=" · ".join(f"{METRIC_INFO[m].label}: {METRIC_INFO[m].help}" for m in METRICS))
 value = c2.radio("Cells show", list(VALUES), format_func=VALUES.get, horizontal=True, key="hm_value",
                  help="The colour is always the band of the % change of the metric (SEEDS.md §4), and each "
                       "cell's second line its penalty.")

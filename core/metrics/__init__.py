@@ -6,6 +6,14 @@ Modules (each documented and doctested on hand-checked cases):
   text_distance  CER, WER (jiwer) and BLEU (sacreBLEU) of noisy vs original questions (NoiseQA)
   dpr            Different Prediction Rate and bucketing for similarity plots (DuReader-robust)
   penalty        percentage change, band and penalty per heatmap cell (Satheesh et al. 2024)
+  declared       ``Metric``: what a metric is (label, better direction, unit, description)
+
+Each module declares its metrics once (``DECLARED``); ``METRICS`` gathers them by name, so a page or
+a table takes a metric's label, help text and direction from here. Chinese EM/F1 are the same
+metrics at the character level, so they are not declared twice.
+
+>>> METRICS["f1"].label, METRICS["wer"].better, METRICS["pct_change"].better
+('F1', 'lower', 'zero')
 
 This package picks the answer scorer by language: Chinese ("zh", "zh-CN", ...) is scored at the
 character level, every other language with SQuAD's normalisation and whitespace tokens.
@@ -22,13 +30,18 @@ from collections.abc import Sequence
 
 from core.metrics import chinese, dpr, penalty, squad, text_distance
 from core.metrics.chinese import chinese_scores, is_chinese_lang
+from core.metrics.declared import Metric
 from core.metrics.dpr import bucket_by, different_prediction_rate, predictions_differ
 from core.metrics.penalty import band, pct_change, total_penalty
 from core.metrics.penalty import penalty as penalty_for
 from core.metrics.squad import metric_max_over_ground_truths, squad_scores
 from core.metrics.text_distance import noise_summary
 
+METRICS: dict[str, Metric] = {m.name: m for module in (squad, text_distance, dpr, penalty) for m in module.DECLARED}
+
 __all__ = [
+    "METRICS",
+    "Metric",
     "score_answer",
     "word_overlap_f1",
     "squad_scores",

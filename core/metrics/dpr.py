@@ -23,8 +23,15 @@ import math
 from collections.abc import Sequence
 
 from core.metrics import chinese, squad
+from core.metrics.declared import Metric
 
 __all__ = ["predictions_differ", "different_prediction_rate", "bucket_by"]
+
+
+DECLARED = (
+    Metric("dpr", "DPR", "lower", "%", "Different Prediction Rate: the share of question pairs whose "
+           "predictions differ (DuReader-robust)"),
+)
 
 
 def predictions_differ(original: str, paraphrase: str, lang: str = "en") -> bool:

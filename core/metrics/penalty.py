@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from core.metrics.declared import Metric
+
 __all__ = ["BANDS", "pct_change", "band", "penalty", "total_penalty"]
 
 # (label, lower bound, lower bound included, upper bound, upper bound included, penalty),
@@ -39,6 +41,14 @@ BANDS: tuple[tuple[str, float, bool, float, bool, int], ...] = (
     ("(-40, -10]", -40.0, False, -10.0, True, 2),
     ("(-70, -40]", -70.0, False, -40.0, True, 3),
     ("[-100, -70]", -100.0, True, -70.0, True, 4),
+)
+
+
+DECLARED = (
+    Metric("pct_change", "% change", "zero", "%", "percentage change of the metric from clean to perturbed "
+           "input; the paper penalises a change either way (Satheesh et al. 2024)"),
+    Metric("penalty", "penalty", "lower", "points", "penalty of a heatmap cell by its band of % change, "
+           "summed over cells (Satheesh et al. 2024)"),
 )
 
 

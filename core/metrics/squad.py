@@ -42,6 +42,8 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
+from core.metrics.declared import Metric
+
 __all__ = [
     "normalize_answer",
     "exact_match_score",
@@ -50,6 +52,13 @@ __all__ = [
     "corpus_scores",
     "squad_scores",
 ]
+
+DECLARED = (
+    Metric("em", "EM", "higher", "%", "exact match: the share of questions whose normalised answer equals a "
+           "gold answer (SQuAD v1.1)"),
+    Metric("f1", "F1", "higher", "%", "token F1 between the normalised answer and the best gold answer, "
+           "averaged over questions (SQuAD v1.1)"),
+)
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

@@ -44,8 +44,20 @@ from collections.abc import Sequence
 import jiwer
 from sacrebleu.metrics import BLEU
 
+from core.metrics.declared import Metric
+
 __all__ = ["cer", "wer", "corpus_cer", "corpus_wer", "bleu", "noise_summary", "asr_normalise",
            "corpus_wer_normalised", "table3_summary"]
+
+
+DECLARED = (
+    Metric("cer", "CER", "lower", "%", "character error rate of the noisy question against the original "
+           "(jiwer: edits / characters of the original)"),
+    Metric("wer", "WER", "lower", "%", "word error rate of the noisy question against the original "
+           "(jiwer: edits / words of the original)"),
+    Metric("bleu", "BLEU", "higher", "0-100", "corpus BLEU of the noisy questions against the originals "
+           "(sacreBLEU)"),
+)
 
 
 def _check_pairs(references: Sequence[str], hypotheses: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -30,6 +30,7 @@ import pandas as pd
 
 from core import cli
 from core.io import safe_json
+from core.metrics import METRICS as ANSWER_METRICS
 
 __all__ = ["read_card", "write_card", "render_card_markdown", "FIELDS", "METRICS", "CAPABILITY_FIELDS",
            "dataset_label", "evaluation_rows", "evaluation_matrix", "capability_rows", "capability_matrix"]
@@ -40,7 +41,9 @@ FIELDS = ("model", "dataset", "lang", "n", "exact_match", "f1", "ms_per_question
 # core.models.evaluate had no answer-length flag before it recorded the cap: older cards were measured
 # with the engine's default of 30 tokens.
 DEFAULT_ANSWER_TOKENS = 30
-METRICS = {"f1": "F1", "exact_match": "EM", "ms_per_question": "ms / question"}
+# cards name EM "exact_match" (the official SQuAD script's key); labels as core.metrics declares them
+METRICS = {"f1": ANSWER_METRICS["f1"].label, "exact_match": ANSWER_METRICS["em"].label,
+           "ms_per_question": "ms / question"}
 # ``python -m core.behaviour FILE --card`` writes failure rates per family under ``capabilities``.
 CAPABILITY_FIELDS = ("model", "file", "family", "n", "failed", "failure_rate", "date")
 
