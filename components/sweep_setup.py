@@ -13,7 +13,7 @@ import os
 import streamlit as st
 
 from components.choice import keep_valid
-from components.sweep_db import label
+from components.sweep_db_picker import label
 from components.text import md_escape
 from core.datasets import DatasetError
 from core.perturb import registry

@@ -16,7 +16,7 @@ from components.export import csv_download
 from components.frame import page_frame
 from components.pickers import DEMO_LANGS
 from components.state import current_data_dir
-from components.sweep_db import db_picker
+from components.sweep_db_picker import db_picker
 from components.text import html_text, md_escape
 from core.collect import beat_store
 from core.explore import gallery as cg

@@ -20,7 +20,8 @@ from components.choice import keep_valid
 from components.export import csv_download, figure_downloads, file_stem
 from components.frame import page_frame
 from components.heatmap import METRICS, VALUES, heatmap_figure
-from components.sweep_db import db_path_input, md_escape, stored_sweeps_or_stop
+from components.sweep_db_picker import db_path_input, stored_sweeps_or_stop
+from components.text import md_escape
 from core.metrics import METRICS as METRIC_INFO
 from core.sweeps import aggregates as aggregates
 from core.sweeps import report as report

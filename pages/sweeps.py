@@ -10,7 +10,7 @@ Data sets are offered by the names core.datasets.load_dataset resolves (demo.<la
 data directory), not uploads: a stored sweep is resumed by reloading its data set by name.
 
 Confinement: nothing here takes a path typed in the browser. The database comes from the picker of
-components.sweep_db (a new one by file name only, created when its first sweep starts), data sets
+components.sweep_db_picker (a new one by file name only, created when its first sweep starts), data sets
 and challenge files from what exists under the server's roots (core.config), and data sets are
 loaded with ``confined=True``, so a stored sweep naming a file elsewhere cannot be resumed here.
 A sweep whose process died is listed as interrupted (core.sweeps.store.effective_status) and offered
@@ -32,9 +32,9 @@ from components.params import combinations, sweep_form
 from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir
 from components.stored_sweeps import stored_sweeps
-from components.sweep_db import db_picker, label, md_escape, stored_sweeps_or_stop
+from components.sweep_db_picker import db_picker, label, stored_sweeps_or_stop
 from components.sweep_setup import challenge_pairing, ray_options, run_on_picker, typed_specs
-from components.text import choose_hint
+from components.text import choose_hint, md_escape
 from core import config
 from core.datasets import DatasetError, has_gold, load_dataset, sample_examples
 from core.perturb import registry
