@@ -29,11 +29,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core import config  # noqa: E402
-from core.datasets import load_squad  # noqa: E402
-from core.perturb import nlp, registry  # noqa: E402
-from core.perturb.catalogue import translation  # noqa: E402
-from core.perturb.spec import rng_for  # noqa: E402
+from core import config
+from core.datasets import load_squad
+from core.perturb import nlp, registry
+from core.perturb.catalogue import translation
+from core.perturb.spec import rng_for
 
 
 def measure(perturbation, examples, warmup, seed: int = 0) -> dict:

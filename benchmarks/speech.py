@@ -25,11 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core import config  # noqa: E402
-from core.datasets import load_squad  # noqa: E402
-from core.metrics.text_distance import corpus_wer  # noqa: E402
-from core.speech import asr, tts  # noqa: E402
-from core.speech.asr import normalise_transcript  # noqa: E402
+from core import config
+from core.datasets import load_squad
+from core.metrics.text_distance import corpus_wer
+from core.speech import asr, tts
+from core.speech.asr import normalise_transcript
 
 
 def xquad_questions(n: int, seed: int) -> list[str]:

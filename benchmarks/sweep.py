@@ -37,13 +37,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.datasets import load_dataset, sample_examples
-from core.metrics import score_answer  # noqa: E402
+from core.metrics import score_answer
 from core.perturb.spec import parse_specs
 from core.sweeps.config import SweepConfig
 from core.sweeps.keys import example_hash
 from core.sweeps.resolve import resolve_spec
 from core.sweeps.run import run_sweep
-from core.sweeps.store import Store  # noqa: E402
+from core.sweeps.store import Store
 
 DEFAULT_PERTURBATIONS = ("keyboard_Q,misspell_Q,TLQ,DPQ,drop_function_Q,DCRQ,SCRQ,DRQ,SwapRQ,"
                          "file:noiseqa/Synthetic/xquad-keyboard-synthetic")

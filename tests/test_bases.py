@@ -64,7 +64,7 @@ def test_mpnet_unpacked_once_when_two_callers_start_together(tmp_path, monkeypat
         start.wait()
         try:
             results.append(bases.mpnet_path())
-        except Exception as e:  # noqa: BLE001 - the assertion below shows it
+        except Exception as e:
             results.append(e)
 
     threads = [threading.Thread(target=call) for _ in range(2)]

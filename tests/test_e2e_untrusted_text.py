@@ -30,7 +30,7 @@ pytestmark = pytest.mark.e2e
 class _Counter(http.server.BaseHTTPRequestHandler):
     hits: list[str] = []
 
-    def do_GET(self):  # noqa: N802 (http.server's name)
+    def do_GET(self):
         type(self).hits.append(self.path)
         self.send_response(200)
         self.send_header("Content-Type", "image/png")

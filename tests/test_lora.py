@@ -11,7 +11,7 @@ import torch
 
 pytest.importorskip("peft")
 
-from tiny_model import build_tiny_qa, squad_file  # noqa: E402
+from tiny_model import build_tiny_qa, squad_file
 
 CONTEXTS = [
     "the eiffel tower in paris was built in 1889 and completed in 1889 .",

@@ -21,11 +21,11 @@ import pytest
 
 pytest.importorskip("ray")
 
-from core.datasets import demo_dataset  # noqa: E402
-from core.sweeps import report as report  # noqa: E402
-from core.sweeps.config import SweepConfig  # noqa: E402
-from core.sweeps.run import run_sweep  # noqa: E402
-from core.sweeps.store import Store  # noqa: E402
+from core.datasets import demo_dataset
+from core.sweeps import report as report
+from core.sweeps.config import SweepConfig
+from core.sweeps.run import run_sweep
+from core.sweeps.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = "TUQ,DRQ:n_words=1..2,file:noisy"

@@ -65,7 +65,7 @@ from typing import Any
 
 from core.io.sqlite_db import SQLiteFile, sqlite_kind, table_names
 from core.perturb.spec import canonical_json  # noqa: F401  (re-exported: the stored JSON's form)
-from core.sweeps.schema import ADDED_COLUMNS, AGGREGATES_TABLE, SCHEMA, SCHEMA_VERSION, SIGNATURE, TABLES, statements  # noqa: F401  (SCHEMA re-exported)
+from core.sweeps.schema import ADDED_COLUMNS, AGGREGATES_TABLE, SCHEMA, SCHEMA_VERSION, SIGNATURE, TABLES, statements
 
 # SQLite's default limit on host parameters is 32766 (3.32+); stay far below it.
 _IN_BATCH = 900
