@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -361,11 +360,6 @@ class QAEngine:
 
     def answer(self, question: str, context: str, n_best: int = 5) -> Prediction:
         return self.predict([question], [context], n_best=n_best)[0]
-
-    def timed_answer(self, question: str, context: str, n_best: int = 5) -> tuple[Prediction, float]:
-        t0 = time.perf_counter()
-        p = self.answer(question, context, n_best)
-        return p, time.perf_counter() - t0
 
     def _forward(self, batch, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(start, end) logits of a batch as float32 numpy, from whichever backend answers, on
