@@ -9,14 +9,13 @@
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from components.export import csv_download, figure_downloads, file_stem
+from components.export import csv_download, figure_downloads, file_stem, json_download
 from components.text import md_escape
 from core.sweeps import calibration as calib
 from core.sweeps import repair as repair
@@ -187,5 +186,4 @@ def calibration_section(db_path: Path, sweep_id: int, version, stem: str) -> Non
     curve_df = pd.DataFrame([{"set": k, **p} for k in ("clean", "perturbed") for p in calib.coverage_curve(pts[k])])
     csv_download(curve_df, file_stem("coverage", row["model"], row["spec"], stem), "hm_calib_curve_csv",
                  "CSV (coverage curves)")
-    st.download_button("⬇ JSON (scores)", json.dumps(pts), f"{file_stem('scores', row['model'], stem)}.json",
-                       "application/json", key="hm_calib_json", on_click="ignore")
+    json_download(pts, file_stem("scores", row["model"], stem), "hm_calib_json", "JSON (scores)")

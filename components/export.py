@@ -12,6 +12,7 @@ When either is missing, :func:`png_problem` says which, and the page offers HTML
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shutil
@@ -22,7 +23,8 @@ import streamlit as st
 
 from core.io.csv_export import csv_bytes
 
-__all__ = ["figure_html", "figure_png", "png_problem", "csv_download", "figure_downloads", "file_stem"]
+__all__ = ["figure_html", "figure_png", "png_problem", "csv_download", "json_download", "figure_downloads",
+           "file_stem"]
 
 _BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
@@ -62,6 +64,12 @@ def csv_download(df: pd.DataFrame, stem: str, key: str, label: str = "CSV") -> N
     """A CSV download of ``df`` (UTF-8, no index, spreadsheet formulas neutralised: core.io.csv_export)."""
     st.download_button(f"⬇ {label}", csv_bytes(df), f"{stem}.csv", "text/csv",
                        key=key, on_click="ignore")
+
+
+def json_download(data, stem: str, key: str, label: str = "JSON") -> None:
+    """A JSON download of ``data`` (UTF-8, non-ASCII kept as written, one space of indent)."""
+    st.download_button(f"⬇ {label}", json.dumps(data, indent=1, ensure_ascii=False).encode("utf-8"),
+                       f"{stem}.json", "application/json", key=key, on_click="ignore")
 
 
 def figure_downloads(fig: go.Figure, stem: str, key: str) -> None:

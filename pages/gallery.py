@@ -6,13 +6,11 @@ question filled in.
 """
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import streamlit as st
 
 from components import loaders, persist
-from components.export import csv_download
+from components.export import csv_download, json_download
 from components.frame import page_frame
 from components.pickers import DEMO_LANGS
 from components.state import current_data_dir
@@ -140,5 +138,5 @@ for tab, kind in zip(tabs, KINDS):
             d1, d2, _ = st.columns([1, 1, 6])
             with d1:
                 csv_download(pd.DataFrame(rows), f"gallery_{kind}", key=f"gal_csv_{kind}")
-            d2.download_button("⬇ JSON", json.dumps(rows, ensure_ascii=False, indent=1), f"gallery_{kind}.json",
-                               "application/json", key=f"gal_json_{kind}")
+            with d2:
+                json_download(rows, f"gallery_{kind}", key=f"gal_json_{kind}")

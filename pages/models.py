@@ -7,12 +7,10 @@ Nothing is computed here: the page reads the cards (core.models.cards) and shows
 """
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import streamlit as st
 
-from components.export import csv_download, file_stem
+from components.export import csv_download, file_stem, json_download
 from components.frame import page_frame
 from components.text import md_escape
 from core.models import cards as model_cards
@@ -106,9 +104,7 @@ else:
     with c2:
         csv_download(tidy, "models_evaluations", key="models_tidy_csv", label="CSV (full table)")
     with c3:
-        st.download_button("⬇ JSON (full table)", json.dumps(rows, indent=1, ensure_ascii=False).encode("utf-8"),
-                           "models_evaluations.json", "application/json", key="models_tidy_json",
-                           on_click="ignore")
+        json_download(rows, "models_evaluations", key="models_tidy_json", label="JSON (full table)")
 
 # ------------------------------------------------------------------------------------- capabilities
 st.subheader("Capabilities (behaviour tests)")
@@ -131,9 +127,7 @@ else:
         csv_download(cap_matrix.reset_index(names="family"), "models_capabilities", key="models_cap_csv",
                      label="CSV (failure-rate matrix)")
     with c2:
-        st.download_button("⬇ JSON (full table)", json.dumps(cap_rows, indent=1, ensure_ascii=False).encode("utf-8"),
-                           "models_capabilities.json", "application/json", key="models_cap_json",
-                           on_click="ignore")
+        json_download(cap_rows, "models_capabilities", key="models_cap_json", label="JSON (full table)")
 
 # ------------------------------------------------------------------------------------- cards
 st.subheader("Model cards")
@@ -149,6 +143,4 @@ for m in entries:
             st.markdown(render_card_markdown(_escaped_card(card)))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             st.warning(md_escape(f"{m.name}: the model card is not in the expected form ({e!r}); its JSON is below."))
-        st.download_button("⬇ model_card.json", json.dumps(card, indent=1, ensure_ascii=False).encode("utf-8"),
-                           f"{file_stem(m.name, 'model_card')}.json", "application/json",
-                           key=f"models_card_{m.name}", on_click="ignore")
+        json_download(card, file_stem(m.name, "model_card"), key=f"models_card_{m.name}", label="model_card.json")
