@@ -11,9 +11,10 @@ confined to one core (the child and every Ray process it starts, ``sched_setaffi
 started with ``num_cpus=1``), and on a local Ray with 1 and 2 workers on every core. Reported per
 run: the sweep's own time (from the planned sweep to the last commit: for Ray the actors are
 loaded by then) and the fixed cost before it (Ray start and actor loading, or the local model
-load); the CPU seconds the sweep's processes used meanwhile (the child and its descendants: Ray's
-raylet, workers and actors) as cores busy on average, and the CPU seconds every other process
-used (other jobs on a shared machine: a run where they are large is disturbed); and whether its
+load); the CPU seconds the sweep's processes used meanwhile (the child and its descendants),
+as cores busy on average and split into the driver, the model actors, the perturbation task
+workers and Ray's raylet and GCS, and the CPU seconds every other process used (other jobs on a
+shared machine: a run where they are large is disturbed); and whether its
 rows equal the local run's (every clean and perturbed row: prediction key, EM, F1). The load
 average is printed with every run.
 
@@ -54,36 +55,45 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def cpu_snapshot() -> tuple[float, dict[int, tuple[int, float]]]:
+def cpu_snapshot() -> tuple[float, dict[int, tuple[int, float, str]]]:
     """(CPU seconds the machine has been busy, {pid: (parent pid, CPU seconds incl. reaped
-    children)}), from /proc: what the sweep's processes used and what anything else used meanwhile."""
+    children, name)}), from /proc: what the sweep's processes used and anything else meanwhile."""
     tick = os.sysconf("SC_CLK_TCK")
     with open("/proc/stat") as f:
         fields = [int(x) for x in f.readline().split()[1:]]
     busy = (sum(fields) - fields[3] - fields[4]) / tick   # all but idle and iowait
-    procs: dict[int, tuple[int, float]] = {}
+    procs: dict[int, tuple[int, float, str]] = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/stat") as f:
-                stat = f.read().rsplit(")", 1)[1].split()
+                text = f.read()
         except OSError:
             continue
-        procs[int(pid)] = (int(stat[1]), sum(int(x) for x in stat[11:15]) / tick)
+        name, stat = text[text.index("(") + 1:text.rindex(")")], text.rsplit(")", 1)[1].split()
+        procs[int(pid)] = (int(stat[1]), sum(int(x) for x in stat[11:15]) / tick, name)
     return busy, procs
 
 
-def cpu_use(before, after, root: int) -> tuple[float, float]:
-    """(CPU seconds of ``root`` and its descendants, CPU seconds of everything else) between two
-    snapshots: the second is the sweep's own load, the first other jobs on the machine."""
+def cpu_use(before, after, root: int) -> dict[str, float]:
+    """CPU seconds between two snapshots: of ``root`` and its descendants, split into the driver
+    (``root``), model actors, perturbation task workers and the rest (Ray's raylet and GCS), and
+    of everything else on the machine (``other``: other jobs)."""
     procs = after[1]
     ours = {root}
     grew = True
     while grew:
-        new = {pid for pid, (parent, _) in procs.items() if parent in ours} - ours
+        new = {pid for pid, (parent, _, _) in procs.items() if parent in ours} - ours
         ours |= new
         grew = bool(new)
-    mine = sum(cpu - before[1].get(pid, (0, 0.0))[1] for pid, (_, cpu) in procs.items() if pid in ours)
-    return mine, (after[0] - before[0]) - mine
+    use = {"driver": 0.0, "actors": 0.0, "tasks": 0.0, "ray": 0.0}
+    for pid in ours:
+        _, cpu, name = procs[pid]
+        group = ("driver" if pid == root else "actors" if name.startswith("ray::") and "Actor" in name
+                 else "tasks" if name.startswith("ray::") else "ray")
+        use[group] += cpu - before[1].get(pid, (0, 0.0, ""))[1]
+    use["sweep"] = sum(use.values())
+    use["other"] = (after[0] - before[0]) - use["sweep"]
+    return use
 
 
 def rows(db: Path) -> list:
@@ -134,7 +144,7 @@ def child(args) -> None:
         worker_states = [{"node": w.node, "calls": w.calls, "predictions": w.predictions, "restarts": w.restarts}
                    for w in (states[-1] if states else [])]
     end, cpu = time.perf_counter(), time.process_time()
-    mine, others = cpu_use(marks["snapshot"], cpu_snapshot(), os.getpid())   # before Ray's processes end
+    use = cpu_use(marks["snapshot"], cpu_snapshot(), os.getpid())   # before Ray's processes end
     if args.backend != "local":
         from core.sweeps.ray import disconnect
 
@@ -142,7 +152,8 @@ def child(args) -> None:
     # this process's CPU during the sweep: for Ray, the driver's own cost (plan, look-ups,
     # scoring, (un)pickling, SQLite writes); the work itself runs in the workers
     print(json.dumps({"sweep_s": end - marks["start"], "fixed_s": marks["start"] - t0, "rows": run.done_units,
-                      "process_cpu_s": cpu - marks["cpu"], "sweep_cpu_s": mine, "other_cpu_s": others,
+                      "process_cpu_s": cpu - marks["cpu"], "sweep_cpu_s": use["sweep"], "other_cpu_s": use["other"],
+                      "cpu_s": use,
                       "predictions": run.predictions_computed, "variants": run.variants_computed,
                       "worker_states": worker_states}))
 
@@ -178,7 +189,9 @@ def run_child(kind: str, backend: str, tmp: Path, args, *, workers: int | None =
                process_s=wall, load_before=before, load_after=load(), db=str(db))
     print(f"{label:24s} sweep {out['sweep_s']:7.1f} s  fixed {out['fixed_s']:5.1f} s  process {wall:6.1f} s  "
           f"{out['rows']} rows, {out['predictions']} predictions  CPU {out['sweep_cpu_s']:5.1f} s "
-          f"({out['sweep_cpu_s'] / out['sweep_s']:.2f} cores busy), other jobs {out['other_cpu_s']:5.1f} s  "
+          f"({out['sweep_cpu_s'] / out['sweep_s']:.2f} cores busy; " +
+          ", ".join(f"{k} {v:.1f}" for k, v in out["cpu_s"].items() if k not in ("sweep", "other") and v >= 0.05) +
+          f"), other jobs {out['other_cpu_s']:5.1f} s  "
           f"load {before} -> {out['load_after']}", flush=True)
     return out
 
