@@ -157,12 +157,15 @@ if b2.button("🧪 Perturb this question", key="ask_perturb", disabled=not (plan
     st.switch_page("pages/variants.py")
 answer_now = st.session_state.pop("ask_answer_now", False) and st.session_state.get("ask_auto_answer", True)
 if (pressed or (answer_now and models)):
+    # a long context is read in many windows: the answers can take seconds, and the page says so
+    with st.spinner(md_escape(f"Answering with {', '.join(models)}…")):
+        answered = answers.answer_all(models, loaders.engine_for_state, plan.asked, context, n_best=n_best,
+                                      golds=[g for g, _ in score_gold], lang=lang, note=loaders.backend_note)
     st.session_state["ask_result"] = {
         "question": plan.asked, "typed": question, "question_lang": plan.lang,
         "translator": plan.translator, "context": context, "gold": score_gold, "lang": lang,
         "signature": signature, "score_note": score_note,
-        "answered": answers.answer_all(models, loaders.engine_for_state, plan.asked, context, n_best=n_best,
-                                       golds=[g for g, _ in score_gold], lang=lang, note=loaders.backend_note),
+        "answered": answered,
     }
 
 res = st.session_state.get("ask_result")

@@ -99,8 +99,9 @@ with tab_play:
         if not models:
             st.warning("Choose at least one model to play against.")
         if st.button("Submit to the AI", type="primary", key="beat_submit", disabled=not ready):
-            answered = answer_all(models, loaders.engine_for_state, question, passage.context,
-                                  stop_at_failure=True)
+            with st.spinner(md_escape(f"Answering with {', '.join(models)}…")):
+                answered = answer_all(models, loaders.engine_for_state, question, passage.context,
+                                      stop_at_failure=True)
             error = answered.failures[0] if answered.failures else None
             spans: dict[str, Span | None] = {a.model: a.best for a in answered.answers}
             if error:
