@@ -111,8 +111,14 @@ def start_sweep(state_key: str, key: str, config: SweepConfig, ds: Any, db_path:
         engines, switched = engines_as_stored(engines, stored, loaders.engine_like_state)
         for model, backend in switched.items():
             st.toast(md_escape(f"{model} answers with {backend}, the backend this sweep was made with."))
-    st.session_state[state_key] = SweepJob(config, engines, db_path, dataset=ds, data_dir=data_dir,
-                                           chunk_size=chunk_size, ray=ray).start()
+    follow(state_key, key, SweepJob(config, engines, db_path, dataset=ds, data_dir=data_dir,
+                                    chunk_size=chunk_size, ray=ray).start())
+
+
+def follow(state_key: str, key: str, job: SweepJob) -> None:
+    """Show the running ``job`` in this session (one it just started, or one still running on this
+    server that a reloaded page lost) and rerun the page so it polls it."""
+    st.session_state[state_key] = job
     st.session_state[f"{key}_eta"] = Eta()
     for k in (f"{key}_job_reported", f"{key}_banner_shown"):
         st.session_state.pop(k, None)

@@ -226,7 +226,8 @@ if db_path is None:
 sweeps = stored_sweeps_or_stop(db_path, md_escape(f"No sweep database at {db_path} yet: the first sweep "
                                                   "creates it."))
 
-if (to_resume := stored_sweeps(sweeps, job, resume_disabled=busy or db_path is None)) is not None:
+if (to_resume := stored_sweeps(sweeps, job, resume_disabled=busy or db_path is None, db_path=db_path,
+                               state_key=JOB)) is not None:
     resume = launch.resume_config(to_resume)
     if named := launch.cli_only_params(resume.perturbations):   # a model or file chosen with the CLI
         st.error(md_escape(f"This sweep names {', '.join(named)}, which only the command line may set: "
