@@ -6,11 +6,16 @@ caches or Ray), into a fresh database and a fresh cache folder (no transcript is
   * text sweep: XQuAD-en sample x text perturbations x 2 models;
   * TTS -> ASR sweep: XQuAD-en sample x asr_Q (flite kal16 -> PocketSphinx) x 1 model;
 
-on the local backend (torch's default threads, and 1 thread), and on a local Ray with 1 and 2
-workers. Reported per run: the sweep's own time (from the planned sweep to the last commit: for
-Ray the actors are loaded by then) and the fixed cost before it (Ray start and actor loading, or
-the local model load), and whether its rows equal the local run's (every clean and perturbed
-row: prediction key, EM, F1). The load average is printed with every run: the machine is shared.
+on the local backend (the engine's default threads, and 1 thread), on a local Ray with 1 worker
+confined to one core (the child and every Ray process it starts, ``sched_setaffinity``, Ray
+started with ``num_cpus=1``), and on a local Ray with 1 and 2 workers on every core. Reported per
+run: the sweep's own time (from the planned sweep to the last commit: for Ray the actors are
+loaded by then) and the fixed cost before it (Ray start and actor loading, or the local model
+load); the CPU seconds the sweep's processes used meanwhile (the child and its descendants: Ray's
+raylet, workers and actors) as cores busy on average, and the CPU seconds every other process
+used (other jobs on a shared machine: a run where they are large is disturbed); and whether its
+rows equal the local run's (every clean and perturbed row: prediction key, EM, F1). The load
+average is printed with every run.
 
 ``--cluster`` also starts a real two-node Ray cluster on this machine (``ray start --head`` and
 ``ray start --address=127.0.0.1:PORT``, one CPU each), runs the text sweep against it with the
@@ -49,6 +54,38 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def cpu_snapshot() -> tuple[float, dict[int, tuple[int, float]]]:
+    """(CPU seconds the machine has been busy, {pid: (parent pid, CPU seconds incl. reaped
+    children)}), from /proc: what the sweep's processes used and what anything else used meanwhile."""
+    tick = os.sysconf("SC_CLK_TCK")
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    busy = (sum(fields) - fields[3] - fields[4]) / tick   # all but idle and iowait
+    procs: dict[int, tuple[int, float]] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        procs[int(pid)] = (int(stat[1]), sum(int(x) for x in stat[11:15]) / tick)
+    return busy, procs
+
+
+def cpu_use(before, after, root: int) -> tuple[float, float]:
+    """(CPU seconds of ``root`` and its descendants, CPU seconds of everything else) between two
+    snapshots: the second is the sweep's own load, the first other jobs on the machine."""
+    procs = after[1]
+    ours = {root}
+    grew = True
+    while grew:
+        new = {pid for pid, (parent, _) in procs.items() if parent in ours} - ours
+        ours |= new
+        grew = bool(new)
+    mine = sum(cpu - before[1].get(pid, (0, 0.0))[1] for pid, (_, cpu) in procs.items() if pid in ours)
+    return mine, (after[0] - before[0]) - mine
+
+
 def rows(db: Path) -> list:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
@@ -67,8 +104,10 @@ def child(args) -> None:
     from core.sweeps.config import SweepConfig
     from core.sweeps.run import run_sweep
 
+    if args.cores:   # this process and every Ray process it starts run on these cores only
+        os.sched_setaffinity(0, range(args.cores))
     t0 = time.perf_counter()
-    marks: dict[str, float] = {}
+    marks: dict = {}
     dataset = load_dataset(args.dataset)
     config = SweepConfig(args.dataset, [args.specs], args.models.split(","), repeats=args.repeats, seed=0,
                          sample=args.sample, name="bench")
@@ -76,6 +115,7 @@ def child(args) -> None:
     def started(run) -> None:
         marks["start"] = time.perf_counter()
         marks["cpu"] = time.process_time()
+        marks["snapshot"] = cpu_snapshot()
 
     if args.backend == "local":
         from core.qa.registry import load_engine
@@ -89,21 +129,28 @@ def child(args) -> None:
 
         states: list = []
         run = run_sweep_ray(config, args.db, address=args.address, workers=args.workers, dataset=dataset,
-                            chunk_size=args.chunk_size, on_start=started, on_workers=states.append, shutdown=True)
+                            num_cpus=args.cores or None, chunk_size=args.chunk_size, on_start=started,
+                            on_workers=states.append)
         worker_states = [{"node": w.node, "calls": w.calls, "predictions": w.predictions, "restarts": w.restarts}
                    for w in (states[-1] if states else [])]
     end, cpu = time.perf_counter(), time.process_time()
+    mine, others = cpu_use(marks["snapshot"], cpu_snapshot(), os.getpid())   # before Ray's processes end
+    if args.backend != "local":
+        from core.sweeps.ray import disconnect
+
+        disconnect()
     # this process's CPU during the sweep: for Ray, the driver's own cost (plan, look-ups,
     # scoring, (un)pickling, SQLite writes); the work itself runs in the workers
     print(json.dumps({"sweep_s": end - marks["start"], "fixed_s": marks["start"] - t0, "rows": run.done_units,
-                      "process_cpu_s": cpu - marks["cpu"],
+                      "process_cpu_s": cpu - marks["cpu"], "sweep_cpu_s": mine, "other_cpu_s": others,
                       "predictions": run.predictions_computed, "variants": run.variants_computed,
                       "worker_states": worker_states}))
 
 
 def run_child(kind: str, backend: str, tmp: Path, args, *, workers: int | None = None, threads: int | None = None,
-              address: str | None = None, env_extra: dict | None = None, label: str | None = None) -> dict:
-    label = label or f"{kind}-{backend}-{workers or threads or 'default'}"
+              address: str | None = None, env_extra: dict | None = None, label: str | None = None,
+              cores: int | None = None) -> dict:
+    label = label or f"{kind}-{backend}-{workers or threads or 'default'}" + (f"-{cores}core" if cores else "")
     db = tmp / f"{label}.sqlite"
     cache = tmp / f"cache-{label}"
     specs, sample, models = ((TEXT_SPECS, args.text_sample, args.text_models) if kind == "text"
@@ -117,6 +164,8 @@ def run_child(kind: str, backend: str, tmp: Path, args, *, workers: int | None =
         cmd += ["--threads", str(threads)]
     if address:
         cmd += ["--address", address]
+    if cores:
+        cmd += ["--cores", str(cores)]
     env = dict(os.environ, QAX_CACHE_DIR=str(cache), PYTHONPATH=str(REPO), **(env_extra or {}))
     before = load()
     t0 = time.perf_counter()
@@ -125,10 +174,12 @@ def run_child(kind: str, backend: str, tmp: Path, args, *, workers: int | None =
     if done.returncode != 0:
         raise SystemExit(f"{label} failed:\n{done.stderr[-3000:]}")
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    out.update(label=label, kind=kind, backend=backend, workers=workers, threads=threads, process_s=wall,
-               load_before=before, load_after=load(), db=str(db))
+    out.update(label=label, kind=kind, backend=backend, workers=workers, threads=threads, cores=cores,
+               process_s=wall, load_before=before, load_after=load(), db=str(db))
     print(f"{label:24s} sweep {out['sweep_s']:7.1f} s  fixed {out['fixed_s']:5.1f} s  process {wall:6.1f} s  "
-          f"{out['rows']} rows, {out['predictions']} predictions  load {before} -> {out['load_after']}", flush=True)
+          f"{out['rows']} rows, {out['predictions']} predictions  CPU {out['sweep_cpu_s']:5.1f} s "
+          f"({out['sweep_cpu_s'] / out['sweep_s']:.2f} cores busy), other jobs {out['other_cpu_s']:5.1f} s  "
+          f"load {before} -> {out['load_after']}", flush=True)
     return out
 
 
@@ -243,6 +294,7 @@ def main(argv: list[str] | None = None) -> dict | None:
     ap.add_argument("--workers", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--threads", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--address", help=argparse.SUPPRESS)
+    ap.add_argument("--cores", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         child(args)
@@ -256,6 +308,7 @@ def main(argv: list[str] | None = None) -> dict | None:
         for kind in [k for k in args.kinds.split(",") if k]:
             ref = run_child(kind, "local", tmp, args)
             runs = [ref, run_child(kind, "local", tmp, args, threads=1),
+                    run_child(kind, "ray", tmp, args, workers=1, cores=1),
                     run_child(kind, "ray", tmp, args, workers=1), run_child(kind, "ray", tmp, args, workers=2)]
             expected = rows(Path(ref["db"]))
             for r in runs:

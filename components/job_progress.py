@@ -8,6 +8,7 @@ is the Sweeps page's whole panel: the bar, a Ray sweep's workers, then the resul
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -84,11 +85,13 @@ def sweep_panel(state_key: str, key: str) -> None:
         worker_table(job, key)
         r = job.result
         verb = "finished" if r.status == "done" else "was cancelled (resume it below)"
+        switched = "".join(f" {m} answered with {b}, the backend this sweep was made with."
+                           for m, b in job.switched.items())
         st.success(md_escape(
             f"Sweep '{r.name}' {verb}: {r.done_units:,}/{r.total_units:,} result rows "
             f"({r.resumed_units:,} were already stored), {r.predictions_computed:,} predictions computed and "
             f"{r.predictions_cached:,} taken from the cache in {r.model_calls} model calls, "
-            f"{r.variants_computed:,} variants computed, {r.elapsed_s:.1f} s.")
+            f"{r.variants_computed:,} variants computed, {r.elapsed_s:.1f} s.{switched}")
             + " Open the **Heatmaps** page to see it.")
 
     panel()
@@ -111,6 +114,8 @@ def start_sweep(state_key: str, key: str, config: SweepConfig, ds: Any, db_path:
         engines, switched = engines_as_stored(engines, stored, loaders.engine_like_state)
         for model, backend in switched.items():
             st.toast(md_escape(f"{model} answers with {backend}, the backend this sweep was made with."))
+    if stored and ray is not None:   # on Ray the actors switch (core.sweeps.ray.ModelActor)
+        ray = dataclasses.replace(ray, stored=dict(stored))
     follow(state_key, key, SweepJob(config, engines, db_path, dataset=ds, data_dir=data_dir,
                                     chunk_size=chunk_size, ray=ray).start())
 

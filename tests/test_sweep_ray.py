@@ -266,3 +266,62 @@ def test_sweeps_page_runs_a_ray_sweep_and_shows_its_workers(cluster, env, local_
     clean = _query(db, "SELECT model, example_hash, prediction_key, em, f1 FROM clean_results ORDER BY 1, 2")
     assert clean == _query(local_db, "SELECT model, example_hash, prediction_key, em, f1 FROM clean_results "
                                      "WHERE model = 'tiny-a' ORDER BY 1, 2")
+
+
+def test_a_sweep_smaller_than_a_chunk_is_cut_so_every_worker_has_work(cluster, local_db, data_dir, tmp_path):
+    """One chunk of 256 would hold the whole sweep: its units are cut into at least
+    CHUNKS_PER_WORKER x workers chunks (so answers overlap perturbations), with the same rows."""
+    from core.sweeps.ray import CHUNKS_PER_WORKER, run_sweep_ray
+
+    commits: list[int] = []
+    db = tmp_path / "cut.sqlite"
+    run = run_sweep_ray(_config("s"), db, workers=2, data_dir=data_dir, chunk_size=256,
+                        progress=lambda done, total: commits.append(done))
+    assert (run.status, run.done_units) == ("done", TOTAL)
+    _same_sweep(db, local_db)
+    # progress is told after each committed chunk: the clean chunk and the perturbed ones
+    rows_after_each_commit = sorted({done for done in commits if done})
+    assert len(rows_after_each_commit) >= 1 + CHUNKS_PER_WORKER * 2
+    assert rows_after_each_commit[-1] == TOTAL
+
+
+@pytest.fixture(scope="module")
+def onnx_sweep(cluster, tmp_path_factory):
+    """A sweep made on Ray with the onnx backend of the card-less tiny model (whose default is
+    torch): (config, db, its stored fingerprints)."""
+    pytest.importorskip("onnxruntime")
+    from core.qa.engine import EngineSettings
+    from core.sweeps.backends import stored_fingerprints
+    from core.sweeps.ray import run_sweep_ray
+
+    config = SweepConfig("demo.en", ["TUQ"], ["tiny-a"], sample=4, name="kept")
+    db = tmp_path_factory.mktemp("backend") / "backend.sqlite"
+    made = run_sweep_ray(config, db, settings=EngineSettings(backend="onnx"), workers=1)
+    assert made.status == "done"
+    return config, db, made, stored_fingerprints(db, "kept")
+
+
+def test_a_stored_sweep_resumes_on_ray_with_the_backend_it_was_made_with(onnx_sweep):
+    from core.sweeps.config import SweepError
+    from core.sweeps.job import RayOptions, SweepJob
+    from core.sweeps.ray import run_sweep_ray
+
+    config, db, made, stored = onnx_sweep
+    with pytest.raises(SweepError, match="different configuration"):
+        run_sweep_ray(config, db, workers=1)   # the default backend (torch here), not the stored one
+    job = SweepJob(config, {}, db, ray=RayOptions(workers=2, stored=stored)).start()   # the page's Resume
+    assert job.wait(240) and job.error is None, job.error
+    assert job.switched == {"tiny-a": "onnx"}
+    assert (job.result.resumed_units, job.result.predictions_computed) == (made.total_units, 0)
+
+
+def test_the_cli_resumes_a_named_sweep_on_ray_with_its_backend(onnx_sweep, cluster, env):
+    _, db, made, _ = onnx_sweep
+    args = ["--dataset", "demo.en", "--perturbations", "TUQ", "--models", "tiny-a", "--sample", "4", "--name",
+            "kept", "--db", str(db), "--quiet", "--backend", "ray", "--address", cluster, "--workers", "1"]
+    resumed = subprocess.run([sys.executable, "-m", "core.sweeps", *args], cwd=REPO, env=env, capture_output=True,
+                             text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "tiny-a: resuming kept with the onnx backend it was made with" in resumed.stderr
+    assert f": done, {made.total_units}/{made.total_units} rows ({made.total_units} resumed), 0 predictions" \
+        in resumed.stdout

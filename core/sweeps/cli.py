@@ -113,9 +113,13 @@ def _as_stored(engines: dict, db: str, name: str, settings) -> dict:
     engines, switched = engines_as_stored(
         engines, stored_fingerprints(db, name),
         lambda model, backend: load_engine(model, dataclasses.replace(settings, backend=backend)))
+    _say_switched(switched, name)
+    return engines
+
+
+def _say_switched(switched: dict[str, str], name: str) -> None:
     for model, backend in switched.items():
         print(f"{model}: resuming {name} with the {backend} backend it was made with", file=sys.stderr)
-    return engines
 
 
 def _check_views(args: argparse.Namespace) -> None:
@@ -249,11 +253,15 @@ def _sweep(args: argparse.Namespace) -> int:
     progress, close_bar = _progress_bar(args.quiet)
     try:
         if where == "ray":
+            from core.sweeps.backends import stored_fingerprints
             from core.sweeps.ray import run_sweep_ray
 
+            # a named sweep resumes with the backends it was made with, as on the local backend
+            stored = stored_fingerprints(args.db, args.name) if args.name and args.engine_backend is None else {}
             run = run_sweep_ray(config, args.db, settings=settings, address=args.address, workers=args.workers,
                                 dataset=dataset, data_dir=args.data_dir, progress=progress,
-                                chunk_size=args.chunk_size, shutdown=True)
+                                chunk_size=args.chunk_size, stored=stored, shutdown=True,
+                                on_switched=lambda switched: _say_switched(switched, args.name))
         else:
             run = run_sweep(config, engines, args.db, dataset=dataset, data_dir=args.data_dir,
                             progress=progress, chunk_size=args.chunk_size)

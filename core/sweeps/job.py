@@ -56,6 +56,7 @@ class RayOptions:
     address: str | None = None
     workers: int | None = None
     settings: Any = None          # core.qa.engine.EngineSettings for the actors' engines
+    stored: Mapping[str, str] | None = None   # a resumed sweep's {model: fingerprint}: its backends
 
 
 class SweepJob:
@@ -79,6 +80,7 @@ class SweepJob:
         self._engines = dict(engines)
         self.ray = ray
         self.workers: list = []   # core.sweeps.ray.WorkerState per worker (Ray sweeps)
+        self.switched: dict[str, str] = {}   # Ray: model -> the stored backend its actors switched to
         self._thread = threading.Thread(target=self._run, name=f"sweep-{config.name or config.dataset}",
                                         daemon=True)
 
@@ -108,7 +110,8 @@ class SweepJob:
                 self.result = run_sweep_ray(self.config, self.db, settings=self.ray.settings,
                                             address=self.ray.address, workers=self.ray.workers,
                                             progress=self._progress, cancel=self._cancel, on_start=self._started,
-                                            on_workers=self._workers, **self._kwargs)
+                                            on_workers=self._workers, stored=self.ray.stored,
+                                            on_switched=self.switched.update, **self._kwargs)
             else:
                 self.result = run_sweep(self.config, self._engines, self.db, progress=self._progress,
                                         cancel=self._cancel, on_start=self._started, **self._kwargs)

@@ -11,9 +11,13 @@ What runs where
     looks up both caches, and is the only process that writes the SQLite store: each chunk's
     variants, predictions and results in one transaction as its answers arrive. A killed driver
     loses at most its chunks in flight; the same command resumes.
-  * Perturbations run as Ray tasks (:func:`_perturb_task`), a chunk's units split over the
-    workers. A task resolves each spec again from the registry and refuses to run when its
-    resolved parameters or variant keys differ from the driver's (a node with other code).
+  * Perturbations run as Ray tasks (:func:`_perturb`), a chunk's units split into
+    TASKS_PER_WORKER tasks per worker, so that a worker done early takes the next task and slow
+    units (TTS -> ASR, MT) end together on every worker; a sweep smaller than
+    CHUNKS_PER_WORKER x workers chunks is cut into that many (Runner.chunks' ``min_chunks``), so
+    one chunk's answers overlap the next chunk's perturbations. A task resolves each spec
+    again from the registry and refuses to run when its resolved parameters or variant keys
+    differ from the driver's (a node with other code).
     ``file:`` specs are a lookup in a file only the driver reads, so the driver does them.
   * Models run in actors (:class:`ModelActor`): one per model per worker, each loading its model
     once. A worker is a lane of work: its actors answer the Predict requests sent to it, and
@@ -23,6 +27,8 @@ What runs where
     second node gets its share), and for a share of the GPUs when the cluster has any (the
     engine then runs on CUDA with its GPU batch size). Every actor reports its model
     fingerprint; one that differs from the others (other weights on its node) stops the sweep.
+    Resuming a stored sweep, each actor answers with the engine backend the sweep was made with
+    (``stored``, core.sweeps.backends), as the local backend does.
   * A dead actor (killed, its node lost) is replaced on the same node by a new one, which must
     report the same fingerprint, and its request is sent again; Ray itself retries tasks whose
     worker died. Several chunks are in flight at once (2 per worker) so workers do not wait for
@@ -42,7 +48,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +67,7 @@ __all__ = ["RAY_ADDRESS_ENV", "WorkerState", "connect", "disconnect", "run_sweep
 
 RAY_ADDRESS_ENV = "QAX_RAY_ADDRESS"   # the cluster the app's Sweeps page may use (a server setting)
 CHUNKS_PER_WORKER = 2                 # chunks in flight per worker
+TASKS_PER_WORKER = 2                  # perturbation tasks a chunk's units are split into, per worker
 _ENV_PREFIXES = ("QAX_", "HF_", "TRANSFORMERS_", "TOKENIZERS_")
 _connected_to: str | None = None      # what connect() joined: an address, or "local"
 
@@ -191,14 +198,23 @@ class LongContextTagger:
 class ModelActor:
     """One model loaded once in a Ray worker process; answers Predict requests."""
 
-    def __init__(self, model: str, settings: dict[str, Any], threads: int):
+    def __init__(self, model: str, settings: dict[str, Any], threads: int, stored: str | None = None):
+        """``stored``: the fingerprint a resumed sweep stored for this model; the engine then
+        answers with the backend that gives it (core.sweeps.backends), whatever ``settings`` say."""
+        import dataclasses
+
         from core.qa.engine import EngineSettings
         from core.qa.registry import load_engine
+        from core.sweeps.backends import engines_as_stored
         from core.sweeps.keys import engine_fingerprint
 
         s = EngineSettings(**settings)
         s.threads = threads
-        self.engine = load_engine(model, s)
+        engine = load_engine(model, s)
+        engines, switched = engines_as_stored(
+            {model: engine}, {model: stored} if stored else {},
+            lambda m, backend: load_engine(m, dataclasses.replace(s, backend=backend)))
+        self.engine, self.switched = engines[model], switched.get(model)
         self.fingerprint = engine_fingerprint(self.engine)
 
     def info(self) -> dict[str, Any]:
@@ -206,7 +222,8 @@ class ModelActor:
 
         e = self.engine
         long_shape = getattr(e, "_window_shape", None)
-        return {"fingerprint": self.fingerprint, "host": socket.gethostname(), "pid": os.getpid(),
+        return {"fingerprint": self.fingerprint, "switched": self.switched,
+                "host": socket.gethostname(), "pid": os.getpid(),
                 "node_id": ray.get_runtime_context().get_node_id(), "device": str(e.device),
                 # what the driver needs to key long contexts as QAEngine.long_context_tag does
                 "long_from": getattr(e.settings, "long_context_chars", None),
@@ -236,8 +253,10 @@ class _Driver:
     """Serves the chunk steps of core.sweeps's Runner on Ray (see the module doc)."""
 
     def __init__(self, ray, runner: Runner, models: list[str], settings: dict[str, Any], workers: int,
-                 seed: int, on_workers: WorkersFn | None):
+                 seed: int, on_workers: WorkersFn | None, stored: Mapping[str, str] | None = None):
         self.ray, self.runner, self.models, self.settings = ray, runner, models, settings
+        self.stored = dict(stored or {})   # a resumed sweep's {model: fingerprint}
+        self.switched: dict[str, str] = {}   # model -> the backend its actors switched to
         self.workers, self.seed, self.on_workers = workers, seed, on_workers
         self.tag = uuid.uuid4().hex[:8]
         self.states = [WorkerState(i) for i in range(workers)]
@@ -276,7 +295,7 @@ class _Driver:
         actor = self.ray.remote(ModelActor).options(
             name=name, num_cpus=0, num_gpus=self.gpus_per_actor, max_restarts=0,
             scheduling_strategy=NodeAffinitySchedulingStrategy(self.node_of[w]["NodeID"], soft=False),
-        ).remote(model, self.settings, self.threads[w])
+        ).remote(model, self.settings, self.threads[w], self.stored.get(model))
         self.states[w].actors[model] = name
         return actor
 
@@ -306,6 +325,8 @@ class _Driver:
                 raise SweepError(f"model {m!r} on {info['host']} has other weights or settings than on the "
                                  f"other workers (fingerprint {info['fingerprint']} against {fp}): every "
                                  "node needs the same models.toml and model folders")
+            if info["switched"]:
+                self.switched[m] = info["switched"]
             self.states[w].node = f"{info['host']} ({info['node_id'][:8]}, {info['device']})"
             self.states[w].state = "idle"
         self._report()
@@ -367,7 +388,9 @@ class _Driver:
         r = _Request(steps, "variants", 0, size=len(request.units))
         r.local = [(i, compute_locally(request.units[i], self.seed)) for i in local]
         if remote:
-            pieces = min(self.workers, len(remote))
+            # several small tasks per worker: a worker that finishes early takes the next one, so
+            # slow units (TTS -> ASR, MT) end at about the same time on every worker
+            pieces = min(self.workers * TASKS_PER_WORKER, len(remote))
             size = math.ceil(len(remote) / pieces)
             r.positions = [remote[p * size:(p + 1) * size] for p in range(pieces)]
             r.positions = [pos for pos in r.positions if pos]
@@ -448,7 +471,7 @@ class _Driver:
 
     def run(self, chunk_size: int, cancel: threading.Event | None) -> bool:
         """Drive every chunk of the sweep, several at once; True when all are done."""
-        chunks = self.runner.chunks(chunk_size)
+        chunks = self.runner.chunks(chunk_size, min_chunks=CHUNKS_PER_WORKER * self.workers)
         in_flight = 0
         exhausted = cancelled = False
 
@@ -489,7 +512,8 @@ def run_sweep_ray(config: SweepConfig, db: str | Path | Store, *, settings: Any 
                   dataset: Dataset | None = None, data_dir: str | Path | None = None,
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                   chunk_size: int = 256, on_start: Callable[[SweepRun], None] | None = None,
-                  on_workers: WorkersFn | None = None, shutdown: bool = False) -> SweepRun:
+                  on_workers: WorkersFn | None = None, stored: Mapping[str, str] | None = None,
+                  on_switched: Callable[[dict[str, str]], None] | None = None, shutdown: bool = False) -> SweepRun:
     """Run (or resume) a sweep on Ray; the same rows as core.sweeps.run.run_sweep.
 
     Models are loaded by name from the model registry (models.toml) in the actors, with engine
@@ -497,6 +521,9 @@ def run_sweep_ray(config: SweepConfig, db: str | Path | Store, *, settings: Any 
     (default: a local Ray with ``num_cpus``, or the one already initialised in this process).
     ``workers``: lanes of work (default: the cluster's GPUs when it has any, else its CPUs).
     ``on_workers(states)`` gets every worker's :class:`WorkerState` when one changes.
+    ``stored``: a resumed sweep's {model: fingerprint} (core.sweeps.backends.stored_fingerprints):
+    each model's actors then answer with the backend the sweep was made with, and
+    ``on_switched({model: backend})`` is told which models switched (before the first chunk).
     ``shutdown``: disconnect from Ray at the end (the CLI does; the app keeps its local Ray).
     Everything else as :func:`core.sweeps.run.run_sweep`.
     """
@@ -514,9 +541,11 @@ def run_sweep_ray(config: SweepConfig, db: str | Path | Store, *, settings: Any 
     try:
         total = ray.cluster_resources()
         n = workers or int(total.get("GPU", 0)) or max(1, int(total.get("CPU", 1)))
-        driver = _Driver(ray, None, inputs.models, settings_dict, n, config.seed, on_workers)
+        driver = _Driver(ray, None, inputs.models, settings_dict, n, config.seed, on_workers, stored)
         try:
             fingerprints = driver.start(inputs.specs)
+            if driver.switched and on_switched is not None:
+                on_switched(dict(driver.switched))
             plan = plan_sweep(inputs, fingerprints)
 
             def run_chunks(runner: Runner) -> bool:

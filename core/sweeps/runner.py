@@ -173,11 +173,14 @@ class Runner:
         self._tick()
         return rows_written
 
-    def chunks(self, chunk_size: int) -> Iterator[ChunkSteps]:
+    def chunks(self, chunk_size: int, min_chunks: int = 1) -> Iterator[ChunkSteps]:
         """Every chunk of pending work, clean ones first, as steps (see the class doc). The pending
-        perturbed units are read from the store when the first perturbed chunk is asked for."""
+        perturbed units are read from the store when the first perturbed chunk is asked for, and
+        cut into at least ``min_chunks`` chunks when there are that many units (core.sweeps.ray:
+        a small sweep of slow perturbations then still keeps every worker busy, and a chunk's
+        answers overlap the next chunk's perturbations). Chunks change no row or key."""
         yield from self.clean_chunks(chunk_size)
-        yield from self.perturbed_chunks(chunk_size)
+        yield from self.perturbed_chunks(chunk_size, min_chunks)
 
     # -------------------------------------------------------------------------------- clean
 
@@ -216,7 +219,7 @@ class Runner:
         return [Unit(s, r, ex, self.hashes[ex.id], s.variant_key(self.hashes[ex.id], self.seed, r))
                 for s in self.specs for r in range(s.repeats) for ex in self.examples]
 
-    def perturbed_chunks(self, chunk_size: int) -> Iterator[ChunkSteps]:
+    def perturbed_chunks(self, chunk_size: int, min_chunks: int = 1) -> Iterator[ChunkSteps]:
         done = self.store.perturbed_done(self.sweep_id)
 
         def missing_models(u: Unit) -> list[str]:
@@ -224,8 +227,9 @@ class Runner:
                     if (m, u.spec.id, u.spec.params_json, u.repeat, u.ex_hash) not in done]
 
         pending = [(u, mm) for u in self.units() if (mm := missing_models(u))]
-        for start in range(0, len(pending), chunk_size):
-            yield self._perturbed_chunk(pending[start:start + chunk_size])
+        size = max(1, min(chunk_size, -(-len(pending) // max(1, min_chunks))))
+        for start in range(0, len(pending), size):
+            yield self._perturbed_chunk(pending[start:start + size])
 
     def _perturbed_chunk(self, chunk: list[tuple[Unit, list[str]]]) -> ChunkSteps:
         records = self._cached_variants(chunk)
