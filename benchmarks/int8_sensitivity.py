@@ -96,7 +96,8 @@ def error(ref: list, got: list, batches: list[dict]) -> dict[str, float]:
         tokens += 2 * int(mask.sum())
         agree += int((rs.argmax(1) == gs.argmax(1)).sum() + (re_.argmax(1) == ge.argmax(1)).sum())
         rows += 2 * len(mask)
-    return {"logit_mse": round(sq / tokens, 5), "argmax_agreement": round(agree / rows, 4)}
+    # four significant figures, not decimals: a small model's error is far below 1e-5
+    return {"logit_mse": float(f"{sq / tokens:.4g}"), "argmax_agreement": round(agree / rows, 4)}
 
 
 def quantize(src: Path, dst: Path, keep_fp32: list[str]) -> None:
