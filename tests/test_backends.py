@@ -343,3 +343,36 @@ def test_minilm_int8_keeps_f1_on_the_demo_set():
     assert engines["onnx-int8"].backend_name == "onnx-int8"
     assert abs(f1["onnx-int8"] - f1["torch"]) <= 1.0
     assert f1["torch"] == pytest.approx(96.6667, abs=1e-3)
+
+
+def test_int8_sensitivity_groups_every_quantisable_node_and_scores_its_error(model_and_tokenizer, cache, monkeypatch):
+    """benchmarks/int8_sensitivity.py: each weight MatMul or fused Attention op of the exported
+    graph is in exactly one layer group (and one role group); identical logits score 0 error and
+    full agreement, and the all-int8 file's error is a real, positive figure."""
+    import onnx
+
+    from benchmarks import int8_sensitivity as sens
+
+    monkeypatch.setenv("QAX_CACHE_DIR", str(cache))
+    model, tok = model_and_tokenizer
+    src = onnx_backend.ensure_export(model, onnx_backend.model_input_names(tok, model), "onnx")
+    graph = onnx.load(str(src), load_external_data=False).graph
+    groups = sens.node_groups(graph)
+    weights = {i.name for i in graph.initializer}
+    quantisable = {n.name for n in graph.node if n.op_type == "Attention"
+                   or (n.op_type == "MatMul" and any(i in weights for i in n.input))}
+    layers = [g for g in groups if g.startswith("layer ")]
+    assert len(layers) == model.config.num_hidden_layers
+    in_layers = [n for g in layers for n in groups[g]]
+    assert len(in_layers) == len(set(in_layers))  # no node in two layers
+    assert set().union(*groups.values()) == quantisable
+
+    names = [i.name for i in graph.input]
+    enc = tok(QS[:4], CS[:4], padding=True, return_tensors="np")
+    batches = [{k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in names}]
+    ref = sens.logits(src, batches, 1)
+    assert sens.error(ref, ref, batches) == {"logit_mse": 0.0, "argmax_agreement": 1.0}
+    int8 = src.parent / "sensitivity-test-int8.onnx"
+    sens.quantize(src, int8, [])
+    err = sens.error(ref, sens.logits(int8, batches, 1), batches)
+    assert err["logit_mse"] > 0 and 0 <= err["argmax_agreement"] <= 1
