@@ -253,3 +253,19 @@ def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_
     assert not again.exception
     assert trials.list_trials() == [] and not trial.path.exists()
     assert any("were deleted" in s.value for s in again.success)
+
+
+def _german_trial_scoring():
+    from types import SimpleNamespace
+
+    from components.trial_scoring import score_panel
+
+    score_panel(SimpleNamespace(id="t-de", lang="de", path=None), {"original": "unused.json"})
+
+
+def test_trial_scoring_marks_models_not_trained_for_the_trial_language(tiny_env):
+    """A German trial: the scoring picker marks the English models and a note names them."""
+    at = AppTest.from_function(_german_trial_scoring, default_timeout=60).run()
+    assert not at.exception, at.exception
+    assert "tiny-a · en only, not for de" in at.multiselect(key="trial_models").options
+    assert any("The context is German; tiny-a was trained for English" in c.value for c in at.caption)
