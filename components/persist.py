@@ -25,7 +25,9 @@ DEFAULT = "_default:"   # the default a follow_default widget was last given
 
 
 def keep(key: str, options: Sequence | None = None, default: Any = None, *, follow_default: bool = False) -> None:
-    """Call right before drawing the widget ``key``.
+    """Call right before drawing the widget ``key``, and only in a run that draws it: a value put
+    back in a run that hides the widget (Ask's context under "Dataset item") is lost when Streamlit
+    draws the widget again, which then starts empty.
 
     ``options``: for a choice widget, the options it will offer; a kept value that is no longer
     among them is dropped (a list value is filtered), so a stale choice never reaches Streamlit.

@@ -34,7 +34,7 @@ st.caption("Type a question about a context; every selected model answers, spans
 models_slot = st.container()
 # Kept across pages and across the context switch (components/persist.py): "Paste a context" and
 # back used to reset the data set to demo.en and the item to 0 under a question typed for another.
-persist.keep_all(["ask_source", "ask_context", "ask_question", "ask_qlang", "ask_nbest", "ask_asr_engine",
+persist.keep_all(["ask_source", "ask_question", "ask_qlang", "ask_nbest", "ask_asr_engine",
                   "ask_auto_answer", "ask_gold", "ask_reference"])
 source = st.radio("Context", ["Dataset item", "Paste a context"], horizontal=True, key="ask_source")
 
@@ -49,6 +49,7 @@ if source == "Dataset item":
     st.caption(f"{md_escape(ds.name)} · id {md_escape(ex.id)} · {md_escape(ex.title.replace('_', ' '))}")
     passage_slot = st.container()   # the passage, shown as soon as the item is chosen (filled below)
 else:
+    persist.keep("ask_context")   # kept only where it is drawn: see components/persist.py
     context = st.text_area("Context", height=180, key="ask_context",
                            placeholder="Paste a paragraph the answer should come from.")
     lang = guess_language(context).code if context.strip() else "en"
