@@ -107,3 +107,14 @@ def test_a_sweep_stored_since_the_last_visit_is_looked_in_until_the_user_picks(s
     at.switch_page("pages/sweeps.py").run()
     at.switch_page("pages/gallery.py").run()
     assert at.multiselect(key="gal_sweeps").value == [1]
+
+
+def test_the_same_finding_in_two_sweeps_is_listed_once(stores):
+    """Two sweeps over the same data set and models share their clean answers: their disagreement
+    is one finding, not one per sweep (the Gallery listed it twice)."""
+    engines = {"fake-a": LookupEngine(CLEAN_A, "a1"), "fake-c": LookupEngine({**CLEAN_A, Q1: "France"}, "c1")}
+    run_sweep(SweepConfig("toy", parse_specs("TLQ"), list(engines), name="toy-disagree-again"), engines, stores,
+              dataset=TOY)
+    found = cg.find_all(stores, [2, 3])
+    assert [(f.example_id, f.answers) for f in found["disagree"]] == \
+        [("q1", {"fake-a": "Paris", "fake-c": "France"})]
