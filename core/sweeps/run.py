@@ -123,7 +123,7 @@ def config_differences(stored_json: str, new_json: str) -> list[str]:
     >>> old = '{"seed": 1, "models": [["m", "fp-1"]], "specs": [["TUQ", "{}", 1, ""]]}'
     >>> config_differences(old, '{"seed": 2, "models": [["m", "fp-2"]], "specs": [["TUQ", "{}", 1, ""]]}')
     ... # doctest: +NORMALIZE_WHITESPACE
-    ['differ: seed (stored 1, now 2)', 'model m answers differently than when the sweep was made (its weights,
+    ['differ: seed (stored 1, now 2)', 'model m answers differently than when the sweep was made (the weights,
     or the engine settings that change answers: max answer length, window, backend)']
     """
     try:
@@ -142,9 +142,11 @@ def config_differences(stored_json: str, new_json: str) -> list[str]:
     old_models, new_models = dict(map(tuple, old.get("models", []))), dict(map(tuple, new.get("models", [])))
     if list(old_models) != list(new_models):
         out.append(f"the models differ (stored {', '.join(old_models)}; now {', '.join(new_models)})")
-    for m in (m for m in new_models if m in old_models and old_models[m] != new_models[m]):
-        out.append(f"model {m} answers differently than when the sweep was made (its weights, or the engine "
-                   "settings that change answers: max answer length, window, backend)")
+    changed = [m for m in new_models if m in old_models and old_models[m] != new_models[m]]
+    if changed:
+        out.append(f"{'model' if len(changed) == 1 else 'models'} {', '.join(changed)} "
+                   f"{'answers' if len(changed) == 1 else 'answer'} differently than when the sweep was made "
+                   "(the weights, or the engine settings that change answers: max answer length, window, backend)")
     return out or ["data, sample, seed, repeats, perturbations or model weights differ"]
 
 
