@@ -99,6 +99,8 @@ with tab_play:
         ready = bool(models) and span is not None and bool(question.strip())
         if not models:
             st.warning("Choose at least one model to play against.")
+        elif not question.strip():   # a marked answer without a question: say why Submit waits
+            st.caption("Write a question to submit it.")
         if st.button("Submit to the AI", type="primary", key="beat_submit", disabled=not ready):
             with st.spinner(md_escape(f"Answering with {', '.join(models)}…")):
                 answered = answer_all(models, loaders.engine_for_state, question, passage.context,
