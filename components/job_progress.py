@@ -41,6 +41,9 @@ def running_job(job: SweepJob, key: str, below: Callable[[SweepJob], None] | Non
         left = st.session_state.setdefault(f"{key}_eta", Eta()).update(job.done, job.total, time.monotonic())
         text = (f"Sweep '{name}': {job.done:,}/{job.total:,} result rows · {format_seconds(job.elapsed_s)}"
                 + (f" · about {format_seconds(left)} left" if left is not None else " · estimating the time left…"))
+    elif getattr(job, "ray", None) is not None:   # Ray starts and its workers load the models first
+        text = (f"Preparing sweep '{name}' (starting Ray and loading the models in its workers, loading "
+                f"{job.config.dataset}, making variants)…")
     else:
         text = f"Preparing sweep '{name}' (loading {job.config.dataset}, making variants)…"
     st.progress(job.fraction, text=md_escape(text))

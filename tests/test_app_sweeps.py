@@ -272,3 +272,23 @@ def test_a_reloaded_page_follows_its_sweep_still_running_on_this_server(env, mon
         assert job.wait(120)
     from core.sweeps.job import running_on_this_server
     assert running_on_this_server(env, "before-reload") is None   # a finished job is forgotten
+
+
+def _preparing_ray_job():
+    from types import SimpleNamespace
+
+    from components.job_progress import running_job
+    from core.sweeps.job import RayOptions
+
+    job = SimpleNamespace(result=None, name="on-ray", config=SimpleNamespace(name="on-ray", dataset="demo.en"),
+                          phase="sweep", total=0, done=0, fraction=0.0, ray=RayOptions(), cancel_requested=False)
+    running_job(job, "sw")
+
+
+def test_a_ray_sweep_being_prepared_says_ray_is_starting():
+    """Before its first row a Ray sweep starts Ray and loads the models in its workers (13-52 s on
+    this machine): the bar says so, not only 'making variants'."""
+    at = AppTest.from_function(_preparing_ray_job, default_timeout=60).run()
+    assert not at.exception, at.exception
+    [bar] = at.get("progress")
+    assert "starting Ray and loading the models in its workers" in bar.proto.text.replace("\\", "")
