@@ -54,11 +54,16 @@ def speech_panel(qlang: str) -> None:
     st.audio(speech["wav"], format="audio/wav")
     by_engine = {r.engine: r for r in speech["results"]}
     picked = by_engine.get(chosen)
-    # Put the chosen engine's transcript into the question box once per (recording, engine).
-    if picked is not None and picked.text is not None and speech["applied"] != (speech["key"], chosen):
+    # Put the chosen engine's transcript into the question box once per (recording, engine); a
+    # transcript without words (a hum, a whistle, a fake microphone's tone) never replaces a typed question.
+    heard = picked is not None and picked.text is not None and bool(picked.text.strip())
+    if heard and speech["applied"] != (speech["key"], chosen):
         st.session_state["ask_question"] = picked.text
         speech["applied"] = (speech["key"], chosen)
         st.session_state["ask_answer_now"] = True   # answered below when the toggle is on
+    elif picked is not None and picked.text is not None and not heard:
+        st.warning(md_escape(f"{chosen} recognised no words in this recording: the question is left as it "
+                             "was. Record again, closer to the microphone, or try another recogniser."))
     _transcripts(speech, names, problems)
 
 

@@ -28,8 +28,10 @@ def _f1_text(x) -> str:
     return "–" if x is None else f"{100 * x:.0f}"
 
 
-def cell_examples(db_path, sweep_id: int, version, plotted: list, metric: str, stem: str) -> None:
-    """The "A cell's examples" section for the cells drawn on the heatmap (``plotted``)."""
+def cell_examples(db_path, sweep_id: int, version, plotted: list, metric: str, stem: str,
+                  complete: bool = True) -> None:
+    """The "A cell's examples" section for the cells drawn on the heatmap (``plotted``);
+    ``complete``: every row of the sweep is stored (else an empty cell may just not be run yet)."""
     st.subheader("A cell's examples")
 
     def cell_label(i: int) -> str:
@@ -49,7 +51,11 @@ def cell_examples(db_path, sweep_id: int, version, plotted: list, metric: str, s
         f"{cell.n} examples and {cell.n_repeats} repeat(s), {cell.n_not_applicable} rows where it did not apply. "
         "Sorted by F1 loss (clean F1 − perturbed F1), largest first."))
     if not rows:
-        st.info("The perturbation applied to no example of this sweep for this model: nothing to show.")
+        if complete or cell.n_not_applicable:
+            st.info("The perturbation applied to no example of this sweep for this model: nothing to show.")
+        else:
+            st.info("This cell's rows are not stored yet: the sweep stopped before them (resume it on the "
+                    "Sweeps page).")
         return
     ex_df = pd.DataFrame(drill.example_rows(rows))
     st.dataframe(ex_df, hide_index=True, key="hm_examples", width="stretch")

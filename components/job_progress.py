@@ -41,6 +41,9 @@ def running_job(job: SweepJob, key: str, below: Callable[[SweepJob], None] | Non
         left = st.session_state.setdefault(f"{key}_eta", Eta()).update(job.done, job.total, time.monotonic())
         text = (f"Sweep '{name}': {job.done:,}/{job.total:,} result rows · {format_seconds(job.elapsed_s)}"
                 + (f" · about {format_seconds(left)} left" if left is not None else " · estimating the time left…"))
+    elif getattr(job, "ray", None) is not None:   # Ray starts and its workers load the models first
+        text = (f"Preparing sweep '{name}' (starting Ray and loading the models in its workers, loading "
+                f"{job.config.dataset}, making variants)…")
     else:
         text = f"Preparing sweep '{name}' (loading {job.config.dataset}, making variants)…"
     st.progress(job.fraction, text=md_escape(text))
@@ -116,8 +119,14 @@ def start_sweep(state_key: str, key: str, config: SweepConfig, ds: Any, db_path:
             st.toast(md_escape(f"{model} answers with {backend}, the backend this sweep was made with."))
     if stored and ray is not None:   # on Ray the actors switch (core.sweeps.ray.ModelActor)
         ray = dataclasses.replace(ray, stored=dict(stored))
-    st.session_state[state_key] = SweepJob(config, engines, db_path, dataset=ds, data_dir=data_dir,
-                                           chunk_size=chunk_size, ray=ray).start()
+    follow(state_key, key, SweepJob(config, engines, db_path, dataset=ds, data_dir=data_dir,
+                                    chunk_size=chunk_size, ray=ray).start())
+
+
+def follow(state_key: str, key: str, job: SweepJob) -> None:
+    """Show the running ``job`` in this session (one it just started, or one still running on this
+    server that a reloaded page lost) and rerun the page so it polls it."""
+    st.session_state[state_key] = job
     st.session_state[f"{key}_eta"] = Eta()
     for k in (f"{key}_job_reported", f"{key}_banner_shown"):
         st.session_state.pop(k, None)

@@ -21,18 +21,29 @@ import streamlit as st
 __all__ = ["SHADOW", "keep", "keep_all", "hand_over", "forget"]
 
 SHADOW = "_kept:"
+DEFAULT = "_default:"   # the default a follow_default widget was last given
 
 
-def keep(key: str, options: Sequence | None = None, default: Any = None) -> None:
-    """Call right before drawing the widget ``key``.
+def keep(key: str, options: Sequence | None = None, default: Any = None, *, follow_default: bool = False) -> None:
+    """Call right before drawing the widget ``key``, and only in a run that draws it: a value put
+    back in a run that hides the widget (Ask's context under "Dataset item") is lost when Streamlit
+    draws the widget again, which then starts empty.
 
     ``options``: for a choice widget, the options it will offer; a kept value that is no longer
     among them is dropped (a list value is filtered), so a stale choice never reaches Streamlit.
     ``default``: the value the widget starts with when nothing is kept (pass it here, not to
     the widget, so the widget never gets both a default and a session value).
+    ``follow_default``: while the widget still holds the default it was given (the user has not
+    chosen), a new default replaces it (the Gallery's "newest sweeps" take in a sweep stored since).
     """
     s = st.session_state
     shadow = SHADOW + key
+    if follow_default:
+        given = s.get(DEFAULT + key)
+        current = s[key] if key in s else s.get(shadow)
+        if given is not None and current == given and default != given:
+            forget(key)
+        s[DEFAULT + key] = default
     if key not in s and shadow in s:
         s[key] = s[shadow]
     elif key not in s and default is not None:

@@ -12,14 +12,20 @@ import pandas as pd
 import streamlit as st
 
 from components.choice import keep_valid
+from components.job_progress import follow
 from components.text import md_escape
 from core.sweeps import launch
+from core.sweeps.job import running_on_this_server
 
 
-def stored_sweeps(sweeps: Sequence[Mapping[str, Any]], job: Any, resume_disabled: bool) -> Mapping[str, Any] | None:
+def stored_sweeps(sweeps: Sequence[Mapping[str, Any]], job: Any, resume_disabled: bool,
+                  db_path: Any = None, state_key: str = "sweep_job") -> Mapping[str, Any] | None:
     """The table of ``sweeps``, a picker of the unfinished ones with what to know before resuming,
     and Resume; returns the sweep to resume when Resume was pressed (None otherwise, and when every
-    sweep is complete). ``job``: this session's running SweepJob, if any (its sweep is its own)."""
+    sweep is complete). ``job``: this session's running SweepJob, if any (its sweep is its own).
+    A sweep still running on this server's thread for another session (this browser before a
+    reload, another tab) is offered to follow here: its progress bar and Cancel in
+    ``st.session_state[state_key]``."""
     st.dataframe(pd.DataFrame(launch.stored_rows(sweeps)), hide_index=True, width="stretch", key="sw_list")
     unfinished = launch.unfinished(sweeps)
     if not unfinished:
@@ -33,6 +39,12 @@ def stored_sweeps(sweeps: Sequence[Mapping[str, Any]], job: Any, resume_disabled
     c1.caption(md_escape(f"{chosen['status']} · {chosen['done_units']:,}/{chosen['total_units']:,} rows · "
                          f"updated {chosen['updated_at']}"))
     own = job is not None and job.running and job.name == pick   # this session's sweep, named or not
-    if note := launch.resume_note(chosen, own):
+    here = None if own or db_path is None else running_on_this_server(db_path, pick)
+    if here is not None:
+        st.info("This sweep is running on this server (started in another tab, or on this page before it "
+                "was reloaded): follow it here to see its progress and cancel it.")
+        if st.button("Follow it here", key="sw_follow", disabled=job is not None and job.running):
+            follow(state_key, "sw", here)
+    elif note := launch.resume_note(chosen, own):
         getattr(st, note[0])(md_escape(note[1]))
     return chosen if c2.button("Resume", key="sw_resume", disabled=resume_disabled) else None

@@ -12,6 +12,7 @@ import os
 
 import streamlit as st
 
+from components import persist
 from components.choice import keep_valid
 from components.sweep_db_picker import label
 from components.text import md_escape
@@ -106,6 +107,7 @@ def run_on_picker(key: str) -> None:
                           "run as Ray tasks and each worker loads one copy of every model (core.sweeps.ray); "
                           "same rows, same caches, resumable either way.")
     if where != WHERE[0]:
+        persist.keep(f"{key}_workers")   # kept only where it is drawn: see components/persist.py
         c2.number_input("Workers", 1, 256, min(2, os.cpu_count() or 1), key=f"{key}_workers",
                         help="Each worker holds one copy of every selected model; perturbation tasks run at most "
                              "this many at once. More workers than CPUs only adds memory.")

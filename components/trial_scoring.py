@@ -14,7 +14,7 @@ import streamlit as st
 from components import loaders
 from components.export import csv_download, file_stem
 from components.job_progress import running_job
-from components.pickers import model_picker
+from components.pickers import language_mismatch_note, model_picker
 from components.text import md_escape
 from core.collect import trial_sets, trials
 from core.explore.answers import load_engines
@@ -28,7 +28,8 @@ JOB = "trial_job"   # the scoring sweep running in the background (core.sweeps.j
 def score_panel(trial: trials.Trial, paths: dict[str, str]) -> None:
     """Per-speaker F1 (NoiseQA Table 10): a sweep of the chosen models over this trial's sets, run
     in the background like the Sweeps page's (progress, Cancel), stored in the trial's folder."""
-    models = model_picker("trial", default_all=False)
+    models = model_picker("trial", default_all=False, lang=trial.lang)
+    language_mismatch_note(models, trial.lang)
     job = st.session_state.get(JOB)
     busy = job is not None and job.running
     if models and st.button("Score the models on these recordings", key="trial_score", disabled=busy):

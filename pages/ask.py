@@ -34,7 +34,7 @@ st.caption("Type a question about a context; every selected model answers, spans
 models_slot = st.container()
 # Kept across pages and across the context switch (components/persist.py): "Paste a context" and
 # back used to reset the data set to demo.en and the item to 0 under a question typed for another.
-persist.keep_all(["ask_source", "ask_context", "ask_question", "ask_qlang", "ask_nbest", "ask_asr_engine",
+persist.keep_all(["ask_source", "ask_question", "ask_qlang", "ask_nbest", "ask_asr_engine",
                   "ask_auto_answer", "ask_gold", "ask_reference"])
 source = st.radio("Context", ["Dataset item", "Paste a context"], horizontal=True, key="ask_source")
 
@@ -49,6 +49,7 @@ if source == "Dataset item":
     st.caption(f"{md_escape(ds.name)} · id {md_escape(ex.id)} · {md_escape(ex.title.replace('_', ' '))}")
     passage_slot = st.container()   # the passage, shown as soon as the item is chosen (filled below)
 else:
+    persist.keep("ask_context")   # kept only where it is drawn: see components/persist.py
     context = st.text_area("Context", height=180, key="ask_context",
                            placeholder="Paste a paragraph the answer should come from.")
     lang = guess_language(context).code if context.strip() else "en"
@@ -157,12 +158,15 @@ if b2.button("🧪 Perturb this question", key="ask_perturb", disabled=not (plan
     st.switch_page("pages/variants.py")
 answer_now = st.session_state.pop("ask_answer_now", False) and st.session_state.get("ask_auto_answer", True)
 if (pressed or (answer_now and models)):
+    # a long context is read in many windows: the answers can take seconds, and the page says so
+    with st.spinner(md_escape(f"Answering with {', '.join(models)}…")):
+        answered = answers.answer_all(models, loaders.engine_for_state, plan.asked, context, n_best=n_best,
+                                      golds=[g for g, _ in score_gold], lang=lang, note=loaders.backend_note)
     st.session_state["ask_result"] = {
         "question": plan.asked, "typed": question, "question_lang": plan.lang,
         "translator": plan.translator, "context": context, "gold": score_gold, "lang": lang,
         "signature": signature, "score_note": score_note,
-        "answered": answers.answer_all(models, loaders.engine_for_state, plan.asked, context, n_best=n_best,
-                                       golds=[g for g, _ in score_gold], lang=lang, note=loaders.backend_note),
+        "answered": answered,
     }
 
 res = st.session_state.get("ask_result")

@@ -19,7 +19,7 @@ from components.beat_views import attempts_table, collected_tab, statistics_tab
 from components.browser_id import browser_token
 from components.frame import page_frame
 from components.highlight import Mark, color_for, highlight_html, legend_html
-from components.pickers import dataset_picker, model_picker
+from components.pickers import dataset_picker, language_mismatch_note, model_picker
 from components.span_picker import span_keys, span_picker
 from components.text import count, md_escape
 from core.collect import beat, beat_store, identity
@@ -39,8 +39,6 @@ BROWSER = browser_token()  # the same visitor across reloads: see components/bro
 YOU = "#0072B2"  # the player's own span in previews (models get the palette colours)
 
 c1, c2 = st.columns([3, 2])
-with c1:
-    models = model_picker("beat")
 with c2:
     user = st.text_input("Your name", key="beat_user", max_chars=identity.MAX_NAME_CHARS,
                          help="Stored with your questions; validators must be someone else.")
@@ -56,6 +54,8 @@ with st.expander("Rules"):
                                       key="beat_agree_threshold")
 
 ds = dataset_picker("beat")
+with c1:   # drawn above, filled once the data set is known: the picker marks models not trained for its language
+    models = model_picker("beat", lang=ds.lang if ds is not None else None)
 try:
     store = beat_store.BeatStore()
 except (ValueError, OSError) as e:
@@ -87,6 +87,7 @@ with tab_play:
         question = st.text_area("Your question", key="beat_question", height=68,
                                 placeholder="Ask something the passage answers, but that a "
                                             "model will get wrong.")
+        language_mismatch_note(models, passage.lang)
         span = span_picker("beat", passage.context)
         if span:
             st.caption(f"Your answer: characters {span[0]}–{span[1]} · "
@@ -98,9 +99,12 @@ with tab_play:
         ready = bool(models) and span is not None and bool(question.strip())
         if not models:
             st.warning("Choose at least one model to play against.")
+        elif not question.strip():   # a marked answer without a question: say why Submit waits
+            st.caption("Write a question to submit it.")
         if st.button("Submit to the AI", type="primary", key="beat_submit", disabled=not ready):
-            answered = answer_all(models, loaders.engine_for_state, question, passage.context,
-                                  stop_at_failure=True)
+            with st.spinner(md_escape(f"Answering with {', '.join(models)}…")):
+                answered = answer_all(models, loaders.engine_for_state, question, passage.context,
+                                      stop_at_failure=True)
             error = answered.failures[0] if answered.failures else None
             spans: dict[str, Span | None] = {a.model: a.best for a in answered.answers}
             if error:

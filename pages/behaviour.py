@@ -15,7 +15,7 @@ import streamlit as st
 from components import loaders
 from components.frame import page_frame
 from components.highlight import Mark, color_for, highlight_html, legend_html
-from components.pickers import model_picker
+from components.pickers import language_mismatch_note, model_picker
 from components.text import md_escape
 from core.behaviour import BehaviourError, case_rows, expand, loads, results_rows, run_file
 from core.behaviour.spec import MAX_FILE_BYTES
@@ -29,14 +29,24 @@ st.caption("Templated tests of what a model should do (CheckList): **MFT** the a
            "**INV** a perturbation of the question must not change the answer, **DIR** an edit of the context "
            "must change it. Pick a shipped file or upload your own (format: docs/BEHAVIOUR.md).")
 
-models = model_picker("bt")
+# Drawn here, filled once the file is read: the picker marks models not trained for its language.
+models_slot = st.container()
+
+
+def stop_without_a_file() -> None:
+    """No usable file: the model picker (unmarked) still shows, then the page ends here."""
+    with models_slot:
+        model_picker("bt")
+    st.stop()
+
+
 shipped = sorted((p.name for p in EXAMPLES.glob("*.toml")), key=lambda n: (n != "en.toml", n))
 source = st.radio("Tests", ["Shipped example", "Upload a file"], horizontal=True, key="bt_source")
 text, file_name = None, None
 if source == "Shipped example":
     if not shipped:
         st.error("No example file in assets/behaviour/.")
-        st.stop()
+        stop_without_a_file()
     file_name = st.selectbox("File", shipped, key="bt_file")
     text = (EXAMPLES / file_name).read_text(encoding="utf-8")
 else:
@@ -44,25 +54,28 @@ else:
     if up is not None:
         if up.size > MAX_FILE_BYTES:
             st.error(f"The file is larger than {MAX_FILE_BYTES // 1000} kB.")
-            st.stop()
+            stop_without_a_file()
         try:
             text, file_name = up.getvalue().decode("utf-8"), up.name
         except UnicodeDecodeError:
             st.error("The file is not UTF-8 text.")
-            st.stop()
+            stop_without_a_file()
 if text is None:
     st.info("Upload a behaviour file to run it.")
-    st.stop()
+    stop_without_a_file()
 
 try:
     bfile = loads(text, Path(file_name).stem)
     counts = {t.name: len(expand(t, bfile.seed)) for t in bfile.tests}
 except BehaviourError as e:
     st.error(md_escape(f"This file cannot be used: {e}"))
-    st.stop()
+    stop_without_a_file()
 
 st.caption(md_escape(f"{bfile.name} · language {bfile.lang} · seed {bfile.seed} · {len(bfile.tests)} tests · "
                      f"{sum(counts.values())} cases"))
+with models_slot:
+    models = model_picker("bt", lang=bfile.lang)
+    language_mismatch_note(models, bfile.lang)
 with st.expander("The tests"):
     st.dataframe(pd.DataFrame([{"test": t.name, "type": t.kind, "cases": counts[t.name],
                                 "perturb": t.perturb or "", "max failure rate": t.max_failure_rate,

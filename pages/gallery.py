@@ -48,7 +48,7 @@ if choice.path is not None and choice.path.exists():
         st.error(md_escape(f"Cannot read {choice.path}: {e}"))
 by_id = {s["id"]: s for s in sweeps}
 ids = list(reversed(list(by_id)))
-persist.keep("gal_sweeps", ids, default=ids[:5])
+persist.keep("gal_sweeps", ids, default=ids[:5], follow_default=True)   # a sweep stored since joins them
 picked = st.multiselect("Sweeps to look in", ids, key="gal_sweeps",
                         format_func=lambda i: f"{by_id[i]['name']} · {by_id[i]['dataset']}")
 if not sweeps:

@@ -159,7 +159,8 @@ if len(sweep["models"]) >= 2:
 
 # ---------------------------------------------------------------------------------------- drill-down
 
-cell_examples(db_path, sweep_id, version, plotted, metric, stem)
+cell_examples(db_path, sweep_id, version, plotted, metric, stem,
+              complete=sweep["done_units"] >= sweep["total_units"])
 
 # ------------------------------------------------------------------- the papers' views (components.paper_views)
 

@@ -101,8 +101,7 @@ if data_dir:
     options += evaluation_sets
 
 persist.keep("sw_dataset", options)   # this page's inputs survive a visit to another page
-persist.keep_all(["sw_sample", "sw_repeats", "sw_seed", "sw_name", "sw_chunk", "sw_where", "sw_workers",
-                  "sw_spec_text"])
+persist.keep_all(["sw_sample", "sw_repeats", "sw_seed", "sw_name", "sw_chunk", "sw_where", "sw_spec_text"])
 keep_valid("sw_dataset", options)
 c1, c2 = st.columns([3, 1])
 dataset_name = c1.selectbox("Dataset", options, key="sw_dataset",
@@ -226,7 +225,8 @@ if db_path is None:
 sweeps = stored_sweeps_or_stop(db_path, md_escape(f"No sweep database at {db_path} yet: the first sweep "
                                                   "creates it."))
 
-if (to_resume := stored_sweeps(sweeps, job, resume_disabled=busy or db_path is None)) is not None:
+if (to_resume := stored_sweeps(sweeps, job, resume_disabled=busy or db_path is None, db_path=db_path,
+                               state_key=JOB)) is not None:
     resume = launch.resume_config(to_resume)
     if named := launch.cli_only_params(resume.perturbations):   # a model or file chosen with the CLI
         st.error(md_escape(f"This sweep names {', '.join(named)}, which only the command line may set: "

@@ -38,7 +38,7 @@ st.caption("Perturb one question many ways and see how every selected model's an
 
 # Drawn here, filled once the item is known: the picker marks models not trained for its language.
 models_slot = st.container()
-persist.keep_all(["var_source", "var_context", "var_question", "var_seed", "var_repeats", "var_chain"])
+persist.keep_all(["var_source", "var_question", "var_seed", "var_repeats", "var_chain"])
 source = st.radio("Input", ["Dataset item", "Type a question and context"], horizontal=True, key="var_source")
 
 if source == "Dataset item":
@@ -49,6 +49,7 @@ if source == "Dataset item":
     question = st.text_area("Question", key="var_question", height=68)
     example = dataclasses.replace(item, question=question)
 else:
+    persist.keep("var_context")   # kept only where it is drawn: see components/persist.py
     context = st.text_area("Context", height=160, key="var_context",
                            placeholder="Paste a paragraph the answer should come from.")
     question = st.text_area("Question", key="var_question", height=68)

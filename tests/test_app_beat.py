@@ -141,3 +141,28 @@ def test_statistics_render_for_the_demo_data(beat_env):
     labels = [b.proto.label for b in at.get("download_button")]
     assert {"summary as CSV", "wh_words as CSV", "longest_ngram as CSV",
             "Download SQuAD JSON"} <= set(labels)
+
+
+def test_models_not_trained_for_the_passage_language_are_marked(beat_env):
+    """On a Chinese passage the English models are marked in the picker and named in a note, as on
+    Ask: a player must know that beating them there proves little."""
+    at = _page()
+    assert not any("will answer poorly" in c.value for c in at.caption)   # demo.en: English models fit
+    at.selectbox(key="beat_dataset").set_value("demo.zh").run()
+    assert not at.exception, at.exception
+    assert "tiny-a · en only, not for zh" in at.multiselect(key="beat_models").options
+    assert any("The context is Chinese; tiny-a, tiny-b were trained for English and will answer poorly"
+               in c.value for c in at.caption), [c.value for c in at.caption]
+
+
+def test_a_disabled_submit_says_what_it_waits_for(beat_env):
+    """Submit stays disabled until there is a question and a marked answer, and says which is missing."""
+    at = _page()
+    p = _passage(at)
+    word = p.context.split()[0]
+    at.text_input(key="beat_answer_text").input(word).run()
+    assert at.button(key="beat_submit").disabled
+    assert any("Write a question to submit it." == c.value for c in at.caption), [c.value for c in at.caption]
+    at.text_area(key="beat_question").input("What comes first?").run()
+    assert not at.button(key="beat_submit").disabled
+    assert not any("to submit it" in c.value for c in at.caption)

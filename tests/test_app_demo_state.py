@@ -67,6 +67,28 @@ def test_ask_keeps_its_inputs_across_pages(tiny_env):
     assert at.text_area(key="ask_question").value == "Wer hat das gebaut?"
 
 
+def test_ask_keeps_a_pasted_context_hidden_by_the_dataset_item_across_pages(tiny_env):
+    """Paste a context, switch to Dataset item, visit another page, come back and switch to Paste
+    a context again: the pasted text is still there (it was emptied)."""
+    at = app()
+    at.radio(key="ask_source").set_value("Paste a context").run()
+    at.text_area(key="ask_context").input("Mount Ardel was first climbed in 1868.").run()
+    at.radio(key="ask_source").set_value("Dataset item").run()
+    go(at, "models")
+    go(at, "ask")
+    at.radio(key="ask_source").set_value("Paste a context").run()
+    assert at.text_area(key="ask_context").value == "Mount Ardel was first climbed in 1868."
+    # the same on Variants
+    go(at, "variants")
+    at.radio(key="var_source").set_value("Type a question and context").run()
+    at.text_area(key="var_context").input("The canal opened in 1802.").run()
+    at.radio(key="var_source").set_value("Dataset item").run()
+    go(at, "models")
+    go(at, "variants")
+    at.radio(key="var_source").set_value("Type a question and context").run()
+    assert at.text_area(key="var_context").value == "The canal opened in 1802."
+
+
 # ------------------------------------------------------------------------------------------- bug 2
 
 def test_ask_marks_stale_answers_when_the_question_changes(tiny_env):

@@ -166,3 +166,19 @@ def test_sweeps_page_adds_repair_chains(monkeypatch, tiny_registry, tmp_path):
     metas = [json_meta for (json_meta,) in conn.execute(
         "SELECT meta_json FROM variants WHERE perturbation = 'keyboard_Q+repair_Q'")]
     assert all('"steps"' in m for m in metas)
+
+
+def test_behaviour_page_marks_models_not_trained_for_the_file_language(monkeypatch, tiny_registry):
+    """The German shipped file: the English models are marked in the picker and named in a note."""
+    monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    at = AppTest.from_file("../pages/behaviour.py", default_timeout=120).run()
+    assert not at.exception, at.exception
+    assert "tiny-a" in at.multiselect(key="bt_models").options   # en.toml: nothing to mark
+    at.selectbox(key="bt_file").set_value("de.toml").run()
+    assert not at.exception, at.exception
+    assert "tiny-a · en only, not for de" in at.multiselect(key="bt_models").options
+    assert any("The context is German; tiny-a, tiny-b were trained for English" in c.value for c in at.caption)
+    at.radio(key="bt_source").set_value("Upload a file").run()   # no file yet: the picker still shows
+    assert not at.exception, at.exception
+    assert at.multiselect(key="bt_models").value == ["tiny-a", "tiny-b"]

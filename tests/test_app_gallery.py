@@ -86,3 +86,35 @@ def test_gallery_opens_an_example_on_ask_and_on_variants(stores):
     assert not at.exception, at.exception
     assert at.text_area(key="var_question").value == flip.original_question
     assert at.multiselect(key="var_fam_character").value == ["DCRQ"]
+
+
+def test_a_sweep_stored_since_the_last_visit_is_looked_in_until_the_user_picks(stores, tmp_path):
+    """Sweeps are looked in newest first by default; a sweep that finished after the Gallery was
+    opened (the user ran it on Sweeps and came back) joins them, as long as the user has not
+    chosen sweeps themself. A choice of their own is kept."""
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/gallery.py").run()
+    assert at.multiselect(key="gal_sweeps").value == [2, 1]
+    engines = {"fake-a": LookupEngine(CLEAN_A, "a1"), "fake-c": LookupEngine({**CLEAN_A, Q1: "France"}, "c1")}
+    run_sweep(SweepConfig("toy", parse_specs("TLQ"), list(engines), name="toy-new"), engines, stores, dataset=TOY)
+    at.switch_page("pages/sweeps.py").run()
+    at.switch_page("pages/gallery.py").run()
+    assert not at.exception, at.exception
+    assert at.multiselect(key="gal_sweeps").value == [3, 2, 1]
+    # the user's own choice stays, new sweeps or not
+    at.multiselect(key="gal_sweeps").set_value([1]).run()
+    run_sweep(SweepConfig("toy", parse_specs("TTQ"), list(engines), name="toy-newer"), engines, stores, dataset=TOY)
+    at.switch_page("pages/sweeps.py").run()
+    at.switch_page("pages/gallery.py").run()
+    assert at.multiselect(key="gal_sweeps").value == [1]
+
+
+def test_the_same_finding_in_two_sweeps_is_listed_once(stores):
+    """Two sweeps over the same data set and models share their clean answers: their disagreement
+    is one finding, not one per sweep (the Gallery listed it twice)."""
+    engines = {"fake-a": LookupEngine(CLEAN_A, "a1"), "fake-c": LookupEngine({**CLEAN_A, Q1: "France"}, "c1")}
+    run_sweep(SweepConfig("toy", parse_specs("TLQ"), list(engines), name="toy-disagree-again"), engines, stores,
+              dataset=TOY)
+    found = cg.find_all(stores, [2, 3])
+    assert [(f.example_id, f.answers) for f in found["disagree"]] == \
+        [("q1", {"fake-a": "Paris", "fake-c": "France"})]

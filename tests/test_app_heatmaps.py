@@ -402,3 +402,22 @@ def test_png_and_html_export_of_the_heatmap(sweep_db):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", png[16:24])
     assert (width, height) == (2 * fig.layout.width, 2 * fig.layout.height)
+
+
+def test_cell_of_an_incomplete_sweep_says_its_rows_are_not_stored_yet(tmp_path, monkeypatch):
+    """A sweep cancelled after its first chunk (the clean rows) has cells with no row yet: the
+    drill-down says the sweep stopped before them, not that the perturbation applied to nothing."""
+    import threading
+
+    db = tmp_path / "sweeps.sqlite"
+    stop = threading.Event()
+    config = SweepConfig("toy", parse_specs("TUQ"), ["fake-a"], name="stopped")
+    run = run_sweep(config, {"fake-a": LookupEngine(ANSWERS_A, "a1")}, db, dataset=TOY, chunk_size=5,
+                    cancel=stop, progress=lambda done, total: done and stop.set())
+    assert run.status == "cancelled" and run.done_units == 5 < run.total_units
+    monkeypatch.setenv("QAX_SWEEP_DB", str(db))
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not at.exception, at.exception
+    said = [i.value for i in at.info]
+    assert not any("applied to no example" in s for s in said), said
+    assert any("not stored yet" in s for s in said), said

@@ -82,6 +82,22 @@ def test_bad_recordings_get_a_clear_message(tiny_env, payload, message):
     assert at.text_area(key="ask_question").value == "what is the capital of france ?"   # untouched
 
 
+def test_a_recording_without_words_keeps_the_typed_question(tiny_env):
+    """A 440 Hz tone (what a browser's fake microphone sends; a hum, a whistle) is not silent but
+    holds no words: both recognisers return an empty transcript. The typed question stays, nothing
+    is answered, and the page says why."""
+    t = np.arange(2 * 16000) / 16000
+    tone = to_wav_bytes((0.3 * np.sin(2 * np.pi * 440 * t)).astype(np.float32), 16000)
+    at = ask_with_pasted_context("what is the capital of france ?")
+    at.audio_input(key="ask_audio").set_value(("tone.wav", tone, "audio/wav")).run()
+    assert not at.exception
+    assert list(at.dataframe[0].value["transcript"]) == ["", ""]
+    assert at.text_area(key="ask_question").value == "what is the capital of france ?"   # untouched
+    assert "ask_result" not in at.session_state   # not answered: there was no new question
+    assert not any("question is empty" in e.value for e in at.error)
+    assert any("no words" in w.value for w in at.warning), [w.value for w in at.warning]
+
+
 def test_spanish_question_is_translated_shown_and_answered(tiny_env):
     at = ask_with_pasted_context("¿Cuál es la capital de Francia?")
     assert not at.exception
@@ -237,3 +253,19 @@ def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_
     assert not again.exception
     assert trials.list_trials() == [] and not trial.path.exists()
     assert any("were deleted" in s.value for s in again.success)
+
+
+def _german_trial_scoring():
+    from types import SimpleNamespace
+
+    from components.trial_scoring import score_panel
+
+    score_panel(SimpleNamespace(id="t-de", lang="de", path=None), {"original": "unused.json"})
+
+
+def test_trial_scoring_marks_models_not_trained_for_the_trial_language(tiny_env):
+    """A German trial: the scoring picker marks the English models and a note names them."""
+    at = AppTest.from_function(_german_trial_scoring, default_timeout=60).run()
+    assert not at.exception, at.exception
+    assert "tiny-a · en only, not for de" in at.multiselect(key="trial_models").options
+    assert any("The context is German; tiny-a was trained for English" in c.value for c in at.caption)

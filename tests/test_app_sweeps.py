@@ -232,3 +232,63 @@ def test_typed_specs_chain_and_range_run_in_a_sweep(env):
     # the chain upper-cases, then drops the punctuation: no "?" is left in any of its questions
     chained = [r[0] for r in conn.execute("SELECT variant_question FROM result_rows WHERE perturbation = 'TUQ+DPQ'")]
     assert chained and all(q == q.upper() and "?" not in q for q in chained)
+
+
+def test_a_reloaded_page_follows_its_sweep_still_running_on_this_server(env, monkeypatch):
+    """A reload starts a new session: the sweep started before it still runs on this server's thread.
+    The new page says so (not "in the CLI or another browser tab"), and Follow it here brings back
+    its progress bar and Cancel."""
+    from core.qa.engine import QAEngine
+
+    gate = threading.Event()
+    entered = threading.Event()
+    original = QAEngine.predict
+
+    def gated(self, *args, **kwargs):
+        entered.set()
+        assert gate.wait(120), "the test never opened the gate"
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(QAEngine, "predict", gated)
+    first = AppTest.from_file(PAGE, default_timeout=180).run()
+    _configure(first, "before-reload")
+    first.button(key="sw_start").click().run()
+    job = first.session_state["sweep_job"]
+    try:
+        assert entered.wait(120), "the sweep never reached its first prediction"
+        reloaded = AppTest.from_file(PAGE, default_timeout=180).run()   # a new session: the reload
+        assert not reloaded.exception, reloaded.exception
+        assert reloaded.selectbox(key="sw_resume_pick").value == "before-reload"
+        assert not any("another browser tab" in w.value for w in reloaded.warning)
+        assert any("running on this server" in i.value for i in reloaded.info)
+        reloaded.button(key="sw_follow").click().run()
+        assert not reloaded.exception, reloaded.exception
+        assert reloaded.session_state["sweep_job"] is job
+        assert any("before-reload" in p.proto.text.replace("\\", "") for p in reloaded.get("progress"))
+        reloaded.button(key="sw_cancel").click().run()
+        assert job.cancel_requested
+    finally:
+        gate.set()
+        assert job.wait(120)
+    from core.sweeps.job import running_on_this_server
+    assert running_on_this_server(env, "before-reload") is None   # a finished job is forgotten
+
+
+def _preparing_ray_job():
+    from types import SimpleNamespace
+
+    from components.job_progress import running_job
+    from core.sweeps.job import RayOptions
+
+    job = SimpleNamespace(result=None, name="on-ray", config=SimpleNamespace(name="on-ray", dataset="demo.en"),
+                          phase="sweep", total=0, done=0, fraction=0.0, ray=RayOptions(), cancel_requested=False)
+    running_job(job, "sw")
+
+
+def test_a_ray_sweep_being_prepared_says_ray_is_starting():
+    """Before its first row a Ray sweep starts Ray and loads the models in its workers (13-52 s on
+    this machine): the bar says so, not only 'making variants'."""
+    at = AppTest.from_function(_preparing_ray_job, default_timeout=60).run()
+    assert not at.exception, at.exception
+    [bar] = at.get("progress")
+    assert "starting Ray and loading the models in its workers" in bar.proto.text.replace("\\", "")

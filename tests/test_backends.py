@@ -93,7 +93,7 @@ def test_onnx_int8_logits_and_answers_stay_close_to_torch(make):
 def test_export_happens_once_then_is_only_opened(make, cache, monkeypatch):
     make("onnx-int8")  # both files exist after this
     files = sorted((cache / "onnx").glob("*/*.onnx"))
-    assert [f.name for f in files] == ["model-int8.onnx", "model.onnx"]
+    assert [f.name for f in files] == ["model-int8-outliers.onnx", "model.onnx"]
     stamps = [f.stat().st_mtime_ns for f in files]
 
     def no_second_export(*args, **kwargs):
@@ -330,8 +330,9 @@ def test_a_shipped_models_onnx_answers_are_torchs(name):
 
 
 def test_minilm_int8_keeps_f1_on_the_demo_set():
-    """onnx-int8 within 1.0 F1 of torch on the demo set for MiniLM (96.67 both, the same 12 spans).
-    MPNet's int8 is not: 94.17 against 98.33 (one of 12 answers differs), README."""
+    """onnx-int8 loses at most 1.0 F1 against torch on the demo set for MiniLM. With the outlier
+    split (core.qa.int8_split) one of the 12 answers differs from torch's, and it is int8's that
+    is right: 98.33 against 96.67; a gain, not a loss, so the bound is one-sided."""
     from core.datasets import demo_dataset
     from core.metrics.squad import squad_scores
 
@@ -341,5 +342,85 @@ def test_minilm_int8_keeps_f1_on_the_demo_set():
     f1 = {b: squad_scores({e.id: p.text for e, p in zip(ex, engines[b].predict(
         [e.question for e in ex], [e.context for e in ex], n_best=1))}, refs)["f1"] for b in ("torch", "onnx-int8")}
     assert engines["onnx-int8"].backend_name == "onnx-int8"
-    assert abs(f1["onnx-int8"] - f1["torch"]) <= 1.0
+    assert f1["onnx-int8"] >= f1["torch"] - 1.0
     assert f1["torch"] == pytest.approx(96.6667, abs=1e-3)
+
+
+def test_int8_sensitivity_groups_every_quantisable_node_and_scores_its_error(model_and_tokenizer, cache, monkeypatch):
+    """benchmarks/int8_sensitivity.py: each weight MatMul or fused Attention op of the exported
+    graph is in exactly one layer group (and one role group); identical logits score 0 error and
+    full agreement, and the all-int8 file's error is a real, positive figure."""
+    import onnx
+
+    from benchmarks import int8_sensitivity as sens
+
+    monkeypatch.setenv("QAX_CACHE_DIR", str(cache))
+    model, tok = model_and_tokenizer
+    src = onnx_backend.ensure_export(model, onnx_backend.model_input_names(tok, model), "onnx")
+    graph = onnx.load(str(src), load_external_data=False).graph
+    groups = sens.node_groups(graph)
+    weights = {i.name for i in graph.initializer}
+    quantisable = {n.name for n in graph.node if n.op_type == "Attention"
+                   or (n.op_type == "MatMul" and any(i in weights for i in n.input))}
+    layers = [g for g in groups if g.startswith("layer ")]
+    assert len(layers) == model.config.num_hidden_layers
+    in_layers = [n for g in layers for n in groups[g]]
+    assert len(in_layers) == len(set(in_layers))  # no node in two layers
+    assert set().union(*groups.values()) == quantisable
+
+    names = [i.name for i in graph.input]
+    enc = tok(QS[:4], CS[:4], padding=True, return_tensors="np")
+    batches = [{k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in names}]
+    ref = sens.logits(src, batches, 1)
+    assert sens.error(ref, ref, batches) == {"logit_mse": 0.0, "argmax_agreement": 1.0}
+    int8 = src.parent / "sensitivity-test-int8.onnx"
+    sens.quantize(src, int8, [])
+    err = sens.error(ref, sens.logits(int8, batches, 1), batches)
+    assert err["logit_mse"] > 0 and 0 <= err["argmax_agreement"] <= 1
+
+
+def test_outlier_split_is_exact_in_fp32_and_finds_a_planted_outlier(model_and_tokenizer, tmp_path):
+    """core.qa.int8_split: the split graph computes the fp32 graph's logits (the decomposition is
+    exact before quantisation), and a channel made 60x larger than the rest is found on the
+    calibration text and kept fp32 in the int8 file."""
+    import copy
+
+    import onnx
+    import torch
+
+    from core.qa import int8_split
+
+    model, tok = model_and_tokenizer
+    names = onnx_backend.model_input_names(tok, model)
+    fp32 = onnx_backend.ensure_export(model, names, "onnx", folder=tmp_path / "plain")
+    graph = onnx.load(str(fp32))
+    projections = int8_split.gelu_projections(graph.graph)
+    assert len(projections) == model.config.num_hidden_layers  # one FFN output projection per layer
+    forced = {projections[0].name: np.array([0, 5]), projections[-1].name: np.array([3])}
+    kept = int8_split.split_outliers(graph, forced)
+    assert sorted(kept) == sorted(n + int8_split.OUTLIER_SUFFIX for n in forced)
+    split_path = tmp_path / "split.onnx"
+    onnx.save(graph, str(split_path))
+    batches = int8_split.calibration_batches(tok, names)
+    import onnxruntime as ort
+
+    def logits(path):
+        s = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        return [s.run(None, b) for b in batches]
+
+    for (a_start, a_end), (b_start, b_end) in zip(logits(fp32), logits(split_path)):
+        assert np.allclose(a_start, b_start, atol=1e-5) and np.allclose(a_end, b_end, atol=1e-5)
+
+    planted = copy.deepcopy(model)
+    layer = planted.bert.encoder.layer[1].intermediate.dense
+    with torch.no_grad():  # channel 7 of layer 1's FFN: 60x its weights and bias
+        layer.weight[7] *= 60.0
+        layer.bias[7] = layer.bias[7].abs() * 60.0 + 30.0
+    fp32_planted = onnx_backend.ensure_export(planted, names, "onnx", folder=tmp_path / "planted")
+    found = int8_split.split_for_int8(fp32_planted, tmp_path / "planted-split.onnx", tok)
+    assert len(found) >= 1 and any("layer.1/" in n for n in found)
+    maxima = int8_split.channel_maxima(onnx.load(str(fp32_planted)),
+                                       int8_split.gelu_projections(onnx.load(str(fp32_planted)).graph),
+                                       batches, tmp_path)
+    layer1 = next(v for k, v in maxima.items() if "layer.1/" in k)
+    assert 7 in int8_split.select_outliers(layer1).tolist()

@@ -607,3 +607,17 @@ def test_cli_compare_two_models(tmp_path, capsys):
     assert main(["--db", str(db), "--show", "pair", "--compare", "fake,nobody"]) == 2
     assert "'nobody' is not in this sweep" in capsys.readouterr().err
     assert main(["--db", str(db), "--show", "pair", "--compare", "fake"]) == 2
+
+
+def test_a_name_taken_by_another_configuration_says_what_differs(tmp_path):
+    """Resuming under a name whose stored configuration differs names the difference: a model whose
+    fingerprint changed (the Sweeps page's Resume after the sidebar's answer length was changed said
+    only "data, sample, seed, repeats, perturbations or model weights differ")."""
+    db = tmp_path / "s.sqlite"
+    config = SweepConfig("toy", parse_specs("TUQ"), ["fake"], seed=1, name="taken")
+    run_sweep(config, {"fake": FakeEngine({}, "fp-1")}, db, dataset=TOY)
+    with pytest.raises(SweepError) as e:
+        run_sweep(config, {"fake": FakeEngine({}, "fp-2")}, db, dataset=TOY)
+    assert "model fake answers differently" in str(e.value) and "max answer length" in str(e.value)
+    with pytest.raises(SweepError, match=r"differ: seed \(stored 1, now 2\)"):
+        run_sweep(dataclasses.replace(config, seed=2), {"fake": FakeEngine({}, "fp-1")}, db, dataset=TOY)

@@ -125,8 +125,26 @@ def find_all(db: str | Path | None, sweeps: Iterable[int], attempts: Iterable = 
         found["disagree"] += disagreements(db, sid, limit)
         found["flip"] += one_keystroke_flips(db, sid, limit)
     for kind in ("disagree", "flip"):
-        found[kind] = sorted(found[kind], key=lambda f: -f.strength)[:limit]
+        found[kind] = _once(sorted(found[kind], key=lambda f: -f.strength))[:limit]
     return found
+
+
+def _once(findings: Iterable[Finding]) -> list[Finding]:
+    """Each finding once: two sweeps over the same data set and models find the same disagreement
+    (and flip); the first (strongest) is kept.
+
+    >>> import dataclasses
+    >>> f = Finding("disagree", "t", "d", "q1", "en", "c", "Q?", "Q?", ("A",), {"m": "A", "n": "B"}, source="s1")
+    >>> [g.source for g in _once([f, dataclasses.replace(f, source="s2")])]
+    ['s1']
+    """
+    seen, out = set(), []
+    for f in findings:
+        key = (f.kind, f.dataset, f.example_id, f.question, tuple(sorted(f.answers.items())))
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
 
 
 def export_rows(findings: Iterable[Finding]) -> list[dict]:

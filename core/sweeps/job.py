@@ -13,6 +13,10 @@ page's reads never share a connection with the writer; SQLite's WAL mode lets th
 actors, so ``engines`` is empty); ``workers`` then holds each worker's state (node, calls,
 restarts) as the driver reports it, for the page to show.
 
+A started job is known to this process by its database and sweep name while it runs
+(:func:`running_on_this_server`): a page reloaded in the browser is a new session that has lost its
+job, and finds it there again.
+
 No streamlit import.
 """
 from __future__ import annotations
@@ -28,7 +32,21 @@ from core.datasets import Dataset
 from core.sweeps.config import SweepConfig, SweepRun
 from core.sweeps.run import run_sweep
 
-__all__ = ["SweepJob", "RayOptions"]
+__all__ = ["SweepJob", "RayOptions", "running_on_this_server"]
+
+_RUNNING: dict[tuple[str, str], "SweepJob"] = {}   # (database, sweep name) -> the job running it here
+_RUNNING_LOCK = threading.Lock()
+
+
+def _db_key(db: str | Path) -> str:
+    return str(Path(db).resolve())
+
+
+def running_on_this_server(db: str | Path, name: str) -> "SweepJob | None":
+    """The job of this process that is running the sweep ``name`` of ``db``, or None."""
+    with _RUNNING_LOCK:
+        job = _RUNNING.get((_db_key(db), name))
+    return job if job is not None and job.running else None
 
 
 @dataclass
@@ -81,6 +99,8 @@ class SweepJob:
 
     def _started(self, run: SweepRun) -> None:
         self.name = run.name
+        with _RUNNING_LOCK:
+            _RUNNING[(_db_key(self.db), run.name)] = self
 
     def _run(self) -> None:
         try:
@@ -106,6 +126,9 @@ class SweepJob:
         finally:
             self.finished_at = time.monotonic()
             self._engines = {}  # let the engines go once the sweep ends
+            with _RUNNING_LOCK:
+                if self.name is not None and _RUNNING.get((_db_key(self.db), self.name)) is self:
+                    del _RUNNING[(_db_key(self.db), self.name)]
 
     def cancel(self) -> None:
         """Stop after the chunk in flight (the sweep can be resumed later)."""

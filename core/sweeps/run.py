@@ -7,6 +7,7 @@ chunks, each committed in one transaction, so a killed sweep resumes where it st
 """
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -116,6 +117,39 @@ def run_sweep(config: SweepConfig, engines: Mapping[str, QAModel], db: str | Pat
                         taggers={m: context_tagger(engines[m]) for m in models})
 
 
+def config_differences(stored_json: str, new_json: str) -> list[str]:
+    """What differs between a stored sweep's configuration and a new one, in words.
+
+    >>> old = '{"seed": 1, "models": [["m", "fp-1"]], "specs": [["TUQ", "{}", 1, ""]]}'
+    >>> config_differences(old, '{"seed": 2, "models": [["m", "fp-2"]], "specs": [["TUQ", "{}", 1, ""]]}')
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ['differ: seed (stored 1, now 2)', 'model m answers differently than when the sweep was made (the weights,
+    or the engine settings that change answers: max answer length, window, backend)']
+    """
+    try:
+        old, new = json.loads(stored_json), json.loads(new_json)
+    except (TypeError, ValueError):
+        return ["data, sample, seed, repeats, perturbations or model weights differ"]
+    out = []
+    plain = [k for k in sorted(set(old) | set(new)) if k not in ("models", "specs") and old.get(k) != new.get(k)]
+    if plain:
+        out.append("differ: " + ", ".join(
+            f"{k} (stored {old.get(k)}, now {new.get(k)})" if k in ("sample", "seed", "repeats", "n_examples",
+                                                                  "dataset", "pair_by", "on_ambiguous", "lang")
+            else k for k in plain))
+    if old.get("specs") != new.get("specs"):
+        out.append("the perturbations differ")
+    old_models, new_models = dict(map(tuple, old.get("models", []))), dict(map(tuple, new.get("models", [])))
+    if list(old_models) != list(new_models):
+        out.append(f"the models differ (stored {', '.join(old_models)}; now {', '.join(new_models)})")
+    changed = [m for m in new_models if m in old_models and old_models[m] != new_models[m]]
+    if changed:
+        out.append(f"{'model' if len(changed) == 1 else 'models'} {', '.join(changed)} "
+                   f"{'answers' if len(changed) == 1 else 'answer'} differently than when the sweep was made "
+                   "(the weights, or the engine settings that change answers: max answer length, window, backend)")
+    return out or ["data, sample, seed, repeats, perturbations or model weights differ"]
+
+
 def _create_or_resume(store: Store, name: str, cfg_hash: str, cfg_json: str, dataset: str,
                       examples: list[QAExample], hashes: list[str], specs: list[ResolvedSpec],
                       models: list[str], fingerprints: dict[str, str], total: int) -> int:
@@ -123,8 +157,8 @@ def _create_or_resume(store: Store, name: str, cfg_hash: str, cfg_json: str, dat
     if existing is not None:
         if existing["config_hash"] != cfg_hash:
             raise SweepError(
-                f"a sweep named {name!r} already exists with a different configuration (data, "
-                "sample, seed, repeats, perturbations or model weights differ); choose another "
+                f"a sweep named {name!r} already exists with a different configuration ("
+                + "; ".join(config_differences(existing["config_json"], cfg_json)) + "); choose another "
                 "name, or drop the name to get one derived from the configuration")
         store.set_status(int(existing["id"]), "running", None, now())
         return int(existing["id"])
