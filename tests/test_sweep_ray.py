@@ -325,3 +325,31 @@ def test_the_cli_resumes_a_named_sweep_on_ray_with_its_backend(onnx_sweep, clust
     assert "tiny-a: resuming kept with the onnx backend it was made with" in resumed.stderr
     assert f": done, {made.total_units}/{made.total_units} rows ({made.total_units} resumed), 0 predictions" \
         in resumed.stdout
+
+
+def test_the_apps_ray_driver_outlives_its_cluster_the_clis_does_not(monkeypatch):
+    """Ray's driver exits its process 60 s after losing the cluster's GCS; the app's server must
+    not (core.sweeps.ray.RECONNECT_ENV). connect(outlive_cluster=True) sets the reconnect timeout
+    before ray.init starts the core worker, keeps a value the user set, and the CLI's connect
+    leaves Ray's default. The app's SweepJob asks for it."""
+    import inspect
+
+    import ray as ray_module
+
+    from core.sweeps import job
+    from core.sweeps import ray as sweep_ray
+
+    seen = []
+    monkeypatch.setattr(ray_module, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray_module, "init", lambda **kw: seen.append(os.environ.get(sweep_ray.RECONNECT_ENV)))
+    monkeypatch.setattr(sweep_ray, "_connected_to", None)
+    monkeypatch.setenv(sweep_ray.RECONNECT_ENV, "0")  # recorded, so the test's own setting is undone
+    monkeypatch.delenv(sweep_ray.RECONNECT_ENV)
+    sweep_ray.connect(num_cpus=1)
+    assert seen == [None]
+    sweep_ray.connect(num_cpus=1, outlive_cluster=True)
+    assert seen[-1] == str(sweep_ray.OUTLIVE_CLUSTER_S)
+    monkeypatch.setenv(sweep_ray.RECONNECT_ENV, "30")
+    sweep_ray.connect(num_cpus=1, outlive_cluster=True)
+    assert seen[-1] == "30"
+    assert "outlive_cluster=True" in inspect.getsource(job.SweepJob._run)

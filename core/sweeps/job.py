@@ -111,7 +111,8 @@ class SweepJob:
                                             address=self.ray.address, workers=self.ray.workers,
                                             progress=self._progress, cancel=self._cancel, on_start=self._started,
                                             on_workers=self._workers, stored=self.ray.stored,
-                                            on_switched=self.switched.update, **self._kwargs)
+                                            on_switched=self.switched.update, outlive_cluster=True,
+                                            **self._kwargs)
             else:
                 self.result = run_sweep(self.config, self._engines, self.db, progress=self._progress,
                                         cancel=self._cancel, on_start=self._started, **self._kwargs)

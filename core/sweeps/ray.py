@@ -102,11 +102,21 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
-def connect(address: str | None = None, *, num_cpus: int | None = None):
+# Ray's driver exits its whole process when it cannot reach the cluster's GCS for this many seconds
+# (default 60): a `ray stop` anywhere on the machine, or a lost head node. In the app the driver
+# is the Streamlit server, so every visitor's session died with it (found by a browser audit: a
+# local Ray's GCS killed at 04:21, the server gone at 04:22). A process that must outlive its
+# cluster sets it this high; its sweep then ends in an error or a Cancel, not in an exit.
+RECONNECT_ENV = "RAY_gcs_rpc_server_reconnect_timeout_s"
+OUTLIVE_CLUSTER_S = 10**8
+
+
+def connect(address: str | None = None, *, num_cpus: int | None = None, outlive_cluster: bool = False):
     """The ``ray`` module, initialised: joined to the cluster at ``address``, or a local Ray with
     ``num_cpus`` (default: this machine's CPUs). A Ray already initialised in this process (a
     previous sweep of the app, a test) is reused as it is. Raises SweepError when Ray is missing
-    or the cluster cannot be reached."""
+    or the cluster cannot be reached. ``outlive_cluster``: this process (the app's server) must
+    not exit when the cluster goes away (see RECONNECT_ENV); a value the user set is kept."""
     try:
         import ray
     except ImportError:
@@ -120,6 +130,8 @@ def connect(address: str | None = None, *, num_cpus: int | None = None):
         return ray
     import logging
 
+    if outlive_cluster:  # read by Ray's core worker when ray.init starts it, so before that
+        os.environ.setdefault(RECONNECT_ENV, str(OUTLIVE_CLUSTER_S))
     kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
                                   runtime_env={"env_vars": _worker_env()}, namespace="qax")
     try:
@@ -513,7 +525,8 @@ def run_sweep_ray(config: SweepConfig, db: str | Path | Store, *, settings: Any 
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                   chunk_size: int = 256, on_start: Callable[[SweepRun], None] | None = None,
                   on_workers: WorkersFn | None = None, stored: Mapping[str, str] | None = None,
-                  on_switched: Callable[[dict[str, str]], None] | None = None, shutdown: bool = False) -> SweepRun:
+                  on_switched: Callable[[dict[str, str]], None] | None = None, shutdown: bool = False,
+                  outlive_cluster: bool = False) -> SweepRun:
     """Run (or resume) a sweep on Ray; the same rows as core.sweeps.run.run_sweep.
 
     Models are loaded by name from the model registry (models.toml) in the actors, with engine
@@ -525,6 +538,7 @@ def run_sweep_ray(config: SweepConfig, db: str | Path | Store, *, settings: Any 
     each model's actors then answer with the backend the sweep was made with, and
     ``on_switched({model: backend})`` is told which models switched (before the first chunk).
     ``shutdown``: disconnect from Ray at the end (the CLI does; the app keeps its local Ray).
+    ``outlive_cluster``: see :func:`connect` (the app's SweepJob sets it; the CLI exits as Ray does).
     Everything else as :func:`core.sweeps.run.run_sweep`.
     """
     from core.qa.engine import EngineSettings
@@ -537,7 +551,7 @@ def run_sweep_ray(config: SweepConfig, db: str | Path | Store, *, settings: Any 
     inputs = resolve_inputs(config, dataset=dataset, data_dir=data_dir)   # bad input fails before Ray starts
     s = settings if settings is not None else EngineSettings()
     settings_dict = {k: v for k, v in vars(s).items() if k != "threads"}
-    ray = connect(address, num_cpus=num_cpus)
+    ray = connect(address, num_cpus=num_cpus, outlive_cluster=outlive_cluster)
     try:
         total = ray.cluster_resources()
         n = workers or int(total.get("GPU", 0)) or max(1, int(total.get("CPU", 1)))
