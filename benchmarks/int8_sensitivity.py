@@ -33,7 +33,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import numpy as np
 
 TRAIN_FILE = "train/squad/train-v1.1-first4370.json"
 
@@ -59,7 +58,7 @@ def node_groups(graph) -> dict[str, list[str]]:
 
 def training_batches(tokenizer, input_names: list[str], n_pairs: int, seed: int, batch: int = 16) -> list[dict]:
     from core.config import data_dir
-    from core.qa.features import build_windows
+    from core.qa.int8_split import window_batches
 
     root = data_dir()
     path = (root / TRAIN_FILE) if root else Path(TRAIN_FILE)
@@ -68,14 +67,7 @@ def training_batches(tokenizer, input_names: list[str], n_pairs: int, seed: int,
     data = json.loads(path.read_text(encoding="utf-8"))["data"]
     pairs = [(qa["question"], p["context"]) for a in data for p in a["paragraphs"] for qa in p["qas"]]
     random.Random(seed).shuffle(pairs)
-    pairs = pairs[:n_pairs]
-    windows = build_windows(tokenizer, [q for q, _ in pairs], [c for _, c in pairs], max_length=384, stride=128)
-    out = []
-    for b in range(0, len(windows), batch):
-        feats = [{"input_ids": w.input_ids, **w.extra} for w in windows[b : b + batch]]
-        enc = tokenizer.pad(feats, padding=True, return_tensors="np")
-        out.append({k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in input_names})
-    return out
+    return window_batches(tokenizer, pairs[:n_pairs], input_names, batch)
 
 
 def logits(path: Path, batches: list[dict], threads: int) -> list:

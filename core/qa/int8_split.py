@@ -40,10 +40,16 @@ OUTLIER_SUFFIX = "/outlier_fp32"  # the fp32 MatMul of each split: its name ends
 
 def calibration_batches(tokenizer, input_names: list[str], batch: int = 8) -> list[dict]:
     """The calibration questions as padded numpy batches of the model's inputs (384-token windows)."""
+    data = json.loads(CALIBRATION.read_text(encoding="utf-8"))
+    return window_batches(tokenizer, [(q, p["context"]) for p in data["pairs"] for q in p["questions"]],
+                          input_names, batch)
+
+
+def window_batches(tokenizer, pairs: list[tuple[str, str]], input_names: list[str], batch: int = 8) -> list[dict]:
+    """(question, context) pairs as padded numpy batches of the model's inputs, in the engine's
+    384-token windows (stride 128)."""
     from core.qa.features import build_windows
 
-    data = json.loads(CALIBRATION.read_text(encoding="utf-8"))
-    pairs = [(q, p["context"]) for p in data["pairs"] for q in p["questions"]]
     windows = build_windows(tokenizer, [q for q, _ in pairs], [c for _, c in pairs], max_length=384, stride=128)
     out = []
     for b in range(0, len(windows), batch):
