@@ -34,6 +34,10 @@ def _parser():
     ap.add_argument("--card", action="store_true",
                     help="write each model's failure rate per family into its model_card.json (under 'capabilities')")
     ap.add_argument("--failures", type=int, default=3, help="failing cases printed per test (default 3)")
+    ap.add_argument("--backend", default="default",
+                    help="engine backend: default (each model's, from its card), torch, onnx or onnx-int8; "
+                         "torch gives the weights' own answers (an int8 default answers ~9%% of questions "
+                         "with another span)")
     return ap
 
 
@@ -67,7 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 read_card(entry.local_dir())   # a broken card fails now, not after the run
             except ValueError as e:
                 raise cli.CLIError(f"{name}: its model card cannot be read: {e}") from None
-    engines = {name: load_engine(name) for name in args.model}
+    from core.qa.engine import EngineSettings
+    from core.qa.onnx_backend import check_backend
+
+    try:
+        backend = check_backend(args.backend)
+    except ValueError as e:
+        raise cli.CLIError(f"--backend {e}") from None
+    engines = {name: load_engine(name, EngineSettings(backend=backend)) for name in args.model}
     results = run_file(bfile, engines, rate)
     for r in results:
         rate_text = "-" if r.failure_rate is None else f"{100 * r.failure_rate:.1f}%"
