@@ -476,7 +476,14 @@ def test_eight_concurrent_writers_one_killed_lose_no_acknowledged_write(tmp_path
         acked[victim].append(line.strip())
     os.kill(procs[victim].pid, signal.SIGKILL)
     for name, proc in procs.items():
-        out, err = proc.communicate(timeout=300)
+        if name == victim:
+            # Not communicate(): it reads the raw pipe, skipping the lines readline() above
+            # already pulled into the file object's buffer (acknowledged writes the test would
+            # then miss). read() drains that buffer first, then the pipe to EOF.
+            out, err = proc.stdout.read(), proc.stderr.read()
+            proc.wait(timeout=300)
+        else:
+            out, err = proc.communicate(timeout=300)
         acked[name] += out.split("\n")
         if name == victim:
             assert proc.returncode == -signal.SIGKILL
