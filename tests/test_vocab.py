@@ -142,3 +142,93 @@ def test_embedding_lr_refuses_lora(zh_env, tmp_path, capsys):
     with pytest.raises(SystemExit):
         _run(base, train, tmp_path / "x", "--embedding-lr", "0.01", "--lora-rank", "4")
     assert "--embedding-lr needs a full fine-tune" in capsys.readouterr().err
+
+
+# -- whole German words on an English WordPiece vocabulary (--extend-vocab-words) ---------------
+
+DE_PIECES = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "vor", "million", "jahr", "##en", "##e", "##aire",
+             "wann", "war", "die", "grenze", "?", ".", "66", "der", "kreide"]
+DE_CONTEXTS = ["die grenze war vor 66 Millionen Jahren .", "der kreide war vor 66 Millionen Jahren ."]
+DE_QAS = [(0, "wann war die grenze ?", "vor 66 Millionen Jahren"), (1, "wann war der kreide ?", "66 Millionen")]
+
+
+def _de_base(folder):
+    import torch
+    from transformers import BertConfig, BertForQuestionAnswering, BertTokenizerFast
+
+    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(DE_PIECES)}, do_lower_case=True)
+    torch.manual_seed(0)
+    model = BertForQuestionAnswering(BertConfig(vocab_size=len(DE_PIECES), hidden_size=32, num_hidden_layers=2,
+                                                num_attention_heads=2, intermediate_size=64,
+                                                max_position_embeddings=128))
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return tok, model
+
+
+def test_whole_words_replace_their_pieces_and_start_as_their_mean(tmp_path):
+    from core.training.vocab import add_whole_words
+
+    tok, model = _de_base(tmp_path / "base")
+    old = model.get_input_embeddings().weight.detach().clone()
+    assert tok.tokenize("Millionen Jahren millionaire") == ["million", "##en", "jahr", "##en", "million", "##aire"]
+    grown, added = add_whole_words(tok, model, ["millionen", "jahren", "millionen", "vor"])
+    assert added == 2  # "vor" is in the vocabulary already, the repeated word counts once
+    assert len(grown) == len(DE_PIECES) + 2 == model.get_input_embeddings().weight.shape[0]
+    # whole words win; a word that only starts like one is cut as before (not so with add_tokens)
+    assert grown.tokenize("Millionen Jahren millionaire") == ["millionen", "jahren", "million", "##aire"]
+    emb = model.get_input_embeddings().weight.detach()
+    million, en, jahr = (DE_PIECES.index(t) for t in ("million", "##en", "jahr"))
+    assert (emb[len(DE_PIECES)] == (old[million] + old[en]) / 2).all()
+    assert (emb[len(DE_PIECES) + 1] == (old[jahr] + old[en]) / 2).all()
+    assert (emb[:len(DE_PIECES)] == old).all()  # the old rows are untouched
+    # offsets still point into the original text (the engine's spans depend on them)
+    enc = grown("vor 66 Millionen Jahren", add_special_tokens=False, return_offsets_mapping=True)
+    assert enc["offset_mapping"] == [(0, 3), (4, 6), (7, 16), (17, 23)]
+
+
+def test_training_adds_frequent_split_words_and_ships_them(tmp_path, monkeypatch):
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    base = tmp_path / "base"
+    _de_base(base)
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps(squad_file(DE_CONTEXTS, DE_QAS, "d"), ensure_ascii=False))
+    data = tmp_path / "data"  # the trainer checks training contexts against the eval sets
+    (data / "xquad").mkdir(parents=True)
+    (data / "xquad" / "xquad.de.json").write_text(json.dumps(squad_file(["eins zwei ."], [(0, "was ?", "zwei")], "e")))
+    monkeypatch.setenv("QAX_DATA_DIR", str(data))
+    out = tmp_path / "run"
+    assert _run(base, train, out, "--extend-vocab-words", "2") == 0
+    info = json.loads((out / "train_log.json").read_text())["vocabulary_words"]
+    # split words seen twice or more in the contexts and questions: millionen, jahren (2x each);
+    # "kreide" and "grenze" are whole already
+    assert info["added"] == 2 and info["most_frequent"] == ["jahren", "millionen"]
+    # the contexts: 8 + 8 words, 10 + 10 tokens before, 8 + 8 after (hand-counted)
+    assert (info["tokens_per_word_before"], info["tokens_per_word_after"]) == (20 / 16, 1.0)
+    tok = AutoTokenizer.from_pretrained(out / "model")
+    assert tok.tokenize("Millionen") == ["millionen"]
+    assert AutoModelForQuestionAnswering.from_pretrained(out / "model").get_input_embeddings().weight.shape[0] \
+        == len(tok) == len(DE_PIECES) + 2
+    from core.models.ship import ship
+
+    card = json.loads((ship(out, "tiny-de", "tiny", [], dest=tmp_path / "shipped")
+                       / "model_card.json").read_text())["training"]
+    assert card["vocabulary_words"].startswith("2 words")
+    assert "1.250 -> 1.000" in card["vocabulary_words"]
+
+
+def test_whole_words_refuse_lora_and_other_vocabularies(tmp_path, capsys):
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    from core.training.vocab import add_whole_words
+
+    bpe = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE(vocab={"a": 0}, merges=[])))
+    with pytest.raises(ValueError, match="needs a WordPiece vocabulary, this tokenizer's is BPE"):
+        add_whole_words(bpe, None, ["ab"])
+    base = tmp_path / "base"
+    _de_base(base)
+    with pytest.raises(SystemExit):
+        _run(base, tmp_path / "none.json", tmp_path / "x", "--extend-vocab-words", "2", "--lora-rank", "4")
+    assert "--extend-vocab-words needs a full fine-tune" in capsys.readouterr().err

@@ -210,6 +210,13 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
             f"{v['added']} characters of the training texts that the starting vocabulary maps to [UNK] "
             f"(seen >= {v['min_count']} times) added as tokens with new embedding rows; [UNK] share of "
             f"the training contexts' characters {v['unk_share_before']:.1%} -> {v['unk_share_after']:.1%}")
+    if log.get("vocabulary_words"):
+        v = log["vocabulary_words"]
+        card["training"]["vocabulary_words"] = (
+            f"{v['added']} words of the training texts that the starting vocabulary cut into pieces "
+            f"(seen >= {v['min_count']} times) added as whole WordPiece entries, each starting as the "
+            f"mean of its pieces' embeddings; tokens per word of the training contexts "
+            f"{v['tokens_per_word_before']:.3f} -> {v['tokens_per_word_after']:.3f}")
     old = target / "model_card.json"
     if old.is_file() and digest_before == digest:
         # re-shipping the same weights keeps what was measured; new weights start unmeasured

@@ -52,6 +52,7 @@ class TrainConfig:
     lora_targets: str | None = None
     init_from: str | None = None
     extend_vocab_min_count: int = 0
+    extend_vocab_words: int = 0
     embedding_lr: float | None = None
 
     @property
@@ -103,6 +104,11 @@ class TrainConfig:
         if self.extend_vocab_min_count and self.lora_rank:
             raise ValueError("--extend-vocab-min-count needs a full fine-tune: new embedding rows are not "
                              "a LoRA adapter")
+        if self.extend_vocab_words and self.lora_rank:
+            raise ValueError("--extend-vocab-words needs a full fine-tune: new embedding rows are not "
+                             "a LoRA adapter")
+        if self.extend_vocab_min_count < 0 or self.extend_vocab_words < 0:
+            raise ValueError("--extend-vocab-min-count and --extend-vocab-words must be >= 0 (0 = off)")
         if self.embedding_lr is not None and self.lora_rank:
             raise ValueError("--embedding-lr needs a full fine-tune: a LoRA adapter does not train the embeddings")
         if self.distill_weight < 0 or self.distill_temperature <= 0:
@@ -160,9 +166,14 @@ def build_parser() -> cli.ArgumentParser:
                          "[UNK] and that occurs at least this often as a new token (0 = off; "
                          "for Chinese on an English vocabulary; with --init-from, characters the "
                          "trained model already has are not added again)")
+    ap.add_argument("--extend-vocab-words", type=int, default=d.extend_vocab_words,
+                    help="add every word of the training texts that the vocabulary cuts into "
+                         "pieces and that occurs at least this often as a whole WordPiece entry, "
+                         "its embedding the mean of its pieces' (0 = off; for German on an "
+                         "English vocabulary)")
     ap.add_argument("--embedding-lr", type=float, default=d.embedding_lr,
                     help="peak learning rate of the input word embeddings (default: --lr); a higher "
-                         "one lets rows added by --extend-vocab-min-count move away from their "
+                         "one lets rows added by --extend-vocab-min-count or --extend-vocab-words move away from their "
                          "mean-embedding start within a short run")
     return ap
 

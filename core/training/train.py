@@ -411,7 +411,7 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
     Writes ``OUTPUT/model/`` (or ``adapter/``), ``checkpoint.pt`` and ``train_log.json``; returns the log."""
     from core.config import data_dir
     from core.training.augment import augment_examples
-    from core.training.vocab import extend_vocab_for
+    from core.training.vocab import add_words_for, extend_vocab_for
 
     t_start = time.time()
     rng = seed_everything(config)
@@ -434,6 +434,12 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
         print(f"vocabulary: {vocab_info['added']} characters added "
               f"([UNK] share of training contexts {vocab_info['unk_share_before']:.1%} -> "
               f"{vocab_info['unk_share_after']:.1%})", flush=True)
+    words_info = None
+    if config.extend_vocab_words:
+        tok, words_info = add_words_for(tok, model, examples, config.extend_vocab_words)
+        print(f"vocabulary: {words_info['added']} whole words added (tokens per word of the training "
+              f"contexts {words_info['tokens_per_word_before']:.3f} -> "
+              f"{words_info['tokens_per_word_after']:.3f})", flush=True)
     model, lora = apply_lora(config, model)
     trainable_params, total_params = count_params(model)
     if lora:
@@ -474,7 +480,7 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
             "format": "lora-adapter" if lora else "full", "saved": "adapter" if lora else "model", "lora": lora,
             "trainable_params": trainable_params, "total_params": total_params,
             "args": dataclasses.asdict(config), "data_counts": counts, "augmentation_counts": aug_counts,
-            "vocabulary_extension": vocab_info,
+            "vocabulary_extension": vocab_info, "vocabulary_words": words_info,
             "distillation": distillation_info(config, base_path, len(targets), log),
             "training_questions": len(examples), "windows": len(windows), "steps": total_steps}
     save_model(loop, out / info["saved"])

@@ -1,4 +1,4 @@
-"""Extend an encoder's vocabulary with the characters it cannot represent.
+"""Extend an encoder's vocabulary: the characters it cannot represent, and the words it cuts up.
 
 The English encoders that ship on PyPI (MiniLM, MPNet: uncased BERT-style vocabularies) map about
 half of the characters of Chinese text to [UNK]; a QA model trained on top of that cannot tell
@@ -8,9 +8,17 @@ embedding row lets fine-tuning learn those characters.
 
 New rows start from the mean and covariance of the existing embeddings (transformers'
 ``resize_token_embeddings`` default), so they begin as "some ordinary token", not as noise.
+
+German on an English vocabulary has the opposite problem: every character is known, but frequent
+words are cut into pieces ("millionen" -> "million ##en", "gemeinsamen" -> "gemeinsam ##en" or
+worse), so a window holds less text and an answer can end inside a word. :func:`split_words` and
+:func:`add_whole_words` add the frequent ones as whole WordPiece entries, each starting as the
+mean of the embeddings of the pieces it replaces (it starts out meaning what its pieces meant).
 """
 from __future__ import annotations
 
+import json
+import tempfile
 from collections import Counter
 from typing import Iterable
 
@@ -82,3 +90,88 @@ def extend_vocab_for(tok, model, examples: list[QAExample], min_count: int) -> d
     return {"min_count": min_count, "added": added, "unk_share_before": round(before, 4),
             "unk_share_after": round(unk_share(tok, contexts), 4),
             "most_frequent": "".join(c for c, _ in chars[:50])}
+
+
+def split_words(tokenizer, texts: Iterable[str], min_count: int, min_pieces: int = 2) -> list[tuple[str, int]]:
+    """Words of ``texts`` (as the tokenizer normalises and pre-splits them: lower-cased, accents
+    stripped for an uncased vocabulary) that its vocabulary cuts into at least ``min_pieces``
+    pieces, seen at least ``min_count`` times, most frequent first (ties alphabetically, so the
+    list is a function of the texts only). Words without a letter (numbers) are left as they are.
+
+    >>> from transformers import BertTokenizerFast
+    >>> words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "vor", "million", "jahr", "##en", "##e"]
+    >>> tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(words)}, do_lower_case=True)
+    >>> split_words(tok, ["vor 66 Millionen Jahren", "Millionen Jahre", "millionen"], min_count=2)
+    [('millionen', 3)]
+    """
+    backend = tokenizer.backend_tokenizer
+    counts: Counter = Counter()
+    for text in texts:
+        norm = backend.normalizer.normalize_str(text) if backend.normalizer else text
+        counts.update(w for w, _ in backend.pre_tokenizer.pre_tokenize_str(norm)
+                      if any(ch.isalpha() for ch in w))
+    found = [(w, n) for w, n in counts.items()
+             if n >= min_count and len(backend.model.tokenize(w)) >= min_pieces]
+    return sorted(found, key=lambda wn: (-wn[1], wn[0]))
+
+
+def add_whole_words(tokenizer, model, words: list[str]):
+    """Add ``words`` to a WordPiece vocabulary as word-initial entries (WordPiece matches the
+    longest entry first, so the whole word then wins over its pieces), grow the model's input
+    embeddings, and start each new row as the mean of its old pieces' rows.
+    Returns ``(new tokenizer, number added)``; words already in the vocabulary are skipped.
+
+    Entries go into the WordPiece model itself, not ``add_tokens``: an added token is matched
+    anywhere in the text, so "million" added that way would also cut "millionaire".
+    """
+    import torch
+    from transformers import AutoTokenizer
+
+    state = json.loads(tokenizer.backend_tokenizer.to_str())
+    if state["model"]["type"] != "WordPiece":
+        raise ValueError(f"adding whole words needs a WordPiece vocabulary, this tokenizer's is "
+                         f"{state['model']['type']}")
+    vocab = state["model"]["vocab"]
+    new = [w for w in dict.fromkeys(words) if w not in vocab]
+    if not new:
+        return tokenizer, 0
+    pieces = [[t.id for t in tokenizer.backend_tokenizer.model.tokenize(w)] for w in new]
+    first = len(tokenizer)
+    for i, w in enumerate(new):
+        vocab[w] = first + i
+    with tempfile.TemporaryDirectory() as tmp:  # the public way to rebuild the fast tokenizer
+        tokenizer.save_pretrained(tmp)
+        with open(f"{tmp}/tokenizer.json", "w", encoding="utf-8") as f:
+            json.dump(state, f, ensure_ascii=False)
+        grown = AutoTokenizer.from_pretrained(tmp)
+    if len(grown) != first + len(new):
+        raise RuntimeError(f"the rebuilt tokenizer has {len(grown)} tokens, expected {first + len(new)}")
+    old = model.get_input_embeddings().weight.detach().clone()
+    model.resize_token_embeddings(len(grown), mean_resizing=False)
+    with torch.no_grad():
+        emb = model.get_input_embeddings().weight
+        for i, ids in enumerate(pieces):
+            emb[first + i] = old[ids].mean(dim=0)
+    return grown, len(new)
+
+
+def add_words_for(tok, model, examples: list[QAExample], min_count: int):
+    """:func:`split_words` of the training texts (contexts once each, and the questions) added by
+    :func:`add_whole_words`; returns ``(tokenizer, info)``. A pure function of the examples, so a
+    resumed run adds the same entries with the same ids."""
+    contexts = sorted({e.context for e in examples})
+    texts = contexts + [e.question for e in examples]
+
+    def tokens_per_word(t) -> float:
+        n_words = sum(len(t.backend_tokenizer.pre_tokenizer.pre_tokenize_str(
+            t.backend_tokenizer.normalizer.normalize_str(c) if t.backend_tokenizer.normalizer else c))
+            for c in contexts)
+        n_tokens = sum(len(t(c, add_special_tokens=False)["input_ids"]) for c in contexts)
+        return n_tokens / n_words if n_words else 0.0
+
+    before = tokens_per_word(tok)
+    words = split_words(tok, texts, min_count)
+    tok, added = add_whole_words(tok, model, [w for w, _ in words])
+    return tok, {"min_count": min_count, "added": added, "tokens_per_word_before": round(before, 4),
+                 "tokens_per_word_after": round(tokens_per_word(tok), 4),
+                 "most_frequent": [w for w, _ in words[:30]]}
