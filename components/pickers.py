@@ -174,6 +174,7 @@ def model_picker(key: str, default_all: bool = True, lang: str | None = None) ->
     english = registry.default_choice(installed) if installed else []
     # Each page keeps its own selection (components/persist.py): the speech trial's one scoring
     # model must not cut Ask's three, nor Sweeps' choice appear on Beat the AI.
+    _relabel_models(f"{key}_models", lang, {n: (langs[n], n in hub_names) for n in names})
     persist.keep(f"{key}_models", names, default=list(english) if default_all else english[:1])
     chosen = st.multiselect("Models", names, key=f"{key}_models",
                             format_func=lambda n: model_label(n, langs[n], lang, n in hub_names),
@@ -181,6 +182,30 @@ def model_picker(key: str, default_all: bool = True, lang: str | None = None) ->
                                  "first use and need internet). A mark says when a model was not "
                                  "trained for the item's language.")
     return chosen
+
+
+def _relabel_models(key: str, lang: str | None, models: dict) -> None:
+    """Keep the models picker's chips true to the item's language when it changes.
+
+    The browser holds a multiselect's choice as the labels it showed: a model chosen on a
+    German item comes back as "minilm-squad · en only, not for de", which after a switch to an
+    English item is no longer an option, so Streamlit returned the label itself and the model
+    silently stopped answering, while the chip kept its stale mark. Here those labels are mapped
+    back to model names, and on a change of language the choice is set again, so that the
+    browser redraws the chips with the new language's labels. ``models``: name -> (languages, hub).
+    """
+    s = st.session_state
+    lang_key = f"{key}_lang"
+    before = s.get(lang_key, lang)
+    s[lang_key] = lang
+    shadow = persist.SHADOW + key
+    source = key if key in s else shadow
+    if source not in s or not isinstance(s[source], list):
+        return
+    names = {model_label(n, ls, shown, hub): n for n, (ls, hub) in models.items() for shown in {before, lang}}
+    value = [names.get(v, v) for v in s[source]]
+    if value != s[source] or before != lang:
+        persist.hand_over({key: list(dict.fromkeys(value))})
 
 
 def item_picker(key: str):

@@ -27,3 +27,46 @@ def test_browser_asks_and_sees_highlighted_span():
         assert highlighted == "14 October 1871"
         assert "minilm-squad" in (marks.first.get_attribute("title") or "")
         page.screenshot(path=str(ROOT / ".pytest_cache" / "e2e_ask.png"), full_page=True)
+
+
+def _choose_dataset(page, name: str) -> None:
+    box = page.get_by_role("combobox", name="Dataset").first
+    box.click()
+    box.press_sequentially(name)
+    page.get_by_role("option").filter(has_text=name).first.click()
+
+
+def test_model_chips_follow_the_items_language_and_keep_answering():
+    """The browser keeps a multiselect's choice as the labels it showed. A model picked on a
+    German item ("minilm-squad · en only, not for de") used to keep that stale chip on an English
+    item and silently stop answering; the chips must follow the language and the model answer."""
+    import re
+
+    with serve_app() as url, launch_chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url + "/")
+        page.locator('textarea[aria-label="Question"]').wait_for(timeout=90_000)
+        tags = page.locator('[data-testid="stMultiSelect"]').first.locator("span[data-tag] > span")
+        page.get_by_role("button", name="Remove minilm-squad", exact=True).wait_for()
+        assert tags.all_inner_texts() == ["minilm-squad", "minilm-squad-noise", "minilm-squad-lora"]
+        _choose_dataset(page, "demo.de")
+        remove = page.get_by_role("button", name="Remove minilm-squad · en only, not for de", exact=True)
+        remove.wait_for(timeout=60_000)
+        assert tags.all_inner_texts() == [f"{m} · en only, not for de"
+                                          for m in ("minilm-squad", "minilm-squad-noise", "minilm-squad-lora")]
+        # take minilm-squad out and put it back from the list: its chip now carries the German mark
+        remove.click()
+        page.get_by_role("button", name="Remove minilm-squad · en only, not for de", exact=True).wait_for(
+            state="detached")
+        page.get_by_role("combobox", name="Models").first.click()
+        page.get_by_role("option", name="minilm-squad · en only, not for de", exact=True).click()
+        page.keyboard.press("Escape")
+        page.get_by_role("button", name="Remove minilm-squad · en only, not for de", exact=True).wait_for()
+        _choose_dataset(page, "demo.en")
+        page.get_by_role("button", name="Remove minilm-squad", exact=True).wait_for(timeout=60_000)
+        assert tags.all_inner_texts() == ["minilm-squad-noise", "minilm-squad-lora", "minilm-squad"]
+        page.get_by_role("button", name="Answer", exact=True).click()
+        marks = page.locator("div.qax-context mark.qax-span")
+        marks.first.wait_for(timeout=120_000)
+        answered = " ".join(m.get_attribute("title") or "" for m in marks.all())
+        assert re.search(r"\bminilm-squad\b(?!-)", answered), answered  # it answers again
