@@ -16,15 +16,20 @@ QAS = [(0, "埃菲尔铁塔 建于 哪 年 ？", "1889"), (0, "埃菲尔铁塔 �
 def zh_env(tmp_path, monkeypatch):
     base = tmp_path / "base"
     build_tiny_qa(base)
+    return base, _training_env(tmp_path, monkeypatch, squad_file(CONTEXTS, QAS, "z"),
+                               "zh", squad_file(["一 二 三 。"], [(0, "什么 ？", "二")], "e"))
+
+
+def _training_env(tmp_path, monkeypatch, train_data: dict, lang: str, eval_data: dict):
+    """The training file, and a data directory holding one XQuAD-named eval set (the trainer
+    checks training contexts against the eval sets, and refuses to run without any)."""
     train = tmp_path / "train.json"
-    train.write_text(json.dumps(squad_file(CONTEXTS, QAS, "z"), ensure_ascii=False))
-    data = tmp_path / "data"  # the trainer checks training contexts against the eval sets
+    train.write_text(json.dumps(train_data, ensure_ascii=False))
+    data = tmp_path / "data"
     (data / "xquad").mkdir(parents=True)
-    (data / "xquad" / "xquad.zh.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "e", "paragraphs": [
-        {"context": "一 二 三 。",
-         "qas": [{"id": "e0", "question": "什么 ？", "answers": [{"text": "二", "answer_start": 2}]}]}]}]}))
+    (data / "xquad" / f"xquad.{lang}.json").write_text(json.dumps(eval_data, ensure_ascii=False))
     monkeypatch.setenv("QAX_DATA_DIR", str(data))
-    return base, train
+    return train
 
 
 def _run(base, train, out, *extra):
@@ -192,12 +197,8 @@ def test_training_adds_frequent_split_words_and_ships_them(tmp_path, monkeypatch
 
     base = tmp_path / "base"
     _de_base(base)
-    train = tmp_path / "train.json"
-    train.write_text(json.dumps(squad_file(DE_CONTEXTS, DE_QAS, "d"), ensure_ascii=False))
-    data = tmp_path / "data"  # the trainer checks training contexts against the eval sets
-    (data / "xquad").mkdir(parents=True)
-    (data / "xquad" / "xquad.de.json").write_text(json.dumps(squad_file(["eins zwei ."], [(0, "was ?", "zwei")], "e")))
-    monkeypatch.setenv("QAX_DATA_DIR", str(data))
+    train = _training_env(tmp_path, monkeypatch, squad_file(DE_CONTEXTS, DE_QAS, "d"),
+                          "de", squad_file(["eins zwei ."], [(0, "was ?", "zwei")], "e"))
     out = tmp_path / "run"
     assert _run(base, train, out, "--extend-vocab-words", "2") == 0
     info = json.loads((out / "train_log.json").read_text())["vocabulary_words"]
