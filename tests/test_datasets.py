@@ -136,6 +136,24 @@ def test_eval_contexts_and_overlap(data, xquad_en):
     assert find_eval_overlap(tydi, contexts) == ["english--4446285799332191952-0"]
 
 
+def test_only_mlqa_can_be_trained_on_and_only_when_named(data):
+    """Issue 29 lets German models train on MLQA-de: a run that names an MLQA file leaves that
+    file (and only it) out of the evaluation contexts; XQuAD and NoiseQA never leave."""
+    mlqa_de = data / "eval" / "mlqa" / "dev-context-de-question-de.json"
+    de = load_squad(mlqa_de)
+    everything = eval_contexts(data)
+    assert all(normalize_context(c) in everything for c in de.contexts())
+    without = eval_contexts(data, trained_on=[mlqa_de])
+    assert not any(normalize_context(c) in without for c in de.contexts())
+    # only its contexts went: none of MLQA-de's is in another evaluation file (counted), the
+    # other MLQA files stay
+    assert len(everything) - len(without) == len({normalize_context(c) for c in de.contexts()})
+    zh = load_squad(data / "eval" / "mlqa" / "dev-context-zh-question-zh.json")
+    assert all(normalize_context(c) in without for c in zh.contexts())
+    with pytest.raises(ValueError, match="only MLQA .* may be trained on, not .*xquad.de.json"):
+        eval_contexts(data, trained_on=[data / "xquad" / "xquad.de.json"])
+
+
 def test_cmrc_train_loads_in_chinese_with_repaired_offsets(data):
     ds = load_squad(data / "train" / "cmrc2018" / "cmrc2018_train.json")
     assert (ds.lang, len(ds)) == ("zh", 10142)

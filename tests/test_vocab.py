@@ -233,3 +233,24 @@ def test_whole_words_refuse_lora_and_other_vocabularies(tmp_path, capsys):
     with pytest.raises(SystemExit):
         _run(base, tmp_path / "none.json", tmp_path / "x", "--extend-vocab-words", "2", "--lora-rank", "4")
     assert "--extend-vocab-words needs a full fine-tune" in capsys.readouterr().err
+
+
+def test_mlqa_trains_only_when_allowed_and_xquad_never(tmp_path, monkeypatch, capsys):
+    """MLQA-de is the only German QA data with answers (issue 29 lets German models train on it);
+    the trainer refuses it as an evaluation set unless the run says --allow-mlqa, and XQuAD
+    stays refused even then."""
+    base = tmp_path / "base"
+    _de_base(base)
+    _training_env(tmp_path, monkeypatch, {"version": "1.1", "data": []},
+                  "de", squad_file(["eins zwei ."], [(0, "was ?", "zwei")], "e"))
+    mlqa = tmp_path / "data" / "eval" / "mlqa" / "dev-context-de-question-de.json"
+    mlqa.parent.mkdir(parents=True)
+    mlqa.write_text(json.dumps(squad_file(DE_CONTEXTS, DE_QAS, "m")))
+    assert _run(base, mlqa, tmp_path / "refused") == 2  # a one-line error, exit status 2
+    assert "also occur in an evaluation set" in capsys.readouterr().err
+    assert _run(base, mlqa, tmp_path / "run", "--allow-mlqa") == 0
+    log = json.loads((tmp_path / "run" / "train_log.json").read_text())
+    assert log["training_questions"] == 2 and log["args"]["allow_mlqa"] is True
+    xquad = tmp_path / "data" / "xquad" / "xquad.de.json"
+    assert _run(base, xquad, tmp_path / "never", "--allow-mlqa") == 2
+    assert "none of the --train files is an MLQA file" in capsys.readouterr().err

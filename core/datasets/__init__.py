@@ -7,6 +7,7 @@ from core.datasets.files import (
     DEMO_PATH,
     EVAL_ONLY,
     FILE_PREFIX,
+    TRAINABLE_EVAL,
     XQUAD_PARAGRAPHS,
     DatasetInfo,
     demo_dataset,
@@ -33,7 +34,7 @@ from core.datasets.pairing import (
 from core.datasets.squad import FORMATS, ON_AMBIGUOUS, Dataset, DatasetError, load_squad, nearest_occurrence
 
 __all__ = [
-    "DatasetError", "Dataset", "Pairing", "DatasetInfo", "EVAL_ONLY",
+    "DatasetError", "Dataset", "Pairing", "DatasetInfo", "EVAL_ONLY", "TRAINABLE_EVAL",
     "load_squad", "pair_challenge", "discover_datasets",
     "ON_AMBIGUOUS", "PAIR_RULES", "FORMATS", "contexts_agree", "disagreement", "nearest_occurrence",
     "normalize_context", "eval_contexts", "find_eval_overlap", "squad_dev_minus_xquad",

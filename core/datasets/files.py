@@ -14,14 +14,18 @@ from core.datasets.squad import Dataset, DatasetError, load_squad
 from core.langid import lang_from_filename
 from core.types import QAExample
 
-__all__ = ["DEMO_PATH", "EVAL_ONLY", "FILE_PREFIX", "DatasetInfo", "discover_datasets", "normalize_context",
-           "eval_contexts", "find_eval_overlap", "squad_dev_minus_xquad", "load_demo", "demo_dataset", "has_gold",
-           "resolve_data_file", "load_dataset", "sample_examples", "XQUAD_PARAGRAPHS"]
+__all__ = ["DEMO_PATH", "EVAL_ONLY", "TRAINABLE_EVAL", "FILE_PREFIX", "DatasetInfo", "discover_datasets",
+           "normalize_context", "eval_contexts", "find_eval_overlap", "squad_dev_minus_xquad", "load_demo",
+           "demo_dataset", "has_gold", "resolve_data_file", "load_dataset", "sample_examples", "XQUAD_PARAGRAPHS"]
 
 DEMO_PATH = Path(__file__).resolve().parents[2] / "assets" / "demo" / "demo.json"
 
 # Data-dir-relative globs of evaluation-only sets: never train on any context found in them.
 EVAL_ONLY: tuple[str, ...] = ("xquad/xquad.*.json", "noiseqa/Synthetic/*.json", "eval/mlqa/*.json")
+# Of those, the ones a run may train on when it names them itself (core.training --allow-mlqa):
+# MLQA is the only German and the larger Chinese QA data with answers, and issue 29 lets German
+# and Chinese models train on it; XQuAD and NoiseQA stay evaluation sets, always.
+TRAINABLE_EVAL: tuple[str, ...] = ("eval/mlqa/*.json",)
 
 # A data set name (or a sweep spec) ``file:<path under the data directory>`` (core.perturb.spec).
 FILE_PREFIX = "file:"
@@ -96,14 +100,22 @@ def normalize_context(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).split())
 
 
-def eval_contexts(data_dir: str | Path | None = None) -> frozenset[str]:
+def eval_contexts(data_dir: str | Path | None = None, trained_on: Iterable[str | Path] = ()) -> frozenset[str]:
     """Normalised contexts of every evaluation-only file (:data:`EVAL_ONLY`: XQuAD in all
-    languages, NoiseQA, MLQA), so a trainer can refuse training data that contains them."""
+    languages, NoiseQA, MLQA), so a trainer can refuse training data that contains them.
+    ``trained_on``: files of :data:`TRAINABLE_EVAL` this run trains on, left out (any other
+    file there is refused: ValueError)."""
     root = _require_data_dir(data_dir)
+    skip = {Path(p).resolve() for p in trained_on}
+    trainable = {p.resolve() for pattern in TRAINABLE_EVAL for p in root.glob(pattern)}
+    if skip - trainable:
+        raise ValueError(f"only MLQA ({', '.join(TRAINABLE_EVAL)} under {root}) may be trained on, not "
+                         + ", ".join(sorted(str(p) for p in skip - trainable)))
     found: set[str] = set()
     for pattern in EVAL_ONLY:
         for path in sorted(root.glob(pattern)):
-            found.update(normalize_context(c) for c in load_squad(path).contexts())
+            if path.resolve() not in skip:
+                found.update(normalize_context(c) for c in load_squad(path).contexts())
     if not found:
         raise DatasetError(f"no evaluation files ({', '.join(EVAL_ONLY)}) under {root}")
     return frozenset(found)

@@ -44,6 +44,7 @@ class TrainConfig:
     distill_weight: float = 0.0
     distill_temperature: float = 1.0
     drop_eval_overlap: bool = False
+    allow_mlqa: bool = False
     cpu_bf16: str = "auto"
     save_dtype: str = "float16"
     lora_rank: int = 0
@@ -149,6 +150,10 @@ def build_parser() -> cli.ArgumentParser:
     ap.add_argument("--drop-eval-overlap", action="store_true",
                     help="drop (and log) training contexts that occur in an eval set instead of refusing "
                          "the file")
+    ap.add_argument("--allow-mlqa", action="store_true", default=d.allow_mlqa,
+                    help="the MLQA files under eval/mlqa/ given in --train are training data for this run "
+                         "(the only German QA data with answers; issue 29), not evaluation sets; XQuAD and "
+                         "NoiseQA never are")
     ap.add_argument("--cpu-bf16", choices=["auto", "on", "off"], default=d.cpu_bf16)
     ap.add_argument("--save-dtype", choices=["float16", "float32"], default=d.save_dtype)
     ap.add_argument("--lora-rank", type=int, default=d.lora_rank, help="LoRA rank (peft); 0 = full fine-tune")

@@ -116,12 +116,23 @@ def resolve_base(base: str) -> str:
 
 
 def load_training_examples(
-    files: list[str], use_squad_dev: bool, data_dir, drop_overlap: bool = False, loader: dict | None = None
+    files: list[str], use_squad_dev: bool, data_dir, drop_overlap: bool = False, loader: dict | None = None,
+    allow_mlqa: bool = False,
 ) -> tuple[list[QAExample], dict]:
-    """``loader``: load_squad's ``lang`` / ``on_ambiguous`` for the ``files`` (core.cli.loader_kwargs)."""
+    """``loader``: load_squad's ``lang`` / ``on_ambiguous`` for the ``files`` (core.cli.loader_kwargs).
+    ``allow_mlqa``: the MLQA files among ``files`` are not checked against themselves
+    (:data:`core.datasets.TRAINABLE_EVAL`); every other evaluation set still is."""
     from core import datasets
 
-    eval_ctx = datasets.eval_contexts(data_dir)
+    mlqa = []
+    if allow_mlqa:
+        root = Path(data_dir)
+        trainable = {p.resolve() for pattern in datasets.TRAINABLE_EVAL for p in root.glob(pattern)}
+        mlqa = [f for f in files if Path(f).resolve() in trainable]
+        if not mlqa:
+            raise TrainingDataError(f"--allow-mlqa: none of the --train files is an MLQA file under "
+                                    f"{root / 'eval' / 'mlqa'}")
+    eval_ctx = datasets.eval_contexts(data_dir, trained_on=mlqa)
     examples: list[QAExample] = []
     counts: dict[str, dict] = {}
     sources = [(f, lambda f=f: datasets.load_squad(f, **(loader or {}))) for f in files]
@@ -425,7 +436,7 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
     init_from = describe_init(config.init_from) if config.init_from else None
     tok, model = load_model(config, base_path)
     examples, counts = load_training_examples(config.train, config.squad_dev_minus_xquad, data_dir(),
-                                              config.drop_eval_overlap, config.loader)
+                                              config.drop_eval_overlap, config.loader, config.allow_mlqa)
     if not examples:
         raise TrainingDataError("no training examples")
     vocab_info = None
