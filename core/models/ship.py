@@ -139,6 +139,23 @@ def read_train_log(run_dir: Path) -> dict:
     return log
 
 
+def vocabulary_lines(log: dict) -> dict:
+    """The card's lines for a run that grew its vocabulary (characters, whole words), if it did."""
+    lines = {}
+    if v := log.get("vocabulary_extension"):
+        lines["vocabulary_extension"] = (
+            f"{v['added']} characters of the training texts that the starting vocabulary maps to [UNK] "
+            f"(seen >= {v['min_count']} times) added as tokens with new embedding rows; [UNK] share of "
+            f"the training contexts' characters {v['unk_share_before']:.1%} -> {v['unk_share_after']:.1%}")
+    if v := log.get("vocabulary_words"):
+        lines["vocabulary_words"] = (
+            f"{v['added']} words of the training texts that the starting vocabulary cut into pieces "
+            f"(seen >= {v['min_count']} times) added as whole WordPiece entries, each starting as the "
+            f"mean of its pieces' embeddings; tokens per word of the training contexts "
+            f"{v['tokens_per_word_before']:.3f} -> {v['tokens_per_word_after']:.3f}")
+    return lines
+
+
 def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Path | None = None) -> Path:
     log = read_train_log(run_dir)
     lora = log.get("lora")
@@ -204,19 +221,7 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
         card["training"]["embedding_learning_rate"] = a["embedding_lr"]
     if log.get("init_from"):
         card["training"]["earlier_stages"] = earlier_stages(log["init_from"])
-    if log.get("vocabulary_extension"):
-        v = log["vocabulary_extension"]
-        card["training"]["vocabulary_extension"] = (
-            f"{v['added']} characters of the training texts that the starting vocabulary maps to [UNK] "
-            f"(seen >= {v['min_count']} times) added as tokens with new embedding rows; [UNK] share of "
-            f"the training contexts' characters {v['unk_share_before']:.1%} -> {v['unk_share_after']:.1%}")
-    if log.get("vocabulary_words"):
-        v = log["vocabulary_words"]
-        card["training"]["vocabulary_words"] = (
-            f"{v['added']} words of the training texts that the starting vocabulary cut into pieces "
-            f"(seen >= {v['min_count']} times) added as whole WordPiece entries, each starting as the "
-            f"mean of its pieces' embeddings; tokens per word of the training contexts "
-            f"{v['tokens_per_word_before']:.3f} -> {v['tokens_per_word_after']:.3f}")
+    card["training"].update(vocabulary_lines(log))
     old = target / "model_card.json"
     if old.is_file() and digest_before == digest:
         # re-shipping the same weights keeps what was measured; new weights start unmeasured

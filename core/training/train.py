@@ -417,13 +417,30 @@ def save_checkpoint(loop: Loop, step: int, log: dict) -> None:
     os.replace(tmp, loop.ckpt)  # atomic: a kill mid-save never leaves a broken checkpoint
 
 
+def extend_vocab(config: TrainConfig, tok, model, examples: list[QAExample]):
+    """``--extend-vocab-min-count`` (characters) and ``--extend-vocab-words`` (whole words), each
+    when asked for (:mod:`core.training.vocab`); returns ``(tokenizer, characters' info, words' info)``."""
+    from core.training.vocab import add_words_for, extend_vocab_for
+
+    vocab_info = words_info = None
+    if config.extend_vocab_min_count:
+        vocab_info = extend_vocab_for(tok, model, examples, config.extend_vocab_min_count)
+        print(f"vocabulary: {vocab_info['added']} characters added "
+              f"([UNK] share of training contexts {vocab_info['unk_share_before']:.1%} -> "
+              f"{vocab_info['unk_share_after']:.1%})", flush=True)
+    if config.extend_vocab_words:
+        tok, words_info = add_words_for(tok, model, examples, config.extend_vocab_words)
+        print(f"vocabulary: {words_info['added']} whole words added (tokens per word of the training "
+              f"contexts {words_info['tokens_per_word_before']:.3f} -> "
+              f"{words_info['tokens_per_word_after']:.3f})", flush=True)
+    return tok, vocab_info, words_info
+
+
 def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: list[float] | None = None) -> dict:
     """One training run (``config`` checked, ``--augment`` parsed: :func:`core.training.cli.parse_config`).
     Writes ``OUTPUT/model/`` (or ``adapter/``), ``checkpoint.pt`` and ``train_log.json``; returns the log."""
     from core.config import data_dir
     from core.training.augment import augment_examples
-    from core.training.vocab import add_words_for, extend_vocab_for
-
     t_start = time.time()
     rng = seed_everything(config)
     out = Path(config.output)
@@ -439,18 +456,7 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
                                               config.drop_eval_overlap, config.loader, config.allow_mlqa)
     if not examples:
         raise TrainingDataError("no training examples")
-    vocab_info = None
-    if config.extend_vocab_min_count:
-        vocab_info = extend_vocab_for(tok, model, examples, config.extend_vocab_min_count)
-        print(f"vocabulary: {vocab_info['added']} characters added "
-              f"([UNK] share of training contexts {vocab_info['unk_share_before']:.1%} -> "
-              f"{vocab_info['unk_share_after']:.1%})", flush=True)
-    words_info = None
-    if config.extend_vocab_words:
-        tok, words_info = add_words_for(tok, model, examples, config.extend_vocab_words)
-        print(f"vocabulary: {words_info['added']} whole words added (tokens per word of the training "
-              f"contexts {words_info['tokens_per_word_before']:.3f} -> "
-              f"{words_info['tokens_per_word_after']:.3f})", flush=True)
+    tok, vocab_info, words_info = extend_vocab(config, tok, model, examples)
     model, lora = apply_lora(config, model)
     trainable_params, total_params = count_params(model)
     if lora:
