@@ -21,6 +21,7 @@ from core.datasets.files import (
     resolve_data_file,
     sample_examples,
     squad_dev_minus_xquad,
+    trainable_eval_files,
 )
 from core.datasets.pairing import (
     CONTEXT_SIMILARITY,
@@ -37,7 +38,7 @@ __all__ = [
     "DatasetError", "Dataset", "Pairing", "DatasetInfo", "EVAL_ONLY", "TRAINABLE_EVAL",
     "load_squad", "pair_challenge", "discover_datasets",
     "ON_AMBIGUOUS", "PAIR_RULES", "FORMATS", "contexts_agree", "disagreement", "nearest_occurrence",
-    "normalize_context", "eval_contexts", "find_eval_overlap", "squad_dev_minus_xquad",
+    "normalize_context", "trainable_eval_files", "eval_contexts", "find_eval_overlap", "squad_dev_minus_xquad",
     "load_demo", "demo_dataset", "DEMO_PATH", "FILE_PREFIX", "XQUAD_PARAGRAPHS", "CONTEXT_SIMILARITY",
     "legacy_rule", "has_gold", "resolve_data_file", "load_dataset", "sample_examples",
 ]

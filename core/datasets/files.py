@@ -15,8 +15,9 @@ from core.langid import lang_from_filename
 from core.types import QAExample
 
 __all__ = ["DEMO_PATH", "EVAL_ONLY", "TRAINABLE_EVAL", "FILE_PREFIX", "DatasetInfo", "discover_datasets",
-           "normalize_context", "eval_contexts", "find_eval_overlap", "squad_dev_minus_xquad", "load_demo",
-           "demo_dataset", "has_gold", "resolve_data_file", "load_dataset", "sample_examples", "XQUAD_PARAGRAPHS"]
+           "normalize_context", "trainable_eval_files", "eval_contexts", "find_eval_overlap",
+           "squad_dev_minus_xquad", "load_demo", "demo_dataset", "has_gold", "resolve_data_file", "load_dataset",
+           "sample_examples", "XQUAD_PARAGRAPHS"]
 
 DEMO_PATH = Path(__file__).resolve().parents[2] / "assets" / "demo" / "demo.json"
 
@@ -100,6 +101,12 @@ def normalize_context(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).split())
 
 
+def trainable_eval_files(data_dir: str | Path | None = None) -> set[Path]:
+    """The evaluation files a run may train on when it names them (:data:`TRAINABLE_EVAL`), resolved."""
+    root = _require_data_dir(data_dir)
+    return {p.resolve() for pattern in TRAINABLE_EVAL for p in root.glob(pattern)}
+
+
 def eval_contexts(data_dir: str | Path | None = None, trained_on: Iterable[str | Path] = ()) -> frozenset[str]:
     """Normalised contexts of every evaluation-only file (:data:`EVAL_ONLY`: XQuAD in all
     languages, NoiseQA, MLQA), so a trainer can refuse training data that contains them.
@@ -107,7 +114,7 @@ def eval_contexts(data_dir: str | Path | None = None, trained_on: Iterable[str |
     file there is refused: ValueError)."""
     root = _require_data_dir(data_dir)
     skip = {Path(p).resolve() for p in trained_on}
-    trainable = {p.resolve() for pattern in TRAINABLE_EVAL for p in root.glob(pattern)}
+    trainable = trainable_eval_files(root)
     if skip - trainable:
         raise ValueError(f"only MLQA ({', '.join(TRAINABLE_EVAL)} under {root}) may be trained on, not "
                          + ", ".join(sorted(str(p) for p in skip - trainable)))

@@ -126,12 +126,11 @@ def load_training_examples(
 
     mlqa = []
     if allow_mlqa:
-        root = Path(data_dir)
-        trainable = {p.resolve() for pattern in datasets.TRAINABLE_EVAL for p in root.glob(pattern)}
+        trainable = datasets.trainable_eval_files(data_dir)
         mlqa = [f for f in files if Path(f).resolve() in trainable]
         if not mlqa:
             raise TrainingDataError(f"--allow-mlqa: none of the --train files is an MLQA file under "
-                                    f"{root / 'eval' / 'mlqa'}")
+                                    f"{Path(data_dir) / 'eval' / 'mlqa'}")
     eval_ctx = datasets.eval_contexts(data_dir, trained_on=mlqa)
     examples: list[QAExample] = []
     counts: dict[str, dict] = {}

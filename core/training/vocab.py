@@ -104,15 +104,19 @@ def split_words(tokenizer, texts: Iterable[str], min_count: int, min_pieces: int
     >>> split_words(tok, ["vor 66 Millionen Jahren", "Millionen Jahre", "millionen"], min_count=2)
     [('millionen', 3)]
     """
-    backend = tokenizer.backend_tokenizer
     counts: Counter = Counter()
     for text in texts:
-        norm = backend.normalizer.normalize_str(text) if backend.normalizer else text
-        counts.update(w for w, _ in backend.pre_tokenizer.pre_tokenize_str(norm)
-                      if any(ch.isalpha() for ch in w))
-    found = [(w, n) for w, n in counts.items()
-             if n >= min_count and len(backend.model.tokenize(w)) >= min_pieces]
+        counts.update(w for w in words_of(tokenizer, text) if any(ch.isalpha() for ch in w))
+    model = tokenizer.backend_tokenizer.model
+    found = [(w, n) for w, n in counts.items() if n >= min_count and len(model.tokenize(w)) >= min_pieces]
     return sorted(found, key=lambda wn: (-wn[1], wn[0]))
+
+
+def words_of(tokenizer, text: str) -> list[str]:
+    """``text``'s words as the tokenizer sees them before WordPiece: normalised, then pre-split."""
+    backend = tokenizer.backend_tokenizer
+    norm = backend.normalizer.normalize_str(text) if backend.normalizer else text
+    return [w for w, _ in backend.pre_tokenizer.pre_tokenize_str(norm)]
 
 
 def add_whole_words(tokenizer, model, words: list[str]):
@@ -163,9 +167,7 @@ def add_words_for(tok, model, examples: list[QAExample], min_count: int):
     texts = contexts + [e.question for e in examples]
 
     def tokens_per_word(t) -> float:
-        n_words = sum(len(t.backend_tokenizer.pre_tokenizer.pre_tokenize_str(
-            t.backend_tokenizer.normalizer.normalize_str(c) if t.backend_tokenizer.normalizer else c))
-            for c in contexts)
+        n_words = sum(len(words_of(t, c)) for c in contexts)
         n_tokens = sum(len(t(c, add_special_tokens=False)["input_ids"]) for c in contexts)
         return n_tokens / n_words if n_words else 0.0
 
