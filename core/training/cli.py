@@ -26,6 +26,7 @@ class TrainConfig:
     base: str
     train: list[str] = field(default_factory=list)
     squad_dev_minus_xquad: bool = False
+    repeat: list[str] = field(default_factory=list)
     on_ambiguous: str = "error"
     lang: str | None = None
     output: str
@@ -112,11 +113,38 @@ class TrainConfig:
             raise ValueError("--extend-vocab-min-count and --extend-vocab-words must be >= 0 (0 = off)")
         if self.embedding_lr is not None and self.lora_rank:
             raise ValueError("--embedding-lr needs a full fine-tune: a LoRA adapter does not train the embeddings")
+        repeat_counts(self.repeat, self.train, self.squad_dev_minus_xquad)
         if self.distill_weight < 0 or self.distill_temperature <= 0:
             raise ValueError("--distill-weight must be >= 0 and --distill-temperature > 0")
         if self.distill_weight and not self.augment_share:
             raise ValueError("--distill-weight needs --augment-share: it teaches perturbed questions their "
                              "clean answers")
+
+
+def repeat_counts(repeat: list[str], train: list[str], squad_dev: bool) -> dict[str, int]:
+    """``--repeat SOURCE=K`` entries as {source name: K}, each source as :func:`load_training_examples`
+    names it (the --train path as given, or ``squad-dev``).
+
+    >>> repeat_counts(["first4370.json=3", "squad-dev=2"], ["data/first4370.json", "b.json"], True)
+    {'data/first4370.json': 3, 'squad-dev': 2}
+    >>> repeat_counts(["c.json=2"], ["b.json"], False)
+    Traceback (most recent call last):
+    ...
+    ValueError: --repeat c.json=2: no --train file (or squad-dev with --squad-dev-minus-xquad) is called c.json
+    """
+    from pathlib import Path
+
+    out = {}
+    for entry in repeat:
+        name, _, k = entry.rpartition("=")
+        if not name or not k.isdigit() or int(k) < 1:
+            raise ValueError(f"--repeat {entry}: write SOURCE=K with K a whole number >= 1")
+        found = [f for f in train if name in (f, Path(f).name)] + (["squad-dev"] if squad_dev and name == "squad-dev" else [])
+        if not found:
+            raise ValueError(f"--repeat {entry}: no --train file (or squad-dev with --squad-dev-minus-xquad) "
+                             f"is called {name}")
+        out.update({f: int(k) for f in found})
+    return out
 
 
 def build_parser() -> cli.ArgumentParser:
@@ -126,6 +154,9 @@ def build_parser() -> cli.ArgumentParser:
     ap.add_argument("--base", required=True, help="local folder, 'minilm', 'mpnet' or a hub id")
     ap.add_argument("--train", nargs="*", default=[], help="SQuAD-format training files")
     ap.add_argument("--squad-dev-minus-xquad", action="store_true")
+    ap.add_argument("--repeat", nargs="*", default=[], metavar="SOURCE=K",
+                    help="weight a source up: its questions K times per epoch; SOURCE is a --train file "
+                         "(as given or its file name) or squad-dev (--squad-dev-minus-xquad)")
     cli.add_loader_options(ap)
     ap.add_argument("--output", required=True)
     ap.add_argument("--epochs", type=float, default=d.epochs)

@@ -117,11 +117,12 @@ def resolve_base(base: str) -> str:
 
 def load_training_examples(
     files: list[str], use_squad_dev: bool, data_dir, drop_overlap: bool = False, loader: dict | None = None,
-    allow_mlqa: bool = False,
+    allow_mlqa: bool = False, repeat: dict[str, int] | None = None,
 ) -> tuple[list[QAExample], dict]:
     """``loader``: load_squad's ``lang`` / ``on_ambiguous`` for the ``files`` (core.cli.loader_kwargs).
     ``allow_mlqa``: the MLQA files among ``files`` are not checked against themselves
-    (:data:`core.datasets.TRAINABLE_EVAL`); every other evaluation set still is."""
+    (:data:`core.datasets.TRAINABLE_EVAL`); every other evaluation set still is. ``repeat``: a
+    source's questions are taken this many times (``--repeat``: weighting a source up)."""
     from core import datasets
 
     mlqa = []
@@ -136,15 +137,16 @@ def load_training_examples(
     counts: dict[str, dict] = {}
     sources = [(f, lambda f=f: datasets.load_squad(f, **(loader or {}))) for f in files]
     if use_squad_dev:
-        sources.append(("squad/dev-v1.1.json minus the XQuAD paragraphs",
+        sources.append(("squad-dev",
                         lambda: datasets.squad_dev_minus_xquad(data_dir)))
     for name, load in sources:
         ds = load()
         print(ds.load_line(), flush=True)
         usable = [e for e in ds.examples if datasets.has_gold(e)]
         usable, dropped = check_no_eval_overlap(usable, eval_ctx, str(name), drop_overlap)
-        counts[str(name)] = {"questions": len(usable), "dropped_eval_overlap": dropped}
-        examples.extend(usable)
+        times = (repeat or {}).get(str(name), 1)
+        counts[str(name)] = {"questions": len(usable), "dropped_eval_overlap": dropped, "repeated": times}
+        examples.extend(usable * times)
     return examples, counts
 
 
@@ -440,6 +442,7 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
     Writes ``OUTPUT/model/`` (or ``adapter/``), ``checkpoint.pt`` and ``train_log.json``; returns the log."""
     from core.config import data_dir
     from core.training.augment import augment_examples
+    from core.training.cli import repeat_counts
     t_start = time.time()
     rng = seed_everything(config)
     out = Path(config.output)
@@ -452,7 +455,8 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
     init_from = describe_init(config.init_from) if config.init_from else None
     tok, model = load_model(config, base_path)
     examples, counts = load_training_examples(config.train, config.squad_dev_minus_xquad, data_dir(),
-                                              config.drop_eval_overlap, config.loader, config.allow_mlqa)
+                                              config.drop_eval_overlap, config.loader, config.allow_mlqa,
+                                              repeat_counts(config.repeat, config.train, config.squad_dev_minus_xquad))
     if not examples:
         raise TrainingDataError("no training examples")
     tok, vocab_info, words_info = extend_vocab(config, tok, model, examples)
