@@ -30,6 +30,8 @@ def test_a_recorded_command_parses_back_into_the_same_config():
     (["--batch-size", "0"], "--batch-size must be at least 1, got 0"),
     (["--lora-rank", "4", "--embedding-lr", "0.01"], "--embedding-lr needs a full fine-tune"),
     (["--augment-share", "0.2", "--augment", "nope_Q"], "--augment: "),
+    (["--train", "a.json", "--repeat", "b.json=2"], "--repeat b.json=2: no --train file"),
+    (["--train", "a.json", "--repeat", "a.json=0"], "--repeat a.json=0: write SOURCE=K with K a whole number >= 1"),
 ])
 def test_bad_flags_end_in_one_line_before_anything_loads(flags, message, capsys):
     with pytest.raises(SystemExit) as exc:

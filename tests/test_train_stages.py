@@ -48,6 +48,17 @@ def test_second_stage_starts_from_the_first(env, tmp_path, monkeypatch):
     assert "--lr 0.01" in log2["init_from"]["command"] and log2["init_from"]["earlier"] is None
 
 
+def test_repeat_weights_a_source_up(env, tmp_path, monkeypatch):
+    """--repeat FILE=K trains a source's questions K times per epoch (issue 31 weighted the SQuAD
+    part of the mix up) and records it beside the source's count."""
+    once = _train(env, tmp_path / "once", monkeypatch)
+    thrice = _train(env, tmp_path / "thrice", monkeypatch, "--repeat", "train.json=3")
+    name = str(env / "train.json")
+    assert once["data_counts"][name]["repeated"] == 1 and thrice["data_counts"][name]["repeated"] == 3
+    assert thrice["training_questions"] == 3 * once["training_questions"] > 0
+    assert thrice["args"]["repeat"] == ["train.json=3"]
+
+
 def test_card_lists_earlier_stages_and_drops_stale_evaluations(env, tmp_path, monkeypatch):
     from core.models.cards import write_card
     from core.models.ship import ship
