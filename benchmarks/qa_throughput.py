@@ -42,7 +42,7 @@ def main() -> int:
     ap.add_argument("--model", default="minilm-squad")
     ap.add_argument("--dataset", default="xquad/xquad.en")
     ap.add_argument("--n", type=int, default=400, help="questions (0 = all)")
-    ap.add_argument("--batch-size", type=int, default=None, help="default: the engine's (8 on CPU, 32 on GPU)")
+    ap.add_argument("--batch-size", type=int, default=None, help="default: the engine's (8 on CPU, 256 on a GPU)")
     ap.add_argument("--batch-sizes", default="",
                     help="comma-separated: time the batched engine at each of these batch sizes and stop")
     ap.add_argument("--threads", type=int, default=0)

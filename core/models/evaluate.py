@@ -172,7 +172,7 @@ def build_parser() -> cli.ArgumentParser:
     ap.add_argument("--threads", type=int, default=0,
                     help="CPU threads (default 0: the policy of core.qa.threads, every core when alone)")
     ap.add_argument("--batch-size", type=int, default=None,
-                    help="windows per forward pass (default: 8 on CPU, 32 on GPU)")
+                    help="windows per forward pass (default: 8 on CPU, 256 on a GPU)")
     ap.add_argument("--backend", default="default",
                     help="forward pass: default (the model card's choice by the rule), torch, onnx (ONNX "
                          "Runtime fp32) or onnx-int8; the card records which one answered")

@@ -98,9 +98,11 @@ class EngineSettings:
     max_length: int = 384
     stride: int = 128
     max_answer_tokens: int = 30
-    # None: 8 windows on CPU, 32 on a GPU. On CPU big padded batches are slower per window:
+    # None: 8 windows on CPU, 256 on a GPU. On CPU big padded batches are slower per window:
     # 2 cores, 300 XQuAD-en questions, MiniLM 28.6 q/s at 8 against 22.4 at 32, MPNet 6.3 against
-    # 4.8 (python benchmarks/qa_throughput.py --batch-sizes 2,4,8,32).
+    # 4.8 (python benchmarks/qa_throughput.py --batch-sizes 2,4,8,32). On an H100 the whole engine
+    # answered all 1,190 XQuAD-en questions with MiniLM at 376 q/s at 32, 816-986 at 128,
+    # 1,111-1,121 at 256 and 768-1,082 at 512 (two runs; README, issue 27).
     batch_size: int | None = None
     top_k: int = 20
     # None: the process-wide policy (core.qa.threads: every core when answering alone, one thread
@@ -271,7 +273,7 @@ class QAEngine:
         return h
 
     def default_batch_size(self) -> int:
-        return 8 if self.device.type == "cpu" else 32
+        return 8 if self.device.type == "cpu" else 256
 
     def _window_shape(self, long: bool = False) -> tuple[int, int]:
         """(max_length, stride) as the model allows: at most its positions, the stride at most half
