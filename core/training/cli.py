@@ -139,7 +139,9 @@ def repeat_counts(repeat: list[str], train: list[str], squad_dev: bool) -> dict[
         name, _, k = entry.rpartition("=")
         if not name or not k.isdigit() or int(k) < 1:
             raise ValueError(f"--repeat {entry}: write SOURCE=K with K a whole number >= 1")
-        found = [f for f in train if name in (f, Path(f).name)] + (["squad-dev"] if squad_dev and name == "squad-dev" else [])
+        found = [f for f in train if name in (f, Path(f).name)]
+        if squad_dev and name == "squad-dev":
+            found.append("squad-dev")
         if not found:
             raise ValueError(f"--repeat {entry}: no --train file (or squad-dev with --squad-dev-minus-xquad) "
                              f"is called {name}")
