@@ -63,6 +63,11 @@ class TrainConfig:
         return {"lang": self.lang, "on_ambiguous": self.on_ambiguous}
 
     @property
+    def repeat_by_source(self) -> dict[str, int]:
+        """``--repeat`` as {source as the trainer names it: K} (:func:`repeat_counts`)."""
+        return repeat_counts(self.repeat, self.train, self.squad_dev_minus_xquad)
+
+    @property
     def init_adapter(self) -> bool:
         """Whether ``init_from`` is a LoRA adapter (a further LoRA stage)."""
         from pathlib import Path
@@ -113,7 +118,7 @@ class TrainConfig:
             raise ValueError("--extend-vocab-min-count and --extend-vocab-words must be >= 0 (0 = off)")
         if self.embedding_lr is not None and self.lora_rank:
             raise ValueError("--embedding-lr needs a full fine-tune: a LoRA adapter does not train the embeddings")
-        repeat_counts(self.repeat, self.train, self.squad_dev_minus_xquad)
+        self.repeat_by_source  # a bad --repeat raises ValueError here, before a model loads
         if self.distill_weight < 0 or self.distill_temperature <= 0:
             raise ValueError("--distill-weight must be >= 0 and --distill-temperature > 0")
         if self.distill_weight and not self.augment_share:

@@ -442,7 +442,7 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
     Writes ``OUTPUT/model/`` (or ``adapter/``), ``checkpoint.pt`` and ``train_log.json``; returns the log."""
     from core.config import data_dir
     from core.training.augment import augment_examples
-    from core.training.cli import repeat_counts
+
     t_start = time.time()
     rng = seed_everything(config)
     out = Path(config.output)
@@ -456,7 +456,7 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
     tok, model = load_model(config, base_path)
     examples, counts = load_training_examples(config.train, config.squad_dev_minus_xquad, data_dir(),
                                               config.drop_eval_overlap, config.loader, config.allow_mlqa,
-                                              repeat_counts(config.repeat, config.train, config.squad_dev_minus_xquad))
+                                              config.repeat_by_source)
     if not examples:
         raise TrainingDataError("no training examples")
     tok, vocab_info, words_info = extend_vocab(config, tok, model, examples)
