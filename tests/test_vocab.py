@@ -94,11 +94,45 @@ def test_same_data_adds_the_same_tokens(zh_env, tmp_path):
     assert "".join(added) == "".join(sorted("埃菲尔铁塔？在建于年。是的首都哪"))
 
 
-def test_extension_refuses_lora(zh_env, tmp_path, capsys):
+def test_lora_run_with_grown_vocabulary_ships_its_embeddings(zh_env, tmp_path, monkeypatch):
+    """A LoRA run may grow the vocabulary: the adapter then trains and saves the whole input
+    embedding matrix beside the LoRA matrices and the QA head, the registry grows the base to the
+    adapter's tokenizer before loading it, and the merged model reads the new characters."""
+    from safetensors import safe_open
+    from transformers import AutoTokenizer
+
+    from core.models import ship
+    from core.qa import registry
+
     base, train = zh_env
+    out = tmp_path / "run"
+    assert _run(base, train, out, "--extend-vocab-min-count", "1", "--lora-rank", "4") == 0
+    log = json.loads((out / "train_log.json").read_text())
+    assert log["vocabulary_extension"]["added"] == 21
+    assert log["lora"]["modules_to_save"] == ["qa_outputs", "word_embeddings"]
+    tok = AutoTokenizer.from_pretrained(out / "adapter")
+    base_rows = len(AutoTokenizer.from_pretrained(base))
+    assert len(tok) == base_rows + 21
+    with safe_open(str(out / "adapter" / "adapter_model.safetensors"), "pt") as f:
+        [emb] = [k for k in f.keys() if "word_embeddings" in k]
+        assert f.get_slice(emb).get_shape()[0] == base_rows + 21
+
+    toml = tmp_path / "models.toml"
+    monkeypatch.setenv("QAX_MODELS_TOML", str(toml))
+    monkeypatch.setattr(registry, "_cache", {})
+    assert ship.main(["--run", str(out), "--name", "tiny-zh-lora", "--description", "tiny adapter",
+                      "--dest", str(tmp_path / "models"), "--register"]) == 0
+    eng = registry.load_engine("tiny-zh-lora")
+    assert eng.model.get_input_embeddings().weight.shape[0] == base_rows + 21
+    ids = eng.tokenizer("柏林", add_special_tokens=False)["input_ids"]
+    assert len(ids) == 2 and eng.tokenizer.unk_token_id not in ids
+    assert eng.answer("germany 的 首都 是 什么 ？", CONTEXTS[1]).text
+    # a further stage keeps the adapter's vocabulary: it may not grow it again
     with pytest.raises(SystemExit):
-        _run(base, train, tmp_path / "x", "--extend-vocab-min-count", "1", "--lora-rank", "4")
-    assert "needs a full fine-tune" in capsys.readouterr().err
+        _run(base, train, tmp_path / "s2", "--init-from", str(out / "adapter"), "--lora-rank", "4",
+             "--extend-vocab-min-count", "1")
+    assert _run(base, train, tmp_path / "s2", "--init-from", str(out / "adapter"), "--lora-rank", "4") == 0
+    assert len(AutoTokenizer.from_pretrained(tmp_path / "s2" / "adapter")) == base_rows + 21
 
 
 def test_a_further_stage_extends_a_trained_model(zh_env, tmp_path):
@@ -219,7 +253,7 @@ def test_training_adds_frequent_split_words_and_ships_them(tmp_path, monkeypatch
     assert "1.250 -> 1.000" in card["vocabulary_words"]
 
 
-def test_whole_words_refuse_lora_and_other_vocabularies(tmp_path, capsys):
+def test_whole_words_refuse_a_further_lora_stage_and_other_vocabularies(tmp_path, capsys):
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast
 
@@ -230,9 +264,13 @@ def test_whole_words_refuse_lora_and_other_vocabularies(tmp_path, capsys):
         add_whole_words(bpe, None, ["ab"])
     base = tmp_path / "base"
     _de_base(base)
+    adapter = tmp_path / "adapter"  # a further LoRA stage keeps its adapter's vocabulary
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
     with pytest.raises(SystemExit):
-        _run(base, tmp_path / "none.json", tmp_path / "x", "--extend-vocab-words", "2", "--lora-rank", "4")
-    assert "--extend-vocab-words needs a full fine-tune" in capsys.readouterr().err
+        _run(base, tmp_path / "none.json", tmp_path / "x", "--extend-vocab-words", "2", "--lora-rank", "4",
+             "--init-from", str(adapter))
+    assert "an --init-from adapter keeps the one it was trained with" in capsys.readouterr().err
 
 
 def test_mlqa_trains_only_when_allowed_and_xquad_never(tmp_path, monkeypatch, capsys):

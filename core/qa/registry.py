@@ -196,6 +196,7 @@ def load_adapter_model_and_tokenizer(entry: ModelEntry):
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
     from core.qa.bases import BaseModelError, base_missing, resolve_base_path
+    from core.training.lora import grow_embeddings_to
 
     d = entry.local_dir()
     for f in ("adapter_config.json", "adapter_model.safetensors"):
@@ -232,6 +233,7 @@ def load_adapter_model_and_tokenizer(entry: ModelEntry):
             model = AutoModelForQuestionAnswering.from_pretrained(base_path, **kwargs)
         finally:
             hf_logging.set_verbosity(level)
+        grow_embeddings_to(model, tok)  # an adapter trained with a grown vocabulary carries its matrix
         model = PeftModel.from_pretrained(model, str(d), is_trainable=False).merge_and_unload()
     except Exception as e:
         raise ModelLoadError(f"could not load adapter model {entry.name!r} from {d} on base {base_path}: {e}") from e

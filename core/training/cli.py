@@ -108,16 +108,14 @@ class TrainConfig:
                              "full fine-tune (no adapter_config.json): drop --lora-rank to continue it in full")
         if self.init_adapter and not self.lora_rank:
             raise ValueError("--init-from names a LoRA adapter: continue it with --lora-rank set to its rank")
-        if self.extend_vocab_min_count and self.lora_rank:
-            raise ValueError("--extend-vocab-min-count needs a full fine-tune: new embedding rows are not "
-                             "a LoRA adapter")
-        if self.extend_vocab_words and self.lora_rank:
-            raise ValueError("--extend-vocab-words needs a full fine-tune: new embedding rows are not "
-                             "a LoRA adapter")
+        if (self.extend_vocab_min_count or self.extend_vocab_words) and self.init_adapter:
+            raise ValueError("--extend-vocab-min-count and --extend-vocab-words start a new vocabulary: an "
+                             "--init-from adapter keeps the one it was trained with (extend in its first stage)")
         if self.extend_vocab_min_count < 0 or self.extend_vocab_words < 0:
             raise ValueError("--extend-vocab-min-count and --extend-vocab-words must be >= 0 (0 = off)")
         if self.embedding_lr is not None and self.lora_rank:
-            raise ValueError("--embedding-lr needs a full fine-tune: a LoRA adapter does not train the embeddings")
+            raise ValueError("--embedding-lr needs a full fine-tune: a LoRA run trains no embeddings, or, "
+                             "when its vocabulary grows, all of them at --lr")
         self.repeat_by_source  # a bad --repeat raises ValueError here, before a model loads
         if self.distill_weight < 0 or self.distill_temperature <= 0:
             raise ValueError("--distill-weight must be >= 0 and --distill-temperature > 0")

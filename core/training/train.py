@@ -37,6 +37,8 @@ from core.training.distill import batch_distill_kl, distill_targets
 from core.training.lora import (
     adapter_lora_settings,
     forward_module,
+    grow_embeddings_to,
+    input_embedding_name,
     is_adapter_folder,
     lora_settings,
     unique_modules_to_save,
@@ -243,12 +245,15 @@ def load_model(config: TrainConfig, base_path: str):
     weights_path = base_path if config.init_adapter else (config.init_from or base_path)
     tok = AutoTokenizer.from_pretrained(config.init_from or base_path)
     model = AutoModelForQuestionAnswering.from_pretrained(weights_path, dtype=torch.float32)
+    if config.init_adapter:  # an adapter whose first stage grew the vocabulary
+        grow_embeddings_to(model, tok)
     return tok, model
 
 
-def apply_lora(config: TrainConfig, model):
-    """(model, LoRA settings or None): the model with a new adapter (``--lora-rank``), with the
-    ``--init-from`` adapter loaded for a further stage, or unchanged (a full fine-tune)."""
+def apply_lora(config: TrainConfig, model, vocabulary_grew: bool = False):
+    """(model, LoRA settings or None): the model with a new adapter (``--lora-rank``; with the
+    input embeddings trained in full when ``vocabulary_grew``), with the ``--init-from`` adapter
+    loaded for a further stage, or unchanged (a full fine-tune)."""
     lora = None
     if config.init_adapter:
         lora = adapter_lora_settings(config.init_from)
@@ -260,7 +265,8 @@ def apply_lora(config: TrainConfig, model):
         model = PeftModel.from_pretrained(model, config.init_from, is_trainable=True)
     elif config.lora_rank:
         lora = lora_settings(model.config.model_type, config.lora_rank, config.lora_alpha,
-                             config.lora_dropout, config.lora_targets)
+                             config.lora_dropout, config.lora_targets,
+                             (input_embedding_name(model),) if vocabulary_grew else ())
         model = wrap_lora(model, lora)
     if lora:
         unique_modules_to_save(model)
@@ -459,8 +465,9 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
                                               config.repeat_by_source)
     if not examples:
         raise TrainingDataError("no training examples")
+    rows = model.get_input_embeddings().weight.shape[0]
     tok, vocab_info, words_info = extend_vocab(config, tok, model, examples)
-    model, lora = apply_lora(config, model)
+    model, lora = apply_lora(config, model, model.get_input_embeddings().weight.shape[0] > rows)
     trainable_params, total_params = count_params(model)
     if lora:
         print(f"LoRA {lora}: {trainable_params:,} of {total_params:,} parameters trainable", flush=True)
@@ -516,7 +523,12 @@ def save_model(loop: Loop, saved: Path) -> None:
     loop.model.eval()
     if loop.config.save_dtype == "float16":
         loop.model.half()
-    loop.model.save_pretrained(saved, safe_serialization=True)
+    if loop.lora:
+        # A grown vocabulary's matrix is saved once, as the trained modules_to_save copy: peft's
+        # default would add the untrained original and the resized layer, three copies in all.
+        loop.model.save_pretrained(saved, safe_serialization=True, save_embedding_layers=False)
+    else:
+        loop.model.save_pretrained(saved, safe_serialization=True)
     loop.tok.save_pretrained(saved)
 
 
