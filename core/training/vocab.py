@@ -54,8 +54,26 @@ def unknown_characters(tokenizer, texts: Iterable[str], min_count: int) -> list[
 
 def extend_vocabulary(tokenizer, model, characters: list[str]) -> int:
     """Add ``characters`` as tokens and grow the model's input embeddings to match.
-    Returns how many tokens were added (characters the tokenizer already has are skipped)."""
-    added = tokenizer.add_tokens(list(characters))
+    Returns how many tokens were added (characters the tokenizer already has are skipped).
+
+    Each is matched in the raw text (``normalized=False``): matched after BERT's normalizer, which
+    pads every CJK character with spaces, a token's text would be " 球 ", and a post-processor
+    that trims offsets (MPNet's and RoBERTa's) then moves its span one character right at the
+    start and one left at the end, so answers were cut by a character at each side.
+
+    >>> from transformers import AutoTokenizer
+    >>> from core.qa.bases import resolve_base_path
+    >>> tok = AutoTokenizer.from_pretrained(resolve_base_path("mpnet"))
+    >>> class Grows:
+    ...     def resize_token_embeddings(self, n): pass
+    >>> extend_vocabulary(tok, Grows(), ["匹", "兹"])
+    2
+    >>> tok("匹兹堡", add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    [(0, 1), (1, 2), (2, 3)]
+    """
+    from tokenizers import AddedToken
+
+    added = tokenizer.add_tokens([AddedToken(c, normalized=False) for c in characters])
     if added:
         model.resize_token_embeddings(len(tokenizer))
     return added
