@@ -239,14 +239,6 @@ def test_german_model_is_registered_for_german_with_its_measured_figures():
     assert evals["xquad/xquad.de"]["f1"] > 30  # the English models score 20-28 there
 
 
-@pytest.mark.needs_data("xquad/xquad.de.json")
-def test_german_model_answers_known_xquad_de_questions(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from core.datasets import load_dataset
-
-    ds = load_dataset("xquad/xquad.de")
-    eng = registry.load_engine("minilm-mlqa-de", EngineSettings(backend="torch"))
-    _assert_answers(eng, ds, KNOWN_DE)
 
 
 # (xquad id, gold answer): XQuAD-de items mpnet-mlqa-de gets where mpnet-squad-v2, the English
@@ -275,10 +267,11 @@ def test_german_mpnet_continues_the_english_adapter_with_its_measured_figures():
 
 
 @pytest.mark.needs_data("xquad/xquad.de.json")
-def test_german_mpnet_answers_known_xquad_de_questions(monkeypatch):
+@pytest.mark.parametrize("name, known", [("minilm-mlqa-de", KNOWN_DE), ("mpnet-mlqa-de", KNOWN_DE_MPNET)])
+def test_german_model_answers_known_xquad_de_questions(name, known, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from core.datasets import load_dataset
 
     ds = load_dataset("xquad/xquad.de")
-    eng = registry.load_engine("mpnet-mlqa-de", EngineSettings(backend="torch"))
-    _assert_answers(eng, ds, KNOWN_DE_MPNET)
+    eng = registry.load_engine(name, EngineSettings(backend="torch"))
+    _assert_answers(eng, ds, known)
