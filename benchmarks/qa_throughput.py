@@ -113,7 +113,7 @@ def choose_default(backends: dict[str, dict], tolerance: float = F1_TOLERANCE) -
 
 def compare_backends(args) -> int:
     from core.datasets import load_dataset
-    from core.metrics import squad_scores
+    from core.metrics import chinese_scores, is_chinese_lang, squad_scores
     from core.qa import registry
     from core.qa.engine import EngineSettings, QAEngine
     from core.qa.onnx_backend import BACKENDS, FINGERPRINT_TAGS
@@ -155,10 +155,13 @@ def compare_backends(args) -> int:
                   + ", ".join(f"{n} {len(answers[n]) / wall[n]:.1f} q/s" for n in names), file=sys.stderr, flush=True)
     load_after = os.getloadavg()
     refs = {e.id: e.answer_texts for e in ex}
+    # the scorer core.models.evaluate uses: Chinese by characters (SQuAD's splits on spaces, and
+    # Chinese has none, so a whole answer would count as one word)
+    scores_of = chinese_scores if is_chinese_lang(ds.lang) else squad_scores
     spans = {name: [(p.best.start, p.best.end) if p.best else None for p in preds] for name, preds in answers.items()}
     result = {}
     for name in names:
-        scores = squad_scores({e.id: p.text for e, p in zip(ex, answers[name])}, refs)
+        scores = scores_of({e.id: p.text for e, p in zip(ex, answers[name])}, refs)
         result[name] = {
             "questions_per_second": round(len(ex) / wall[name], 2),
             "ms_per_question": round(1000 * wall[name] / len(ex), 2),
@@ -179,6 +182,7 @@ def compare_backends(args) -> int:
         "unavailable": skipped,
         "model": args.model,
         "dataset": args.dataset,
+        "scorer": "chinese-char" if scores_of is chinese_scores else "squad-v1.1",
         "n": len(ex),
         "method": f"benchmarks/qa_throughput.py --compare-backends: one model load, chunks of {args.chunk} "
                   "questions, every backend on each chunk in rotated order; wall and process CPU time summed",
