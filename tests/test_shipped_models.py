@@ -211,7 +211,8 @@ def test_chinese_model_answers_known_xquad_zh_questions(name, known, monkeypatch
     from core.datasets import load_dataset
 
     ds = load_dataset("xquad/xquad.zh")
-    eng = registry.load_engine(name)
+    # the weights' own answers: mpnet-cmrc-zh's default is int8, which answers a third differently
+    eng = registry.load_engine(name, EngineSettings(backend="torch"))
     _assert_answers(eng, ds, known)
 
 
