@@ -113,7 +113,7 @@ def choose_default(backends: dict[str, dict], tolerance: float = F1_TOLERANCE) -
 
 def compare_backends(args) -> int:
     from core.datasets import load_dataset
-    from core.metrics import chinese_scores, is_chinese_lang, squad_scores
+    from core.metrics import corpus_scorer
     from core.qa import registry
     from core.qa.engine import EngineSettings, QAEngine
     from core.qa.onnx_backend import BACKENDS, FINGERPRINT_TAGS
@@ -157,7 +157,7 @@ def compare_backends(args) -> int:
     refs = {e.id: e.answer_texts for e in ex}
     # the scorer core.models.evaluate uses: Chinese by characters (SQuAD's splits on spaces, and
     # Chinese has none, so a whole answer would count as one word)
-    scores_of = chinese_scores if is_chinese_lang(ds.lang) else squad_scores
+    scorer_name, scores_of = corpus_scorer(ds.lang)
     spans = {name: [(p.best.start, p.best.end) if p.best else None for p in preds] for name, preds in answers.items()}
     result = {}
     for name in names:
@@ -182,7 +182,7 @@ def compare_backends(args) -> int:
         "unavailable": skipped,
         "model": args.model,
         "dataset": args.dataset,
-        "scorer": "chinese-char" if scores_of is chinese_scores else "squad-v1.1",
+        "scorer": scorer_name,
         "n": len(ex),
         "method": f"benchmarks/qa_throughput.py --compare-backends: one model load, chunks of {args.chunk} "
                   "questions, every backend on each chunk in rotated order; wall and process CPU time summed",

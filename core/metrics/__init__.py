@@ -26,7 +26,7 @@ character level, every other language with SQuAD's normalisation and whitespace 
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from core.metrics import chinese, dpr, penalty, squad, text_distance
 from core.metrics.chinese import chinese_scores, is_chinese_lang
@@ -46,6 +46,7 @@ __all__ = [
     "word_overlap_f1",
     "squad_scores",
     "chinese_scores",
+    "corpus_scorer",
     "is_chinese_lang",
     "noise_summary",
     "predictions_differ",
@@ -80,6 +81,16 @@ def score_answer(prediction: str, golds: Sequence[str], lang: str) -> tuple[floa
     em = metric_max_over_ground_truths(module.exact_match_score, prediction, golds)
     f1 = metric_max_over_ground_truths(module.f1_score, prediction, golds)
     return float(em), float(f1)
+
+
+def corpus_scorer(lang: str | None) -> tuple[str, Callable]:
+    """(name, scorer) for a data set in ``lang``: Chinese -> ``chinese_scores`` (character
+    level), anything else -> ``squad_scores``; what every score of a whole set records.
+
+    >>> corpus_scorer("zh")[0], corpus_scorer("de")[0]
+    ('chinese-char', 'squad-v1.1')
+    """
+    return ("chinese-char", chinese_scores) if is_chinese_lang(lang) else ("squad-v1.1", squad_scores)
 
 
 def word_overlap_f1(a: str, b: str) -> float:

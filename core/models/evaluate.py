@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 
 from core import cli
 from core.datasets import Dataset
-from core.metrics import chinese_scores, is_chinese_lang, score_answer, squad_scores
+from core.metrics import corpus_scorer, score_answer
 from core.metrics.paired import paired_difference
 from core.models.cards import read_card, write_card
 from core.qa.engine import QAEngine, QAInputError, validate_pair
@@ -116,7 +116,7 @@ def evaluate(engine: QAEngine, ds: Dataset, progress=None, per_question: bool = 
     secs = time.perf_counter() - t0
     predictions = {e.id: p.text for e, p in zip(examples, preds)}
     references = {e.id: e.answer_texts for e in examples}
-    scorer = chinese_scores if is_chinese_lang(ds.lang) else squad_scores
+    scorer_name, scorer = corpus_scorer(ds.lang)
     s = scorer(predictions, references)
     result = {
         "dataset": ds.name,
@@ -125,7 +125,7 @@ def evaluate(engine: QAEngine, ds: Dataset, progress=None, per_question: bool = 
         "skipped": skipped,
         "exact_match": round(s["exact_match"], 2),
         "f1": round(s["f1"], 2),
-        "scorer": "chinese-char" if scorer is chinese_scores else "squad-v1.1",
+        "scorer": scorer_name,
         "seconds": round(secs, 2),
         "questions_per_second": round(len(examples) / secs, 2),
         "ms_per_question": round(1000 * secs / len(examples), 2),

@@ -64,9 +64,11 @@ def input_embedding_name(model) -> str:
 def grow_embeddings_to(model, tokenizer) -> None:
     """Grow a base model's input embeddings to ``tokenizer`` (an adapter trained with a grown
     vocabulary carries the tokenizer and the whole matrix; the base must have its shape before
-    peft loads the adapter's copy over it)."""
+    peft loads the adapter's copy over it). The new rows keep the plain initialisation, skipping
+    transformers' default draw from the old rows' mean and covariance: the adapter's matrix
+    replaces every row."""
     if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
-        model.resize_token_embeddings(len(tokenizer))
+        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
 
 
 def wrap_lora(model, settings: dict):
