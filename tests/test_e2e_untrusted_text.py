@@ -141,6 +141,9 @@ def test_hostile_text_causes_no_request_on_any_page(counting_server, tiny_regist
     env = {"QAX_MODELS_TOML": registry_path, "QAX_BEAT_DB": str(beat_db), "QAX_SWEEP_DB": str(sweep_db)}
     with serve_app(env) as url, launch_chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1600})
+        # Each step waits on a Streamlit rerun; under the full suite's load one can take longer
+        # than Playwright's 30 s default (a click on Answer once did), so every action gets 90 s.
+        page.set_default_timeout(90_000)
         page.goto(url + "/")
         page.locator('textarea[aria-label="Question"]').wait_for(timeout=120_000)
 
