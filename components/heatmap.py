@@ -5,6 +5,13 @@ clicked *points* of scatter traces but nothing for heatmap cells, and the page's
 the click. So each cell is one square marker on a numeric grid (x = column, y = model), its size
 computed from the grid so the squares tile the plot area; axis ticks carry the labels.
 
+Two layouts: models as rows (the default while the perturbations fit across a page, up to
+:data:`MAX_ACROSS` columns) and perturbations as rows (``layout="perturbations-as-rows"``, chosen
+by ``"auto"`` beyond that: the German catalogue at n = 1..4 is 140 perturbations, which squeezed
+into a page's width left neither cells nor labels readable). Across, the family names sit above
+the grid; down, beside it on the right, and the model names and band legend go above the grid so
+that they are on screen where the reading starts.
+
 Cells are coloured by the German paper's bands of the percentage change (SEEDS.md §4,
 core.metrics.penalty.BANDS) of the chosen metric, whatever value the cells show (% change, the
 perturbed score or the absolute drop): the colour always means the band, so the penalty written
@@ -29,8 +36,8 @@ from core.metrics.penalty import BANDS
 from core.sweeps.report import Cell
 from core.sweeps.tables import columns
 
-__all__ = ["BAND_COLOURS", "NO_SCORE_COLOUR", "VALUES", "METRICS", "cell_value", "format_value",
-           "cell_colour", "grid_size", "heatmap_figure"]
+__all__ = ["BAND_COLOURS", "NO_SCORE_COLOUR", "VALUES", "METRICS", "LAYOUTS", "MAX_ACROSS", "cell_value",
+           "format_value", "cell_colour", "grid_size", "choose_layout", "heatmap_figure"]
 
 # One colour per band, highest band first (as BANDS): blues for gains, greens for the two
 # penalty-0 bands, then yellow -> dark red as the drop (and the penalty) grows.
@@ -59,6 +66,11 @@ VALUES = {"pct": "% change", "score": "perturbed score", "drop": "absolute drop 
 MIN_CELL, MAX_CELL, TARGET_PLOT_WIDTH = 18, 64, 300
 FULL_TEXT_CELL = 40  # px: narrower cells show their penalty only
 LEGEND_ROW_HEIGHT, LEGEND_ENTRY_WIDTH = 22, 118  # px: the band legend, in rows under the plot
+# Up to 40 columns of MIN_CELL px (720 px) plus model names fit a page beside the sidebar; more are
+# drawn down the page. Down, cells are FULL_TEXT_CELL px: as tall as the value and penalty need.
+MAX_ACROSS = 40
+LAYOUTS = {"auto": "automatic", "models-as-rows": "models as rows",
+           "perturbations-as-rows": "perturbations as rows"}
 
 
 def cell_value(cell: Cell, metric: str = "f1", value: str = "pct") -> float | None:
@@ -95,6 +107,19 @@ def grid_size(n_columns: int) -> int:
     return max(MIN_CELL, min(MAX_CELL, TARGET_PLOT_WIDTH // n_columns))
 
 
+def choose_layout(n_columns: int, layout: str = "auto") -> str:
+    """The layout a heatmap of ``n_columns`` perturbations is drawn in.
+
+    >>> choose_layout(11), choose_layout(140), choose_layout(140, "models-as-rows")
+    ('models-as-rows', 'perturbations-as-rows', 'models-as-rows')
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
+    if layout != "auto":
+        return layout
+    return "models-as-rows" if n_columns <= MAX_ACROSS else "perturbations-as-rows"
+
+
 def _fmt(x: float | None) -> str:
     return format_value(x, "score")
 
@@ -120,13 +145,14 @@ def _hover(cell: Cell, metric: str) -> str:
 def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "pct",
                    totals: Mapping[str, int] | None = None,
                    models: Sequence[str] | None = None,
-                   highlight: int | None = None) -> tuple[go.Figure, list[Cell]]:
+                   highlight: int | None = None, layout: str = "auto") -> tuple[go.Figure, list[Cell]]:
     """The heatmap figure and the cells in marker order (marker i shows ``plotted[i]``).
 
-    ``totals``: {model: penalty total} written into the y labels (pass
-    core.sweeps.report.penalty_totals for the same metric). ``models``: row order (default: the
-    order of first appearance in ``cell_list``), top to bottom. ``highlight``: the index (in
-    marker order) of a cell to outline, the one whose examples the page shows.
+    ``totals``: {model: penalty total} written into the model labels (pass
+    core.sweeps.report.penalty_totals for the same metric). ``models``: model order (default: the
+    order of first appearance in ``cell_list``). ``highlight``: the index (in
+    marker order) of a cell to outline, the one whose examples the page shows. ``layout``: one of
+    :data:`LAYOUTS` (:func:`choose_layout`).
     """
     if not cell_list:
         raise ValueError("no cells to draw")
@@ -136,14 +162,19 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
     row_index = {m: i for i, m in enumerate(model_rows)}
     plotted = sorted((c for c in cell_list if c.model in row_index),
                      key=lambda c: (row_index[c.model], col_index[(c.perturbation, c.params_json)]))
-    px = grid_size(len(cols))
-    xs = [col_index[(c.perturbation, c.params_json)] for c in plotted]
-    ys = [row_index[c.model] for c in plotted]
+    positions = [col_index[(c.perturbation, c.params_json)] for c in plotted]
+    models_at = [row_index[c.model] for c in plotted]
 
     fig = go.Figure()
-    _add_cells(fig, plotted, xs, ys, metric, value, px, highlight)
-    _add_families(fig, cols, px, len(model_rows))
-    _lay_out(fig, cols, model_rows, totals or {}, metric, value, px)
+    if choose_layout(len(cols), layout) == "models-as-rows":
+        px = grid_size(len(cols))
+        _add_cells(fig, plotted, positions, models_at, metric, value, px, highlight)
+        _add_families(fig, cols, px, len(model_rows))
+        _lay_out(fig, cols, model_rows, totals or {}, metric, value, px)
+    else:
+        _add_cells(fig, plotted, models_at, positions, metric, value, FULL_TEXT_CELL, highlight)
+        _add_families_down(fig, cols, len(model_rows))
+        _lay_out_down(fig, cols, model_rows, totals or {}, metric, value)
     return fig, plotted
 
 
@@ -200,14 +231,69 @@ def _add_families(fig: go.Figure, cols: list, px: int, n_rows: int) -> None:
             start = i
 
 
+def _add_families_down(fig: go.Figure, cols: list, n_models: int) -> None:
+    """Perturbations as rows: each family's name right of its group of rows, a line between groups."""
+    start = 0
+    for i in range(1, len(cols) + 1):
+        if i == len(cols) or cols[i].family != cols[start].family:
+            fig.add_annotation(x=n_models - 0.5, y=(start + i - 1) / 2, xref="x", yref="y", xanchor="left",
+                               xshift=6, text=f"<b>{html.escape(cols[start].family)}</b>", showarrow=False,
+                               font=dict(size=11))
+            if i < len(cols):
+                fig.add_shape(type="line", x0=-0.5, x1=n_models - 0.5, y0=i - 0.5, y1=i - 0.5, xref="x",
+                              yref="y", line=dict(color="#444", width=1.5))
+            start = i
+
+
+def _model_labels(model_rows: list[str], totals: Mapping[str, int]) -> list[str]:
+    # Plotly reads tick text as its own small HTML (<a href> included): names are escaped. The
+    # penalty total goes on a second line, so long model names do not widen the figure twice.
+    return [html.escape(m) + (f"<br>Σ {totals[m]}" if m in totals else "") for m in model_rows]
+
+
+def _lay_out_down(fig: go.Figure, cols: list, model_rows: list[str], totals: Mapping[str, int], metric: str,
+                  value: str) -> None:
+    """Perturbations as rows: the model names (x axis) on top of the grid and the band legend above
+    them, under the title, so the keys are where the reading starts; the family names on the right."""
+    px = FULL_TEXT_CELL
+    n_models, n_rows = len(model_rows), len(cols)
+    y_labels = [html.escape(c.label) for c in cols]
+    x_labels = _model_labels(model_rows, totals)
+    left = 20 + int(6.6 * max(len(s) for s in y_labels))
+    right = 30 + 8 * max(len(c.family) for c in cols)
+    label_h = 40 + int(7.2 * max(len(m) for m in model_rows))   # model names at -60 degrees, Σ under them
+    grid_h = n_rows * px
+    width = left + n_models * px + right
+    # Plotly wraps a horizontal legend at the plot area's width (measured in Chromium: one entry
+    # per line above a single model's 40 px column)
+    per_row = max(1, (n_models * px) // LEGEND_ENTRY_WIDTH)
+    legend_h = 24 + -(-(len(BANDS) + 1) // per_row) * LEGEND_ROW_HEIGHT
+    top, bottom = 40 + legend_h + label_h, 20
+    fig.update_layout(
+        width=width, height=top + grid_h + bottom,
+        margin=dict(l=left, r=right, t=top, b=bottom),
+        plot_bgcolor="white", clickmode="event+select", dragmode=False,
+        # the legend's y is in plot fractions: above the grid by the model labels' height
+        legend=dict(title=dict(text=f"{METRICS[metric]} % change band (penalty):", side="top"),
+                    orientation="h", x=0, y=1 + (label_h + 4) / grid_h, xanchor="left", yanchor="bottom",
+                    entrywidth=LEGEND_ENTRY_WIDTH - 30, font=dict(size=11)),
+        title=dict(text=f"{METRICS[metric]}: {VALUES[value]} (colour: band of % change)",
+                   x=0, xanchor="left", y=1, yanchor="top", yref="container", pad=dict(t=8),
+                   font=dict(size=14)),
+    )
+    fig.update_xaxes(range=[-0.5, n_models - 0.5], tickmode="array", tickvals=list(range(n_models)),
+                     ticktext=x_labels, tickangle=-60, side="top", showgrid=False, zeroline=False,
+                     fixedrange=True)
+    fig.update_yaxes(range=[n_rows - 0.5, -0.5], tickmode="array", tickvals=list(range(n_rows)),
+                     ticktext=y_labels, showgrid=False, zeroline=False, fixedrange=True, tickfont=dict(size=11))
+
+
 def _lay_out(fig: go.Figure, cols: list, model_rows: list[str], totals: Mapping[str, int], metric: str,
              value: str, px: int) -> None:
     """Size, margins, axes, title and legend: the grid on top, the x labels under it, the band
     legend under the plot in rows as wide as the figure."""
     n_rows, n_cols = len(model_rows), len(cols)
-    # Plotly reads tick text as its own small HTML (<a href> included): names are escaped. The
-    # penalty total goes on a second line, so long model names do not widen the figure twice.
-    y_labels = [html.escape(m) + (f"<br>Σ {totals[m]}" if m in totals else "") for m in model_rows]
+    y_labels = _model_labels(model_rows, totals)
     x_labels = [html.escape(c.label) for c in cols]
     left = 20 + 7 * max(max(len(m) for m in model_rows), 6)
     # x labels at -60 degrees: about 7.2 px of height per character at the 12 px tick font (6.2 let the

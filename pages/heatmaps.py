@@ -19,7 +19,7 @@ from components.cell_drill import cell_examples
 from components.choice import keep_valid
 from components.export import csv_download, figure_downloads, file_stem
 from components.frame import page_frame
-from components.heatmap import METRICS, VALUES, heatmap_figure
+from components.heatmap import LAYOUTS, METRICS, VALUES, choose_layout, heatmap_figure
 from components.sweep_db_picker import db_path_input, stored_sweeps_or_stop
 from components.text import md_escape
 from core.metrics import METRICS as METRIC_INFO
@@ -42,7 +42,7 @@ sweeps = stored_sweeps_or_stop(
 by_id = {s["id"]: s for s in sweeps}
 newest_first = list(reversed(list(by_id)))
 persist.keep("hm_sweep", newest_first)
-persist.keep_all(["hm_metric", "hm_value"])
+persist.keep_all(["hm_metric", "hm_value", "hm_layout"])
 keep_valid("hm_sweep", newest_first)
 sweep_id = st.selectbox("Sweep", newest_first, key="hm_sweep",
                         format_func=lambda i: f"{by_id[i]['name']} · {by_id[i]['dataset']}")
@@ -83,12 +83,18 @@ clean_df = pd.DataFrame(views.clean_rows(clean))
 # -------------------------------------------------------------------------------------------- heatmap
 
 st.subheader("Model × perturbation")
-c1, c2 = st.columns(2)
+c1, c2, c3 = st.columns([2, 3, 3])
 metric = c1.radio("Metric", list(METRICS), format_func=METRICS.get, horizontal=True, key="hm_metric",
                   help=" · ".join(f"{METRIC_INFO[m].label}: {METRIC_INFO[m].help}" for m in METRICS))
 value = c2.radio("Cells show", list(VALUES), format_func=VALUES.get, horizontal=True, key="hm_value",
                  help="The colour is always the band of the % change of the metric (SEEDS.md §4), and each "
                       "cell's second line its penalty.")
+n_columns = len(views.columns(cells))
+layout = c3.radio("Layout", list(LAYOUTS), horizontal=True, key="hm_layout",
+                  format_func=lambda k: (f"automatic ({LAYOUTS[choose_layout(n_columns)]})" if k == "auto"
+                                         else LAYOUTS[k]),
+                  help=f"Automatic: models as rows while the {n_columns} perturbations fit across the page "
+                       "(up to 40), else perturbations as rows, down the page.")
 totals = report.penalty_totals(cells, metric)
 
 
@@ -110,7 +116,7 @@ if clicked and clicked != st.session_state.get("hm_last_click"):
     st.session_state["hm_cell"] = clicked[0]
 st.session_state["hm_last_click"] = clicked
 fig, plotted = heatmap_figure(cells, metric, value, totals=totals, models=sweep["models"],
-                              highlight=st.session_state.get("hm_cell", 0))
+                              highlight=st.session_state.get("hm_cell", 0), layout=layout)
 st.plotly_chart(fig, on_select="rerun", selection_mode="points", key="hm_chart", width="content",
                 theme=None, config={"displayModeBar": False})
 st.caption("Columns are grouped by family (names above the plot). The y labels carry each model's penalty total "

@@ -21,7 +21,15 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.heatmap import BAND_COLOURS, NO_SCORE_COLOUR, cell_value, grid_size, heatmap_figure
+from components.heatmap import (
+    BAND_COLOURS,
+    MAX_ACROSS,
+    NO_SCORE_COLOUR,
+    cell_value,
+    choose_layout,
+    grid_size,
+    heatmap_figure,
+)
 from core.datasets import Dataset
 from core.perturb.spec import parse_specs
 from core.sweeps import report as report
@@ -147,10 +155,42 @@ def test_many_columns_give_small_cells_with_penalty_only(sweep_db):
     cells = report.cells(sweep_db, "toy-sweep")
     many = [dataclasses.replace(c, params_json=f"{c.params_json}#{k}", label=f"{c.label}#{k}")
             for k in range(12) for c in cells]                     # 60 columns
-    fig, plotted = heatmap_figure(many)
+    fig, plotted = heatmap_figure(many, layout="models-as-rows")
     assert grid_size(60) == 18 and fig.data[0].marker.size == 16 and len(plotted) == 120
     assert fig.data[0].text[12] == "+3"            # fake-a TUQ#0, after the 12 artefact columns: penalty only
     assert fig.layout.width == fig.layout.margin.l + 60 * 18 + fig.layout.margin.r
+
+
+def test_more_columns_than_fit_across_are_drawn_down_the_page(sweep_db):
+    """The German catalogue at n = 1..4 is 140 perturbations: across a page they were squeezed
+    unreadable, so beyond MAX_ACROSS the perturbations are the rows and the models the columns."""
+    import dataclasses
+
+    cells = report.cells(sweep_db, "toy-sweep")
+    many = [dataclasses.replace(c, params_json=f"{c.params_json}#{k}", label=f"{c.label}#{k}")
+            for k in range(9) for c in cells]                      # 45 columns, 2 models
+    assert choose_layout(45) == "perturbations-as-rows" and choose_layout(MAX_ACROSS) == "models-as-rows"
+    across, plotted_across = heatmap_figure(many, layout="models-as-rows")
+    fig, plotted = heatmap_figure(many, totals={"fake-a": 12, "fake-b": 13})
+    assert [c.label for c in plotted] == [c.label for c in plotted_across]   # the same cells, same order
+    trace = fig.data[0]
+    # x is the model, y the perturbation: the transpose of the other layout
+    assert list(trace.x) == list(across.data[0].y) and list(trace.y) == list(across.data[0].x)
+    assert list(fig.layout.xaxis.ticktext) == ["fake-a<br>Σ 12", "fake-b<br>Σ 13"]
+    assert fig.layout.xaxis.side == "top"
+    assert list(fig.layout.yaxis.ticktext) == [c.label for c in plotted[:45]]
+    # cells tall enough for the value and the penalty; the figure as narrow as two columns allow
+    assert trace.marker.size == 38 and "<br>" in trace.text[1]
+    assert fig.layout.height >= 45 * 40 and fig.layout.width < 500
+    # families right of their rows, a line between groups; the legend above the grid
+    assert [a.text for a in fig.layout.annotations] == ["<b>artefact</b>", "<b>case</b>", "<b>character</b>"]
+    assert all(a.xanchor == "left" for a in fig.layout.annotations)
+    assert [s.y0 for s in fig.layout.shapes] == [8.5, 17.5]
+    assert fig.layout.legend.y > 1 and fig.layout.legend.yanchor == "bottom"
+    # a click maps back to its cell as before: customdata starts with the marker's index
+    assert [list(d)[0] for d in trace.customdata] == list(range(90))
+    with pytest.raises(ValueError, match="layout must be one of"):
+        heatmap_figure(many, layout="sideways")
 
 
 def test_cell_without_scores_is_grey():
