@@ -76,3 +76,14 @@ def launch_chromium(extra_args: list[str] | None = None):
             yield browser
         finally:
             browser.close()
+
+
+def click_settled(locator, timeout: int = 90_000) -> None:
+    """Click a Streamlit control once exactly one element matches it. While a rerun redraws the
+    page, the old copy of a widget can stay in the DOM beside the new one for a moment (seen
+    under the full suite's load: two "Answer" buttons), and Playwright's strict click refuses two."""
+    from playwright.sync_api import expect
+
+    expect(locator).to_have_count(1, timeout=timeout)
+    locator.click(timeout=timeout)
+

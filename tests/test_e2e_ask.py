@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
-from browser import CHROMIUM, launch_chromium, serve_app
+from browser import CHROMIUM, click_settled, launch_chromium, serve_app
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,7 +20,7 @@ def test_browser_asks_and_sees_highlighted_span():
         question.wait_for(timeout=90_000)
         # demo.en item 0 (written for this project): "When was Carrow Point Lighthouse first lit?"
         question.fill("When was Carrow Point Lighthouse first lit?")
-        page.get_by_role("button", name="Answer", exact=True).click()
+        click_settled(page.get_by_role("button", name="Answer", exact=True))
         marks = page.locator("div.qax-context mark.qax-span")
         marks.first.wait_for(timeout=120_000)
         highlighted = "".join(marks.all_inner_texts())
@@ -65,7 +65,7 @@ def test_model_chips_follow_the_items_language_and_keep_answering():
         _choose_dataset(page, "demo.en")
         page.get_by_role("button", name="Remove minilm-squad", exact=True).wait_for(timeout=60_000)
         assert tags.all_inner_texts() == [*defaults[1:], "minilm-squad"]
-        page.get_by_role("button", name="Answer", exact=True).click()
+        click_settled(page.get_by_role("button", name="Answer", exact=True))
         marks = page.locator("div.qax-context mark.qax-span")
         marks.first.wait_for(timeout=120_000)
         answered = " ".join(m.get_attribute("title") or "" for m in marks.all())

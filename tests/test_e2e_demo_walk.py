@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from browser import CHROMIUM, launch_chromium, serve_app
+from browser import CHROMIUM, click_settled, launch_chromium, serve_app
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
@@ -133,7 +133,7 @@ def test_demo_walk_in_one_browser_session(tmp_path, question_wav):
         w.shot("ask_passage")
 
         t = time.perf_counter()
-        page.get_by_role("button", name="Answer", exact=True).click()
+        click_settled(page.get_by_role("button", name="Answer", exact=True))
         page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=240_000)
         w.idle(240_000)
         w.step("answer with 4 models (first load included)", time.perf_counter() - t)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from browser import CHROMIUM, launch_chromium, serve_app
+from browser import CHROMIUM, click_settled, launch_chromium, serve_app
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
@@ -70,7 +70,7 @@ def test_browser_speaks_a_question_and_sees_transcript_and_answer(tiny_registry,
         assert question.input_value() == SPOKEN
         page.get_by_text("Recording from the browser; transcripts side by side").wait_for(timeout=10_000)
 
-        page.get_by_role("button", name="Answer", exact=True).click()
+        click_settled(page.get_by_role("button", name="Answer", exact=True))
         mark = page.locator("div.qax-context mark.qax-span").first
         mark.wait_for(timeout=90_000)
         assert mark.inner_text().strip()
