@@ -251,6 +251,33 @@ def _model_labels(model_rows: list[str], totals: Mapping[str, int]) -> list[str]
     return [html.escape(m) + (f"<br>Σ {totals[m]}" if m in totals else "") for m in model_rows]
 
 
+def _legend_rows(per_row: int) -> int:
+    """Lines the band legend takes with ``per_row`` entries to a line (the bands and "no score")."""
+    return -(-(len(BANDS) + 1) // max(1, per_row))
+
+
+def _frame(fig: go.Figure, metric: str, value: str, width: int, height: int, margin: dict,
+           legend_at: dict, title_at: dict) -> None:
+    """What both layouts share: size, margins, clicks, the band legend and the title (placed by
+    ``legend_at`` / ``title_at``)."""
+    fig.update_layout(
+        width=width, height=height, margin=margin,
+        plot_bgcolor="white", clickmode="event+select", dragmode=False,
+        legend=dict(title=dict(text=f"{METRICS[metric]} % change band (penalty):", side="top"),
+                    orientation="h", x=0, xanchor="left", entrywidth=LEGEND_ENTRY_WIDTH - 30,
+                    font=dict(size=11), **legend_at),
+        title=dict(text=f"{METRICS[metric]}: {VALUES[value]} (colour: band of % change)",
+                   x=0, xanchor="left", yanchor="top", font=dict(size=14), **title_at),
+    )
+
+
+def _ticks(n: int, labels: list[str], reverse: bool = False, **extra) -> dict:
+    """An axis of ``n`` grid positions labelled ``labels`` (top to bottom when ``reverse``)."""
+    return dict(range=[n - 0.5, -0.5] if reverse else [-0.5, n - 0.5], tickmode="array",
+                tickvals=list(range(n)), ticktext=labels, showgrid=False, zeroline=False, fixedrange=True,
+                **extra)
+
+
 def _lay_out_down(fig: go.Figure, cols: list, model_rows: list[str], totals: Mapping[str, int], metric: str,
                   value: str) -> None:
     """Perturbations as rows: the model names (x axis) on top of the grid and the band legend above
@@ -258,34 +285,21 @@ def _lay_out_down(fig: go.Figure, cols: list, model_rows: list[str], totals: Map
     px = FULL_TEXT_CELL
     n_models, n_rows = len(model_rows), len(cols)
     y_labels = [html.escape(c.label) for c in cols]
-    x_labels = _model_labels(model_rows, totals)
     left = 20 + int(6.6 * max(len(s) for s in y_labels))
     right = 30 + 8 * max(len(c.family) for c in cols)
     label_h = 40 + int(7.2 * max(len(m) for m in model_rows))   # model names at -60 degrees, Σ under them
     grid_h = n_rows * px
-    width = left + n_models * px + right
     # Plotly wraps a horizontal legend at the plot area's width (measured in Chromium: one entry
     # per line above a single model's 40 px column)
-    per_row = max(1, (n_models * px) // LEGEND_ENTRY_WIDTH)
-    legend_h = 24 + -(-(len(BANDS) + 1) // per_row) * LEGEND_ROW_HEIGHT
+    legend_h = 24 + _legend_rows((n_models * px) // LEGEND_ENTRY_WIDTH) * LEGEND_ROW_HEIGHT
     top, bottom = 40 + legend_h + label_h, 20
-    fig.update_layout(
-        width=width, height=top + grid_h + bottom,
-        margin=dict(l=left, r=right, t=top, b=bottom),
-        plot_bgcolor="white", clickmode="event+select", dragmode=False,
-        # the legend's y is in plot fractions: above the grid by the model labels' height
-        legend=dict(title=dict(text=f"{METRICS[metric]} % change band (penalty):", side="top"),
-                    orientation="h", x=0, y=1 + (label_h + 4) / grid_h, xanchor="left", yanchor="bottom",
-                    entrywidth=LEGEND_ENTRY_WIDTH - 30, font=dict(size=11)),
-        title=dict(text=f"{METRICS[metric]}: {VALUES[value]} (colour: band of % change)",
-                   x=0, xanchor="left", y=1, yanchor="top", yref="container", pad=dict(t=8),
-                   font=dict(size=14)),
-    )
-    fig.update_xaxes(range=[-0.5, n_models - 0.5], tickmode="array", tickvals=list(range(n_models)),
-                     ticktext=x_labels, tickangle=-60, side="top", showgrid=False, zeroline=False,
-                     fixedrange=True)
-    fig.update_yaxes(range=[n_rows - 0.5, -0.5], tickmode="array", tickvals=list(range(n_rows)),
-                     ticktext=y_labels, showgrid=False, zeroline=False, fixedrange=True, tickfont=dict(size=11))
+    # the legend's y is in plot fractions: above the grid by the model labels' height
+    _frame(fig, metric, value, left + n_models * px + right, top + grid_h + bottom,
+           dict(l=left, r=right, t=top, b=bottom),
+           legend_at=dict(y=1 + (label_h + 4) / grid_h, yanchor="bottom"),
+           title_at=dict(y=1, yref="container", pad=dict(t=8)))
+    fig.update_xaxes(**_ticks(n_models, _model_labels(model_rows, totals), tickangle=-60, side="top"))
+    fig.update_yaxes(**_ticks(n_rows, y_labels, reverse=True, tickfont=dict(size=11)))
 
 
 def _lay_out(fig: go.Figure, cols: list, model_rows: list[str], totals: Mapping[str, int], metric: str,
@@ -293,7 +307,6 @@ def _lay_out(fig: go.Figure, cols: list, model_rows: list[str], totals: Mapping[
     """Size, margins, axes, title and legend: the grid on top, the x labels under it, the band
     legend under the plot in rows as wide as the figure."""
     n_rows, n_cols = len(model_rows), len(cols)
-    y_labels = _model_labels(model_rows, totals)
     x_labels = [html.escape(c.label) for c in cols]
     left = 20 + 7 * max(max(len(m) for m in model_rows), 6)
     # x labels at -60 degrees: about 7.2 px of height per character at the 12 px tick font (6.2 let the
@@ -304,22 +317,10 @@ def _lay_out(fig: go.Figure, cols: list, model_rows: list[str], totals: Mapping[
     width = left + n_cols * px + 20
     # The band legend sits under the plot, in rows as wide as the figure: beside the grid it
     # took 190 px and covered the cells at 800 px.
-    per_row = max(1, (width - 20) // LEGEND_ENTRY_WIDTH)
-    legend_rows = -(-(len(BANDS) + 1) // per_row)
-    top, right, bottom = 90, 20, 40 + legend_rows * LEGEND_ROW_HEIGHT
-    fig.update_layout(
-        width=width, height=top + area_h + bottom,
-        margin=dict(l=left, r=right, t=top, b=bottom),
-        plot_bgcolor="white", clickmode="event+select", dragmode=False,
-        legend=dict(title=dict(text=f"{METRICS[metric]} % change band (penalty):", side="top"),
-                    orientation="h", x=0, y=0, xanchor="left", yanchor="top",
-                    entrywidth=LEGEND_ENTRY_WIDTH - 30, font=dict(size=11)),
-        title=dict(text=f"{METRICS[metric]}: {VALUES[value]} (colour: band of % change)",
-                   x=0, xanchor="left", y=0.995, yanchor="top", font=dict(size=14)),
-    )
-    fig.update_xaxes(range=[-0.5, n_cols - 0.5], tickmode="array", tickvals=list(range(n_cols)),
-                     ticktext=x_labels, tickangle=-60, showgrid=False, zeroline=False, fixedrange=True)
-    fig.update_yaxes(range=[n_rows - 0.5, -0.5], tickmode="array", tickvals=list(range(n_rows)),
-                     ticktext=y_labels, showgrid=False, zeroline=False, fixedrange=True,
-                     tickfont=dict(size=12 if px >= 34 else 10),   # two label lines fit a row
-                     domain=[1 - grid_h / area_h, 1])
+    top, right, bottom = 90, 20, 40 + _legend_rows((width - 20) // LEGEND_ENTRY_WIDTH) * LEGEND_ROW_HEIGHT
+    _frame(fig, metric, value, width, top + area_h + bottom, dict(l=left, r=right, t=top, b=bottom),
+           legend_at=dict(y=0, yanchor="top"), title_at=dict(y=0.995))
+    fig.update_xaxes(**_ticks(n_cols, x_labels, tickangle=-60))
+    fig.update_yaxes(**_ticks(n_rows, _model_labels(model_rows, totals), reverse=True,
+                              tickfont=dict(size=12 if px >= 34 else 10),   # two label lines fit a row
+                              domain=[1 - grid_h / area_h, 1]))

@@ -119,8 +119,12 @@ fig, plotted = heatmap_figure(cells, metric, value, totals=totals, models=sweep[
                               highlight=st.session_state.get("hm_cell", 0), layout=layout)
 st.plotly_chart(fig, on_select="rerun", selection_mode="points", key="hm_chart", width="content",
                 theme=None, config={"displayModeBar": False})
-st.caption("Columns are grouped by family (names above the plot). The y labels carry each model's penalty total "
-           "(Σ). Hover a cell for clean and perturbed scores and N; click it for its examples.")
+if choose_layout(n_columns, layout) == "models-as-rows":
+    st.caption("Columns are grouped by family (names above the plot). The y labels carry each model's penalty total "
+               "(Σ). Hover a cell for clean and perturbed scores and N; click it for its examples.")
+else:
+    st.caption("Rows are grouped by family (names right of the plot). The model names on top carry each model's "
+               "penalty total (Σ). Hover a cell for clean and perturbed scores and N; click it for its examples.")
 figure_downloads(fig, file_stem("heatmap", stem, metric, value), "hm_fig")
 
 penalty_df = pd.DataFrame(views.penalty_summary(cells, clean, sweep["models"]))

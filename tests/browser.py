@@ -86,4 +86,3 @@ def click_settled(locator, timeout: int = 90_000) -> None:
 
     expect(locator).to_have_count(1, timeout=timeout)
     locator.click(timeout=timeout)
-

@@ -68,3 +68,23 @@ def test_bad_input_is_one_line_before_any_model_loads(unlabelled, tmp_path, caps
     assert pseudo_label.main(["--model", "minilm-squad", "--data", str(empty), "--output", str(out)]) == 2
     assert "no question to label" in capsys.readouterr().err
     assert not out.exists()
+
+
+MLQA_DE_TEST = "eval/mlqa/test-context-de-question-de.partial.json"
+
+
+@pytest.mark.needs_data(MLQA_DE_TEST)
+def test_labels_of_mlqa_questions_train_only_with_their_source_named(tmp_path):
+    """The module's documented route: labels made from MLQA-de's unanswered test questions are
+    refused like MLQA itself, and accepted with --allow-mlqa when the source file is named too."""
+    from core.training.train import TrainingDataError
+
+    source, out = data_dir() / MLQA_DE_TEST, tmp_path / "labelled.json"
+    assert pseudo_label.main(["--model", "minilm-squad", "--backend", "torch", "--data", str(source),
+                              "--first", "3", "--min-score", "0", "--output", str(out)]) == 0
+    with pytest.raises(TrainingDataError, match="also occur in an evaluation set"):
+        load_training_examples([str(out)], use_squad_dev=False, data_dir=data_dir())
+    examples, counts = load_training_examples([str(source), str(out)], use_squad_dev=False,
+                                              data_dir=data_dir(), allow_mlqa=True)
+    assert len(examples) == 3 and all(has_gold(e) for e in examples)
+    assert counts[str(source)]["questions"] == 0       # the source itself has no answer to teach

@@ -25,6 +25,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from core import cli
 from core.types import QAExample, Span
 
@@ -107,16 +109,17 @@ def main(argv: list[str]) -> int:
                                  n_best=1, progress=progress, skip_invalid=True)
     spans = [p.best for p in predictions]
     kept = confident(examples, spans, args.min_score)
-    scores = sorted(s.score for s in spans if s is not None)
+    scores = [s.score for s in spans if s is not None]
+    quartiles = [round(float(q), 4) for q in np.percentile(scores, [25, 50, 75])] if scores else []
     meta = {"pseudo_labels": {
         "model": args.model, "fingerprint": fingerprint_of(engine), "backend": engine.resolve_backend(),
         "source": str(Path(args.data)), "lang": ds.lang, "min_score": args.min_score,
         "questions": len(examples), "kept": len(kept),
-        "score_quartiles": [round(scores[int(q * (len(scores) - 1))], 4) for q in (0.25, 0.5, 0.75)] if scores else [],
+        "score_quartiles": quartiles,
     }}
     cli.write_text_atomic(out, json.dumps(to_squad(kept, meta), ensure_ascii=False, indent=1))
     print(f"kept {len(kept)} of {len(examples)} questions (score >= {args.min_score}; quartiles "
-          f"{meta['pseudo_labels']['score_quartiles']}) -> {out}", file=sys.stderr, flush=True)
+          f"{quartiles}) -> {out}", file=sys.stderr, flush=True)
     return 0
 
 
