@@ -3,9 +3,11 @@
     python benchmarks/int8_sensitivity.py --model mpnet-squad-lora --pairs 60
     python benchmarks/int8_sensitivity.py --model minilm-squad --pairs 120 --json out.json
 
-The model's fused fp32 export (core.qa.onnx_backend, the ``onnx`` backend's file) is quantised the
-way the ``onnx-int8`` backend quantises it (dynamic, int8 weights per channel), once with every
-node quantised and once per group with that group left in fp32. Groups: every layer (all its
+The model's fused fp32 export (core.qa.onnx_backend, the ``onnx`` backend's file) is quantised with
+ONNX Runtime's dynamic int8 (one activation scale per tensor, int8 weights per channel: the
+``onnx-int8`` recipe before core.qa.int8_per_token, and the study that found the outlier channels
+core.qa.int8_split keeps in fp32), once with every node quantised and once per group with that
+group left in fp32. Groups: every layer (all its
 weight MatMuls, or its fused Attention op) and every role across layers (``attention/attn/q``,
 ``intermediate/dense``, ``output/dense``, ...). For each file it reports, against the fp32 file on
 the same windows, the mean squared error of the start and end logits over real (unpadded) tokens
@@ -96,7 +98,7 @@ def quantize(src: Path, dst: Path, keep_fp32: list[str]) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     logging.disable(logging.WARNING)  # the quantiser's pre-processing suggestion, on every call
-    try:  # the onnx-int8 backend's recipe (core.qa.onnx_backend._quantize), less the kept nodes
+    try:  # ONNX Runtime's per-tensor dynamic int8, less the kept nodes
         quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, per_channel=True,
                          nodes_to_exclude=keep_fp32, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     finally:

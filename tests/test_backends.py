@@ -3,6 +3,7 @@ backend is in the prediction cache key only when it is not torch, a backend that
 falls back to torch with a message, and a bad backend name is refused where it enters."""
 import dataclasses
 import doctest
+import json
 import logging
 import sys
 
@@ -81,8 +82,12 @@ def test_onnx_int8_logits_and_answers_stay_close_to_torch(make):
     t_start, t_end = torch_eng._forward(windows)
     q_start, q_end = int8_eng._forward(windows)
     assert q_start.shape == t_start.shape and q_start.dtype == np.float32
-    # int8 weights move the logits a little, not arbitrarily
-    assert np.abs(q_start - t_start).max() < 0.2 and np.abs(q_end - t_end).max() < 0.2
+    # int8 moves the logits a little, not arbitrarily, on every window's own tokens (int8 runs each
+    # window alone: a padded position holds PAD_LOGIT, never read by the span decoding)
+    for i, w in enumerate(windows):
+        n = len(w.input_ids)
+        assert np.abs(q_start[i, :n] - t_start[i, :n]).max() < 0.2 and np.abs(q_end[i, :n] - t_end[i, :n]).max() < 0.2
+        assert (q_start[i, n:] == onnx_backend.PAD_LOGIT).all()
     from core.metrics.squad import squad_scores
 
     torch_text = {str(i): [p.text] for i, p in enumerate(torch_eng.predict(QS, CS, n_best=1))}
@@ -90,10 +95,94 @@ def test_onnx_int8_logits_and_answers_stay_close_to_torch(make):
     assert squad_scores(int8_text, torch_text)["f1"] >= 75.0
 
 
+def test_an_int8_answer_does_not_depend_on_the_other_windows_of_its_batch(make):
+    """The int8 backend runs each window alone, so its logits are the same bit for bit alone, in any
+    batch and on any threads. Its per-token scales (core.qa.int8_per_token) would keep a window's
+    logits apart from its neighbours' even in one padded run, where per-tensor int8 moved them."""
+    eng = make("onnx-int8")
+    windows = build_windows(eng.tokenizer, QS, CS, max_length=384, stride=128)
+    alone = [eng._forward([w]) for w in windows]
+    for threads in (1, 2):  # 2: the windows are spread over two concurrent runs
+        start, end = eng._forward(windows, threads=threads)
+        for (a_start, a_end), w, s, e in zip(alone, windows, start, end):
+            n = len(w.input_ids)
+            assert np.array_equal(s[:n], a_start[0]) and np.array_equal(e[:n], a_end[0])
+    assert spans(eng.predict(QS, CS)) == spans(make("onnx-int8", batch_size=1).predict(QS, CS))
+    # one run over the padded batch: each row's own tokens still get its lone logits
+    impl = eng._forward_impl
+    batched = onnx_backend.OnnxForward(impl.path, "onnx-int8", threads=1, per_window=False)
+    enc = dict(eng.tokenizer.pad([{"input_ids": w.input_ids, **w.extra} for w in windows],
+                                 padding=True, return_tensors="np"))
+    b_start, b_end = batched(enc, 1)
+    for i, (w, a) in enumerate(zip(windows, alone)):
+        n = len(w.input_ids)
+        assert np.allclose(b_start[i, :n], a[0][0], atol=1e-5) and np.allclose(b_end[i, :n], a[1][0], atol=1e-5)
+
+
+def test_a_per_window_run_reads_each_rows_own_tokens_whichever_side_is_padded(make):
+    eng = make("onnx-int8")
+    impl = eng._forward_impl
+    short, long = build_windows(eng.tokenizer, QS[:2], ["berlin is the capital .", CS[1]], max_length=384, stride=128)
+    pad = len(long.input_ids) - len(short.input_ids)
+    right = {"input_ids": np.array([short.input_ids + [0] * pad, long.input_ids]),
+             "token_type_ids": np.array([short.extra["token_type_ids"] + [0] * pad, long.extra["token_type_ids"]]),
+             "attention_mask": np.array([[1] * len(short.input_ids) + [0] * pad, [1] * len(long.input_ids)])}
+    left = {k: np.array([np.roll(v[0], pad), v[1]]) for k, v in right.items()}
+    r_start, r_end = impl(right, 1)
+    l_start, l_end = impl(left, 1)
+    n = len(short.input_ids)
+    assert np.array_equal(r_start[0, :n], l_start[0, pad:]) and np.array_equal(r_end[0, :n], l_end[0, pad:])
+    assert np.array_equal(r_start[1], l_start[1])
+    # padded positions hold no logit a span could be read from
+    assert (r_start[0, n:] == onnx_backend.PAD_LOGIT).all() and (l_end[0, :pad] == onnx_backend.PAD_LOGIT).all()
+
+
+def test_the_export_keeps_residual_adds_and_layernorms_apart(make, cache):
+    """SkipLayerNormalization is the slow kernel here (onnxruntime 1.31: 5x Add + LayerNorm):
+    neither the export nor a session's own optimizer makes it."""
+    import onnx
+    import onnxruntime as ort
+
+    make("onnx")
+    path = next((cache / "onnx").glob("*/model.onnx"))
+    ops = {n.op_type for n in onnx.load(str(path)).graph.node}
+    assert "LayerNormalization" in ops and "SkipLayerNormalization" not in ops
+    opts = ort.SessionOptions()
+    opts.optimized_model_filepath = str(cache / "optimized.onnx")
+    ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"],
+                         disabled_optimizers=onnx_backend.SESSION_DISABLED_OPTIMIZERS)
+    assert "SkipLayerNormalization" not in {n.op_type for n in onnx.load(str(cache / "optimized.onnx")).graph.node}
+
+
+def test_the_int8_file_quantises_every_projection_per_token(make, cache):
+    """The int8 graph: attention fused as MultiHeadAttention so that its query, key and value
+    projections are MatMuls, and every weight MatMul per-token int8 (core.qa.int8_per_token) but
+    the QA head's; none of ONNX Runtime's per-tensor ops (DynamicQuantizeMatMul, QAttention)."""
+    import onnx
+
+    from core.qa.int8_per_token import MIN_OUTPUT_WIDTH
+
+    model = make("onnx-int8").model
+    path = next((cache / "onnx").glob(f"*/{onnx_backend.INT8_FILE}"))
+    graph = onnx.load(str(path)).graph
+    ops = [n.op_type for n in graph.node]
+    layers = model.config.num_hidden_layers
+    assert ops.count("MultiHeadAttention") == layers
+    # q, k, v, attention output, FFN in and out per layer
+    assert ops.count("MatMulIntegerToFloat") == 6 * layers
+    assert ops.count("QuantizeLinear") == 4 * layers  # q, k and v share their input's
+    assert not {"DynamicQuantizeMatMul", "QAttention", "Attention"} & set(ops)
+    widths = {i.name: tuple(i.dims) for i in graph.initializer}
+    fp32_weight_matmuls = [n for n in graph.node if n.op_type == "MatMul" and n.input[1] in widths]
+    assert all(widths[n.input[1]][1] < MIN_OUTPUT_WIDTH or n.name.endswith("/outlier_fp32")
+               for n in fp32_weight_matmuls)
+    assert not list(path.parent.glob("*partial*"))  # no temporary file left behind
+
+
 def test_export_happens_once_then_is_only_opened(make, cache, monkeypatch):
     make("onnx-int8")  # both files exist after this
     files = sorted((cache / "onnx").glob("*/*.onnx"))
-    assert [f.name for f in files] == ["model-int8-outliers.onnx", "model.onnx"]
+    assert [f.name for f in files] == [onnx_backend.INT8_FILE, "model.onnx"]
     stamps = [f.stat().st_mtime_ns for f in files]
 
     def no_second_export(*args, **kwargs):
@@ -267,6 +356,12 @@ def test_default_backend_is_the_one_the_models_card_records(tiny_qa_dir, cache, 
     # a card naming something that is not a backend means torch
     (carded / "model_card.json").write_text('{"backends": {"default": "tensorrt"}}')
     assert registry.get_entry("carded", toml).default_backend() == "torch"
+    # a choice measured with another recipe than today's means torch until measured again
+    tag = onnx_backend.FINGERPRINT_TAGS["onnx"]
+    for recipe, backend in (("onnx:an-older-export", "torch"), (tag, "onnx")):
+        (carded / "model_card.json").write_text(json.dumps(
+            {"backends": {"default": "onnx", "backends": {"onnx": {"recipe": recipe}}}}))
+        assert registry.get_entry("carded", toml).default_backend() == backend
 
 
 def test_benchmark_doctests():

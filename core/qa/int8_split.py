@@ -1,10 +1,12 @@
-"""Outlier channels kept in fp32 before dynamic int8: the ``onnx-int8`` backend's recipe.
+"""Outlier channels kept in fp32 before int8: the first step of the ``onnx-int8`` backend's recipe.
 
-Dynamic int8 quantises a MatMul's input with one scale per tensor. The inputs of a transformer's
-FFN output projections (after GELU) carry a few channels whose magnitude dwarfs the rest (MPNet,
-on 40 SQuAD-train questions: 50-97 in layers 6-10 against a median channel maximum of 1.2-1.6), so
-that one scale crushes every other channel: MPNet lost 2.0 XQuAD-en F1 to int8, nearly all of it
-there (benchmarks/int8_sensitivity.py). LLM.int8()'s decomposition removes the cause exactly:
+Dynamic int8 quantises a MatMul's input with one scale per tensor (ONNX Runtime's) or per token
+(core.qa.int8_per_token, the backend's since). The inputs of a transformer's FFN output
+projections (after GELU) carry a few channels whose magnitude dwarfs the rest (MPNet, on 40
+SQuAD-train questions: 50-97 in layers 6-10 against a median channel maximum of 1.2-1.6), so that
+one scale, whether the tensor's or the token's, crushes every other channel: MPNet lost 2.0
+XQuAD-en F1 to int8, nearly all of it there (benchmarks/int8_sensitivity.py). LLM.int8()'s
+decomposition removes the cause exactly:
 
     X @ W  ==  (X * mask) @ W  +  X[..., outliers] @ W[outliers, :]
 

@@ -1,19 +1,21 @@
-"""Forward passes for the QA engine: eager PyTorch, or ONNX Runtime (fp32, or int8 weights).
+"""Forward passes for the QA engine: eager PyTorch, or ONNX Runtime (fp32, or int8).
 
 Only the forward pass differs between backends: windows, batching and the span decoding
 (core.qa.decode) are the engine's and are shared, so a backend can change speed and logits but
 never how an answer is read off them.
 
 The ONNX model is exported once per set of weights, lazily, into
-``<cache>/onnx/<weights digest>/`` (``model.onnx``, and ``model-int8-outliers.onnx`` made from it
-by onnxruntime's dynamic quantisation after core.qa.int8_split has kept the outlier channels of
-the FFN output projections in fp32), under a file lock so two processes (the app and a sweep)
-starting together do not write the same files; later loads only open the files. A LoRA model is
-exported as the registry hands it over: already merged into a plain model.
+``<cache>/onnx/<weights digest>/`` (``model.onnx``; for int8 ``model-int8-per-token.onnx``, made
+from a second fusion of the export in which attention keeps its query, key and value projections
+as MatMuls, after core.qa.int8_split has kept the outlier channels of the FFN output projections
+in fp32 and core.qa.int8_per_token has quantised every weight MatMul with one scale per token),
+under a file lock so two processes (the app and a sweep) starting together do not write the same
+files; later loads only open the files. A LoRA model is exported as the registry hands it over:
+already merged into a plain model.
 
-Why ONNX Runtime at all: on this 2-core machine it answers 1.4-1.6x faster than eager torch in
-fp32 and about 3x faster with int8 weights, and it degrades far less when another process uses
-the cores (issue 27's measurements).
+Why ONNX Runtime at all: on this 2-core machine it answers faster than eager torch (fp32 about
+1.2x, int8 2-3x: the README's "Measured: engine backends"), and it degrades far less when another
+process uses the cores (issue 27's measurements).
 """
 from __future__ import annotations
 
@@ -35,7 +37,8 @@ CHOICES = (DEFAULT, *BACKENDS)
 # Part of the export folder's name: a change in how we export must not reuse old files.
 # 2: int8 weights quantised per channel. 3: traced with padding in the example batch.
 # 4: eager attention, fused by onnxruntime's transformer optimizer; int8 made from the fused graph.
-EXPORT_VERSION = 4
+# 5: residual adds and LayerNorms left apart, not fused into SkipLayerNormalization (see _fuse).
+EXPORT_VERSION = 5
 # What a backend's answers depend on beyond the weights, for the prediction cache key
 # (QAEngine.fingerprint): a new export or quantisation recipe must not reuse the old one's answers.
 # Per-channel int8 against per-tensor on XQuAD-en: MiniLM F1 71.1 against 69.1 (torch 72.6, 160
@@ -43,9 +46,19 @@ EXPORT_VERSION = 4
 # graph (export 4) gives torch's spans; its int8 quantises the fused Attention ops too. Since the
 # outlier split (core.qa.int8_split; its own file name, model-int8-outliers.onnx): MPNet's XQuAD-en
 # F1 80.55 against 78.94 for the plain int8 recipe (fp32 80.93, all 1,190 questions).
-FINGERPRINT_TAGS = {"torch": "torch", "onnx": "onnx:fused",
-                    "onnx-int8": "onnx-int8:fused-qint8-per-channel-outliers-fp32"}
-INT8_FILE = "model-int8-outliers.onnx"
+# per-window: each window runs alone (OnnxForward.per_window); before, an int8 answer depended on
+# the other windows of its batch (44 of 400 XQuAD-en best spans differed between batches of 1 and 8).
+# per-token (core.qa.int8_per_token; its own file, INT8_FILE): one activation scale per token instead
+# of one per tensor, query/key/value projections included, GELU outputs shifted and unsigned; a
+# quarter of the logit error (minilm-squad on SQuAD-train windows: MSE 0.0039 against 0.0171).
+FINGERPRINT_TAGS = {"torch": "torch", "onnx": "onnx:fused-v5",
+                    "onnx-int8": "onnx-int8:mha-v5-per-token-gelu-unsigned-per-channel-outliers-fp32:per-window"}
+# onnxruntime's own fusion of Add + LayerNormalization into SkipLayerNormalization, made when a
+# session opens; kept off for the reason in _fuse.
+SESSION_DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
+INT8_FILE = "model-int8-per-token.onnx"
+# The logit a per-window run leaves at a padded position: far below any real one, still finite.
+PAD_LOGIT = -1e4
 OPSET = 17
 
 
@@ -92,16 +105,27 @@ class OnnxForward:
 
     A session's intra-op thread count is fixed when it is made, so there is one session per count
     asked for, made on first use: under the thread policy (core.qa.threads) at most two, the
-    budget's (answering alone) and one thread (beside others)."""
+    budget's (answering alone) and one thread (beside others).
 
-    def __init__(self, path: Path, name: str, threads: int | None = None):
+    ``per_window`` (the int8 backend): every window of a batch runs alone, cut to its own tokens.
+    Alone, a window's logits are the same bit for bit whatever the batch or thread count, so one
+    question gets one answer on the Ask page and in a sweep. With ONNX Runtime's per-tensor int8
+    this was needed: one activation scale per batch made a window's answer depend on its batch
+    neighbours and their padding (on 400 XQuAD-en questions, minilm-squad: 44 best spans differed
+    between batches of 1 and 8). The per-token recipe (core.qa.int8_per_token) keeps rows apart by
+    itself; running alone still pads nothing, and on this 2-core machine the windows go to
+    ``threads`` concurrent runs of the one-thread session (ONNX Runtime's ``run`` is thread-safe
+    and releases the GIL), without a multi-threaded run's per-op synchronisation."""
+
+    def __init__(self, path: Path, name: str, threads: int | None = None, per_window: bool = False):
         import threading
 
         from core.qa.threads import budget
 
-        self.name, self.path = name, path
+        self.name, self.path, self.per_window = name, path, per_window
         self._sessions: dict[int, object] = {}
         self._lock = threading.Lock()
+        self._pool, self._pool_size = None, 0
         # made now, not on the hot path (opening one takes 0.3-0.7 s for MiniLM on this machine,
         # a tenth of a 64-question answer); a bad file fails here. Under the policy both counts.
         for count in ([threads] if threads else sorted({1, budget()})):
@@ -119,15 +143,54 @@ class OnnxForward:
                 # the file is already optimised at export (fusions); ENABLE_ALL adds the
                 # CPU-specific layout rewrites, which are not saved
                 opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-                self._sessions[threads] = ort.InferenceSession(str(self.path), opts,
-                                                               providers=["CPUExecutionProvider"])
+                self._sessions[threads] = ort.InferenceSession(
+                    str(self.path), opts, providers=["CPUExecutionProvider"],
+                    disabled_optimizers=SESSION_DISABLED_OPTIMIZERS)
             return self._sessions[threads]
 
     def __call__(self, enc: dict, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
-        self.session = session = self._session(threads)
         feed = {k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in self.inputs}
+        if self.per_window:
+            return self._each_window(feed, threads)
+        self.session = session = self._session(threads)
         start, end = session.run(["start_logits", "end_logits"], feed)
         return start.astype(np.float32, copy=False), end.astype(np.float32, copy=False)
+
+    def _each_window(self, feed: dict, threads: int) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) logits of each row run alone on its unpadded tokens; padded positions get
+        PAD_LOGIT (the span decoding never reads them: they have no context offsets)."""
+        rows, width = feed["input_ids"].shape
+        mask = feed.get("attention_mask")
+        # the positions of each row's own tokens: right or left padding alike
+        kept = [np.arange(width) if mask is None else np.flatnonzero(mask[i]) for i in range(rows)]
+        start = np.full((rows, width), PAD_LOGIT, dtype=np.float32)
+        end = np.full((rows, width), PAD_LOGIT, dtype=np.float32)
+
+        def one(i: int, session) -> None:
+            s, e = session.run(["start_logits", "end_logits"], {k: v[i : i + 1, kept[i]] for k, v in feed.items()})
+            start[i, kept[i]], end[i, kept[i]] = s[0], e[0]
+
+        if threads > 1 and rows > 1:
+            # one thread per run, ``threads`` runs at once: the same cores as one run on
+            # ``threads`` threads, without its per-op synchronisation
+            self.session = session = self._session(1)
+            list(self._executor(threads).map(lambda i: one(i, session), range(rows)))
+        else:
+            self.session = session = self._session(threads)
+            for i in range(rows):
+                one(i, session)
+        return start, end
+
+    def _executor(self, size: int):
+        from concurrent.futures import ThreadPoolExecutor
+
+        with self._lock:
+            if self._pool_size != size:
+                if self._pool is not None:
+                    self._pool.shutdown(wait=False)
+                self._pool = ThreadPoolExecutor(size, thread_name_prefix="onnx-window")
+                self._pool_size = size
+            return self._pool
 
 
 def weights_digest(model) -> str:
@@ -198,18 +261,34 @@ def _export(model, input_names: list[str], target: Path) -> None:
     tmp.rename(target)
 
 
-def _fuse(raw: Path, target: Path, config) -> None:
-    """onnxruntime's transformer optimizer on the raw export: attention (BERT), skip+LayerNorm,
-    bias+GELU and embedding+LayerNorm fused into single kernels; the same numbers, fewer passes
-    over memory (MiniLM: identical spans to torch on 400 XQuAD-en questions, about 1.15x the
-    unfused graph). MPNet's relative-position attention does not fuse; its LayerNorms and GELUs do.
-    opt_level 0: only these fusions are saved, not ORT's hardware-specific rewrites (those are
-    made when a session opens, ORT_ENABLE_ALL)."""
-    from onnxruntime.transformers import optimizer
+def _fuse(raw: Path, target: Path, config, multi_head: bool = False) -> None:
+    """onnxruntime's transformer optimizer on the raw export: attention (BERT), bias+GELU and
+    embedding+LayerNorm fused into single kernels; the same numbers, fewer passes over memory
+    (MiniLM: identical spans to torch on 400 XQuAD-en questions, about 1.15x the unfused graph).
+    MPNet's relative-position attention does not fuse; its GELUs do. opt_level 0: only these
+    fusions are saved, not ORT's hardware-specific rewrites (those are made when a session opens,
+    ORT_ENABLE_ALL).
 
+    Not fused: residual add + LayerNorm into SkipLayerNormalization. On this CPU (onnxruntime
+    1.31, one thread, 140 tokens x 384) that kernel takes 0.28 ms where Add, Add and
+    LayerNormalization take 0.05 ms; in the int8 MiniLM graph it was 19% of the forward pass.
+    Without it the int8 graph answers 1.2x faster, the fp32 graph 1.06x, with the same fp32
+    logits (largest difference 1.4e-5). Sessions keep onnxruntime from making the fusion itself
+    (SESSION_DISABLED_OPTIMIZERS).
+
+    ``multi_head`` (the int8 graph): BERT attention fuses into MultiHeadAttention, which takes the
+    query, key and value already projected, so their projections stay MatMuls that the per-token
+    int8 rewrite quantises; the fp32 numbers are the same as the Attention op's (logit MSE 1e-12)."""
+    from onnxruntime.transformers import optimizer
+    from onnxruntime.transformers.fusion_options import FusionOptions
+
+    fusions = FusionOptions("bert")
+    fusions.enable_skip_layer_norm = fusions.enable_bias_skip_layer_norm = False
+    fusions.use_multi_head_attention = multi_head
     logging.disable(logging.WARNING)  # the optimizer logs every pattern it did not find
     try:
         opt = optimizer.optimize_model(str(raw), model_type="bert", opt_level=0, use_gpu=False,
+                                       optimization_options=fusions,
                                        num_heads=getattr(config, "num_attention_heads", 0),
                                        hidden_size=getattr(config, "hidden_size", 0))
         tmp = target.with_name(target.stem + ".partial.onnx")
@@ -220,31 +299,37 @@ def _fuse(raw: Path, target: Path, config) -> None:
     tmp.rename(target)
 
 
-def _quantize(fp32: Path, target: Path, tokenizer) -> None:
-    """Dynamic int8 quantisation (weights int8 per output channel, activations quantised per
-    batch at run time) of the fp32 graph with its outlier channels split off in fp32
-    (core.qa.int8_split, calibrated with ``tokenizer`` on the project's calibration text). Per
-    channel, not per tensor: see FINGERPRINT_TAGS for what it saves."""
+def _quantize(model, input_names: list[str], target: Path, tokenizer) -> None:
+    """The int8 graph at ``target``: the model exported again and fused with MultiHeadAttention
+    (:func:`_fuse`), its FFN output projections' outlier channels split off in fp32
+    (core.qa.int8_split, calibrated with ``tokenizer`` on the project's calibration text), then
+    every other weight MatMul quantised per token (core.qa.int8_per_token). The temporary files
+    are removed whatever happens."""
     import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    from core.qa.int8_per_token import quantize_per_token
     from core.qa.int8_split import split_for_int8
 
+    raw = target.with_name(target.stem + ".raw.partial.onnx")
+    fused = target.with_name(target.stem + ".fused.partial.onnx")
     split = target.with_name(target.stem + ".split.partial.onnx")
-    kept_fp32 = split_for_int8(fp32, split, tokenizer)
     tmp = target.with_name(target.stem + ".partial.onnx")
-    # quantize_dynamic logs a root-logger warning suggesting pre-processing on every call; it
-    # would print on every first load of a model, and says nothing about our models.
-    logging.disable(logging.WARNING)
     try:
-        # DefaultTensorType: the fused ops (com.microsoft domain) have no shape inference, so
-        # their outputs' type is not known to the quantiser; they are all float
-        quantize_dynamic(str(split), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
-                         nodes_to_exclude=kept_fp32, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+        _export(model, input_names, raw)
+        try:
+            _fuse(raw, fused, model.config, multi_head=True)
+        except Exception as e:  # unfused, attention's projections are MatMuls all the same
+            log.warning("onnxruntime's optimizer failed (%s: %s); quantising the unfused export", type(e).__name__, e)
+            raw.rename(fused)
+        kept_fp32 = split_for_int8(fused, split, tokenizer)
+        graph = onnx.load(str(split))
+        done = quantize_per_token(graph, skip=set(kept_fp32))
+        log.info("per-token int8: %d MatMuls quantised, %d outlier MatMuls kept fp32", len(done), len(kept_fp32))
+        onnx.save(graph, str(tmp))
+        tmp.rename(target)
     finally:
-        logging.disable(logging.NOTSET)
-        split.unlink(missing_ok=True)
-    tmp.rename(target)
+        for f in (raw, fused, split, tmp):
+            f.unlink(missing_ok=True)
 
 
 def ensure_export(model, input_names: list[str], backend: str, folder: Path | None = None,
@@ -273,7 +358,7 @@ def ensure_export(model, input_names: list[str], backend: str, folder: Path | No
                 log.warning("onnxruntime's optimizer failed (%s: %s); using the unfused export", type(e).__name__, e)
                 raw.rename(fp32)
         if backend == "onnx-int8" and not int8.is_file():
-            _quantize(fp32, int8, tokenizer)
+            _quantize(model, input_names, int8, tokenizer)
     return want
 
 
@@ -298,6 +383,6 @@ def make_forward(backend: str, model, tokenizer, device, threads: int | None = N
         raise BackendUnavailable(f"onnxruntime is not installed ({e}): pip install onnxruntime==1.31.1") from e
     try:
         path = ensure_export(model, model_input_names(tokenizer, model), backend, tokenizer=tokenizer)
-        return OnnxForward(path, backend, threads)
+        return OnnxForward(path, backend, threads, per_window=backend == "onnx-int8")
     except Exception as e:  # export or session errors of any kind: torch answers instead
         raise BackendUnavailable(f"{backend} export or session failed ({type(e).__name__}: {e})") from e

@@ -101,15 +101,25 @@ class ModelEntry:
     def default_backend(self) -> str:
         """The backend ``EngineSettings(backend="default")`` means for this model: the one its
         card records as chosen by the rule (the fastest within 0.5 XQuAD-en F1 of torch fp32,
-        benchmarks/qa_throughput.py --compare-backends --card), else torch."""
-        from core.qa.onnx_backend import BACKENDS
+        benchmarks/qa_throughput.py --compare-backends --card), else torch; torch too when the
+        card measured that backend with another recipe than today's (FINGERPRINT_TAGS)."""
+        from core.qa.onnx_backend import BACKENDS, FINGERPRINT_TAGS
 
         try:
             card = self.model_card() or {}
         except (OSError, ValueError):
             return "torch"
-        chosen = (card.get("backends") or {}).get("default") if isinstance(card, dict) else None
-        return chosen if chosen in BACKENDS else "torch"
+        record = (card.get("backends") or {}) if isinstance(card, dict) else {}
+        chosen = record.get("default") if isinstance(record, dict) else None
+        if chosen not in BACKENDS:
+            return "torch"
+        # a choice measured with an older export or quantisation recipe says nothing about this
+        # one (its speed and F1 are another backend's): torch until the card is measured again
+        measured = (record.get("backends") or {}).get(chosen) or {}
+        recipe = measured.get("recipe") if isinstance(measured, dict) else None
+        if recipe is not None and recipe != FINGERPRINT_TAGS[chosen]:
+            return "torch"
+        return chosen
 
     def model_card(self) -> dict | None:
         d = self.local_dir()
