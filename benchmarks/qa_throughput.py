@@ -2,7 +2,7 @@
 
     python benchmarks/qa_throughput.py [--model minilm-squad] [--dataset xquad/xquad.en] [--n 400]
     python benchmarks/qa_throughput.py --batch-sizes 2,4,8,32 --n 300    # which batch size is fastest here
-    python benchmarks/qa_throughput.py --compare-backends --n 160 --json out.json   # torch, onnx, onnx-int8
+    python benchmarks/qa_throughput.py --compare-backends --n 160 --json out.json   # torch, torch-bf16, onnx, onnx-int8
 
 Both runs answer the same XQuAD-en questions with the same engine settings; the batched run
 sorts windows by length, pads each batch dynamically and runs under torch.inference_mode; the
@@ -46,7 +46,8 @@ def main() -> int:
     ap.add_argument("--batch-sizes", default="",
                     help="comma-separated: time the batched engine at each of these batch sizes and stop")
     ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--backend", default="default", help="default (the model card's), torch, onnx or onnx-int8")
+    ap.add_argument("--backend", default="default",
+                    help="default (the model card's), torch, torch-bf16, onnx or onnx-int8")
     ap.add_argument("--compare-backends", action="store_true",
                     help="time every available backend on the same questions and stop")
     ap.add_argument("--chunk", type=int, default=16,
@@ -94,29 +95,12 @@ def main() -> int:
     return 0
 
 
-# A backend may join the default only when its F1 is at most this far below torch fp32's.
-F1_TOLERANCE = 0.5
-
-
-def choose_default(backends: dict[str, dict], tolerance: float = F1_TOLERANCE) -> str:
-    """The fastest backend whose F1 is within ``tolerance`` of torch's (torch itself qualifies).
-
-    >>> choose_default({"torch": {"f1": 80.0, "questions_per_second": 50},
-    ...                 "onnx": {"f1": 80.0, "questions_per_second": 75},
-    ...                 "onnx-int8": {"f1": 78.9, "questions_per_second": 150}})
-    'onnx'
-    """
-    floor = backends["torch"]["f1"] - tolerance
-    ok = [name for name, b in backends.items() if b["f1"] >= floor]
-    return max(ok, key=lambda name: backends[name]["questions_per_second"])
-
-
 def compare_backends(args) -> int:
     from core.datasets import load_dataset
     from core.metrics import corpus_scorer
     from core.qa import registry
     from core.qa.engine import EngineSettings, QAEngine
-    from core.qa.onnx_backend import BACKENDS, FINGERPRINT_TAGS
+    from core.qa.onnx_backend import BACKENDS, F1_TOLERANCE, FINGERPRINT_TAGS, choose_default
 
     ds = load_dataset(args.dataset)
     ex = ds.examples[: args.n] if args.n else ds.examples

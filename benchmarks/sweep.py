@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--batch-size", type=int, default=None)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--engine-backend", default="default",
-                    help="default (each model's, from its card), torch, onnx or onnx-int8")
+                    help="default (each model's, from its card), torch, torch-bf16, onnx or onnx-int8")
     ap.add_argument("--skip-naive", action="store_true", help="leave out the naive loop")
     ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = ap.parse_args(argv)

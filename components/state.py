@@ -98,8 +98,10 @@ def sidebar_settings() -> None:
                 "Backend", CHOICES, index=CHOICES.index(st.session_state["backend"]), key="backend_pick",
                 format_func=lambda b: "default (each model's)" if b == "default" else b,
                 help="How the models run: default (each model's own: the fastest backend within 0.5 "
-                     "XQuAD-en F1 of torch, as measured in its model card), torch (eager PyTorch), onnx "
-                     "(ONNX Runtime, same answers, faster on CPU) or onnx-int8 (int8 weights: fastest, "
-                     "answers may differ slightly). The first use of an ONNX backend exports the model "
-                     "once into the cache. A backend that cannot run here falls back to torch.",
+                     "XQuAD-en F1 of torch, as measured in its model card), torch (eager PyTorch, "
+                     "the weights' own answers), torch-bf16 (bf16 weights: fast on a CPU with AMX or "
+                     "AVX512-BF16, answers nearly always torch's), onnx (ONNX Runtime, same answers) "
+                     "or onnx-int8 (int8 per token: answers may differ slightly). The first use of an "
+                     "ONNX backend exports the model once into the cache. A backend that cannot run "
+                     "here falls back to torch.",
             )

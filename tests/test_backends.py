@@ -232,7 +232,8 @@ def test_fingerprint_has_the_backend_only_when_it_is_not_torch(make):
     from core.sweeps.keys import engine_fingerprint
 
     prints = {b: engine_fingerprint(make(b)) for b in onnx_backend.BACKENDS}
-    assert len(set(prints.values())) == 3  # the cache never serves one backend's answer for another
+    # the cache never serves one backend's answer for another
+    assert len(set(prints.values())) == len(onnx_backend.BACKENDS)
     # torch keeps the key it had before backends existed: stored sweeps stay usable
     torch_eng = make("torch")
     h = torch_eng._hash_weights_and_tokenizer()
@@ -291,7 +292,7 @@ def test_failed_export_falls_back_to_torch_with_a_message(make, tmp_path, monkey
 
 @pytest.mark.parametrize("value", ["tensorrt", "ONNX", "", None, 1, "onnx int8"])
 def test_a_bad_backend_is_refused_wherever_it_is_set(make, value):
-    message = f"^backend must be one of default, torch, onnx, onnx-int8, got {value!r}$"
+    message = f"^backend must be one of default, torch, torch-bf16, onnx, onnx-int8, got {value!r}$"
     with pytest.raises(SettingsError, match=message.replace("(", r"\(")):
         EngineSettings(backend=value)
     with pytest.raises(SettingsError):
@@ -314,10 +315,10 @@ def test_the_clis_refuse_a_bad_backend_before_loading_anything(module, capsys):
     err = capsys.readouterr().err
     # core.sweeps's --backend also names where the sweep runs (local or ray, core.sweeps.ray)
     where = "local, ray, " if module == "core.sweeps.cli" else ""
-    assert f"--backend must be one of {where}default, torch, onnx, onnx-int8, got 'tensorrt'" in err
+    assert f"--backend must be one of {where}default, torch, torch-bf16, onnx, onnx-int8, got 'tensorrt'" in err
     if module == "core.sweeps.cli":
         assert main([*argv, "--engine-backend", "tensorrt"]) == 2
-        assert ("--engine-backend must be one of default, torch, onnx, onnx-int8, got 'tensorrt'"
+        assert ("--engine-backend must be one of default, torch, torch-bf16, onnx, onnx-int8, got 'tensorrt'"
                 in capsys.readouterr().err)
 
 
@@ -519,3 +520,78 @@ def test_outlier_split_is_exact_in_fp32_and_finds_a_planted_outlier(model_and_to
                                        batches, tmp_path)
     layer1 = next(v for k, v in maxima.items() if "layer.1/" in k)
     assert 7 in int8_split.select_outliers(layer1).tolist()
+
+
+NATIVE_BF16 = onnx_backend.bf16_unavailable(__import__("torch").device("cpu")) is None
+
+
+def _no_native_bf16(monkeypatch):
+    import torch
+
+    for probe in ("_is_amx_tile_supported", "_is_avx512_bf16_supported"):
+        monkeypatch.setattr(torch.cpu, probe, lambda: False, raising=False)
+
+
+@pytest.mark.skipif(not NATIVE_BF16, reason="this CPU has no native bf16 (AVX512-BF16 or AMX)")
+def test_torch_bf16_answers_with_bf16_weights_and_torchs_spans(make):
+    import torch
+
+    torch_eng, bf16_eng = make("torch"), make("torch-bf16")
+    assert bf16_eng.backend_name == "torch-bf16" and bf16_eng.backend_message is None
+    assert next(bf16_eng._forward_impl.model.parameters()).dtype == torch.bfloat16
+    assert next(bf16_eng.model.parameters()).dtype == torch.float32  # the engine's own stays fp32
+    windows = build_windows(torch_eng.tokenizer, QS, CS, max_length=384, stride=128)[:4]
+    (t_start, t_end), (b_start, b_end) = torch_eng._forward(windows), bf16_eng._forward(windows)
+    assert b_start.dtype == np.float32 and 0 < np.abs(b_start - t_start).max() < 0.05
+    assert np.abs(b_end - t_end).max() < 0.05
+    assert spans(bf16_eng.predict(QS, CS)) == spans(torch_eng.predict(QS, CS))
+
+
+def test_torch_bf16_without_native_bf16_falls_back_to_torch_with_the_reason(make, monkeypatch, caplog):
+    _no_native_bf16(monkeypatch)
+    with caplog.at_level(logging.WARNING):
+        eng = make("torch-bf16")
+    assert eng.backend_name == "torch" and "no native bf16" in eng.backend_message
+    assert spans(eng.predict(QS, CS)) == spans(make("torch").predict(QS, CS))
+
+
+def test_a_card_choosing_bf16_gives_way_where_bf16_is_not_native(tiny_qa_dir, tmp_path, monkeypatch):
+    """The card's choice was measured on a CPU with AMX; on one without, the rule picks again among
+    the card's other measured backends (the fastest within 0.5 F1 of torch)."""
+    from core.qa import registry
+
+    carded = tmp_path / "carded"
+    carded.mkdir()
+    for f in tiny_qa_dir.iterdir():
+        (carded / f.name).symlink_to(f)
+    tags = onnx_backend.FINGERPRINT_TAGS
+    measured = {"torch": {"f1": 80.0, "questions_per_second": 40, "recipe": tags["torch"]},
+                "torch-bf16": {"f1": 80.1, "questions_per_second": 120, "recipe": tags["torch-bf16"]},
+                "onnx": {"f1": 80.0, "questions_per_second": 45, "recipe": tags["onnx"]},
+                "onnx-int8": {"f1": 79.2, "questions_per_second": 100, "recipe": tags["onnx-int8"]}}
+    (carded / "model_card.json").write_text(json.dumps({"backends": {"default": "torch-bf16", "backends": measured}}))
+    toml = tmp_path / "models.toml"
+    toml.write_text(f'[[model]]\nname = "carded"\npath = "{carded}"\n')
+    if NATIVE_BF16:
+        assert registry.get_entry("carded", toml).default_backend() == "torch-bf16"
+    _no_native_bf16(monkeypatch)
+    assert registry.get_entry("carded", toml).default_backend() == "onnx"  # int8 is 0.8 below torch
+    measured["onnx-int8"]["f1"] = 79.6
+    (carded / "model_card.json").write_text(json.dumps({"backends": {"default": "torch-bf16", "backends": measured}}))
+    assert registry.get_entry("carded", toml).default_backend() == "onnx-int8"
+
+
+@pytest.mark.needs_data("xquad/xquad.en.json")
+@pytest.mark.skipif(not NATIVE_BF16, reason="this CPU has no native bf16 (AVX512-BF16 or AMX)")
+def test_minilm_bf16_reads_torchs_spans():
+    """bf16 weights on the demo set and the first 40 XQuAD-en questions: torch's best span nearly
+    always (the issue asks 98% of onnx; bf16's logit error is a twentieth of int8's)."""
+    from core.datasets import demo_dataset, load_dataset
+
+    engines = _shipped("minilm-squad")
+    assert engines["torch-bf16"].backend_name == "torch-bf16"
+    ex = demo_dataset("en").examples + load_dataset("xquad/xquad.en").examples[:40]
+    qs, cs = [e.question for e in ex], [e.context for e in ex]
+    torch_spans = spans(engines["torch"].predict(qs, cs, n_best=1))
+    bf16_spans = spans(engines["torch-bf16"].predict(qs, cs, n_best=1))
+    assert sum(a == b for a, b in zip(bf16_spans, torch_spans)) / len(ex) >= 0.98

@@ -35,7 +35,7 @@ def _parser():
                     help="write each model's failure rate per family into its model_card.json (under 'capabilities')")
     ap.add_argument("--failures", type=int, default=3, help="failing cases printed per test (default 3)")
     ap.add_argument("--backend", default="default",
-                    help="engine backend: default (each model's, from its card), torch, onnx or onnx-int8; "
+                    help="engine backend: default (each model's, from its card), torch, torch-bf16, onnx or onnx-int8; "
                          "torch gives the weights' own answers (an int8 default answers ~9%% of questions "
                          "with another span)")
     return ap

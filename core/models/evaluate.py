@@ -174,8 +174,8 @@ def build_parser() -> cli.ArgumentParser:
     ap.add_argument("--batch-size", type=int, default=None,
                     help="windows per forward pass (default: 8 on CPU, 256 on a GPU)")
     ap.add_argument("--backend", default="default",
-                    help="forward pass: default (the model card's choice by the rule), torch, onnx (ONNX "
-                         "Runtime fp32) or onnx-int8; the card records which one answered")
+                    help="forward pass: default (the model card's choice by the rule), torch, torch-bf16, onnx "
+                         "(ONNX Runtime fp32) or onnx-int8; the card records which one answered")
     ap.add_argument("--card", action="store_true", help="write results into the model card")
     ap.add_argument("--json", help="also write all results to this JSON file")
     ap.add_argument("--paired", action="store_true",

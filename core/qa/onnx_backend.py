@@ -1,4 +1,5 @@
-"""Forward passes for the QA engine: eager PyTorch, or ONNX Runtime (fp32, or int8).
+"""Forward passes for the QA engine: eager PyTorch (fp32, or bf16 weights where the hardware
+computes in bf16), or ONNX Runtime (fp32, or int8).
 
 Only the forward pass differs between backends: windows, batching and the span decoding
 (core.qa.decode) are the engine's and are shared, so a backend can change speed and logits but
@@ -28,7 +29,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("torch", "onnx", "onnx-int8")
+BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 # The setting that means "this model's default": the fastest backend whose XQuAD-en F1 is within
 # 0.5 of torch fp32's, as measured and recorded in its model card (benchmarks/qa_throughput.py
 # --compare-backends --card); torch for a model without that record.
@@ -51,7 +52,8 @@ EXPORT_VERSION = 5
 # per-token (core.qa.int8_per_token; its own file, INT8_FILE): one activation scale per token instead
 # of one per tensor, query/key/value projections included, GELU outputs shifted and unsigned; a
 # quarter of the logit error (minilm-squad on SQuAD-train windows: MSE 0.0039 against 0.0171).
-FINGERPRINT_TAGS = {"torch": "torch", "onnx": "onnx:fused-v5",
+# torch-bf16: the model's weights cast to bfloat16, every op in bf16 (TorchForward).
+FINGERPRINT_TAGS = {"torch": "torch", "torch-bf16": "torch-bf16:weights", "onnx": "onnx:fused-v5",
                     "onnx-int8": "onnx-int8:mha-v5-per-token-gelu-unsigned-per-channel-outliers-fp32:per-window"}
 # onnxruntime's own fusion of Add + LayerNormalization into SkipLayerNormalization, made when a
 # session opens; kept off for the reason in _fuse.
@@ -75,7 +77,7 @@ def check_backend(value) -> str:
     >>> check_backend("tensorrt")
     Traceback (most recent call last):
     ...
-    ValueError: must be one of default, torch, onnx, onnx-int8, got 'tensorrt'
+    ValueError: must be one of default, torch, torch-bf16, onnx, onnx-int8, got 'tensorrt'
     """
     if not isinstance(value, str) or value not in CHOICES:
         raise ValueError(f"must be one of {', '.join(CHOICES)}, got {value!r}")
@@ -83,12 +85,24 @@ def check_backend(value) -> str:
 
 
 class TorchForward:
-    """The model's own forward pass (CPU or GPU) under inference mode."""
+    """The model's own forward pass (CPU or GPU) under inference mode; with ``bf16`` on a copy of
+    the model whose weights are bfloat16.
 
-    name = "torch"
+    Why bf16: this machine's CPU (Sapphire Rapids) multiplies bf16 matrices in its AMX tiles, and
+    oneDNN, under torch, uses them: MiniLM answered in 6.0-7.6 ms a question against 15.7-17.2 in
+    fp32 (2 threads, batches of 8, 96 XQuAD-en questions), with a logit MSE of 0.0002 against fp32
+    and every start and end argmax the same, where per-token int8 (ONNX Runtime) has 0.004. Without
+    native bf16 (AVX512-BF16 or AMX) the arithmetic is emulated and slower than fp32, so the
+    backend is then unavailable (``bf16_unavailable``) and torch fp32 answers."""
 
-    def __init__(self, model, device):
-        self.model, self.device = model, device
+    def __init__(self, model, device, bf16: bool = False):
+        import copy
+
+        import torch
+
+        self.device, self.name = device, "torch-bf16" if bf16 else "torch"
+        # a copy: the fp32 model stays the engine's (its fingerprint, an ONNX export, torch fp32)
+        self.model = copy.deepcopy(model).to(device=device, dtype=torch.bfloat16).eval() if bf16 else model
 
     def __call__(self, enc: dict, threads: int) -> tuple[np.ndarray, np.ndarray]:
         import torch
@@ -98,6 +112,55 @@ class TorchForward:
         with torch.inference_mode():
             out = self.model(**{k: torch.as_tensor(v).to(self.device) for k, v in enc.items()})
         return out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()
+
+
+def bf16_unavailable(device) -> str | None:
+    """Why bf16 arithmetic would not be native on ``device`` (None when it is): on a CPU it needs
+    AVX512-BF16 or AMX, on a GPU one that computes in bf16 (Ampere and later)."""
+    import torch
+
+    if device.type == "cuda":
+        return None if torch.cuda.is_bf16_supported() else "this GPU does not compute in bf16"
+    if device.type != "cpu":
+        return f"no bf16 backend for {device.type}"
+    # torch.cpu's capability checks are private; a torch without them says no
+    checks = [getattr(torch.cpu, n, None) for n in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
+    try:
+        native = any(c() for c in checks if callable(c))
+    except Exception:  # a failed probe means "not known to be native"
+        native = False
+    return None if native else ("this CPU has no native bf16 arithmetic (AVX512-BF16 or AMX): "
+                                "emulated, bf16 would be slower than fp32")
+
+
+def backend_unavailable(backend: str, device) -> str | None:
+    """Why ``backend`` cannot run on ``device`` here (None when it can), without building it."""
+    if backend == "torch-bf16":
+        return bf16_unavailable(device)
+    if backend in ("onnx", "onnx-int8"):
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError as e:
+            return f"onnxruntime is not installed ({e}): pip install onnxruntime==1.31.1"
+    return None
+
+
+# A backend may be a model's default only when its F1 is at most this far below torch fp32's.
+F1_TOLERANCE = 0.5
+
+
+def choose_default(backends: dict[str, dict], tolerance: float = F1_TOLERANCE) -> str:
+    """Issue 27's rule: the fastest backend whose F1 is within ``tolerance`` of torch's (torch
+    itself qualifies), from measured ``{name: {"f1", "questions_per_second"}}``.
+
+    >>> choose_default({"torch": {"f1": 80.0, "questions_per_second": 50},
+    ...                 "onnx": {"f1": 80.0, "questions_per_second": 75},
+    ...                 "onnx-int8": {"f1": 78.9, "questions_per_second": 150}})
+    'onnx'
+    """
+    floor = backends["torch"]["f1"] - tolerance
+    ok = [name for name, b in backends.items() if b["f1"] >= floor]
+    return max(ok, key=lambda name: backends[name]["questions_per_second"])
 
 
 class OnnxForward:
@@ -372,15 +435,14 @@ def model_input_names(tokenizer, model) -> list[str]:
 
 
 def make_forward(backend: str, model, tokenizer, device, threads: int | None = None):
-    """The forward strategy for ``backend``; raises BackendUnavailable (with the reason) when an
-    ONNX backend cannot run here. torch is always available."""
+    """The forward strategy for ``backend``; raises BackendUnavailable (with the reason) when it
+    cannot run here (no native bf16, no onnxruntime, a failed export). torch is always available."""
     check_backend(backend)
-    if backend == "torch":
-        return TorchForward(model, device)
-    try:
-        import onnxruntime  # noqa: F401
-    except ImportError as e:
-        raise BackendUnavailable(f"onnxruntime is not installed ({e}): pip install onnxruntime==1.31.1") from e
+    missing = backend_unavailable(backend, device)
+    if missing:
+        raise BackendUnavailable(missing)
+    if backend in ("torch", "torch-bf16"):
+        return TorchForward(model, device, bf16=backend == "torch-bf16")
     try:
         path = ensure_export(model, model_input_names(tokenizer, model), backend, tokenizer=tokenizer)
         return OnnxForward(path, backend, threads, per_window=backend == "onnx-int8")

@@ -102,8 +102,12 @@ class ModelEntry:
         """The backend ``EngineSettings(backend="default")`` means for this model: the one its
         card records as chosen by the rule (the fastest within 0.5 XQuAD-en F1 of torch fp32,
         benchmarks/qa_throughput.py --compare-backends --card), else torch; torch too when the
-        card measured that backend with another recipe than today's (FINGERPRINT_TAGS)."""
-        from core.qa.onnx_backend import BACKENDS, FINGERPRINT_TAGS
+        card measured that backend with another recipe than today's (FINGERPRINT_TAGS). A choice
+        this machine cannot run (bf16 on a CPU without native bf16) gives way to the rule applied
+        to the card's other measured backends that can run here."""
+        import torch
+
+        from core.qa.onnx_backend import BACKENDS, FINGERPRINT_TAGS, backend_unavailable, choose_default
 
         try:
             card = self.model_card() or {}
@@ -119,7 +123,14 @@ class ModelEntry:
         recipe = measured.get("recipe") if isinstance(measured, dict) else None
         if recipe is not None and recipe != FINGERPRINT_TAGS[chosen]:
             return "torch"
-        return chosen
+        cpu = torch.device("cpu")
+        if backend_unavailable(chosen, cpu) is None:
+            return chosen
+        runnable = {name: b for name, b in (record.get("backends") or {}).items()
+                    if name in BACKENDS and isinstance(b, dict) and backend_unavailable(name, cpu) is None
+                    and b.get("recipe", FINGERPRINT_TAGS[name]) == FINGERPRINT_TAGS[name]
+                    and all(isinstance(b.get(k), (int, float)) for k in ("f1", "questions_per_second"))}
+        return choose_default(runnable) if "torch" in runnable else "torch"
 
     def model_card(self) -> dict | None:
         d = self.local_dir()
