@@ -57,9 +57,9 @@ def node_groups(graph) -> dict[str, list[str]]:
     return dict(groups)
 
 
-def training_batches(tokenizer, input_names: list[str], n_pairs: int, seed: int, batch: int = 16) -> list[dict]:
+def training_pairs(n_pairs: int, seed: int) -> list[tuple[str, str]]:
+    """``n_pairs`` (question, context) pairs of SQuAD's training set, shuffled with ``seed``."""
     from core.config import data_dir
-    from core.qa.int8_split import window_batches
 
     root = data_dir()
     path = (root / TRAIN_FILE) if root else Path(TRAIN_FILE)
@@ -68,7 +68,13 @@ def training_batches(tokenizer, input_names: list[str], n_pairs: int, seed: int,
     data = json.loads(path.read_text(encoding="utf-8"))["data"]
     pairs = [(qa["question"], p["context"]) for a in data for p in a["paragraphs"] for qa in p["qas"]]
     random.Random(seed).shuffle(pairs)
-    return window_batches(tokenizer, pairs[:n_pairs], input_names, batch)
+    return pairs[:n_pairs]
+
+
+def training_batches(tokenizer, input_names: list[str], n_pairs: int, seed: int, batch: int = 16) -> list[dict]:
+    from core.qa.int8_split import window_batches
+
+    return window_batches(tokenizer, training_pairs(n_pairs, seed), input_names, batch)
 
 
 def logits(path: Path, batches: list[dict], threads: int) -> list:

@@ -96,11 +96,13 @@ def main() -> int:
 
 
 def compare_backends(args) -> int:
+    import torch
+
     from core.datasets import load_dataset
     from core.metrics import corpus_scorer
     from core.qa import registry
     from core.qa.engine import EngineSettings, QAEngine
-    from core.qa.onnx_backend import BACKENDS, F1_TOLERANCE, FINGERPRINT_TAGS, choose_default
+    from core.qa.onnx_backend import BACKENDS, F1_TOLERANCE, FINGERPRINT_TAGS, bf16_unavailable, choose_default
 
     ds = load_dataset(args.dataset)
     ex = ds.examples[: args.n] if args.n else ds.examples
@@ -173,7 +175,8 @@ def compare_backends(args) -> int:
         "batch_size": next(iter(engines.values())).settings.batch_size,
         "threads": args.threads or "policy (core.qa.threads)",
         "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in load_after]},
-        "hardware": f"{platform.machine()}, {os.cpu_count()} cores",
+        "hardware": f"{platform.machine()}, {os.cpu_count()} cores"
+                    + ("" if bf16_unavailable(torch.device("cpu")) else ", native bf16 (AMX or AVX512-BF16)"),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
     }
     print(f"model {args.model} on {args.dataset}: {len(ex)} questions, interleaved per {args.chunk}; "
