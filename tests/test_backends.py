@@ -439,9 +439,9 @@ def test_a_shipped_models_fp32_onnx_and_bf16_answers_are_torchs(name, backend):
 
 
 def test_minilm_int8_keeps_f1_on_the_demo_set():
-    """onnx-int8 loses at most 1.0 F1 against torch on the demo set for MiniLM. With the outlier
-    split (core.qa.int8_split) one of the 12 answers differs from torch's, and it is int8's that
-    is right: 98.33 against 96.67; a gain, not a loss, so the bound is one-sided."""
+    """onnx-int8 loses at most 1.0 F1 against torch on the demo set for MiniLM. With per-token int8
+    (as with the per-tensor recipe before it) one of the 12 answers differs from torch's, and it is
+    int8's that is right: 98.33 against 96.67; a gain, not a loss, so the bound is one-sided."""
     from core.datasets import demo_dataset
     from core.metrics.squad import squad_scores
 
