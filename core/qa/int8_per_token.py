@@ -119,6 +119,86 @@ def weight_matmuls(graph, skip=()) -> list:
             and len(shapes.get(n.input[1], ())) == 2 and shapes[n.input[1]][1] >= MIN_OUTPUT_WIDTH]
 
 
+class _Builder:
+    """The nodes and constants of the rewrite, named under ``PREFIX``; one per rewritten graph."""
+
+    def __init__(self, main_opset: int):
+        from onnx import helper, numpy_helper
+
+        self.helper, self.numpy_helper, self.main_opset = helper, numpy_helper, main_opset
+        self.added: list = []
+        self.eps = self.const("eps", np.float32(1e-8))  # an all-zero row: any scale, no division by 0
+        self.inv127 = self.const("inv127", np.float32(1 / 127))
+        self.inv255 = self.const("inv255", np.float32(1 / 255))
+        self.zero_point = self.const("zero_point", np.uint8(ZERO_POINT))
+        self.unsigned_zero = self.const("unsigned_zero", np.uint8(0))
+        self.one = self.const("one", np.float32(1.0))
+        self.flat = self.const("flat", np.array([-1], np.int64))
+        self.first = self.const("first", np.array([0], np.int64))
+
+    def const(self, name: str, value) -> str:
+        self.added.append(self.numpy_helper.from_array(np.asarray(value), PREFIX + name))
+        return PREFIX + name
+
+    def node(self, op: str, inputs: list[str], output: str, **attrs):
+        return self.helper.make_node(op, inputs, [output], name=output, **attrs)
+
+    def quantised_rows(self, q: str, x: str, k: int, floor: float | None) -> list:
+        """Nodes making ``<q>/uint8`` (the rows of ``x`` quantised), ``<q>/scale`` (their scales,
+        one column) and ``<q>/lead`` (``x``'s shape but its last axis)."""
+        n = self.node
+        rows = [n("Reshape", [x, self.const(q + "/rows_shape", np.array([-1, k], np.int64))], PREFIX + q + "/rows")]
+        if floor is None:  # symmetric about 128: |x| sets the step
+            rows.append(n("Abs", [PREFIX + q + "/rows"], PREFIX + q + "/magnitude"))
+            steps, zp_value, source = self.inv127, ZERO_POINT, PREFIX + q + "/rows"
+        else:  # shifted to >= 0, unsigned from 0: all 255 steps over [-floor, max]
+            rows.append(n("Add", [PREFIX + q + "/rows", self.const(q + "/floor", np.float32(floor))],
+                          PREFIX + q + "/magnitude"))
+            steps, zp_value, source = self.inv255, 0, PREFIX + q + "/magnitude"
+        # ReduceMax's axes moved from an attribute to an input in opset 18
+        if self.main_opset >= 18:
+            row_max = n("ReduceMax", [PREFIX + q + "/magnitude", self.const("axis1", np.array([1], np.int64))],
+                        PREFIX + q + "/max", keepdims=1)
+        else:
+            row_max = n("ReduceMax", [PREFIX + q + "/magnitude"], PREFIX + q + "/max", axes=[1], keepdims=1)
+        zero_points = self.numpy_helper.from_array(np.array([zp_value], np.uint8))
+        return rows + [
+            row_max,
+            n("Max", [PREFIX + q + "/max", self.eps], PREFIX + q + "/max_safe"),
+            n("Mul", [PREFIX + q + "/max_safe", steps], PREFIX + q + "/scale"),
+            n("Reshape", [PREFIX + q + "/scale", self.flat], PREFIX + q + "/scale_1d"),
+            n("Shape", [PREFIX + q + "/scale_1d"], PREFIX + q + "/n_rows"),
+            n("ConstantOfShape", [PREFIX + q + "/n_rows"], PREFIX + q + "/zero_points", value=zero_points),
+            n("QuantizeLinear", [source, PREFIX + q + "/scale_1d", PREFIX + q + "/zero_points"],
+              PREFIX + q + "/uint8", axis=0),
+            n("Shape", [x], PREFIX + q + "/shape"),
+            n("Slice", [PREFIX + q + "/shape", self.first, self.flat], PREFIX + q + "/lead"),
+        ]
+
+    def product(self, name: str, q: str, w: np.ndarray, floor: float | None, output: str) -> list:
+        """Nodes writing ``output`` = the quantised rows ``q`` times ``w`` (int8 per channel), row
+        scaled, the GELU shift taken back out, in ``x``'s shape."""
+        n, p, q = self.node, name, PREFIX + q
+        wq, w_scale = quantize_weight(w)
+        nodes = [
+            self.helper.make_node("MatMulIntegerToFloat",
+                                  [q + "/uint8", self.const(p + "/weight_int8", wq), self.one,
+                                   self.const(p + "/weight_scale", w_scale),
+                                   self.zero_point if floor is None else self.unsigned_zero],
+                                  [PREFIX + p + "/unscaled"], name=PREFIX + p, domain=MS_DOMAIN),
+            n("Mul", [PREFIX + p + "/unscaled", q + "/scale"], PREFIX + p + "/scaled"),
+        ]
+        out = PREFIX + p + "/scaled"
+        if floor is not None:  # take the shift's product back out: floor x each column's sum
+            correction = (-np.float32(floor) * (wq.astype(np.float32) * w_scale).sum(axis=0)).astype(np.float32)
+            nodes.append(n("Add", [out, self.const(p + "/shift_correction", correction)], PREFIX + p + "/unshifted"))
+            out = PREFIX + p + "/unshifted"
+        shape = self.const(p + "/width", np.array([w.shape[1]], np.int64))
+        return nodes + [n("Concat", [q + "/lead", shape], PREFIX + p + "/out_shape", axis=0),
+                        self.helper.make_node("Reshape", [out, PREFIX + p + "/out_shape"], [output],
+                                              name=PREFIX + p + "/out")]
+
+
 def quantize_per_token(model, skip=(), shift_gelu: bool = True) -> list[str]:
     """Rewrite ``model`` (an onnx ModelProto, in place): every MatMul of ``weight_matmuls`` becomes
     the per-token int8 subgraph above (a GELU-fed one shifted and unsigned unless ``shift_gelu`` is
@@ -129,92 +209,25 @@ def quantize_per_token(model, skip=(), shift_gelu: bool = True) -> list[str]:
     chosen = {n.name for n in weight_matmuls(graph, skip)}
     if not chosen:
         return []
-    main_opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
+    build = _Builder(next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17))
     weights = {i.name: i for i in graph.initializer}
-    added = []
-
-    def const(name: str, value) -> str:
-        added.append(numpy_helper.from_array(np.asarray(value), name))
-        return name
-
-    eps = const(PREFIX + "eps", np.float32(1e-8))  # an all-zero row: any scale, no division by 0
-    inv127 = const(PREFIX + "inv127", np.float32(1 / 127))
-    inv255 = const(PREFIX + "inv255", np.float32(1 / 255))
-    zero_point = const(PREFIX + "zero_point", np.uint8(ZERO_POINT))
-    unsigned_zero = const(PREFIX + "unsigned_zero", np.uint8(0))
-    one = const(PREFIX + "one", np.float32(1.0))
-    flat = const(PREFIX + "flat", np.array([-1], np.int64))
-    first = const(PREFIX + "first", np.array([0], np.int64))
-
-    def reduce_max_rows(src: str, out: str, name: str):
-        # ReduceMax's axes moved from an attribute to an input in opset 18
-        if main_opset >= 18:
-            return helper.make_node("ReduceMax", [src, const(PREFIX + "axis1", np.array([1], np.int64))],
-                                    [out], keepdims=1, name=name)
-        return helper.make_node("ReduceMax", [src], [out], axes=[1], keepdims=1, name=name)
-
     floors = gelu_floors(graph) if shift_gelu else {}
-    quantised: dict[str, str] = {}  # activation -> prefix of its quantised rows
+    quantised: dict[str, str] = {}  # activation -> name of its quantised rows
     nodes, done = [], []
     for node in graph.node:
         if node.name not in chosen:
             nodes.append(node)
             continue
         w = numpy_helper.to_array(weights[node.input[1]]).astype(np.float32)
-        k, n = w.shape
-        wq, w_scale = quantize_weight(w)
-        p, x = PREFIX + node.name, node.input[0]
-        const(p + "/weight_int8", wq)
-        const(p + "/weight_scale", w_scale)
-        floor = floors.get(x)
-        if x not in quantised:
-            q = PREFIX + f"act{len(quantised)}"
-            rows = [helper.make_node("Reshape", [x, const(q + "/rows_shape", np.array([-1, k], np.int64))],
-                                     [q + "/rows"], name=q + "/rows")]
-            if floor is None:  # symmetric about 128: |x| sets the step
-                rows += [helper.make_node("Abs", [q + "/rows"], [q + "/magnitude"], name=q + "/abs")]
-                steps, zp_value = inv127, ZERO_POINT
-            else:  # shifted to >= 0, unsigned from 0: all 255 steps over [floor, max]
-                rows += [helper.make_node("Add", [q + "/rows", const(q + "/floor", np.float32(floor))],
-                                          [q + "/magnitude"], name=q + "/shift")]
-                steps, zp_value = inv255, 0
-            nodes += rows + [
-                reduce_max_rows(q + "/magnitude", q + "/max", q + "/max"),
-                helper.make_node("Max", [q + "/max", eps], [q + "/max_safe"], name=q + "/max_safe"),
-                helper.make_node("Mul", [q + "/max_safe", steps], [q + "/scale"], name=q + "/scale"),
-                helper.make_node("Reshape", [q + "/scale", flat], [q + "/scale_1d"], name=q + "/scale_1d"),
-                helper.make_node("Shape", [q + "/scale_1d"], [q + "/n_rows"], name=q + "/n_rows"),
-                helper.make_node("ConstantOfShape", [q + "/n_rows"], [q + "/zero_points"], name=q + "/zero_points",
-                                 value=numpy_helper.from_array(np.array([zp_value], np.uint8))),
-                helper.make_node("QuantizeLinear", [q + "/magnitude" if floor is not None else q + "/rows",
-                                                    q + "/scale_1d", q + "/zero_points"],
-                                 [q + "/uint8"], axis=0, name=q + "/quantize"),
-                helper.make_node("Shape", [x], [q + "/shape"], name=q + "/shape"),
-                helper.make_node("Slice", [q + "/shape", first, flat], [q + "/lead"], name=q + "/lead"),
-            ]
-            quantised[x] = q
-        q = quantised[x]
-        nodes += [
-            helper.make_node("MatMulIntegerToFloat", [q + "/uint8", p + "/weight_int8", one, p + "/weight_scale",
-                                                      zero_point if floor is None else unsigned_zero],
-                             [p + "/unscaled"], name=p, domain=MS_DOMAIN),
-            helper.make_node("Mul", [p + "/unscaled", q + "/scale"], [p + "/scaled"], name=p + "/row_scale"),
-        ]
-        out = p + "/scaled"
-        if floor is not None:  # take the shift's product back out: floor x each column's sum
-            correction = -np.float32(floor) * (wq.astype(np.float32) * w_scale).sum(axis=0)
-            nodes.append(helper.make_node("Add", [out, const(p + "/shift_correction", correction.astype(np.float32))],
-                                          [p + "/unshifted"], name=p + "/unshift"))
-            out = p + "/unshifted"
-        nodes += [
-            helper.make_node("Concat", [q + "/lead", const(p + "/width", np.array([n], np.int64))],
-                             [p + "/out_shape"], axis=0, name=p + "/out_shape"),
-            helper.make_node("Reshape", [out, p + "/out_shape"], [node.output[0]], name=p + "/out"),
-        ]
+        x = node.input[0]
+        if x not in quantised:  # a layer's query, key and value share their input's
+            quantised[x] = f"act{len(quantised)}"
+            nodes += build.quantised_rows(quantised[x], x, w.shape[0], floors.get(x))
+        nodes += build.product(node.name, quantised[x], w, floors.get(x), node.output[0])
         done.append(node.name)
     del graph.node[:]
     graph.node.extend(nodes)
-    graph.initializer.extend(added)
+    graph.initializer.extend(build.added)
     used = {i for nd in graph.node for i in nd.input}
     kept = [i for i in graph.initializer if i.name in used]
     del graph.initializer[:]
