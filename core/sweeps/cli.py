@@ -50,8 +50,8 @@ def _build_parser() -> argparse.ArgumentParser:
                          "alone, one beside other askers; QAX_THREADS sets the budget)")
     ap.add_argument("--backend", default="local", metavar="{local,ray}",
                     help="where the sweep runs: local (this process, the default) or ray (a Ray cluster, see "
-                         "--address and --workers; core.sweeps.ray). The forward-pass names torch, onnx and "
-                         "onnx-int8 are still accepted here and mean --engine-backend")
+                         "--address and --workers; core.sweeps.ray). A forward-pass name (torch, torch-bf16, "
+                         "onnx, onnx-int8) is still accepted here and means --engine-backend")
     ap.add_argument("--engine-backend", default=None,
                     help="forward pass: default (each model's, chosen by the rule and recorded in its card), "
                          "torch, torch-bf16, onnx (ONNX Runtime fp32) or onnx-int8; part of the prediction cache key. "
