@@ -88,7 +88,7 @@ class TorchForward:
     """The model's own forward pass (CPU or GPU) under inference mode; with ``bf16`` on a copy of
     the model whose weights are bfloat16.
 
-    Why bf16: this machine's CPU (Sapphire Rapids) multiplies bf16 matrices in its AMX tiles, and
+    Why bf16: this machine's CPU (a Xeon with AMX) multiplies bf16 matrices in its AMX tiles, and
     oneDNN, under torch, uses them: MiniLM answered in 6.0-7.6 ms a question against 15.7-17.2 in
     fp32 (2 threads, batches of 8, 96 XQuAD-en questions), with a logit MSE of 0.0002 against fp32
     and every start and end argmax the same, where per-token int8 (ONNX Runtime) has 0.004. Without
