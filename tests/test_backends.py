@@ -195,6 +195,30 @@ def test_export_happens_once_then_is_only_opened(make, cache, monkeypatch):
     assert [f.stat().st_mtime_ns for f in files] == stamps
 
 
+def test_torch_exports_once_for_both_files_and_once_more_only_for_a_later_int8(model_and_tokenizer, tmp_path,
+                                                                            monkeypatch):
+    """The fp32 and int8 graphs are fused from one torch export (the int8 one with its attention
+    as MultiHeadAttention); only an int8 asked for after the fp32 file exists exports again.
+    The raw export is not left behind."""
+    model, tok = model_and_tokenizer
+    names = onnx_backend.model_input_names(tok, model)
+    exports = []
+    real_export = onnx_backend._export
+
+    def counted(*args, **kwargs):
+        exports.append(args[-1])
+        return real_export(*args, **kwargs)
+
+    monkeypatch.setattr(onnx_backend, "_export", counted)
+    onnx_backend.ensure_export(model, names, "onnx-int8", folder=tmp_path / "both", tokenizer=tok)
+    assert len(exports) == 1
+    onnx_backend.ensure_export(model, names, "onnx", folder=tmp_path / "later")
+    onnx_backend.ensure_export(model, names, "onnx-int8", folder=tmp_path / "later", tokenizer=tok)
+    assert len(exports) == 3
+    for folder in ("both", "later"):
+        assert sorted(f.name for f in (tmp_path / folder).glob("*.onnx")) == [onnx_backend.INT8_FILE, "model.onnx"]
+
+
 def test_changed_threads_make_a_session_with_those_threads(make):
     eng = make("onnx")
     eng.predict(QS[:2], CS[:2])
@@ -370,7 +394,8 @@ def test_benchmark_doctests():
     from benchmarks import backend_fidelity, qa_throughput
 
     assert doctest.testmod(qa_throughput).failed == 0
-    assert doctest.testmod(backend_fidelity).attempted and doctest.testmod(backend_fidelity).failed == 0
+    fidelity = doctest.testmod(backend_fidelity)
+    assert fidelity.attempted and fidelity.failed == 0
 
 
 def test_sidebar_backend_reaches_the_engine_that_answers(tiny_registry, cache, monkeypatch):
@@ -562,6 +587,7 @@ def test_torch_bf16_without_native_bf16_falls_back_to_torch_with_the_reason(make
     with caplog.at_level(logging.WARNING):
         eng = make("torch-bf16")
     assert eng.backend_name == "torch" and "no native bf16" in eng.backend_message
+    assert any("no native bf16" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
     assert spans(eng.predict(QS, CS)) == spans(make("torch").predict(QS, CS))
 
 

@@ -14,15 +14,16 @@ under a file lock so two processes (the app and a sweep) starting together do no
 files; later loads only open the files. A LoRA model is exported as the registry hands it over:
 already merged into a plain model.
 
-Why ONNX Runtime at all: on this 2-core machine it answers faster than eager torch (fp32 about
-1.2x, int8 2-3x: the README's "Measured: engine backends"), and it degrades far less when another
-process uses the cores (issue 27's measurements).
+Why ONNX Runtime at all: its int8 answers 2.2-4.0x faster than eager torch fp32 on this 2-core
+machine (fp32 ONNX only 0.94-1.11x on a quiet machine, more on a busy one: it degrades far less
+than torch when another process uses the cores); the README's "Measured: engine backends".
 """
 from __future__ import annotations
 
 import fcntl
 import hashlib
 import logging
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -89,9 +90,10 @@ class TorchForward:
     the model whose weights are bfloat16.
 
     Why bf16: this machine's CPU (a Xeon with AMX) multiplies bf16 matrices in its AMX tiles, and
-    oneDNN, under torch, uses them: MiniLM answered in 6.0-7.6 ms a question against 15.7-17.2 in
-    fp32 (2 threads, batches of 8, 96 XQuAD-en questions), with a logit MSE of 0.0002 against fp32
-    and every start and end argmax the same, where per-token int8 (ONNX Runtime) has 0.004. Without
+    oneDNN, under torch, uses them: MiniLM's forward passes took 5.68 ms a question against 14.14
+    in fp32 (2.49x; 2 threads, batches of 8, 160 XQuAD-en questions, rounds alternated), with a
+    logit MSE of 0.00023 against fp32 and 99.6% of start and end argmaxes the same on SQuAD-train
+    windows, where per-token int8 (ONNX Runtime) has 0.0039 and 97.5%. Without
     native bf16 (AVX512-BF16 or AMX) the arithmetic is emulated and slower than fp32, so the
     backend is then unavailable (``bf16_unavailable``) and torch fp32 answers."""
 
@@ -362,36 +364,35 @@ def _fuse(raw: Path, target: Path, config, multi_head: bool = False) -> None:
     tmp.rename(target)
 
 
-def _quantize(model, input_names: list[str], target: Path, tokenizer) -> None:
-    """The int8 graph at ``target``: the model exported again and fused with MultiHeadAttention
+def _quantize(raw: Path, target: Path, config, tokenizer) -> None:
+    """The int8 graph at ``target`` from the raw export at ``raw``: fused with MultiHeadAttention
     (:func:`_fuse`), its FFN output projections' outlier channels split off in fp32
     (core.qa.int8_split, calibrated with ``tokenizer`` on the project's calibration text), then
-    every other weight MatMul quantised per token (core.qa.int8_per_token). The temporary files
+    every other weight MatMul quantised per token (core.qa.int8_per_token). Its temporary files
     are removed whatever happens."""
     import onnx
 
     from core.qa.int8_per_token import quantize_per_token
     from core.qa.int8_split import split_for_int8
 
-    raw = target.with_name(target.stem + ".raw.partial.onnx")
     fused = target.with_name(target.stem + ".fused.partial.onnx")
     split = target.with_name(target.stem + ".split.partial.onnx")
     tmp = target.with_name(target.stem + ".partial.onnx")
     try:
-        _export(model, input_names, raw)
         try:
-            _fuse(raw, fused, model.config, multi_head=True)
+            _fuse(raw, fused, config, multi_head=True)
+            source = fused
         except Exception as e:  # unfused, attention's projections are MatMuls all the same
             log.warning("onnxruntime's optimizer failed (%s: %s); quantising the unfused export", type(e).__name__, e)
-            raw.rename(fused)
-        kept_fp32 = split_for_int8(fused, split, tokenizer)
+            source = raw
+        kept_fp32 = split_for_int8(source, split, tokenizer)
         graph = onnx.load(str(split))
         done = quantize_per_token(graph, skip=set(kept_fp32))
         log.info("per-token int8: %d MatMuls quantised, %d outlier MatMuls kept fp32", len(done), len(kept_fp32))
         onnx.save(graph, str(tmp))
         tmp.rename(target)
     finally:
-        for f in (raw, fused, split, tmp):
+        for f in (fused, split, tmp):
             f.unlink(missing_ok=True)
 
 
@@ -408,20 +409,27 @@ def ensure_export(model, input_names: list[str], backend: str, folder: Path | No
     if want.is_file():
         return want
     folder.mkdir(parents=True, exist_ok=True)
+    raw = folder / "model-raw.onnx"  # torch's export, fused once for fp32 and once for int8
     with open(folder / "export.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not fp32.is_file():
-            log.info("exporting the model to ONNX at %s (once for these weights)", fp32)
-            raw = folder / "model-raw.onnx"
-            _export(model, input_names, raw)
-            try:
-                _fuse(raw, fp32, model.config)
-                raw.unlink()
-            except Exception as e:  # the unfused graph gives the same numbers, only slower
-                log.warning("onnxruntime's optimizer failed (%s: %s); using the unfused export", type(e).__name__, e)
-                raw.rename(fp32)
-        if backend == "onnx-int8" and not int8.is_file():
-            _quantize(model, input_names, int8, tokenizer)
+        try:
+            if not fp32.is_file():
+                log.info("exporting the model to ONNX at %s (once for these weights)", fp32)
+                _export(model, input_names, raw)
+                try:
+                    _fuse(raw, fp32, model.config)
+                except Exception as e:  # the unfused graph gives the same numbers, only slower
+                    log.warning("onnxruntime's optimizer failed (%s: %s); using the unfused export",
+                                type(e).__name__, e)
+                    tmp = fp32.with_name(fp32.stem + ".partial.onnx")
+                    shutil.copyfile(raw, tmp)
+                    tmp.rename(fp32)
+            if backend == "onnx-int8" and not int8.is_file():
+                if not raw.is_file():  # the fp32 file came from an earlier call: export again
+                    _export(model, input_names, raw)
+                _quantize(raw, int8, model.config, tokenizer)
+        finally:
+            raw.unlink(missing_ok=True)
     return want
 
 
