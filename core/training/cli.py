@@ -56,6 +56,8 @@ class TrainConfig:
     extend_vocab_min_count: int = 0
     extend_vocab_words: int = 0
     embedding_lr: float | None = None
+    freeze_word_embeddings: bool = False
+    time_limit: float = 0.0
 
     @property
     def loader(self) -> dict:
@@ -95,7 +97,8 @@ class TrainConfig:
             raise ValueError("--lora-rank must be >= 0")
         for flag, value, low in (("--batch-size", self.batch_size, 1), ("--save-every", self.save_every, 1),
                                  ("--max-length", self.max_length, MIN_MAX_LENGTH), ("--stride", self.stride, 0),
-                                 ("--max-steps", self.max_steps, 0), ("--threads", self.threads, 0)):
+                                 ("--max-steps", self.max_steps, 0), ("--threads", self.threads, 0),
+                                 ("--time-limit", self.time_limit, 0)):
             if value < low:
                 raise ValueError(f"{flag} must be at least {low}, got {value}")
         if self.stride > self.max_length // 2:
@@ -116,6 +119,10 @@ class TrainConfig:
         if self.embedding_lr is not None and self.lora_rank:
             raise ValueError("--embedding-lr needs a full fine-tune: a LoRA run trains no embeddings, or, "
                              "when its vocabulary grows, all of them at --lr")
+        if self.freeze_word_embeddings and (self.embedding_lr is not None or self.extend_vocab_min_count
+                                            or self.extend_vocab_words):
+            raise ValueError("--freeze-word-embeddings keeps the input word embeddings as they are: it "
+                             "cannot go with --embedding-lr or a grown vocabulary")
         self.repeat_by_source  # a bad --repeat raises ValueError here, before a model loads
         if self.distill_weight < 0 or self.distill_temperature <= 0:
             raise ValueError("--distill-weight must be >= 0 and --distill-temperature > 0")
@@ -216,6 +223,13 @@ def build_parser() -> cli.ArgumentParser:
                     help="peak learning rate of the input word embeddings (default: --lr); a higher "
                          "one lets rows added by --extend-vocab-min-count or --extend-vocab-words move away from their "
                          "mean-embedding start within a short run")
+    ap.add_argument("--freeze-word-embeddings", action="store_true", default=d.freeze_word_embeddings,
+                    help="keep the input word embeddings as the base has them (a large multilingual "
+                         "vocabulary: the shipped model then leaves them to the base package)")
+    ap.add_argument("--time-limit", type=float, default=d.time_limit, metavar="SECONDS",
+                    help="stop the steps after this many seconds and save the model as it is (the "
+                         "schedule unfinished, recorded as stopped_at_step); 0 = no limit. For a lent "
+                         "machine's fixed time")
     return ap
 
 

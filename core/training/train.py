@@ -410,6 +410,11 @@ def train_steps(loop: Loop, step: int, log: dict, total_steps: int) -> None:
                   f"eta {rate * (total_steps - step) / 60:.0f} min", flush=True)
         if step % config.save_every == 0 or step == total_steps:
             save_checkpoint(loop, step, log)
+        if config.time_limit and time.time() - t0 > config.time_limit and step < total_steps:
+            print(f"--time-limit {config.time_limit:g} s reached at step {step}/{total_steps}", flush=True)
+            log["stopped_at_step"] = step
+            save_checkpoint(loop, step, log)
+            return
 
 
 def save_checkpoint(loop: Loop, step: int, log: dict) -> None:
@@ -468,6 +473,8 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
     rows = model.get_input_embeddings().weight.shape[0]
     tok, vocab_info, words_info = extend_vocab(config, tok, model, examples)
     model, lora = apply_lora(config, model, model.get_input_embeddings().weight.shape[0] > rows)
+    if config.freeze_word_embeddings:
+        model.get_input_embeddings().weight.requires_grad_(False)
     trainable_params, total_params = count_params(model)
     if lora:
         print(f"LoRA {lora}: {trainable_params:,} of {total_params:,} parameters trainable", flush=True)
@@ -550,4 +557,5 @@ def run_info(loop: Loop, t_start: float, log: dict) -> dict:
                         f"torch {torch.__version__}, threads {torch.get_num_threads()}",
             "wall_time_s_this_run": round(time.time() - t_start, 1),
             "final_loss_mean_last_100": round(float(np.mean([loss for _, loss in log["losses"][-100:]])), 4),
+            "stopped_at_step": log.get("stopped_at_step"),
             "losses": log["losses"]}
