@@ -23,6 +23,8 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from core.io.outputs import refuse_inputs, write_bytes_atomic, write_text_atomic  # noqa: F401 (the CLIs' helpers)
+
 DEBUG_FLAG = "--debug"
 
 
@@ -186,16 +188,3 @@ def writable_file(path: str | Path, what: str = "output") -> Path:
     except OSError as exc:
         raise CLIError(f"{what} {p}: cannot create a file in {parent} ({exc.strerror})") from None
     return p
-
-
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``: a failed
-    or interrupted write leaves the old file (or none), never half of a new one."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, p)
-    finally:
-        tmp.unlink(missing_ok=True)

@@ -217,6 +217,32 @@ def resolve_data_file(name: str, data_dir: str | Path | None = None, *, what: st
     return path
 
 
+def dataset_file(name: str, data_dir: str | Path | None = None, *, confined: bool = False) -> Path | None:
+    """The file :func:`load_dataset` reads for ``name`` (None for the bundled demo set, or a name
+    that does not resolve: loading it will say why). Reads nothing: the CLIs call it before any
+    work to keep their outputs off their inputs (:func:`core.io.outputs.refuse_inputs`)."""
+    try:
+        if name.startswith(FILE_PREFIX):
+            return resolve_data_file(name[len(FILE_PREFIX):], data_dir)
+        if name.startswith("demo.") and "/" not in name:
+            return None
+        path = Path(name).expanduser()
+        if not confined and path.is_file():
+            return path
+        if path.is_absolute():
+            return resolve_data_file(name, data_dir) if confined else None
+        root = Path(data_dir) if data_dir is not None else config.data_dir()
+        if root is None:
+            return None
+        for rel in (name, f"{name}.json"):
+            candidate = config.under(root, rel, "the path")
+            if candidate.is_file():
+                return candidate
+    except ValueError:   # DatasetError, ConfinementError: load_dataset gives the message
+        return None
+    return None
+
+
 def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: bool = False,
                  lang: str | None = None, on_ambiguous: str = "error") -> Dataset:
     """A data set by name: ``demo.<lang>`` (the bundled demo set), ``file:<path>`` or a path under

@@ -457,14 +457,15 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
     # Read (and so checked) before the slow setup; on the CPU, where torch.set_rng_state wants
     # its state, and load_state_dict copies the rest onto the model's device.
     resume = load_checkpoint(ckpt, "cpu") if ckpt.exists() else None
-    base_path = resolve_base(config.base)
-    init_from = describe_init(config.init_from) if config.init_from else None
-    tok, model = load_model(config, base_path)
+    # the data before the model: a bad file is reported before the model's loading banner
     examples, counts = load_training_examples(config.train, config.squad_dev_minus_xquad, data_dir(),
                                               config.drop_eval_overlap, config.loader, config.allow_mlqa,
                                               config.repeat_by_source)
     if not examples:
         raise TrainingDataError("no training examples")
+    base_path = resolve_base(config.base)
+    init_from = describe_init(config.init_from) if config.init_from else None
+    tok, model = load_model(config, base_path)
     rows = model.get_input_embeddings().weight.shape[0]
     tok, vocab_info, words_info = extend_vocab(config, tok, model, examples)
     model, lora = apply_lora(config, model, model.get_input_embeddings().weight.shape[0] > rows)
