@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from core.io.outputs import write_text_atomic
 from core.qa.features import build_windows
 from core.training.cli import train_command
 from core.training.distill import batch_distill_kl, distill_targets
@@ -513,7 +514,7 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
             "training_questions": len(examples), "windows": len(windows), "steps": total_steps}
     save_model(loop, out / info["saved"])
     info.update(run_info(loop, t_start, log))
-    (out / "train_log.json").write_text(json.dumps(info, indent=1))
+    write_text_atomic(out / "train_log.json", json.dumps(info, indent=1))
     print(json.dumps({k: v for k, v in info.items() if k != "losses"}, indent=1))
     return info
 
