@@ -92,6 +92,70 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see --help)\n")
 
 
+def positive_int(text: str) -> int:
+    """argparse ``type=``: a whole number >= 1 (else argparse's one-line error, exit 2).
+
+    >>> positive_int("8")
+    8
+    >>> positive_int("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a whole number of at least 1, got '0'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse ``type=``: a whole number >= 0 (``--n 0`` = all; ``--n -5`` is refused).
+
+    >>> non_negative_int("0")
+    0
+    >>> non_negative_int("-5")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a whole number of at least 0, got '-5'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 0, got {text!r}")
+    return value
+
+
+def positive_int_list(text: str) -> list[int]:
+    """argparse ``type=``: comma-separated whole numbers >= 1, e.g. ``2,4,8``.
+
+    >>> positive_int_list("2, 4,8")
+    [2, 4, 8]
+    >>> positive_int_list("a,b")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected comma-separated whole numbers of at least 1 (like 2,4,8), got 'a,b'
+    """
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers of at least 1 (like 2,4,8), "
+                                         f"got {text!r}")
+    return values
+
+
+def exit_status(result: object) -> int:
+    """What a script's ``main`` returned as an exit status: an int as it is, anything else
+    (a benchmark's figures, None) 0."""
+    return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
 def engine_settings(**flags):
     """EngineSettings from flag values (``batch_size=...``); a bad one is a CLIError naming the
     flag: ``--batch-size must be at least 1, got -1``."""
