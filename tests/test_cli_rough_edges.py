@@ -7,6 +7,9 @@ backend, ``--batch-sizes a,b`` or ``--chunk 0`` with a traceback, and ``--n -5``
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,3 +79,46 @@ def test_every_benchmark_uses_the_one_line_error_handling():
         if "@cli.command(" not in text or "argparse.ArgumentParser(" in text:
             missing.append(f.name)
     assert missing == []
+
+
+# ----------------------------------------------------------------- a sweep store on a read-only mount
+
+
+def _unshare_works() -> bool:
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        return False
+    return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _unshare_works(), reason="needs a mount namespace (unshare -m) for a real read-only mount")
+def test_a_sweep_store_on_a_read_only_mount_can_be_listed(tmp_path):
+    """A WAL database needs its -shm file even to be read, and a read-only mount cannot create
+    it: ``mode=ro`` alone failed with "unable to open database file". A real read-only bind
+    mount (a private mount namespace), listed by the CLI."""
+    from core.datasets import Dataset
+    from core.sweeps.config import SweepConfig
+    from core.sweeps.run import run_sweep
+    from core.types import Answer, Prediction, QAExample, Span
+
+    class Echo:
+        fingerprint = "echo-1"
+
+        def predict(self, questions, contexts, **kw):
+            return [Prediction([Span(c.split()[0], 0, len(c.split()[0]), 1.0)]) for c in contexts]
+
+    toy = Dataset("toy", "en", [QAExample("q1", "Who came?", "Anna came.", (Answer("Anna", 0),))])
+    src, mnt = tmp_path / "src", tmp_path / "mnt"
+    src.mkdir()
+    mnt.mkdir()
+    run_sweep(SweepConfig("toy", ["TUQ"], ["echo"], name="read-only demo"), {"echo": Echo()},
+              src / "sweeps.sqlite", dataset=toy)
+    assert sorted(p.name for p in src.iterdir()) == ["sweeps.sqlite"]     # closed cleanly: no -wal, -shm
+    before = (src / "sweeps.sqlite").read_bytes()
+    script = (f"mount --bind {src} {mnt} && mount -o remount,ro,bind {mnt} && "
+              f"exec {sys.executable} -m core.sweeps --list --db {mnt / 'sweeps.sqlite'}")
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", script], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "read-only demo  [done]  2/2 rows  toy n=1  models=echo" in proc.stdout
+    assert sorted(p.name for p in src.iterdir()) == ["sweeps.sqlite"]
+    assert (src / "sweeps.sqlite").read_bytes() == before

@@ -23,17 +23,47 @@ Copies of a live database go through SQLite's backup API (:func:`snapshot_bytes`
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-#: SQLite's result code for "file is not a database".
-_SQLITE_NOTADB = 26
+#: SQLite's result codes for "unable to open database file" and "file is not a database".
+_SQLITE_CANTOPEN, _SQLITE_NOTADB = 14, 26
 
 
-def _readonly_uri(path: str | Path) -> str:
+def _readonly_uri(path: str | Path, immutable: bool = False) -> str:
     """A ``file:`` URI for ``path`` opened read-only (special characters percent-encoded)."""
-    return Path(path).resolve().as_uri() + "?mode=ro"
+    return Path(path).resolve().as_uri() + "?mode=ro" + ("&immutable=1" if immutable else "")
+
+
+def connect_readonly(path: str | Path, timeout: float = 5.0) -> sqlite3.Connection:
+    """A read-only connection (``mode=ro``) to the database at ``path``, opened (its header read)
+    before it is returned.
+
+    A WAL database needs its ``-shm`` file even to be read; on a read-only mount (a backup, a
+    shared volume) that file cannot be created, and ``mode=ro`` fails with "unable to open
+    database file". There, and only where the folder is not writable (so no process can be
+    writing the file), the database is opened ``immutable=1``: SQLite then reads the main file
+    without locks or ``-shm``. A file that is not a database raises sqlite3.DatabaseError."""
+    conn = sqlite3.connect(_readonly_uri(path), uri=True, timeout=timeout, isolation_level=None,
+                           check_same_thread=False)
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()
+        return conn
+    except sqlite3.Error as e:
+        conn.close()
+        folder = Path(path).resolve().parent
+        if getattr(e, "sqlite_errorcode", None) != _SQLITE_CANTOPEN or os.access(folder, os.W_OK):
+            raise
+    conn = sqlite3.connect(_readonly_uri(path, immutable=True), uri=True, timeout=timeout,
+                           isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def sqlite_kind(path: str | Path, timeout: float = 5.0) -> str:
@@ -58,19 +88,13 @@ def sqlite_kind(path: str | Path, timeout: float = 5.0) -> str:
     if st.st_size == 0:
         return "empty"
     try:
-        conn = sqlite3.connect(_readonly_uri(p), uri=True, timeout=timeout, isolation_level=None)
-    except sqlite3.Error:
-        return "other"
-    try:
-        conn.execute("PRAGMA schema_version").fetchone()
+        connect_readonly(p, timeout).close()
     except sqlite3.Error as e:
         if getattr(e, "sqlite_errorcode", None) == _SQLITE_NOTADB:
             return "other"
         if getattr(e, "sqlite_errorcode", None) in (5, 6):   # BUSY, LOCKED: SQLite's own locks
             return "sqlite"
         raise
-    finally:
-        conn.close()
     return "sqlite"
 
 
@@ -78,7 +102,7 @@ def snapshot_bytes(path: str | Path, timeout: float = 30.0) -> bytes:
     """A consistent copy of the SQLite database at ``path`` (its WAL folded in), as the bytes of
     a database file, made by SQLite's backup API: the live file is never opened with ``open()``,
     so no lock of another connection in this process is dropped and no writer is disturbed."""
-    src = sqlite3.connect(_readonly_uri(path), uri=True, timeout=timeout)
+    src = connect_readonly(path, timeout)
     dst = sqlite3.connect(":memory:")
     try:
         src.backup(dst)
@@ -116,9 +140,9 @@ class SQLiteFile:
 
     def _connect_readonly(self, path: str | Path, timeout: float) -> sqlite3.Connection:
         """A connection SQLite itself keeps from writing (``mode=ro`` URI): no schema, no pragma
-        that writes, so the file is left byte for byte as it was."""
-        self.conn = sqlite3.connect(_readonly_uri(path), uri=True, timeout=timeout, isolation_level=None,
-                                    check_same_thread=False)
+        that writes, so the file is left byte for byte as it was. On a read-only mount it is
+        opened immutable (:func:`connect_readonly`)."""
+        self.conn = connect_readonly(path, timeout)
         self.conn.row_factory = sqlite3.Row
         try:
             self.conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
