@@ -160,7 +160,15 @@ class SQLiteFile:
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
-        self.conn.execute("COMMIT")
+        try:
+            self.conn.execute("COMMIT")
+        except BaseException:
+            # a COMMIT that failed (SQLITE_BUSY) leaves the transaction open: end it, so the
+            # connection can start the next one (a retry) instead of "transaction within a
+            # transaction"
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         self.conn.close()
