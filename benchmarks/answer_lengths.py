@@ -10,7 +10,6 @@ share of answers of 1, 2-3, 4-6 and 7+ words. XQuAD-en is only measured here, ne
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -18,6 +17,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core import cli
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 TRAIN_FILES = ("train/squad/train-v1.1-first4370.json", "train/squadshifts/new_wiki_v1.0.json",
@@ -40,13 +41,14 @@ def length_stats(words: list[int]) -> dict:
     return out
 
 
-def main() -> int:
+@cli.command("benchmarks/answer_lengths.py")
+def main(argv: list[str] | None = None) -> int:
     from core import datasets
     from core.config import data_dir
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="also write the figures as JSON")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     root = data_dir()
     if root is None:
         print("no data directory (set QAX_DATA_DIR)", file=sys.stderr)
@@ -67,9 +69,9 @@ def main() -> int:
     for name, row in table.items():
         print(f"{name:48s} " + " ".join(f"{row[c]:>12}" for c in cols))
     if args.json:
-        Path(args.json).write_text(json.dumps(table, indent=1), encoding="utf-8")
+        cli.write_text_atomic(args.json, json.dumps(table, indent=1))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.exit_status(main()))

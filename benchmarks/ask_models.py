@@ -10,7 +10,6 @@ backend each model answered with, and the load average.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -18,19 +17,22 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core import cli
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def main() -> int:
+@cli.command("benchmarks/ask_models.py")
+def main(argv: list[str] | None = None) -> int:
     from core.datasets import load_dataset
     from core.qa import registry
     from core.qa.engine import EngineSettings
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="minilm-squad,minilm-squad-noise,minilm-squad-lora,mpnet-squad-lora")
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--setups", default="torch,default", help="backend settings to compare")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     models = args.models.split(",")
     setups = args.setups.split(",")
     engines = {s: {m: registry.load_engine(m, EngineSettings(backend=s)) for m in models} for s in setups}
@@ -58,4 +60,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.exit_status(main()))

@@ -13,13 +13,14 @@ rule then picks a model's default (benchmarks/qa_throughput.py --compare-backend
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core import cli
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -41,6 +42,7 @@ def logit_error(ref: list, got: list, lengths: list[int]) -> dict[str, float]:
     return {"logit_mse": float(f"{sq / tokens:.4g}"), "argmax_agreement": round(agree / (2 * len(lengths)), 4)}
 
 
+@cli.command("benchmarks/backend_fidelity.py")
 def main(argv: list[str] | None = None) -> dict:
     from core.qa import registry
     from core.qa.engine import EngineSettings, QAEngine
@@ -50,7 +52,7 @@ def main(argv: list[str] | None = None) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from int8_sensitivity import training_pairs
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad")
     ap.add_argument("--pairs", type=int, default=120, help="SQuAD training questions (their windows are scored)")
     ap.add_argument("--seed", type=int, default=1)
@@ -78,9 +80,9 @@ def main(argv: list[str] | None = None) -> dict:
         result["backends"][name] = e
         print(f"{name:11s} logit MSE {e['logit_mse']:<10.4g} start/end argmax agreement {e['argmax_agreement']:.2%}")
     if args.json:
-        args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        cli.write_text_atomic(args.json, json.dumps(result, indent=1) + "\n")
     return result
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.exit_status(main()))

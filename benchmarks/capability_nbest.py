@@ -14,13 +14,14 @@ model) put it second.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core import cli
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 DEFAULT_FILE = "assets/behaviour/capabilities_en.toml"
@@ -66,16 +67,17 @@ def summarise(rows: list[dict], k: int) -> dict:
     return out
 
 
-def main() -> int:
+@cli.command("benchmarks/capability_nbest.py")
+def main(argv: list[str] | None = None) -> int:
     from core.behaviour import expand, load
     from core.qa import registry
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--file", default=DEFAULT_FILE)
     ap.add_argument("--model", nargs="+", required=True)
     ap.add_argument("--k", type=int, default=5, help="n-best size (default 5)")
     ap.add_argument("--json", help="also write the figures as JSON")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     bfile = load(args.file)
     tests = [t for t in bfile.tests if t.kind == "MFT"]
     out: dict = {}
@@ -99,9 +101,9 @@ def main() -> int:
         for fam, row in table.items():
             print(f"{fam:28s} " + " ".join(f"{'-' if row[c] is None else row[c]:>18}" for c in cols), flush=True)
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1), encoding="utf-8")
+        cli.write_text_atomic(args.json, json.dumps(out, indent=1))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.exit_status(main()))

@@ -16,7 +16,6 @@ Prints the questions/s of each asker and their sum, with the load average before
 """
 from __future__ import annotations
 
-import argparse
 import multiprocessing as mp
 import os
 import sys
@@ -25,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from core import cli  # noqa: E402  (the project on the path first)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -55,13 +56,14 @@ def run(model: str, backend: str, threads: int | None, askers: int, n: int) -> l
     return rates
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+@cli.command("benchmarks/concurrent_askers.py")
+def main(argv: list[str] | None = None) -> int:
+    ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad")
     ap.add_argument("--n", type=int, default=48, help="questions per asker")
     ap.add_argument("--backends", default="torch,onnx")
     ap.add_argument("--rounds", type=int, default=2)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     setups = [("alone, policy", 1, None), ("two, 2 threads each", 2, 2), ("two, 1 thread each", 2, 1),
               ("two, policy", 2, None)]
     results: dict[tuple[str, str], list[list[float]]] = {}
@@ -85,4 +87,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.exit_status(main()))

@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
+from core import cli  # noqa: E402  (the project on the path first)
 from core.perturb.spec import parse_specs  # noqa: E402
 from core.sweeps import aggregates as sweep_aggregates  # noqa: E402
 from core.sweeps.config import SweepConfig  # noqa: E402
@@ -86,12 +86,13 @@ def open_page(db: Path) -> float:
     return seconds
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+@cli.command("benchmarks/heatmaps_open.py")
+def main(argv: list[str] | None = None) -> None:
+    ap = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sample", type=int, default=900, help="XQuAD-en questions in the sweep (default 900)")
     ap.add_argument("--db", type=Path, help="sweep database to build into / reuse (default: a temporary one)")
     ap.add_argument("--json", type=Path, help="write the figures here too")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     db = args.db or Path(tempfile.mkdtemp()) / "heatmaps_bench.sqlite"
     name = build(db, args.sample)
     sweep_aggregates.drop(db, name)
@@ -110,8 +111,8 @@ def main() -> None:
     for k, v in figures.items():
         print(f"{k:>22}: {v}")
     if args.json:
-        args.json.write_text(json.dumps(figures, indent=1))
+        cli.write_text_atomic(args.json, json.dumps(figures, indent=1))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.exit_status(main()))

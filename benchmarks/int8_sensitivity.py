@@ -21,7 +21,6 @@ the data its F1 rule is measured on. The F1 of a chosen recipe is then measured 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -33,6 +32,8 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core import cli
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 TRAIN_FILE = "train/squad/train-v1.1-first4370.json"
@@ -111,13 +112,14 @@ def quantize(src: Path, dst: Path, keep_fp32: list[str]) -> None:
         logging.disable(logging.NOTSET)
 
 
+@cli.command("benchmarks/int8_sensitivity.py")
 def main(argv: list[str] | None = None) -> dict:
     import onnx
 
     from core.qa import registry
     from core.qa.onnx_backend import ensure_export, model_input_names
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad")
     ap.add_argument("--pairs", type=int, default=60, help="SQuAD training questions (their windows are scored)")
     ap.add_argument("--seed", type=int, default=1)
@@ -148,9 +150,9 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"{group + ' fp32':40s} mse {e['logit_mse']:9.5f}  argmax agreement {e['argmax_agreement']:.4f}"
                   f"  ({len(nodes)} nodes)", flush=True)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
+        cli.write_text_atomic(args.json, json.dumps(results, indent=1))
     return results
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.exit_status(main()))

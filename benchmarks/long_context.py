@@ -18,7 +18,6 @@ per question (best and range over rounds), EM/F1; and the machine's load average
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -27,6 +26,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core import cli
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -62,7 +63,8 @@ def long_documents(squad_path: Path, min_chars: int, n: int, seed: int = 0):
     return out
 
 
-def main() -> int:
+@cli.command("benchmarks/long_context.py")
+def main(argv: list[str] | None = None) -> int:
     import torch
 
     from core import config
@@ -70,7 +72,7 @@ def main() -> int:
     from core.qa import registry
     from core.qa.engine import EngineSettings
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad")
     ap.add_argument("--n", type=int, default=12, help="questions (one per SQuAD dev article)")
     ap.add_argument("--chars", type=int, default=20_000, help="minimum context length in characters")
@@ -80,7 +82,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-answer-tokens", type=int, default=30)
     ap.add_argument("--json", help="also write the figures to this JSON file")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     root = config.data_dir()
     if root is None:
@@ -123,11 +125,11 @@ def main() -> int:
                      "exact_match": scores[c][0], "f1": scores[c][1]})
     print(f"load average after: {load_after[0]:.2f} (1 min), {load_after[1]:.2f} (5 min)")
     if args.json:
-        Path(args.json).write_text(json.dumps({
+        cli.write_text_atomic(args.json, json.dumps({
             "model": args.model, "n": len(examples), "context_chars": [min(lengths), max(lengths)],
             "threads": args.threads, "load_average": [load_before[0], load_after[0]], "configs": rows}, indent=1))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.exit_status(main()))

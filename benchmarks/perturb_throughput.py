@@ -21,15 +21,16 @@ Cost: most perturbations take well under a second for 200 questions; the encoder
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from core import config
+from core import (
+    cli,
+    config,
+)
 from core.datasets import load_squad
 from core.perturb import nlp, registry
 from core.perturb.catalogue import translation
@@ -56,8 +57,9 @@ def measure(perturbation, examples, warmup, seed: int = 0) -> dict:
             "seconds": seconds, "per_second": len(examples) / seconds if seconds else float("inf")}
 
 
+@cli.command("benchmarks/perturb_throughput.py")
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=200, help="first N questions of XQuAD-en")
     parser.add_argument("--ids", nargs="*", help="only these perturbation ids")
     parser.add_argument("--json", help="also write the numbers to this file")
@@ -79,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['id']:<26}{row['family']:<12}{row['field']:<10}{row['applied']:>9}{row['incompatible']:>9}"
               f"{row['seconds']:>10.2f}{row['per_second']:>10.1f}", flush=True)
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+        cli.write_text_atomic(args.json, json.dumps(rows, indent=1))
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(cli.exit_status(main()))

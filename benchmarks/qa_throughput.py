@@ -20,7 +20,6 @@ The default is the fastest backend whose F1 is within 0.5 of torch fp32's (issue
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -28,48 +27,52 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core import cli
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def main() -> int:
+@cli.command("benchmarks/qa_throughput.py")
+def main(argv: list[str] | None = None) -> int:
     import torch
 
     from core.datasets import load_dataset
     from core.qa import registry
-    from core.qa.engine import EngineSettings
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = cli.ArgumentParser(prog="benchmarks/qa_throughput.py", description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad")
     ap.add_argument("--dataset", default="xquad/xquad.en")
-    ap.add_argument("--n", type=int, default=400, help="questions (0 = all)")
-    ap.add_argument("--batch-size", type=int, default=None, help="default: the engine's (8 on CPU, 256 on a GPU)")
-    ap.add_argument("--batch-sizes", default="",
+    ap.add_argument("--n", type=cli.non_negative_int, default=400, help="questions (0 = all)")
+    ap.add_argument("--batch-size", type=cli.positive_int, default=None,
+                    help="default: the engine's (8 on CPU, 256 on a GPU)")
+    ap.add_argument("--batch-sizes", type=cli.positive_int_list, default=None,
                     help="comma-separated: time the batched engine at each of these batch sizes and stop")
-    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--threads", type=cli.non_negative_int, default=0, help="torch threads (0 = the policy)")
     ap.add_argument("--backend", default="default",
                     help="default (the model card's), torch, torch-bf16, onnx or onnx-int8")
     ap.add_argument("--compare-backends", action="store_true",
                     help="time every available backend on the same questions and stop")
-    ap.add_argument("--chunk", type=int, default=16,
+    ap.add_argument("--chunk", type=cli.positive_int, default=16,
                     help="with --compare-backends: questions per interleaved chunk (every backend answers each)")
     ap.add_argument("--json", help="with --compare-backends: write the figures to this JSON file")
     ap.add_argument("--card", action="store_true",
                     help="with --compare-backends: record the figures and the chosen default in the model card")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    check_inputs(args)
     if args.compare_backends:
         return compare_backends(args)
 
     ds = load_dataset(args.dataset)
     ex = ds.examples[: args.n] if args.n else ds.examples
     qs, cs = [e.question for e in ex], [e.context for e in ex]
-    eng = registry.load_engine(args.model, EngineSettings(batch_size=args.batch_size, threads=args.threads or None,
-                                                          backend=args.backend))
+    eng = registry.load_engine(args.model, cli.engine_settings(batch_size=args.batch_size,
+                                                               threads=args.threads or None, backend=args.backend))
     eng.predict(qs[:8], cs[:8])  # warm-up: first-call allocations are not the engine's speed
 
     if args.batch_sizes:
         print(f"model {args.model} on {args.dataset}: {len(ex)} questions, device {eng.device}, "
               f"torch threads {args.threads or torch.get_num_threads()}")
-        for size in (int(x) for x in args.batch_sizes.split(",")):
+        for size in args.batch_sizes:
             eng.settings.batch_size = size
             t0 = time.perf_counter()
             eng.predict(qs, cs, n_best=1)
@@ -93,6 +96,21 @@ def main() -> int:
     print(f"speed-up         : {t_single / t_batched:8.2f}x")
     print(f"identical answers: {same}/{len(ex)}")
     return 0
+
+
+def check_inputs(args) -> None:
+    """Every flag checked before a model loads (core.cli: one line, exit 2): the engine settings,
+    the model name, the data set (and that it has questions), the --json path."""
+    from core.datasets import dataset_file, load_dataset
+    from core.qa import registry
+
+    cli.engine_settings(batch_size=args.batch_size, threads=args.threads or None, backend=args.backend)
+    registry.get_entry(args.model)
+    if args.json:
+        cli.writable_file(args.json, "--json")
+        cli.refuse_inputs({"--json": args.json}, {"--dataset": dataset_file(args.dataset)})
+    if not load_dataset(args.dataset).examples:
+        raise cli.CLIError(f"--dataset {args.dataset}: no questions")
 
 
 def compare_backends(args) -> int:
@@ -187,7 +205,7 @@ def compare_backends(args) -> int:
               f"identical spans {b['identical_spans_to_torch']:.1%}")
     print(f"default (fastest within {F1_TOLERANCE} F1 of torch): {out['default']}")
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+        cli.write_text_atomic(args.json, json.dumps(out, indent=2) + "\n")
     if args.card:
         path = record_in_card(entry, out)
         print(f"recorded in {path}")
@@ -206,4 +224,4 @@ def record_in_card(entry, out: dict) -> Path:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.exit_status(main()))

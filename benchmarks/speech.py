@@ -16,7 +16,6 @@ take ~10 minutes for whisper alone; choose voices on a shared machine.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -24,8 +23,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from core import config
+from core import (
+    cli,
+    config,
+)
 from core.datasets import load_squad
 from core.metrics.text_distance import corpus_wer
 from core.speech import asr, tts
@@ -43,8 +44,9 @@ def xquad_questions(n: int, seed: int) -> list[str]:
     return random.Random(seed).sample(questions, n)
 
 
+@cli.command("benchmarks/speech.py")
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=20, help="number of XQuAD-en questions (default 20)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     parser.add_argument("--voices", nargs="*", help="voice ids (default: every working voice)")
@@ -95,9 +97,9 @@ def main(argv: list[str] | None = None) -> dict:
     results["asr_rtf"] = {name: d / a for name, (d, a) in engine_totals.items() if a}
     print("ASR RTF over all voices: " + ", ".join(f"{k} {v:.3f}" for k, v in results["asr_rtf"].items()))
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        cli.write_text_atomic(args.json, json.dumps(results, indent=1))
     return results
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.exit_status(main()))

@@ -25,7 +25,6 @@ question). Use --sample on a shared machine.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import platform
@@ -35,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from core import cli
 from core.datasets import load_dataset, sample_examples
 from core.metrics import score_answer
 from core.perturb.spec import parse_specs
@@ -84,8 +83,9 @@ def sweep_mean_f1(db: Path, name: str) -> dict[str, float]:
             "SELECT model, AVG(f1) FROM results WHERE sweep_id = ? AND status = 'ok' GROUP BY model", (sid,))}
 
 
+@cli.command("benchmarks/sweep.py")
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = cli.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dataset", default="xquad/xquad.en")
     ap.add_argument("--models", default="minilm-squad,minilm-squad-noise")
     ap.add_argument("--perturbations", default=DEFAULT_PERTURBATIONS)
@@ -201,9 +201,9 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"mean F1 sweep {n['mean_f1_sweep']}  naive {n['mean_f1_naive']}")
     print(f"database: {results['db_mb']} MB")
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+        cli.write_text_atomic(args.json, json.dumps(results, indent=2))
     return results
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.exit_status(main()))

@@ -43,6 +43,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from core import cli  # noqa: E402  (the project on the path first)
 
 TEXT_SPECS = "keyboard_Q,TLQ,DCRQ,DRQ,SwapRQ"
 ASR_SPECS = "asr_Q:voice=flite:kal16:engine=pocketsphinx"
@@ -283,8 +284,9 @@ def two_node_cluster(args, tmp: Path, reference: dict) -> dict:
 # -------------------------------------------------------------------------------------------- main
 
 
+@cli.command("benchmarks/sweep_ray.py")
 def main(argv: list[str] | None = None) -> dict | None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = cli.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dataset", default="xquad/xquad.en")
     ap.add_argument("--text-sample", type=int, default=40)
     ap.add_argument("--asr-sample", type=int, default=30)
@@ -336,9 +338,9 @@ def main(argv: list[str] | None = None) -> dict | None:
         if args.stages:
             results["stages"] = stages(args)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        cli.write_text_atomic(args.json, json.dumps(results, indent=1))
     return results
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.exit_status(main()))

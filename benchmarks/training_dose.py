@@ -9,7 +9,6 @@ rate) and the totals per model. Nothing is trained or run: the figures are the c
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -17,6 +16,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core import cli
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 MODELS = ("minilm-squad", "minilm-squad-noise", "minilm-squad-lora", "mpnet-squad-lora")
@@ -53,13 +54,14 @@ def stages(training: dict) -> list[dict]:
     return out
 
 
-def main() -> int:
+@cli.command("benchmarks/training_dose.py")
+def main(argv: list[str] | None = None) -> int:
     from core.qa import registry
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", nargs="+", default=list(MODELS))
     ap.add_argument("--json", help="also write the figures as JSON")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     table = {}
     print(f"{'model':22s} {'stage':>5s} {'steps':>6s} {'batch':>5s} {'windows':>8s} {'questions':>9s} "
           f"{'epochs':>6s} {'lr':>8s}")
@@ -74,9 +76,9 @@ def main() -> int:
         print(f"{name:22s} {'all':>5s} {total['steps']:>6d} {'':>5s} {total['windows']:>8d}")
         table[name] = {"stages": rows, **total}
     if args.json:
-        Path(args.json).write_text(json.dumps(table, indent=1), encoding="utf-8")
+        cli.write_text_atomic(args.json, json.dumps(table, indent=1))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.exit_status(main()))

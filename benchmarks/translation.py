@@ -8,21 +8,22 @@ batch call and print sentences/second. German and Chinese have no offline MT her
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core import cli
 
 
-def main() -> int:
+@cli.command("benchmarks/translation.py")
+def main(argv: list[str] | None = None) -> int:
     from core.datasets import load_dataset
     from core.translate import ApertiumTranslator
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     mt = ApertiumTranslator()
     pairs = sorted(p for p in mt.available_pairs() if p[1] == "en")
     print(f"Apertium pairs into English: {', '.join(f'{s}->{t}' for s, t in pairs) or 'none installed'}")
@@ -42,4 +43,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.exit_status(main()))

@@ -16,7 +16,6 @@ limit: refused in the browser ("File must be 20.0MB or smaller."), server RSS un
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import os
@@ -30,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from core import cli  # noqa: E402  (the project on the path first)
+
 sys.path.insert(0, str(ROOT / "tests"))
 
 
@@ -50,12 +51,13 @@ def make_file(copies: int, out: Path) -> int:
     return out.stat().st_size
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+@cli.command("benchmarks/upload_memory.py")
+def main(argv: list[str] | None = None) -> None:
+    ap = cli.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--copies", type=int, default=4)
     ap.add_argument("--after", type=int, default=60, help="seconds to sample after closing")
     ap.add_argument("--rounds", type=int, default=1)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     import psutil
     from browser import CHROMIUM, CHROMIUM_ARGS, free_port
@@ -125,4 +127,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.exit_status(main()))

@@ -1,6 +1,8 @@
 """Cached loaders: one copy of each model and dataset per server process."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from core import datasets
@@ -54,9 +56,17 @@ def backend_note(eng) -> str:
     return f"{note} · answer cap {cap} tokens" if cap else note
 
 
+def dataset(path: str, data_dir: str):
+    """The data set at ``path``, a file the data directory ``data_dir`` holds: resolved through
+    the same confinement as Sweeps (:func:`core.datasets.confined_file`), so a symlink in the data
+    directory pointing at a file elsewhere is refused (DatasetError), never read or shown."""
+    resolved = datasets.confined_file(path, data_dir)
+    return _dataset(str(resolved), Path(path).name.removesuffix(".json"))
+
+
 @st.cache_data(show_spinner="Reading dataset…")
-def dataset(path: str):
-    return datasets.load_squad(path)
+def _dataset(resolved: str, name: str):
+    return datasets.load_squad(resolved, name=name)
 
 
 @st.cache_data

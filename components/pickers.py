@@ -26,8 +26,14 @@ def evaluation_sets() -> dict[str, str]:
 
 
 def load_set(name: str, path: str):
-    """A data set of :func:`evaluation_sets` (cached per process)."""
-    return loaders.demo(DEMO_LANGS[name]) if name in DEMO_LANGS else loaders.dataset(path)
+    """A data set of :func:`evaluation_sets` (cached per process), confined to the data
+    directory (:func:`components.loaders.dataset`)."""
+    if name in DEMO_LANGS:
+        return loaders.demo(DEMO_LANGS[name])
+    d = current_data_dir()
+    if d is None:
+        raise DatasetError(f"{name}: no data directory")
+    return loaders.dataset(path, str(d))
 
 
 def dataset_picker(key: str, roles=("eval", "challenge")):
@@ -58,7 +64,7 @@ def dataset_picker(key: str, roles=("eval", "challenge")):
             return loaders.demo(DEMO_LANGS[choice])
         if choice.startswith("upload:"):
             return uploaded[choice[len("upload:"):]]
-        return loaders.dataset(paths[choice])
+        return loaders.dataset(paths[choice], str(d))
     except (DatasetError, OSError) as e:
         st.error(md_escape(f"Could not read {choice}: {e}"))
         return None

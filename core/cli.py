@@ -23,6 +23,8 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from core.io.outputs import refuse_inputs, write_bytes_atomic, write_text_atomic  # noqa: F401 (the CLIs' helpers)
+
 DEBUG_FLAG = "--debug"
 
 
@@ -88,6 +90,70 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see --help)\n")
+
+
+def positive_int(text: str) -> int:
+    """argparse ``type=``: a whole number >= 1 (else argparse's one-line error, exit 2).
+
+    >>> positive_int("8")
+    8
+    >>> positive_int("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a whole number of at least 1, got '0'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse ``type=``: a whole number >= 0 (``--n 0`` = all; ``--n -5`` is refused).
+
+    >>> non_negative_int("0")
+    0
+    >>> non_negative_int("-5")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a whole number of at least 0, got '-5'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 0, got {text!r}")
+    return value
+
+
+def positive_int_list(text: str) -> list[int]:
+    """argparse ``type=``: comma-separated whole numbers >= 1, e.g. ``2,4,8``.
+
+    >>> positive_int_list("2, 4,8")
+    [2, 4, 8]
+    >>> positive_int_list("a,b")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected comma-separated whole numbers of at least 1 (like 2,4,8), got 'a,b'
+    """
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers of at least 1 (like 2,4,8), "
+                                         f"got {text!r}")
+    return values
+
+
+def exit_status(result: object) -> int:
+    """What a script's ``main`` returned as an exit status: an int as it is, anything else
+    (a benchmark's figures, None) 0."""
+    return result if isinstance(result, int) and not isinstance(result, bool) else 0
 
 
 def engine_settings(**flags):
@@ -186,16 +252,3 @@ def writable_file(path: str | Path, what: str = "output") -> Path:
     except OSError as exc:
         raise CLIError(f"{what} {p}: cannot create a file in {parent} ({exc.strerror})") from None
     return p
-
-
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``: a failed
-    or interrupted write leaves the old file (or none), never half of a new one."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, p)
-    finally:
-        tmp.unlink(missing_ok=True)

@@ -9,6 +9,7 @@ every CSV goes through core.io.csv_export. Who is who: the typed name plus a per
 """
 from __future__ import annotations
 
+import sqlite3
 import uuid
 
 import streamlit as st
@@ -113,10 +114,15 @@ with tab_play:
                 try:
                     att = store.record_attempt(passage, question, span, spans, user=user,
                                                session=SESSION, threshold=threshold,
-                                               browser=BROWSER)
+                                               browser=BROWSER,
+                                               key=beat_store.submission_key(SESSION, passage.id, question,
+                                                                             span, list(models)))
                     s["beat_last_attempt"] = att.id
                 except ValueError as e:
                     st.error(f"Not recorded: {md_escape(e)}")
+                except sqlite3.OperationalError:   # still locked after the store's retries
+                    st.error("Not recorded: the database is busy. Submit again: the same question "
+                             "is stored once.")
 
         last = s.get("beat_last_attempt")
         att = store.attempt(last) if last else None

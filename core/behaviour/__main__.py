@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from core import cli
 from core.behaviour import case_rows, load, results_rows, run_file
@@ -49,6 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise cli.CLIError(f"--max-failure-rate must be between 0 and 1, got {rate}")
     if args.failures < 0:
         raise cli.CLIError("--failures must be at least 0")
+    for flag, path in (("--json", args.json), ("--csv", args.csv)):
+        if path:
+            cli.writable_file(path, flag)
+    cli.refuse_inputs({"--json": args.json, "--csv": args.csv}, {"FILE": args.file})
     bfile = load(args.file)
     from core.behaviour import expand
 
@@ -90,12 +93,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"    Q: {c.question_after or c.question}  ->  {c.reason}")
     rows = case_rows(results)
     if args.json:
-        Path(args.json).write_text(json.dumps({"summary": results_rows(results), "cases": rows}, indent=2,
-                                              ensure_ascii=False), encoding="utf-8")
+        cli.write_text_atomic(args.json, json.dumps({"summary": results_rows(results), "cases": rows}, indent=2,
+                                                    ensure_ascii=False))
     if args.csv:
-        import pandas as pd
+        from core.io.csv_export import csv_text
 
-        pd.DataFrame(rows).to_csv(args.csv, index=False)
+        cli.write_text_atomic(args.csv, csv_text(rows))
     if args.card:
         from core.behaviour.card import write_capabilities
 

@@ -1,15 +1,25 @@
 """Beat the AI's store: every attempt and every validation in one SQLite file.
 
 The database file is ``$QAX_BEAT_DB`` or ``<cache_dir>/beat_the_ai.sqlite``
-(:func:`default_db_path`); its schema (version 2; version 1 files are upgraded on open) is
-:data:`SCHEMA`. The connection, WAL and transactions come from the shared base
+(:func:`default_db_path`); its schema (version 3; versions 1 and 2 are upgraded on open) is
+:data:`SCHEMA`.
+
+Each attempt is written exactly once: it carries an idempotency key (``attempts.submission``,
+unique), inserted with ``ON CONFLICT (submission) DO NOTHING``, so a call repeated with the same key (a retry after
+"database is locked", a second click) returns the attempt already stored instead of a second row
+(issue 46: the concurrency test once counted 12 stored attempts against at most 11
+acknowledged). The connection, WAL and transactions come from the shared base
 :class:`core.io.sqlite_db.SQLiteFile`. The game's rules (judging, the same-person rule) are in
 :mod:`core.collect.beat`; this module only stores, reads and exports.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sqlite3
+import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -35,12 +45,16 @@ from core.datasets import Dataset
 from core.io.sqlite_db import SQLiteFile
 from core.types import Answer, QAExample, Span
 
-__all__ = ["DB_ENV", "DB_FILENAME", "SCHEMA_VERSION", "SCHEMA", "BeatStore", "default_db_path"]
+__all__ = ["DB_ENV", "DB_FILENAME", "SCHEMA_VERSION", "SCHEMA", "BeatStore", "default_db_path", "submission_key"]
 
 DB_ENV = "QAX_BEAT_DB"
 DB_FILENAME = "beat_the_ai.sqlite"
 
-SCHEMA_VERSION = "2"  # 2: attempts.browser and validations.browser (1 is upgraded on open)
+SCHEMA_VERSION = "3"  # 2: attempts.browser and validations.browser; 3: attempts.submission (older are upgraded)
+
+#: Tries of one write when SQLite answers "database is locked" (another writer held the lock
+#: past the busy timeout); safe because the idempotency key keeps a retried attempt one row.
+WRITE_TRIES = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -67,6 +81,7 @@ CREATE TABLE IF NOT EXISTS attempts (
     threshold    REAL NOT NULL,          -- a model won when its F1 > threshold
     outcome      TEXT NOT NULL CHECK (outcome IN ('human', 'model')),
     browser      TEXT NOT NULL DEFAULT '',  -- identity.token_key(browser token), '' = unknown
+    submission   TEXT,                   -- idempotency key, unique (NULL for rows before schema 3)
     CHECK (0 <= answer_start AND answer_start < answer_end)
 );
 CREATE INDEX IF NOT EXISTS attempts_passage ON attempts (passage_id);
@@ -107,6 +122,22 @@ def default_db_path() -> Path:
     return Path(env).expanduser() if env else config.cache_dir() / DB_FILENAME
 
 
+def submission_key(session: str, passage: str, question: str, span: Sequence[int],
+                   models: Sequence[str]) -> str:
+    """The idempotency key of one submission on the page: the same session submitting the same
+    question and answer on the same passage against the same models is one attempt (a double
+    click, a rerun, a retry), whatever happens between the calls.
+
+    >>> submission_key("s", "p1", " Who? ", (0, 4), ["m"]) == submission_key("s", "p1", "Who?", [0, 4], ("m",))
+    True
+    >>> submission_key("s", "p1", "Who?", (0, 4), ["m"]) == submission_key("t", "p1", "Who?", (0, 4), ["m"])
+    False
+    """
+    payload = json.dumps([session, passage, question.strip(), [int(x) for x in span], list(models)],
+                         ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
@@ -144,14 +175,17 @@ class BeatStore(SQLiteFile):
                 for stmt in filter(str.strip, SCHEMA.split(";")):
                     c.execute(stmt)
                 row = c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-                if row is not None and row[0] == "1":
+                if row is not None and row[0] in ("1", "2"):
                     # Schema 1 had no browser column: old rows get '' (unknown browser) and
-                    # keep working; the name comparison covers them.
-                    for table in ("attempts", "validations"):
+                    # keep working; the name comparison covers them. Schemas 1 and 2 had no
+                    # idempotency key: old rows get NULL (the unique index allows many).
+                    added = [("attempts", "browser", "TEXT NOT NULL DEFAULT ''"),
+                             ("validations", "browser", "TEXT NOT NULL DEFAULT ''"),
+                             ("attempts", "submission", "TEXT")]
+                    for table, column, kind in added:
                         cols = {r[1] for r in c.execute(f"PRAGMA table_info({table})")}
-                        if "browser" not in cols:
-                            c.execute(f"ALTER TABLE {table} ADD COLUMN browser TEXT NOT NULL "
-                                      f"DEFAULT ''")
+                        if column not in cols:
+                            c.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
                     c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                               (SCHEMA_VERSION,))
                 elif row is None:
@@ -159,6 +193,8 @@ class BeatStore(SQLiteFile):
                 elif row[0] != SCHEMA_VERSION:
                     raise ValueError(f"{self.path}: Beat-the-AI schema version {row[0]}, this "
                                      f"code reads version {SCHEMA_VERSION}")
+                # after the upgrade: an older file has the column only now
+                c.execute("CREATE UNIQUE INDEX IF NOT EXISTS attempts_submission ON attempts (submission)")
         except sqlite3.DatabaseError as e:
             self.conn.close()
             raise ValueError(f"{self.path} is not a usable Beat-the-AI database: {e}") from e
@@ -172,8 +208,13 @@ class BeatStore(SQLiteFile):
     def record_attempt(self, passage: Passage, question: str, span: Sequence[int],
                        model_spans: Mapping[str, Span | None], *, user: str, session: str,
                        threshold: float = WIN_THRESHOLD, now: str | None = None,
-                       browser: str | None = None) -> Attempt:
+                       browser: str | None = None, key: str | None = None) -> Attempt:
         """Judge and store one attempt (committed on return); returns it as stored.
+
+        ``key``: the attempt's idempotency key (default: a new random one). A second call with a
+        key already stored writes nothing and returns the attempt stored under it; a write that
+        meets "database is locked" is retried (:data:`WRITE_TRIES`) under the same key, so an
+        attempt is stored exactly once.
 
         ``span``: the person's answer, character offsets [start, end) into ``passage.context``.
         ``model_spans``: model name -> its best span (None: it gave no answer), in the order
@@ -189,21 +230,41 @@ class BeatStore(SQLiteFile):
         verdicts, outcome = judge(answer, model_spans, passage.lang, threshold)
         user = identity.display_name(user) or "anonymous"
         created = now or _now()
-        with self.transaction() as c:
+        key = key if key else uuid.uuid4().hex
+        row = (created, user, session, passage.id, passage.dataset, passage.title, passage.lang,
+               question.strip(), start, end, answer, float(threshold), outcome,
+               identity.token_key(browser), key)
+        for tries_left in range(WRITE_TRIES - 1, -1, -1):
+            try:
+                attempt_id = self._insert_attempt(passage, row, verdicts)
+                break
+            except sqlite3.OperationalError as e:
+                if tries_left == 0 or "locked" not in str(e):
+                    raise
+                time.sleep(0.05 * (WRITE_TRIES - tries_left))
+        return self.attempt(attempt_id)
+
+    def _insert_attempt(self, passage: Passage, row: tuple, verdicts: Sequence[ModelVerdict]) -> int:
+        """One transaction: the passage, the attempt (ignored when its key is stored) and, only
+        when the attempt is new, its model answers. Returns the attempt's id."""
+        with self.transaction() as c:   # BEGIN IMMEDIATE: no other writer between the look and the insert
+            stored = c.execute("SELECT id FROM attempts WHERE submission = ?", (row[-1],)).fetchone()
+            if stored is not None:      # this key is stored already: that attempt, not a second one
+                return int(stored[0])
             c.execute("INSERT OR IGNORE INTO passages VALUES (?, ?)", (passage.id, passage.context))
             cur = c.execute(
-                "INSERT INTO attempts (created_at, user, session, passage_id, dataset, title, lang,"
-                " question, answer_start, answer_end, answer_text, threshold, outcome, browser)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (created, user, session, passage.id, passage.dataset, passage.title, passage.lang,
-                 question.strip(), start, end, answer, float(threshold), outcome,
-                 identity.token_key(browser)))
+                "INSERT INTO attempts (created_at, user, session, passage_id, dataset, title,"
+                " lang, question, answer_start, answer_end, answer_text, threshold, outcome, browser,"
+                " submission) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (submission) DO NOTHING", row)   # only the key: a CHECK still fails
+            if cur.rowcount == 0:   # (the unique index's guarantee; the look above answers first)
+                return int(c.execute("SELECT id FROM attempts WHERE submission = ?", (row[-1],)).fetchone()[0])
             attempt_id = int(cur.lastrowid)
             c.executemany(
                 "INSERT INTO model_answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(attempt_id, i, v.model, v.answer, v.start, v.end, v.score, v.f1, int(v.won))
                  for i, v in enumerate(verdicts)])
-        return self.attempt(attempt_id)
+        return attempt_id
 
     def record_validation(self, attempt_id: int, validator: str, span: Sequence[int] | None, *,
                           session: str, threshold: float = AGREE_THRESHOLD,

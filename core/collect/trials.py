@@ -55,7 +55,7 @@ from typing import Any
 
 from core import config
 from core.datasets import Dataset, has_gold, sample_examples
-from core.io.sqlite_db import SQLiteFile
+from core.io.sqlite_db import SQLiteFile, snapshot_bytes
 from core.speech import asr
 from core.speech.audio import AudioError, load_audio
 from core.types import Answer, QAExample
@@ -63,6 +63,8 @@ from core.types import Answer, QAExample
 FORMAT = "qax-trial-1"
 TRIAL_FILE = "trial.json"
 DB_FILE = "trial.sqlite"
+_SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+_SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 _TMP_MARK = ".tmp-"
 
 
@@ -475,11 +477,16 @@ class Trial:
         """The whole trial (metadata, index, every recording, written sets) as zip bytes."""
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
-            with self._index() as con:   # fold the WAL into the main file so the copy is complete
-                con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             for f in sorted(self.path.rglob("*")):
-                if f.is_file() and _TMP_MARK not in f.name and not f.name.endswith(("-wal", "-shm")):
-                    zf.write(f, f"{self.id}/{f.relative_to(self.path).as_posix()}")
+                if f.is_file() and _TMP_MARK not in f.name and not f.name.endswith(_SQLITE_SIDE_FILES):
+                    name = f"{self.id}/{f.relative_to(self.path).as_posix()}"
+                    if f.suffix in _SQLITE_SUFFIXES:
+                        # a live database (the index, a scoring sweep still writing): copied by
+                        # SQLite's backup API, WAL included; a plain open()/close() here would
+                        # drop the writer's locks (core.io.sqlite_db)
+                        zf.writestr(name, snapshot_bytes(f))
+                    else:
+                        zf.write(f, name)
         return buffer.getvalue()
 
     def delete(self) -> None:

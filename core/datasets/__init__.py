@@ -10,6 +10,8 @@ from core.datasets.files import (
     TRAINABLE_EVAL,
     XQUAD_PARAGRAPHS,
     DatasetInfo,
+    confined_file,
+    dataset_file,
     demo_dataset,
     discover_datasets,
     eval_contexts,
@@ -40,5 +42,5 @@ __all__ = [
     "ON_AMBIGUOUS", "PAIR_RULES", "FORMATS", "contexts_agree", "disagreement", "nearest_occurrence",
     "normalize_context", "trainable_eval_files", "eval_contexts", "find_eval_overlap", "squad_dev_minus_xquad",
     "load_demo", "demo_dataset", "DEMO_PATH", "FILE_PREFIX", "XQUAD_PARAGRAPHS", "CONTEXT_SIMILARITY",
-    "legacy_rule", "has_gold", "resolve_data_file", "load_dataset", "sample_examples",
+    "legacy_rule", "has_gold", "resolve_data_file", "load_dataset", "dataset_file", "confined_file", "sample_examples",
 ]

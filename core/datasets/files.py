@@ -15,6 +15,7 @@ from core.langid import lang_from_filename
 from core.types import QAExample
 
 __all__ = ["DEMO_PATH", "EVAL_ONLY", "TRAINABLE_EVAL", "FILE_PREFIX", "DatasetInfo", "discover_datasets",
+           "confined_file", "dataset_file",
            "normalize_context", "trainable_eval_files", "eval_contexts", "find_eval_overlap",
            "squad_dev_minus_xquad", "load_demo", "demo_dataset", "has_gold", "resolve_data_file", "load_dataset",
            "sample_examples", "XQUAD_PARAGRAPHS"]
@@ -63,12 +64,16 @@ def discover_datasets(data_dir: str | Path | None = None) -> list[DatasetInfo]:
 
     Evaluation sets first, then challenge sets, then training files; by name within each.
     Languages come from the file names (nothing is opened); training files without a language
-    in their name are the English SQuAD/SQuAD-Shifts/TyDi files, others are "und".
+    in their name are the English SQuAD/SQuAD-Shifts/TyDi files, others are "und". A file whose
+    path, symlinks resolved, leaves the data directory (a link to a file elsewhere) is not
+    listed: every picker offers only what :func:`confined_file` would load.
     """
     root = _require_data_dir(data_dir)
     infos: list[DatasetInfo] = []
 
     def add(path: Path, role: str, lang: str | None = None, original: Path | None = None):
+        if not config.within(path, [root]):
+            return
         rel = path.relative_to(root).as_posix().removesuffix(".json")
         infos.append(DatasetInfo(rel, path, lang or lang_from_filename(path) or "und", role,
                                  original))
@@ -215,6 +220,58 @@ def resolve_data_file(name: str, data_dir: str | Path | None = None, *, what: st
         raise DatasetError(f"{what}: no file {rel}.json under the data directory {root}"
                          if not Path(rel).is_absolute() else f"{what}: no file {rel}.json")
     return path
+
+
+def confined_file(path: str | Path, data_dir: str | Path) -> Path:
+    """``path`` resolved (symlinks followed) when it is a file inside ``data_dir``: what the
+    web pickers load (:func:`discover_datasets` lists only such files). A symlink pointing out of
+    the data directory, or a path climbing out with ``..``, is a DatasetError; nothing is read.
+
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp()); (root / "in.json").write_text("{}") and None
+    >>> (root / "out.json").symlink_to("/etc/hostname")
+    >>> confined_file(root / "in.json", root) == (root / "in.json").resolve()
+    True
+    >>> try:
+    ...     confined_file(root / "out.json", root)
+    ... except DatasetError as e:
+    ...     print(str(e).replace(str(root), "ROOT"))  # doctest: +NORMALIZE_WHITESPACE
+    data set ROOT/out.json is outside the folders this app may use (ROOT); an administrator can
+    add a folder with QAX_EXTRA_ROOTS
+    """
+    try:
+        resolved = config.confine(path, [Path(data_dir).expanduser().resolve()], "data set")
+    except ValueError as e:   # ConfinementError; a NUL byte in the path
+        raise DatasetError(str(e)) from None
+    if not resolved.is_file():
+        raise DatasetError(f"data set {path}: no such file")
+    return resolved
+
+
+def dataset_file(name: str, data_dir: str | Path | None = None, *, confined: bool = False) -> Path | None:
+    """The file :func:`load_dataset` reads for ``name`` (None for the bundled demo set, or a name
+    that does not resolve: loading it will say why). Reads nothing: the CLIs call it before any
+    work to keep their outputs off their inputs (:func:`core.io.outputs.refuse_inputs`)."""
+    try:
+        if name.startswith(FILE_PREFIX):
+            return resolve_data_file(name[len(FILE_PREFIX):], data_dir)
+        if name.startswith("demo.") and "/" not in name:
+            return None
+        path = Path(name).expanduser()
+        if not confined and path.is_file():
+            return path
+        if path.is_absolute():
+            return resolve_data_file(name, data_dir) if confined else None
+        root = Path(data_dir) if data_dir is not None else config.data_dir()
+        if root is None:
+            return None
+        for rel in (name, f"{name}.json"):
+            candidate = config.under(root, rel, "the path")
+            if candidate.is_file():
+                return candidate
+    except ValueError:   # DatasetError, ConfinementError: load_dataset gives the message
+        return None
+    return None
 
 
 def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: bool = False,

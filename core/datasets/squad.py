@@ -144,7 +144,9 @@ class Dataset:
             paragraphs[-1]["qas"].append(qa)
         doc = {"version": "1.1", "data": articles}
         if path is not None:
-            Path(path).write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
+            from core.io.outputs import write_text_atomic
+
+            write_text_atomic(path, json.dumps(doc, ensure_ascii=False, indent=1))
         return doc
 
 

@@ -272,6 +272,14 @@ def main(argv=None) -> int:
     for flag, path in (("--json", args.json), ("--predictions", args.predictions), ("--csv", args.csv)):
         if path:
             cli.writable_file(path, flag)
+    from core.datasets import dataset_file
+
+    many = len(args.model) * len(args.dataset) > 1
+    cli.refuse_inputs(
+        {"--json": args.json, "--csv": args.csv,
+         "--predictions": [prediction_path(args.predictions, m, d, many) for m in args.model
+                           for d in args.dataset] if args.predictions else None},
+        {"--dataset": [p for p in (dataset_file(d) for d in args.dataset) if p is not None]})
     entries = {name: registry.get_entry(name) for name in args.model}
     if args.card:
         for entry in entries.values():

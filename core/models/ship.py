@@ -172,7 +172,7 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
         cfg_path = target / "adapter_config.json"
         cfg = json.loads(cfg_path.read_text())
         cfg["base_model_name_or_path"] = log["base"]
-        cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
+        cli.write_text_atomic(cfg_path, json.dumps(cfg, indent=2) + "\n")
     weights = sorted(target.glob("*.safetensors"))
     digest = _weights_digest(target)
     size = sum(f.stat().st_size for f in weights)
@@ -226,8 +226,8 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
     if old.is_file() and digest_before == digest:
         # re-shipping the same weights keeps what was measured; new weights start unmeasured
         card["evaluations"] = json.loads(old.read_text()).get("evaluations", {})
-    old.write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
-    (target / "README.md").write_text(render_card_markdown(card))
+    cli.write_text_atomic(old, json.dumps(card, indent=1, ensure_ascii=False) + "\n")
+    cli.write_text_atomic(target / "README.md", render_card_markdown(card))
     return target
 
 
@@ -262,7 +262,7 @@ def register(entry: str, name: str, toml_path: Path) -> bool:
     if toml_path.is_file() and any(m.name == name for m in load_registry(toml_path)):
         return False
     text = toml_path.read_text(encoding="utf-8") if toml_path.is_file() else ""
-    toml_path.write_text(text.rstrip("\n") + ("\n\n" if text.strip() else "") + entry, encoding="utf-8")
+    cli.write_text_atomic(toml_path, text.rstrip("\n") + ("\n\n" if text.strip() else "") + entry)
     load_registry(toml_path)  # still valid
     return True
 
@@ -282,6 +282,7 @@ def main(argv=None) -> int:
                     help="append the entry to models.toml (QAX_MODELS_TOML when set)")
     args = ap.parse_args(argv)
     check_name(args.name)
+    cli.refuse_inputs({"--dest": (args.dest or repo_root() / "assets" / "models") / args.name}, {"--run": args.run})
     log = read_train_log(args.run)
     if args.register:
         from core.qa.registry import load_registry, registry_path

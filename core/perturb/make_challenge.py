@@ -226,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
 
     perturbation, flat = _perturbation(args.perturbation, args.param)
     cli.writable_file(args.output, "--output")  # before the work, not after it
+    cli.refuse_inputs({"--output": args.output}, {"--input": args.input})
     dataset = load_squad(args.input, **cli.loader_kwargs(args))
     print(dataset.load_line())
     examples = dataset.examples[: args.limit] if args.limit else dataset.examples

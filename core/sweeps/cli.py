@@ -186,10 +186,12 @@ def _check_inputs(args: argparse.Namespace, specs: list[PerturbationSpec], model
     """Data set, perturbation ids and parameters, challenge files, model names and the database:
     all checked before the first (slow) model load, so a typo costs a second, not a model load,
     and prints nothing else. Returns the loaded data set."""
+    from core.datasets import dataset_file
     from core.io.sqlite_db import sqlite_kind
     from core.perturb import registry as perturbations
     from core.qa.registry import get_entry
 
+    cli.refuse_inputs({"--db": args.db}, {"--dataset": dataset_file(args.dataset, args.data_dir)})
     dataset = load_dataset(args.dataset, args.data_dir, **cli.loader_kwargs(args))
     print(dataset.load_line(), flush=True)
     for spec in specs:

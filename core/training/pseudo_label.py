@@ -92,6 +92,7 @@ def main(argv: list[str]) -> int:
     if args.first is not None and args.first < 1:
         raise cli.CLIError(f"--first must be at least 1, got {args.first}")
     out = cli.writable_file(args.output, "--output")
+    cli.refuse_inputs({"--output": out}, {"--data": args.data})
     registry.get_entry(args.model)  # an unknown name fails before the data loads
     ds = load_squad(args.data, **cli.loader_kwargs(args))
     examples = [e for e in ds.examples if e.question.strip()][:args.first]

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from core.io.outputs import write_text_atomic
 from core.qa.features import build_windows
 from core.training.cli import train_command
 from core.training.distill import batch_distill_kl, distill_targets
@@ -462,14 +463,15 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
     # Read (and so checked) before the slow setup; on the CPU, where torch.set_rng_state wants
     # its state, and load_state_dict copies the rest onto the model's device.
     resume = load_checkpoint(ckpt, "cpu") if ckpt.exists() else None
-    base_path = resolve_base(config.base)
-    init_from = describe_init(config.init_from) if config.init_from else None
-    tok, model = load_model(config, base_path)
+    # the data before the model: a bad file is reported before the model's loading banner
     examples, counts = load_training_examples(config.train, config.squad_dev_minus_xquad, data_dir(),
                                               config.drop_eval_overlap, config.loader, config.allow_mlqa,
                                               config.repeat_by_source)
     if not examples:
         raise TrainingDataError("no training examples")
+    base_path = resolve_base(config.base)
+    init_from = describe_init(config.init_from) if config.init_from else None
+    tok, model = load_model(config, base_path)
     rows = model.get_input_embeddings().weight.shape[0]
     tok, vocab_info, words_info = extend_vocab(config, tok, model, examples)
     model, lora = apply_lora(config, model, model.get_input_embeddings().weight.shape[0] > rows)
@@ -519,7 +521,7 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
             "training_questions": len(examples), "windows": len(windows), "steps": total_steps}
     save_model(loop, out / info["saved"])
     info.update(run_info(loop, t_start, log))
-    (out / "train_log.json").write_text(json.dumps(info, indent=1))
+    write_text_atomic(out / "train_log.json", json.dumps(info, indent=1))
     print(json.dumps({k: v for k, v in info.items() if k != "losses"}, indent=1))
     return info
 

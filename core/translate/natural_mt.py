@@ -152,6 +152,23 @@ def _translator(args) -> translate.Translator:
 PROG = "python -m core.translate.natural_mt"
 
 
+def _refuse_inputs_as_outputs(args, langs: list[str]) -> None:
+    """No output (--output, the --output-dir files, --summary-json) may be an input (--original,
+    --source or their defaults under the data directory): core.io.outputs.refuse_inputs."""
+    def default(lang: str) -> Path | None:
+        try:
+            return xquad_path(lang, args.data_dir)
+        except NaturalMTError:   # no data directory: the load says so
+            return None
+
+    outputs = {"--output": args.output, "--summary-json": args.summary_json,
+               "--output-dir": None if args.output or not args.output_dir else
+               [Path(args.output_dir) / f"xquad-natural-mt-{lang}.json" for lang in langs]}
+    sources = [args.source] if args.source and args.lang != "all" else [default(lang) for lang in langs]
+    cli.refuse_inputs(outputs, {"--original": args.original or default("en"),
+                                "--source": [s for s in sources if s is not None]})
+
+
 @cli.command(PROG)
 def main(argv: list[str] | None = None) -> int:
     """Bad input ends in one line and exit status 2 (core.cli); outputs are checked writable
@@ -196,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             raise NaturalMTError("give --output FILE (or --output-dir)")
         langs = [args.lang]
     args.langs = langs
+    _refuse_inputs_as_outputs(args, langs)
     translator = _translator(args)
     original = load_squad(args.original or xquad_path("en", args.data_dir), on_ambiguous=args.on_ambiguous)
     print(original.load_line())
