@@ -86,7 +86,8 @@ if db.error:
 elif db.hint:
     st.info(db.hint)
 elif db.new:
-    st.caption(md_escape(f"{db_path.name} is created in {db_path.parent} when its first sweep starts."))
+    folder = config.shown_path(db_path.parent, "the server's sweep folder")
+    st.caption(md_escape(f"{db_path.name} is created in {folder} when its first sweep starts."))
 job: SweepJob | None = st.session_state.get(JOB)
 busy = bool(job and job.running)
 
