@@ -19,12 +19,15 @@ the typed specs would expand to 8,000,000 perturbation specs; the limit is 1,000
 from __future__ import annotations
 
 import os
+import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["Budget", "BudgetError", "BUDGETS", "MAX_SPECS", "MAX_REPEATS", "MAX_RAY_WORKERS",
            "MAX_TOML_KB", "MAX_TOML_DEPTH", "MAX_BEHAVIOUR_CHARS", "MAX_NAME_CHARS", "MAX_NOTE_CHARS",
-           "MAX_SWEEPS", "MAX_SWEEPS_PER_SESSION", "SWEEP_GRACE_S", "table"]
+           "MAX_SWEEPS", "MAX_SWEEPS_PER_SESSION", "SWEEP_GRACE_S", "table", "clean_name",
+           "clean_note"]
 
 
 class BudgetError(ValueError):
@@ -98,7 +101,7 @@ MAX_BEHAVIOUR_CHARS = Budget(
     "Characters of contexts and questions a behaviour suite's templates expand to, counted from "
     "the templates and their fill lists before any text is built.")
 MAX_NAME_CHARS = Budget(
-    "name length", "QAX_MAX_NAME_CHARS", 80, "characters",
+    "name length", "QAX_MAX_NAME_CHARS", 200, "characters",
     "A stored name (sweep name, Beat-the-AI name, speech-trial speaker, accent and microphone), "
     "after normalising (NFC; bidi overrides and zero-width characters removed).")
 MAX_NOTE_CHARS = Budget(
@@ -131,3 +134,42 @@ def table() -> str:
         default = "the CPU count" if b.default_fn is not None else b.amount(b.default)
         rows.append(f"| {b.name} | {default} | `{b.env}` |")
     return "\n".join(rows)
+
+
+# ------------------------------------------------------------------------------- stored text
+
+# Bidi embeddings and overrides (U+202A-202E), bidi isolates (U+2066-2069), zero-width space,
+# non-joiner and joiner (U+200B-200D), word joiner (U+2060) and the byte-order mark (U+FEFF):
+# they reorder or hide what a name shows. Other control characters go too (a name is one line).
+_HIDDEN = re.compile("[\u202a-\u202e\u2066-\u2069\u200b-\u200d\u2060\ufeff\u0000-\u0008"
+                     "\u000b\u000c\u000e-\u001f\u007f]")
+
+
+def clean_name(text: object, what: str = "the name") -> str:
+    r"""A name as it is stored: NFC, bidi overrides, zero-width and control characters removed,
+    whitespace collapsed; :class:`BudgetError` when it is still longer than MAX_NAME_CHARS.
+
+    >>> clean_name("  Ada\u202e ecalevoL \u200b\u2066x\u2069 ")
+    'Ada ecalevoL x'
+    >>> clean_name("Cafe\u0301") == "Caf\u00e9"
+    True
+    >>> clean_name("x" * 201, "the sweep name")
+    Traceback (most recent call last):
+    ...
+    core.budgets.BudgetError: the sweep name has 201 characters; the limit is 200 (the server's QAX_MAX_NAME_CHARS)
+    """
+    clean = " ".join(_HIDDEN.sub("", unicodedata.normalize("NFC", str(text))).split())
+    MAX_NAME_CHARS.check(len(clean), what, "has")
+    return clean
+
+
+def clean_note(text: object, what: str = "the note") -> str:
+    r"""Free text as it is stored: NFC, bidi overrides and zero-width characters removed (line
+    breaks kept), stripped; :class:`BudgetError` when longer than MAX_NOTE_CHARS.
+
+    >>> clean_note(" two\nlines\u202e ")
+    'two\nlines'
+    """
+    clean = _HIDDEN.sub("", unicodedata.normalize("NFC", str(text)).replace("\r\n", "\n")).strip()
+    MAX_NOTE_CHARS.check(len(clean), what, "has")
+    return clean

@@ -117,3 +117,131 @@ def test_repeats_over_the_budget_are_refused_by_the_cli_and_the_sweep(tmp_path, 
             in proc.stderr), proc.stderr
     assert time.perf_counter() - t0 < 60
     assert not (tmp_path / "s.sqlite").exists()
+
+
+# ------------------------------------------------------------- finding 8: stored text, sweeps
+
+
+def test_names_are_normalised_and_bounded():
+    from core.budgets import BudgetError, clean_name, clean_note
+
+    assert clean_name("\u202eevil\u202c \u2066Ada\u2069\u200b\u200c\u200d\u2060\ufeff  Lovelace") == "evil Ada Lovelace"
+    assert clean_name("Cafe\u0301") == "Caf\u00e9"   # NFC
+    assert clean_note("line one\r\nline\u202e two") == "line one\nline two"
+    with pytest.raises(BudgetError, match=r"the speaker label has 1,000,000 characters; the limit is 200 "
+                                          r"\(the server's QAX_MAX_NAME_CHARS\)"):
+        clean_name("x" * 1_000_000, "the speaker label")
+    with pytest.raises(BudgetError, match="the notes has 2,001 characters; the limit is 2,000"):
+        clean_note("n" * 2001, "the notes")
+
+
+def test_a_megabyte_speaker_label_or_note_is_refused_and_names_are_stored_clean(tmp_path):
+    from core.collect import trials
+    from core.datasets import demo_dataset
+
+    ds = demo_dataset("en")
+    with pytest.raises(trials.TrialError, match="the speaker label has 1,048,576 characters"):
+        trials.create_trial(trials.Speaker("s" * 2**20), ds, 2, 0, root=tmp_path)
+    with pytest.raises(trials.TrialError, match="the notes has 1,048,576 characters"):
+        trials.create_trial(trials.Speaker("ada", notes="n" * 2**20), ds, 2, 0, root=tmp_path)
+    assert list(tmp_path.iterdir()) == []   # nothing stored
+    trial = trials.create_trial(trials.Speaker("\u202eada\u202c\u200b", "fr\u2066", "usb\ufeff", "ok\u2060"),
+                                ds, 2, 0, root=tmp_path)
+    assert (trial.speaker.label, trial.speaker.accent, trial.speaker.microphone, trial.speaker.notes) == \
+        ("ada", "fr", "usb", "ok")
+
+
+def test_a_megabyte_sweep_name_or_beat_question_is_refused(tmp_path):
+    from core.collect import beat, beat_store
+    from core.datasets import demo_dataset
+    from core.sweeps.config import SweepConfig, SweepError
+    from core.sweeps.plan import resolve_inputs
+
+    ds = demo_dataset("en")
+    with pytest.raises(SweepError, match="the sweep name has 1,048,576 characters; the limit is 200"):
+        resolve_inputs(SweepConfig("demo", ["TUQ"], ["tiny-a"], name="n" * 2**20), dataset=ds)
+    inputs = resolve_inputs(SweepConfig("demo", ["TUQ"], ["tiny-a"], name="\u202emy\u200b sweep\u2069"), dataset=ds)
+    assert inputs.config.name == "my sweep"
+    passage = beat.passages(ds)[0]
+    with beat_store.BeatStore(tmp_path / "beat.sqlite") as store:
+        with pytest.raises(ValueError, match="the question has 1,048,576 characters; the limit is 2,000"):
+            store.record_attempt(passage, "q" * 2**20, (0, 4), {"tiny-a": None}, user="ada", session="s")
+        assert store.attempts() == []
+
+
+class _Blocked:
+    """SweepJob._run replaced: the job runs until ``release`` is set (or it is cancelled)."""
+
+    def __init__(self):
+        import threading
+
+        self.release = threading.Event()
+
+    def __call__(self, job):
+        import time as _time
+
+        while not self.release.is_set() and not job.cancel_requested:
+            _time.sleep(0.01)
+        job.finished_at = _time.monotonic()
+        from core.sweeps import job as job_mod
+
+        with job_mod._RUNNING_LOCK:
+            job_mod._JOBS.discard(job)
+
+
+def _job(owner):
+    from core.sweeps.config import SweepConfig
+    from core.sweeps.job import SweepJob
+
+    return SweepJob(SweepConfig("demo", ["TUQ"], ["tiny-a"]), {}, "unused.sqlite", owner=owner)
+
+
+def test_concurrent_sweeps_are_bounded_per_server_and_per_session(monkeypatch):
+    from core.budgets import BudgetError
+    from core.sweeps.job import SweepJob, running_jobs
+
+    blocked = _Blocked()
+    monkeypatch.setattr(SweepJob, "_run", lambda self: blocked(self))
+    try:
+        a1 = _job("session-a").start()
+        with pytest.raises(BudgetError, match=r"with this one, your session would run 2 sweeps; the limit is 1 "
+                                              r"\(the server's QAX_MAX_SWEEPS_PER_SESSION\)"):
+            _job("session-a").start()
+        _job("session-b").start()
+        with pytest.raises(BudgetError, match=r"with this one, the server would run 3 sweeps; the limit is 2 "
+                                              r"\(the server's QAX_MAX_SWEEPS\)"):
+            _job("session-c").start()
+        assert len(running_jobs()) == 2
+        a1.cancel()
+        assert a1.wait(5)
+        _job("session-c").start()   # a slot is free again
+    finally:
+        blocked.release.set()
+    for j in list(running_jobs()):
+        j.wait(5)
+    assert running_jobs() == []
+
+
+def test_a_sweep_whose_sessions_have_gone_is_cancelled_after_the_grace_period(monkeypatch):
+    from core.sweeps.job import SweepJob, reap_abandoned
+
+    blocked = _Blocked()
+    monkeypatch.setattr(SweepJob, "_run", lambda self: blocked(self))
+    monkeypatch.setenv("QAX_SWEEP_GRACE_S", "30")
+    active = {"tab-1", "tab-2"}
+    gone, followed = _job("tab-1").start(), _job("tab-2").start()
+    try:
+        assert reap_abandoned(100.0, active.__contains__) == []
+        active.clear()                                   # both tabs closed at t=100
+        followed.follow("tab-3")                         # ...but tab-2's sweep is followed by a reloaded page
+        active.add("tab-3")
+        assert reap_abandoned(110.0, active.__contains__) == []
+        assert reap_abandoned(139.0, active.__contains__) == []   # 29 s: still within the grace
+        assert reap_abandoned(140.0, active.__contains__) == [gone]
+        assert gone.cancel_requested and "no browser followed it for 30 s (the server's QAX_SWEEP_GRACE_S)" \
+            in gone.cancel_reason
+        assert not followed.cancel_requested
+        assert gone.wait(5)
+    finally:
+        blocked.release.set()
+        followed.wait(5)
