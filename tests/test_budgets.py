@@ -245,3 +245,58 @@ def test_a_sweep_whose_sessions_have_gone_is_cancelled_after_the_grace_period(mo
     finally:
         blocked.release.set()
         followed.wait(5)
+
+
+# --------------------------------------------------------------- finding 7: behaviour TOML
+
+
+def test_a_deeply_nested_toml_is_refused_before_parsing_not_with_a_recursion_error():
+    from core.behaviour import BehaviourError, loads
+
+    text = "x = " + "[" * 8000 + "]" * 8000   # 16 KB: tomllib recursed until RecursionError
+    with pytest.raises(BehaviourError, match=r"evil: its arrays and tables nest 8,000 levels; the limit is 16 "
+                                             r"\(the server's QAX_MAX_TOML_DEPTH\)"):
+        loads(text, "evil")
+    # brackets in strings and comments are not nesting
+    from core.behaviour.spec import toml_depth
+
+    assert toml_depth('a = "[[[[" # [[[[\nb = \'[[[\'\nc = """\n[[[[\n"""\n[[test]]\nq = [1, [2]]') == 2
+
+
+def test_a_toml_over_the_size_budget_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    from core.behaviour import BehaviourError, load, loads
+
+    big = "# " + "x" * 300_000 + "\n"
+    with pytest.raises(BehaviourError, match=r"big is 293 KB; the limit is 256 \(the server's QAX_MAX_TOML_KB\)"):
+        loads(big, "big")
+    path = tmp_path / "big.toml"
+    path.write_text(big)
+    with pytest.raises(BehaviourError, match="big.toml is 293 KB; the limit is 256"):
+        load(path)
+    monkeypatch.setenv("QAX_MAX_TOML_KB", "400")
+    with pytest.raises(BehaviourError, match="no tests"):   # within the raised budget: parsed, then judged
+        loads(big, "big")
+
+
+def test_templates_that_amplify_are_refused_before_any_case_is_built():
+    from core.behaviour import BehaviourError, loads
+
+    long = ", ".join(f'"{"w" * 2500}{i}"' for i in range(10))
+    text = (f'[[test]]\nname = "amp"\ntype = "INV"\nquestion = "q {{b}}?"\ncontext = "{"{a}" * 20} {{b}}"\n'
+            f'perturb = "TUQ"\nn = 100\nfill = {{ a = [{long}], b = ["1","2","3","4","5","6","7","8","9","10"] }}\n')
+    assert len(text) < 30_000
+    t0 = time.perf_counter()
+    with pytest.raises(BehaviourError, match=r"amp: its templates could fill out to 5,\d{3},\d{3} characters; "
+                                             r"the limit is 2,000,000 \(the server's QAX_MAX_BEHAVIOUR_CHARS\)"):
+        loads(text, "amp")
+    assert time.perf_counter() - t0 < 1
+
+
+def test_the_shipped_behaviour_files_fit_the_budgets():
+    from core.behaviour import expand, load
+
+    files = [*sorted((ROOT / "assets" / "behaviour").glob("*.toml")), ROOT / "tests" / "behaviour_minilm.toml"]
+    assert len(files) >= 2
+    for f in files:
+        bfile = load(f)
+        assert all(expand(t, bfile.seed) for t in bfile.tests)
