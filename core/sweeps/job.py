@@ -17,7 +17,13 @@ A started job is known to this process by its database and sweep name while it r
 (:func:`running_on_this_server`): a page reloaded in the browser is a new session that has lost its
 job, and finds it there again (:meth:`SweepJob.follow` adds that session to the job's owners).
 
-Budgets (core.budgets): ``start()`` refuses a job (BudgetError) when the server already runs
+Ray's lifecycle: a local Ray that this process's jobs started (none was running when the first
+of them began) is stopped, with every process it started, when the last Ray job ends, so no idle
+Ray worker or agent is left listening (docs/SECURITY.md, "Ray"). A Ray started otherwise (a test's,
+a cluster at QAX_RAY_ADDRESS) is left alone.
+
+Budgets (core.budgets): ``start()`` refuses a job (BudgetError) when it asks for more Ray workers
+than QAX_MAX_RAY_WORKERS (each holds one copy of every model), when the server already runs
 QAX_MAX_SWEEPS jobs, or its owner session QAX_MAX_SWEEPS_PER_SESSION. A job started by a browser
 session is cancelled QAX_SWEEP_GRACE_S seconds after none of its owner sessions has a browser any
 more (:func:`reap_abandoned`, called by the page's watchdog with Streamlit's session check); its
@@ -35,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.budgets import MAX_SWEEPS, MAX_SWEEPS_PER_SESSION, SWEEP_GRACE_S
+from core.budgets import MAX_RAY_WORKERS, MAX_SWEEPS, MAX_SWEEPS_PER_SESSION, SWEEP_GRACE_S
 from core.datasets import Dataset
 from core.sweeps.config import SweepConfig, SweepRun
 from core.sweeps.run import run_sweep
@@ -45,6 +51,7 @@ __all__ = ["SweepJob", "RayOptions", "running_on_this_server", "running_jobs", "
 _RUNNING: dict[tuple[str, str], "SweepJob"] = {}   # (database, sweep name) -> the job running it here
 _RUNNING_LOCK = threading.Lock()
 _JOBS: set["SweepJob"] = set()   # every job started and not yet ended in this process
+_RAY_STARTED_BY_JOBS = False     # the local Ray was started by a job here: the last Ray job stops it
 
 
 def _db_key(db: str | Path) -> str:
@@ -84,6 +91,19 @@ def reap_abandoned(now: float, is_active: Callable[[str], bool], grace: float | 
             job.cancel()
             cancelled.append(job)
     return cancelled
+
+
+def _stop_ray_after_last_job() -> None:
+    """Stop the local Ray this process's jobs started once no Ray job is left (called with
+    _RUNNING_LOCK held, so no job can start on it meanwhile)."""
+    global _RAY_STARTED_BY_JOBS
+    if not _RAY_STARTED_BY_JOBS or any(j.ray is not None for j in _JOBS):
+        return
+    from core.sweeps.ray import connected_to, disconnect
+
+    if connected_to() == "local":
+        disconnect()
+    _RAY_STARTED_BY_JOBS = False
 
 
 @dataclass
@@ -129,6 +149,8 @@ class SweepJob:
         owner session, already runs as many sweeps as its budget allows."""
         if self.started_at is not None:
             raise RuntimeError("this sweep job was already started")
+        if self.ray is not None and self.ray.workers is not None:
+            MAX_RAY_WORKERS.check(self.ray.workers, "this Ray sweep", "asks for")
         with _RUNNING_LOCK:
             running = [j for j in _JOBS if j.running]
             MAX_SWEEPS.check(len(running) + 1, "with this one, the server", "would run")
@@ -160,7 +182,11 @@ class SweepJob:
     def _run(self) -> None:
         try:
             if self.ray is not None:
-                from core.sweeps.ray import run_sweep_ray
+                from core.sweeps.ray import connected_to, run_sweep_ray
+
+                if self.ray.address is None and connected_to() is None:
+                    global _RAY_STARTED_BY_JOBS
+                    _RAY_STARTED_BY_JOBS = True
 
                 self.result = run_sweep_ray(self.config, self.db, settings=self.ray.settings,
                                             address=self.ray.address, workers=self.ray.workers,
@@ -186,6 +212,8 @@ class SweepJob:
                 _JOBS.discard(self)
                 if self.name is not None and _RUNNING.get((_db_key(self.db), self.name)) is self:
                     del _RUNNING[(_db_key(self.db), self.name)]
+                if self.ray is not None:
+                    _stop_ray_after_last_job()
 
     def cancel(self) -> None:
         """Stop after the chunk in flight (the sweep can be resumed later)."""
