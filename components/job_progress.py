@@ -9,6 +9,7 @@ is the Sweeps page's whole panel: the bar, a Ray sweep's workers, then the resul
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -17,12 +18,13 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from components import loaders
+from components import loaders, session_memory
 from components.text import md_escape
+from core.budgets import BudgetError
 from core.explore.answers import load_engines
 from core.sweeps.backends import engines_as_stored
 from core.sweeps.config import SweepConfig
-from core.sweeps.job import RayOptions, SweepJob
+from core.sweeps.job import RayOptions, SweepJob, reap_abandoned
 from core.sweeps.progress import Eta, format_seconds, worker_rows
 
 
@@ -85,6 +87,8 @@ def sweep_panel(state_key: str, key: str) -> None:
         if job.error:
             st.error(f"The sweep stopped with an error: {md_escape(job.error)}")
             return
+        if job.cancel_reason:
+            st.warning(md_escape(f"Sweep '{job_name(job)}': {job.cancel_reason}."))
         worker_table(job, key)
         r = job.result
         verb = "finished" if r.status == "done" else "was cancelled (resume it below)"
@@ -119,13 +123,54 @@ def start_sweep(state_key: str, key: str, config: SweepConfig, ds: Any, db_path:
             st.toast(md_escape(f"{model} answers with {backend}, the backend this sweep was made with."))
     if stored and ray is not None:   # on Ray the actors switch (core.sweeps.ray.ModelActor)
         ray = dataclasses.replace(ray, stored=dict(stored))
-    follow(state_key, key, SweepJob(config, engines, db_path, dataset=ds, data_dir=data_dir,
-                                    chunk_size=chunk_size, ray=ray).start())
+    job = start_job(SweepJob(config, engines, db_path, dataset=ds, data_dir=data_dir, chunk_size=chunk_size,
+                             ray=ray, owner=session_memory.session_id()))
+    if job is not None:
+        follow(state_key, key, job)
+
+
+def start_job(job: SweepJob) -> SweepJob | None:
+    """Start ``job`` (owned by this session: cancelled once no browser follows it, see
+    core.sweeps.job.reap_abandoned), or say why the server refuses it (the sweep budgets) and
+    return None."""
+    try:
+        job.start()
+    except BudgetError as e:
+        st.error(md_escape(f"{e}. Wait for a running sweep to end, or cancel yours."))
+        return None
+    _watch_abandoned()
+    return job
+
+
+_watchdog: threading.Thread | None = None
+_watchdog_lock = threading.Lock()
+
+
+def _watch_abandoned() -> None:
+    """Once per server: a daemon thread that cancels, every PERIOD_SECONDS, the sweeps whose
+    sessions have all had no browser for QAX_SWEEP_GRACE_S (without a Streamlit server, nothing)."""
+    global _watchdog
+    if session_memory.runtime() is None:
+        return
+    with _watchdog_lock:
+        if _watchdog is None or not _watchdog.is_alive():
+            _watchdog = threading.Thread(target=_watchdog_loop, name="qax-sweep-janitor", daemon=True)
+            _watchdog.start()
+
+
+def _watchdog_loop() -> None:
+    while True:
+        time.sleep(session_memory.PERIOD_SECONDS)
+        rt = session_memory.runtime()
+        if rt is not None:
+            reap_abandoned(time.monotonic(), rt.is_active_session)
 
 
 def follow(state_key: str, key: str, job: SweepJob) -> None:
     """Show the running ``job`` in this session (one it just started, or one still running on this
-    server that a reloaded page lost) and rerun the page so it polls it."""
+    server that a reloaded page lost) and rerun the page so it polls it; this session then keeps
+    the job alive too."""
+    job.follow(session_memory.session_id())
     st.session_state[state_key] = job
     st.session_state[f"{key}_eta"] = Eta()
     for k in (f"{key}_job_reported", f"{key}_banner_shown"):

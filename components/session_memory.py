@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from core import memory
 
-__all__ = ["GRACE_SECONDS", "PERIOD_SECONDS", "watch", "sweep", "drop_uploaded_file"]
+__all__ = ["GRACE_SECONDS", "PERIOD_SECONDS", "watch", "sweep", "drop_uploaded_file", "session_id", "runtime"]
 
 GRACE_SECONDS = 30.0
 PERIOD_SECONDS = 10.0
@@ -35,6 +35,16 @@ _lock = threading.Lock()
 _watched: dict[str, dict] = {}
 _inactive_since: dict[str, float] = {}
 _thread: threading.Thread | None = None
+
+
+def session_id() -> str | None:
+    """This script run's Streamlit session id, or None outside a Streamlit server's session."""
+    return _session_id()
+
+
+def runtime():
+    """Streamlit's runtime when a server runs (``is_active_session`` tells a live browser), else None."""
+    return _runtime()
 
 
 def _session_id() -> str | None:

@@ -70,7 +70,8 @@ def sidebar_settings() -> None:
             st.session_state["data_dir"] = choices[0]
         st.session_state["data_dir"] = st.selectbox(
             "Data directory", choices, index=choices.index(st.session_state["data_dir"]), key="data_dir_pick",
-            format_func=lambda d: d or "none (the bundled demo sets only)",
+            format_func=lambda d: config.shown_path(d, "the server's data directory") if d
+            else "none (the bundled demo sets only)",
             help="Folder with xquad/, noiseqa/, squad/ ..., set on the server (QAX_DATA_DIR; default "
                  "../shared/data): the browser cannot point the app at another folder.",
         )

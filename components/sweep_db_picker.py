@@ -75,7 +75,7 @@ def label(path: str) -> str:
     try:
         return str(p.relative_to(config.repo_root()))
     except ValueError:
-        return str(p)
+        return config.shown_path(p)
 
 
 @dataclass
@@ -152,7 +152,7 @@ def stored_sweeps_or_stop(db_path: Path, missing: str) -> list:
     try:
         sweeps = report.list_sweeps(db_path)
     except (StoreError, Exception) as e:  # a foreign or damaged file must not take the page down
-        st.error(md_escape(f"Cannot read {db_path}: {e}"))
+        st.error(md_escape(f"Cannot read {config.shown_path(db_path)}: {e}"))
         st.stop()
     if not sweeps:
         st.info("The database holds no sweep yet.")

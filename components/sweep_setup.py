@@ -16,6 +16,7 @@ from components import persist
 from components.choice import keep_valid
 from components.sweep_db_picker import label
 from components.text import md_escape
+from core.budgets import MAX_RAY_WORKERS
 from core.datasets import DatasetError
 from core.perturb import registry
 from core.perturb.spec import FILE_PREFIX, PerturbationSpec, SpecError, chain_steps, parse_specs
@@ -108,9 +109,10 @@ def run_on_picker(key: str) -> None:
                           "same rows, same caches, resumable either way.")
     if where != WHERE[0]:
         persist.keep(f"{key}_workers")   # kept only where it is drawn: see components/persist.py
-        c2.number_input("Workers", 1, 256, min(2, os.cpu_count() or 1), key=f"{key}_workers",
-                        help="Each worker holds one copy of every selected model; perturbation tasks run at most "
-                             "this many at once. More workers than CPUs only adds memory.")
+        most = MAX_RAY_WORKERS.value()
+        c2.number_input("Workers", 1, most, min(2, most), key=f"{key}_workers",
+                        help=f"Each worker holds one copy of every selected model; perturbation tasks run at most "
+                             f"this many at once. At most {most} (the server's CPUs, {MAX_RAY_WORKERS.env}).")
         if where == WHERE[2]:
             c1.caption(md_escape(f"The cluster at {ray_address} (the server's {RAY_ADDRESS_ENV}): every node "
                                  "needs the project, its models and the data directory."))
@@ -132,4 +134,5 @@ def ray_options(key: str) -> RayOptions | None:
     settings = EngineSettings(max_answer_tokens=int(ss.get("max_answer_tokens", 30)),
                               backend=ss.get("backend", "default"))
     address = os.environ.get(RAY_ADDRESS_ENV) if where == WHERE[2] else None
-    return RayOptions(address=address or None, workers=int(ss.get(f"{key}_workers", 2)), settings=settings)
+    workers = int(ss.get(f"{key}_workers", min(2, MAX_RAY_WORKERS.value())))
+    return RayOptions(address=address or None, workers=workers, settings=settings)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import loaders
+from components import loaders, session_memory
 from components.export import csv_download, file_stem
-from components.job_progress import running_job
+from components.job_progress import running_job, start_job
 from components.pickers import language_mismatch_note, model_picker
 from components.text import md_escape
 from core.collect import trial_sets, trials
@@ -39,10 +39,13 @@ def score_panel(trial: trials.Trial, paths: dict[str, str]) -> None:
         if not failures:
             specs = [f"file:{p}" for k, p in paths.items() if k != "original"]
             config = SweepConfig(paths["original"], specs, models, name=f"trial-{trial.id}")
-            st.session_state[JOB] = SweepJob(config, engines, trial.path / "sweep.sqlite", chunk_size=8).start()
-            st.session_state["trial_job_for"] = trial.id
-            st.session_state.pop("trial_eta", None)
-            st.rerun()   # the button disabled, the progress bar polling
+            job = start_job(SweepJob(config, engines, trial.path / "sweep.sqlite", chunk_size=8,
+                                     owner=session_memory.session_id()))
+            if job is not None:
+                st.session_state[JOB] = job
+                st.session_state["trial_job_for"] = trial.id
+                st.session_state.pop("trial_eta", None)
+                st.rerun()   # the button disabled, the progress bar polling
     _scoring(trial, busy)
 
 

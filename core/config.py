@@ -9,6 +9,8 @@ Environment variables (server-side settings: a visitor's browser can change none
   QAX_EXTRA_ROOTS  more folders, separated by ``os.pathsep`` (``:`` on Linux), whose files the app
                    may offer: sweep databases and challenge files kept outside the defaults.
                    Folders that do not exist are ignored.
+  QAX_SHOW_PATHS   ``1`` shows the server's full paths (data directory, databases) on the pages;
+                   by default a visitor sees a file's name only (:func:`shown_path`).
 
 Confinement: the web UI never takes a path typed in the browser. It offers files found under the
 configured roots (:func:`read_roots`, :func:`sweep_db_roots`) in pickers, creates a new file only
@@ -56,6 +58,28 @@ def cache_dir() -> Path:
     path = Path(env).expanduser() if env else repo_root() / ".cache"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+SHOW_PATHS_ENV = "QAX_SHOW_PATHS"
+
+
+def show_paths() -> bool:
+    """True when the server asks for its full paths on the pages (QAX_SHOW_PATHS=1, true, yes, on)."""
+    return os.environ.get(SHOW_PATHS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def shown_path(path: str | Path, hidden: str | None = None) -> str:
+    """How a server path is shown to a visitor: in full only when the server says so
+    (QAX_SHOW_PATHS=1); otherwise ``hidden`` when given, else the file's name alone.
+
+    >>> shown_path("/srv/qax/.cache/beat_the_ai.sqlite")
+    'beat_the_ai.sqlite'
+    >>> shown_path("/srv/qax/data", "the server's data directory")
+    "the server's data directory"
+    """
+    if show_paths():
+        return str(path)
+    return hidden if hidden is not None else Path(path).name
 
 
 # ------------------------------------------------------------------------------------ confinement

@@ -23,6 +23,7 @@ from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.pickers import dataset_picker, language_mismatch_note, model_picker
 from components.span_picker import span_keys, span_picker
 from components.text import count, md_escape
+from core import config
 from core.collect import beat, beat_store, identity
 from core.explore.answers import answer_all
 from core.types import Span
@@ -62,7 +63,7 @@ try:
 except (ValueError, OSError) as e:
     st.error(f"Cannot open the Beat-the-AI database: {md_escape(e)}")
     st.stop()
-st.caption(f"Database: {md_escape(store.path)}")
+st.caption(f"Database: {md_escape(config.shown_path(store.path))}")
 
 
 tab_play, tab_validate, tab_collected, tab_stats = st.tabs(

@@ -18,7 +18,7 @@ from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.pickers import language_mismatch_note, model_picker
 from components.text import md_escape
 from core.behaviour import BehaviourError, case_rows, expand, loads, results_rows, run_file
-from core.behaviour.spec import MAX_FILE_BYTES
+from core.behaviour.spec import check_size
 from core.io.csv_export import csv_bytes
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "behaviour"
@@ -52,8 +52,10 @@ if source == "Shipped example":
 else:
     up = st.file_uploader("Behaviour file (.toml)", type=["toml"], key="bt_upload")
     if up is not None:
-        if up.size > MAX_FILE_BYTES:
-            st.error(f"The file is larger than {MAX_FILE_BYTES // 1000} kB.")
+        try:   # the size budget, checked before the bytes are read
+            check_size(up.size, "The file")
+        except BehaviourError as e:
+            st.error(md_escape(e))
             stop_without_a_file()
         try:
             text, file_name = up.getvalue().decode("utf-8"), up.name

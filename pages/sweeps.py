@@ -35,7 +35,7 @@ from components.stored_sweeps import stored_sweeps
 from components.sweep_db_picker import db_picker, label, stored_sweeps_or_stop
 from components.sweep_setup import challenge_pairing, ray_options, run_on_picker, typed_specs
 from components.text import choose_hint, md_escape
-from core import config
+from core import budgets, config
 from core.datasets import DatasetError, has_gold, load_dataset, sample_examples
 from core.perturb import registry
 from core.perturb.spec import PerturbationSpec
@@ -74,6 +74,11 @@ def start_job(config: SweepConfig, ds, stored: dict[str, str] | None = None) -> 
     if db_path is None:   # the Start and Resume buttons are disabled then; checked again here
         st.error(md_escape(db.error or db.hint or "Choose a sweep database."))
         return
+    try:   # a name is stored and shown to every visitor: refused before any model loads
+        budgets.clean_name(config.name or "", "the sweep name")
+    except budgets.BudgetError as e:
+        st.error(md_escape(e))
+        return
     d = current_data_dir()
     start_sweep(JOB, "sw", config, ds, db_path, data_dir=str(d) if d else None, ray=ray_options("sw"),
                 chunk_size=int(st.session_state.get("sw_chunk", CHUNK)), stored=stored)
@@ -86,7 +91,8 @@ if db.error:
 elif db.hint:
     st.info(db.hint)
 elif db.new:
-    st.caption(md_escape(f"{db_path.name} is created in {db_path.parent} when its first sweep starts."))
+    folder = config.shown_path(db_path.parent, "the server's sweep folder")
+    st.caption(md_escape(f"{db_path.name} is created in {folder} when its first sweep starts."))
 job: SweepJob | None = st.session_state.get(JOB)
 busy = bool(job and job.running)
 

@@ -308,7 +308,8 @@ def test_sidebar_offers_only_the_configured_data_directory(page_env):
     at.run()
     assert not at.exception, at.exception
     pick = at.sidebar.selectbox(key="data_dir_pick")
-    assert pick.options == [str(page_env["data"]), "none (the bundled demo sets only)"]
+    # the folder's path is the server's: not shown unless QAX_SHOW_PATHS=1 (issue 46)
+    assert pick.options == ["the server's data directory", "none (the bundled demo sets only)"]
     assert pick.value == str(page_env["data"])
     assert not at.sidebar.text_input                             # no free-text folder any more
     datasets = at.selectbox(key="sw_dataset").options

@@ -24,11 +24,12 @@ from math import prod
 from pathlib import Path
 from typing import Any
 
+from core.budgets import MAX_BEHAVIOUR_CHARS, MAX_TOML_DEPTH, MAX_TOML_KB, BudgetError
+
 __all__ = ["BehaviourError", "BehaviourFile", "TestSpec", "Case", "load", "loads", "expand", "KINDS",
-           "MAX_FILE_BYTES", "MAX_CASES", "MAX_TOTAL_CASES"]
+           "max_file_bytes", "check_size", "toml_depth", "expanded_chars", "MAX_CASES", "MAX_TOTAL_CASES"]
 
 KINDS = ("MFT", "INV", "DIR")
-MAX_FILE_BYTES = 1_000_000
 MAX_TESTS = 500
 MAX_CASES = 2_000            # per test
 MAX_TOTAL_CASES = 20_000     # per file: each case is one or two model calls
@@ -189,14 +190,97 @@ def _test(data: Any, position: int) -> TestSpec:
                     tuple(distinct), None if rate is None else float(rate), description, family.strip())
 
 
+def max_file_bytes() -> int:
+    """The largest behaviour file read or uploaded, in bytes (core.budgets.MAX_TOML_KB)."""
+    return MAX_TOML_KB.value() * 1024
+
+
+def check_size(size: int, name: str) -> None:
+    """BehaviourError when a file of ``size`` bytes is over the budget (before it is read)."""
+    try:
+        MAX_TOML_KB.check(-(-size // 1024), name, "is")
+    except BudgetError as e:
+        raise BehaviourError(str(e)) from None
+
+
+def toml_depth(text: str) -> int:
+    """The deepest nesting of arrays and inline tables (and table headers) in TOML text, found
+    without recursion and without parsing: brackets inside strings and comments do not count.
+
+    >>> toml_depth('a = [[1, "]]]"], {b = [2]}] # [[[')
+    3
+    >>> toml_depth("x = " + "[" * 50_000 + "]" * 50_000)
+    50000
+    """
+    depth = deepest = 0
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif c in "\"'":
+            if text.startswith(c * 3, i):   # a multi-line string: to its closing triple quote
+                end = text.find(c * 3, i + 3)
+                while c == '"' and end > 0 and _escaped(text, end):
+                    end = text.find(c * 3, end + 1)
+                i = n if end < 0 else end + 3
+            else:
+                j = i + 1
+                while j < n and text[j] != c and text[j] != "\n":
+                    j += 2 if c == '"' and text[j] == "\\" else 1
+                i = j + 1
+            continue
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return deepest
+
+
+def _escaped(text: str, at: int) -> bool:
+    """True when the character at ``at`` follows an odd number of backslashes."""
+    k = at
+    while k > 0 and text[k - 1] == "\\":
+        k -= 1
+    return (at - k) % 2 == 1
+
+
+def _longest(template: str | None, fill: dict[str, tuple[str, ...]]) -> int:
+    """The longest text ``template`` can fill out to (each placeholder its longest value)."""
+    if not template:
+        return 0
+    longest = {k: max(map(len, v)) for k, v in fill.items()}
+    return len(template) + sum(longest.get(m.group(1), 0) for m in _PLACEHOLDER.finditer(template) if m.group(1))
+
+
+def expanded_chars(test: TestSpec) -> int:
+    """An upper bound on the characters ``expand(test)`` builds (questions, contexts, answers and
+    their DIR versions), computed from the templates and word lists before any case is built."""
+    cases = min(test.n, prod(len(v) for v in test.fill.values())) if test.fill else 1
+    per_case = sum(_longest(t, test.fill) for t in (test.question, test.context, test.expect, test.expect_after))
+    if test.replace:   # the context again, with the replacement in it
+        per_case += _longest(test.context, test.fill) + _longest(test.replace[1], test.fill)
+    return cases * per_case
+
+
 def loads(text: str, name: str = "behaviour") -> BehaviourFile:
-    """A behaviour file from TOML text; BehaviourError on anything malformed."""
-    if len(text.encode("utf-8")) > MAX_FILE_BYTES:
-        raise BehaviourError(f"{name}: larger than {MAX_FILE_BYTES // 1000} kB")
+    """A behaviour file from TOML text; BehaviourError on anything malformed or over a budget
+    (core.budgets: its size, its nesting and the text its templates fill out to, each checked
+    before the work it would cost)."""
+    check_size(len(text.encode("utf-8")), name)
+    try:
+        MAX_TOML_DEPTH.check(toml_depth(text), f"{name}: its arrays and tables", "nest")
+    except BudgetError as e:
+        raise BehaviourError(str(e)) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise BehaviourError(f"{name}: not valid TOML: {e}") from None
+    except RecursionError:   # not reached below the depth budget; never a traceback on the page
+        raise BehaviourError(f"{name}: nested too deeply") from None
     unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
         raise BehaviourError(f"{name}: unknown key(s) {unknown}; known: {sorted(_TOP_KEYS)}")
@@ -215,6 +299,10 @@ def loads(text: str, name: str = "behaviour") -> BehaviourFile:
     total = sum(min(t.n, prod(len(v) for v in t.fill.values())) for t in parsed)
     if total > MAX_TOTAL_CASES:
         raise BehaviourError(f"{name}: up to {total:,} cases; at most {MAX_TOTAL_CASES:,} per file (lower 'n')")
+    try:
+        MAX_BEHAVIOUR_CHARS.check(sum(expanded_chars(t) for t in parsed), f"{name}: its templates", "could fill out to")
+    except BudgetError as e:
+        raise BehaviourError(str(e)) from None
     names = [t.name for t in parsed]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -227,8 +315,7 @@ def load(path: str | Path) -> BehaviourFile:
     p = Path(path)
     if not p.is_file():
         raise BehaviourError(f"{path}: no such file")
-    if p.stat().st_size > MAX_FILE_BYTES:
-        raise BehaviourError(f"{path}: larger than {MAX_FILE_BYTES // 1000} kB")
+    check_size(p.stat().st_size, p.name)
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError:

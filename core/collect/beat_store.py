@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from core import config
+from core.budgets import clean_note
 from core.collect import identity
 from core.collect.beat import (
     AGREE_THRESHOLD,
@@ -223,6 +224,7 @@ class BeatStore(SQLiteFile):
         """
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question is empty")
+        question = clean_note(question, "the question")   # BudgetError (a ValueError) when too long
         if passage.id != passage_id(passage.context):
             raise ValueError(f"passage id {passage.id!r} does not match its text")
         start, end = _check_span(passage.context, span, "the answer span", passage.lang)

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from core import config
+from core.budgets import BudgetError, clean_name, clean_note
 from core.datasets import Dataset, has_gold, sample_examples
 from core.io.sqlite_db import SQLiteFile, snapshot_bytes
 from core.speech import asr
@@ -506,7 +507,14 @@ def create_trial(speaker: Speaker, dataset: Dataset, n: int, seed: int, *, datas
     renamed into place, so a crash never leaves half a trial.
     """
 
-    if not isinstance(speaker, Speaker) or not speaker.label.strip():
+    if not isinstance(speaker, Speaker):
+        raise TrialError("a trial needs a speaker label (a name or a pseudonym)")
+    try:   # stored, and shown to every visitor: normalised and bounded (core.budgets)
+        speaker = Speaker(clean_name(speaker.label, "the speaker label"), clean_name(speaker.accent, "the accent"),
+                          clean_name(speaker.microphone, "the microphone"), clean_note(speaker.notes, "the notes"))
+    except BudgetError as e:
+        raise TrialError(str(e)) from None
+    if not speaker.label:
         raise TrialError("a trial needs a speaker label (a name or a pseudonym)")
     if n < 1:
         raise TrialError(f"a trial needs at least one question, got n={n}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import random
 import re
 from collections.abc import Mapping, Sequence
@@ -121,18 +122,46 @@ def _value_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _value_range(key: str, text: str) -> range | None:
+    """``1..4`` -> range(1, 5) (nothing built yet); None when ``text`` is not a range."""
+    if ".." not in text:
+        return None
+    lo, _, hi = text.partition("..")
+    try:
+        low, high = int(lo), int(hi)
+    except ValueError:
+        raise SpecError(f"parameter {key}: range {text!r} must be two integers, like 1..4") from None
+    if high < low:
+        raise SpecError(f"parameter {key}: empty range {text!r}")
+    return range(low, high + 1)
+
+
+def _count_values(key: str, text: str) -> int:
+    """How many values :func:`_expand_values` gives, without building them.
+
+    >>> _count_values("n", "1..2000"), _count_values("n", "a|b|c"), _count_values("n", "3")
+    (2000, 3, 1)
+    """
+    values = _value_range(key, text)
+    return len(values) if values is not None else text.count("|") + 1
+
+
 def _expand_values(key: str, text: str) -> list[Any]:
     """``1..4`` -> [1, 2, 3, 4]; ``a|b`` -> ["a", "b"]; otherwise one JSON-or-string value."""
-    if ".." in text:
-        lo, _, hi = text.partition("..")
-        try:
-            low, high = int(lo), int(hi)
-        except ValueError:
-            raise SpecError(f"parameter {key}: range {text!r} must be two integers, like 1..4") from None
-        if high < low:
-            raise SpecError(f"parameter {key}: empty range {text!r}")
-        return list(range(low, high + 1))
+    values = _value_range(key, text)
+    if values is not None:
+        return list(values)
     return [_parse_value(v) for v in text.split("|")]
+
+
+def _check_expansion(n: int, text: str) -> None:
+    """SpecError before expanding when ``n`` specs are over the budget (core.budgets.MAX_SPECS)."""
+    from core.budgets import MAX_SPECS, BudgetError
+
+    try:
+        MAX_SPECS.check(n, f"{text[:60]!r}" + ("…" if len(text) > 60 else ""))
+    except BudgetError as e:
+        raise SpecError(str(e)) from None
 
 
 # A parameter begins at ":key="; any other colon belongs to the value before it.
@@ -160,7 +189,8 @@ def parse_specs(text: str) -> list[PerturbationSpec]:
             continue
         steps = _split_chain(item)
         if len(steps) > 1:
-            specs.extend(_parse_chain(item, steps))
+            specs.extend(_parse_chain(item, steps, budget_used=len(specs)))
+            _check_expansion(len(specs), text)
             continue
         if item.startswith(FILE_PREFIX):
             path = item[len(FILE_PREFIX):].strip().removesuffix(".json")
@@ -176,18 +206,22 @@ def parse_specs(text: str) -> list[PerturbationSpec]:
             if not members:
                 raise SpecError(f"no registered perturbation of family {family!r}; families: "
                                  f"{', '.join(registry.by_family())}")
+            _check_expansion(len(specs) + len(members), text)
             specs.extend(PerturbationSpec(p.id) for p in members)
             continue
         pid, *assignments = _PARAM_START.split(item)
         if ":" in pid:
             raise SpecError(f"{item!r}: parameters are written key=value, got "
                              f"{pid.partition(':')[2]!r}")
-        grid: list[list[tuple[str, Any]]] = []
+        parts: list[tuple[str, str]] = []
         for assignment in assignments:
             key, eq, value = assignment.partition("=")
             if not eq or not key.strip():
                 raise SpecError(f"{item!r}: parameters are written key=value, got {assignment!r}")
-            grid.append([(key.strip(), v) for v in _expand_values(key.strip(), value.strip())])
+            parts.append((key.strip(), value.strip()))
+        # counted before anything is built: 1..4 x 1..2000 x 1..1000 is refused, not expanded
+        _check_expansion(len(specs) + math.prod(_count_values(k, v) for k, v in parts), text)
+        grid = [[(k, v) for v in _expand_values(k, value)] for k, value in parts]
         for combo in itertools.product(*grid):
             specs.append(PerturbationSpec.make(pid.strip(), dict(combo)))
     if not specs:
@@ -218,7 +252,7 @@ def _split_chain(item: str) -> list[str]:
     return [item[a:b].lstrip("+").strip() for a, b in zip(bounds, bounds[1:])]
 
 
-def _parse_chain(item: str, steps: list[str]) -> list[PerturbationSpec]:
+def _parse_chain(item: str, steps: list[str], budget_used: int = 0) -> list[PerturbationSpec]:
     """``A:x=1+B:y=2|3`` -> chain specs ``A+B`` with flat parameters (x=1, y=2), (x=1, y=3).
 
     Each step's parameters are written after it; the chain keeps them in one flat dict, and at
@@ -232,6 +266,7 @@ def _parse_chain(item: str, steps: list[str]) -> list[PerturbationSpec]:
         if step.startswith("family:"):
             raise SpecError(f"{item!r}: a chain step is one perturbation or file:, not a family")
         parsed.append(parse_specs(step))
+    _check_expansion(budget_used + math.prod(len(group) for group in parsed), item)
     ids = [group[0].id for group in parsed]
     if len(set(ids)) != len(ids):
         raise SpecError(f"{item!r}: a chain cannot repeat a step")

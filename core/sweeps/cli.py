@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core import cli
+from core.budgets import MAX_REPEATS, BudgetError
 from core.datasets import Dataset, load_dataset
 from core.perturb.spec import PerturbationSpec, parse_specs
 from core.sweeps.config import DEFAULT_DB, SweepConfig
@@ -239,6 +240,10 @@ def _sweep(args: argparse.Namespace) -> int:
     for flag, value in (("--repeats", args.repeats), ("--chunk-size", args.chunk_size), ("--sample", args.sample)):
         if value is not None and value < 1:
             raise cli.CLIError(f"{flag} must be at least 1, got {value}")
+    try:
+        MAX_REPEATS.check(args.repeats, "--repeats", "asks for")
+    except BudgetError as e:
+        raise cli.CLIError(str(e)) from None
     specs = parse_specs(args.perturbations)
     model_names = [m.strip() for m in args.models.split(",") if m.strip()]
     dataset = _check_inputs(args, specs, model_names)

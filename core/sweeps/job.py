@@ -15,7 +15,20 @@ restarts) as the driver reports it, for the page to show.
 
 A started job is known to this process by its database and sweep name while it runs
 (:func:`running_on_this_server`): a page reloaded in the browser is a new session that has lost its
-job, and finds it there again.
+job, and finds it there again (:meth:`SweepJob.follow` adds that session to the job's owners).
+
+Ray's lifecycle: a local Ray that this process's jobs started (none was running when the first
+of them began) is stopped, with every process it started, when the last Ray job ends, so no idle
+Ray worker or agent is left listening (docs/SECURITY.md, "Ray"). A Ray started otherwise (a test's,
+a cluster at QAX_RAY_ADDRESS) is left alone.
+
+Budgets (core.budgets): ``start()`` refuses a job (BudgetError) when it asks for more Ray workers
+than QAX_MAX_RAY_WORKERS (each holds one copy of every model), when the server already runs
+QAX_MAX_SWEEPS jobs, or its owner session QAX_MAX_SWEEPS_PER_SESSION. A job started by a browser
+session is cancelled QAX_SWEEP_GRACE_S seconds after none of its owner sessions has a browser any
+more (:func:`reap_abandoned`, called by the page's watchdog with Streamlit's session check); its
+committed rows stay, and starting it again resumes it. Jobs without an owner (the CLI's, tests')
+are never reaped.
 
 No streamlit import.
 """
@@ -23,19 +36,22 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.budgets import MAX_RAY_WORKERS, MAX_SWEEPS, MAX_SWEEPS_PER_SESSION, SWEEP_GRACE_S
 from core.datasets import Dataset
 from core.sweeps.config import SweepConfig, SweepRun
 from core.sweeps.run import run_sweep
 
-__all__ = ["SweepJob", "RayOptions", "running_on_this_server"]
+__all__ = ["SweepJob", "RayOptions", "running_on_this_server", "running_jobs", "reap_abandoned"]
 
 _RUNNING: dict[tuple[str, str], "SweepJob"] = {}   # (database, sweep name) -> the job running it here
 _RUNNING_LOCK = threading.Lock()
+_JOBS: set["SweepJob"] = set()   # every job started and not yet ended in this process
+_RAY_STARTED_BY_JOBS = False     # the local Ray was started by a job here: the last Ray job stops it
 
 
 def _db_key(db: str | Path) -> str:
@@ -47,6 +63,47 @@ def running_on_this_server(db: str | Path, name: str) -> "SweepJob | None":
     with _RUNNING_LOCK:
         job = _RUNNING.get((_db_key(db), name))
     return job if job is not None and job.running else None
+
+
+def running_jobs() -> list["SweepJob"]:
+    """The jobs of this process that are running now."""
+    with _RUNNING_LOCK:
+        return [j for j in _JOBS if j.running]
+
+
+def reap_abandoned(now: float, is_active: Callable[[str], bool], grace: float | None = None) -> list["SweepJob"]:
+    """Cancel the running jobs none of whose owner sessions has been active (``is_active``) for
+    ``grace`` seconds (default QAX_SWEEP_GRACE_S); returns them. Call it periodically with a
+    monotonic ``now``. Jobs without an owner are left alone."""
+    grace = float(SWEEP_GRACE_S.value()) if grace is None else grace
+    cancelled = []
+    for job in running_jobs():
+        if not job.owners or job.cancel_requested:
+            continue
+        if any(is_active(o) for o in list(job.owners)):
+            job.abandoned_since = None
+            continue
+        if job.abandoned_since is None:
+            job.abandoned_since = now
+        if now - job.abandoned_since >= grace:
+            job.cancel_reason = (f"no browser followed it for {grace:.0f} s (the server's {SWEEP_GRACE_S.env}): "
+                                 "it was cancelled; its rows are kept and starting it again resumes it")
+            job.cancel()
+            cancelled.append(job)
+    return cancelled
+
+
+def _stop_ray_after_last_job() -> None:
+    """Stop the local Ray this process's jobs started once no Ray job is left (called with
+    _RUNNING_LOCK held, so no job can start on it meanwhile)."""
+    global _RAY_STARTED_BY_JOBS
+    if not _RAY_STARTED_BY_JOBS or any(j.ray is not None for j in _JOBS):
+        return
+    from core.sweeps.ray import connected_to, disconnect
+
+    if connected_to() == "local":
+        disconnect()
+    _RAY_STARTED_BY_JOBS = False
 
 
 @dataclass
@@ -64,8 +121,11 @@ class SweepJob:
 
     def __init__(self, config: SweepConfig, engines: Mapping[str, Any], db: str | Path, *,
                  dataset: Dataset | None = None, data_dir: str | Path | None = None, chunk_size: int = 128,
-                 ray: RayOptions | None = None):
+                 ray: RayOptions | None = None, owner: str | None = None):
         self.config = config
+        self.owners: set[str] = {owner} if owner else set()   # browser sessions following it
+        self.abandoned_since: float | None = None   # when its last owner session went (reap_abandoned)
+        self.cancel_reason: str | None = None
         self.db = str(db)
         self.done = 0
         self.total = 0
@@ -85,11 +145,28 @@ class SweepJob:
                                         daemon=True)
 
     def start(self) -> "SweepJob":
+        """Start the sweep's thread; BudgetError (nothing started) when the server, or this job's
+        owner session, already runs as many sweeps as its budget allows."""
         if self.started_at is not None:
             raise RuntimeError("this sweep job was already started")
-        self.started_at = time.monotonic()
+        if self.ray is not None and self.ray.workers is not None:
+            MAX_RAY_WORKERS.check(self.ray.workers, "this Ray sweep", "asks for")
+        with _RUNNING_LOCK:
+            running = [j for j in _JOBS if j.running]
+            MAX_SWEEPS.check(len(running) + 1, "with this one, the server", "would run")
+            for owner in self.owners:
+                mine = sum(owner in j.owners for j in running)
+                MAX_SWEEPS_PER_SESSION.check(mine + 1, "with this one, your session", "would run")
+            self.started_at = time.monotonic()
+            _JOBS.add(self)
         self._thread.start()
         return self
+
+    def follow(self, owner: str | None) -> None:
+        """Another browser session (a reloaded page) follows this job: it keeps it alive."""
+        if owner:
+            self.owners.add(owner)
+            self.abandoned_since = None
 
     def _progress(self, done: int, total: int) -> None:
         self.done, self.total = done, total
@@ -105,7 +182,11 @@ class SweepJob:
     def _run(self) -> None:
         try:
             if self.ray is not None:
-                from core.sweeps.ray import run_sweep_ray
+                from core.sweeps.ray import connected_to, run_sweep_ray
+
+                if self.ray.address is None and connected_to() is None:
+                    global _RAY_STARTED_BY_JOBS
+                    _RAY_STARTED_BY_JOBS = True
 
                 self.result = run_sweep_ray(self.config, self.db, settings=self.ray.settings,
                                             address=self.ray.address, workers=self.ray.workers,
@@ -128,8 +209,11 @@ class SweepJob:
             self.finished_at = time.monotonic()
             self._engines = {}  # let the engines go once the sweep ends
             with _RUNNING_LOCK:
+                _JOBS.discard(self)
                 if self.name is not None and _RUNNING.get((_db_key(self.db), self.name)) is self:
                     del _RUNNING[(_db_key(self.db), self.name)]
+                if self.ray is not None:
+                    _stop_ray_after_last_job()
 
     def cancel(self) -> None:
         """Stop after the chunk in flight (the sweep can be resumed later)."""

@@ -9,12 +9,14 @@ impossible) cannot be scored and are left out of the sweep (counted in the confi
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.budgets import MAX_REPEATS, BudgetError, clean_name
 from core.datasets import Dataset, has_gold, load_dataset, sample_examples
 from core.perturb.spec import FORMAT, PerturbationSpec, SpecError, canonical_json, parse_specs
 from core.sweeps.config import SweepConfig, SweepError
@@ -56,6 +58,12 @@ def resolve_inputs(config: SweepConfig, *, dataset: Dataset | None = None, data_
     spec (SweepError names what is wrong). Shared by the local and the Ray backend."""
     if config.repeats < 1:
         raise SweepError(f"repeats must be at least 1, got {config.repeats}")
+    try:
+        MAX_REPEATS.check(config.repeats, "the sweep", "asks for")
+        if config.name is not None:   # stored and shown to every visitor: normalised and bounded
+            config = dataclasses.replace(config, name=clean_name(config.name, "the sweep name") or None)
+    except BudgetError as e:
+        raise SweepError(str(e)) from None
     models = list(dict.fromkeys(config.models))
     if not models:
         raise SweepError("no models given")

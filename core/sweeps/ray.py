@@ -63,7 +63,7 @@ from core.sweeps.run import execute_plan
 from core.sweeps.runner import ComputeVariants, Predict, Runner, Unit, compute_locally
 from core.sweeps.store import Store
 
-__all__ = ["RAY_ADDRESS_ENV", "WorkerState", "connect", "disconnect", "run_sweep_ray", "ModelActor"]
+__all__ = ["RAY_ADDRESS_ENV", "WorkerState", "connect", "connected_to", "disconnect", "run_sweep_ray", "ModelActor"]
 
 RAY_ADDRESS_ENV = "QAX_RAY_ADDRESS"   # the cluster the app's Sweeps page may use (a server setting)
 CHUNKS_PER_WORKER = 2                 # chunks in flight per worker
@@ -144,6 +144,11 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, outlive_
         raise SweepError(f"could not start or join {where}: {e}") from None
     _connected_to = wanted
     return ray
+
+
+def connected_to() -> str | None:
+    """What this process's Ray is joined to through :func:`connect` (an address, or "local"), or None."""
+    return _connected_to
 
 
 def disconnect() -> None:
