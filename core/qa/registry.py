@@ -24,6 +24,9 @@ from pathlib import Path
 from core.config import repo_root
 from core.qa.engine import EngineSettings, QAEngine
 
+# In a folder of weights over a base: {"base": key, "from_base": {tensor name: the base's tensor name}}
+BASE_FILE = "base_weights.json"
+
 
 class ModelLoadError(RuntimeError):
     """A model that cannot be loaded; the message says what to do about it."""
@@ -38,15 +41,24 @@ class ModelEntry:
     description: str = ""
     card: str | None = None  # model card file, relative to the model folder
     adapter: str | None = None  # a LoRA adapter folder (with ``base``)
-    base: str | None = None  # 'minilm', 'mpnet' or a local model folder, for ``adapter``
+    # 'minilm', 'mpnet', 'e5' or a local model folder: for ``adapter``, or for a ``path`` folder whose
+    # weights leave out what the base supplies unchanged (BASE_FILE lists it: a frozen embedding)
+    base: str | None = None
     # False keeps the model out of the pickers' default choice (still one click away): for a
     # model too slow on CPU to answer every question of a live demo or a sweep by default.
     preselect: bool = True
 
     @property
+    def over_base(self) -> bool:
+        """A model folder trained with frozen word embeddings that it leaves to its base package."""
+        return bool(self.path and self.base)
+
+    @property
     def source(self) -> str:
         if self.adapter:
             return f"{self.adapter}+base:{self.base}"
+        if self.over_base:
+            return f"{self.path}+base:{self.base}"
         return self.path if self.path else f"hub:{self.hf_id}"
 
     def local_dir(self) -> Path | None:
@@ -74,16 +86,30 @@ class ModelEntry:
 
         return base_missing(self.base_ref())
 
+    def _over_base_missing(self) -> str | None:
+        d = self.local_dir()
+        for f in ("config.json", "model.safetensors", BASE_FILE):
+            if not (d / f).is_file():
+                return f"model folder {d} has no {f}"
+        from core.qa.bases import base_missing
+
+        return base_missing(self.base_ref())
+
     def is_installed(self) -> bool:
         d = self.local_dir()
         if self.adapter:
             return self._adapter_missing() is None
+        if self.over_base:
+            return self._over_base_missing() is None
         return d is not None and (d / "config.json").is_file()
 
     def status(self) -> str:
         if self.adapter:
             why = self._adapter_missing()
             return "installed (LoRA adapter)" if why is None else f"missing: {why}"
+        if self.over_base:
+            why = self._over_base_missing()
+            return f"installed (over base {self.base})" if why is None else f"missing: {why}"
         if self.path:
             return "installed" if self.is_installed() else f"missing: {self.local_dir()} has no config.json"
         return "hub (needs internet on first load)"
@@ -163,9 +189,10 @@ def load_registry(path: Path | None = None) -> list[ModelEntry]:
         if sum(bool(m.get(k)) for k in ("path", "hf_id", "adapter")) != 1:
             raise ModelLoadError(f"{path}: model {name!r} needs exactly one of 'path' or 'hf_id' "
                                  f"(or 'adapter' with 'base')")
-        if bool(m.get("adapter")) != bool(m.get("base")):
-            raise ModelLoadError(f"{path}: model {name!r}: 'adapter' and 'base' go together "
-                                 "(base = \"minilm\", \"mpnet\" or a local model folder)")
+        if m.get("adapter") and not m.get("base") or m.get("base") and not (m.get("adapter") or m.get("path")):
+            raise ModelLoadError(f"{path}: model {name!r}: 'base' goes with 'adapter' (a LoRA adapter) or "
+                                 "'path' (a folder of weights over the base), and 'adapter' needs it "
+                                 "(base = \"minilm\", \"mpnet\", \"e5\" or a local model folder)")
         if not isinstance(m.get("preselect", True), bool):
             raise ModelLoadError(f"{path}: model {name!r}: 'preselect' is true or false")
         seen.add(name)
@@ -263,11 +290,46 @@ def load_adapter_model_and_tokenizer(entry: ModelEntry):
     return model, tok
 
 
+def load_over_base_model_and_tokenizer(entry: ModelEntry):
+    """The folder's weights with the tensors BASE_FILE names taken from the base package (read
+    from its safetensors, nothing else of the base loaded), and the base's tokenizer."""
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, AutoModelForQuestionAnswering, AutoTokenizer
+
+    from core.qa.bases import BaseModelError, resolve_base_path
+
+    why = entry._over_base_missing()
+    if why:
+        raise ModelLoadError(f"model {entry.name!r}: {why}. Re-clone the repository, install the base "
+                             "(./run.sh setup) or fix 'path' / 'base' in models.toml.")
+    d = entry.local_dir()
+    try:
+        base_path = Path(resolve_base_path(entry.base_ref()))
+        from_base = json.loads((d / BASE_FILE).read_text())["from_base"]  # {our name: the base's name}
+        state = load_file(str(d / "model.safetensors"))
+        with safe_open(str(base_path / "model.safetensors"), "pt") as f:
+            for ours, theirs in from_base.items():
+                state[ours] = f.get_tensor(theirs)
+        model = AutoModelForQuestionAnswering.from_config(AutoConfig.from_pretrained(str(d)))
+        model.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
+        model.eval()
+        if torch.cuda.is_available():
+            model.half()
+        tok = AutoTokenizer.from_pretrained(str(base_path))
+    except (BaseModelError, OSError, KeyError, ValueError, RuntimeError) as e:
+        raise ModelLoadError(f"could not load model {entry.name!r} from {d} over base {entry.base}: {e}") from e
+    return model, tok
+
+
 def load_model_and_tokenizer(entry: ModelEntry):
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
     if entry.adapter:
         return load_adapter_model_and_tokenizer(entry)
+    if entry.over_base:
+        return load_over_base_model_and_tokenizer(entry)
     offline = None
     if entry.path:
         d = entry.local_dir()
@@ -335,6 +397,8 @@ def engine_from_id(model_id: str, settings: EngineSettings | None = None) -> QAE
         if not base:
             raise ModelLoadError(f"adapter folder {p}: adapter_config.json names no base model")
         entry = ModelEntry(name=model_id, adapter=str(p), base=base)
+    elif (p / BASE_FILE).is_file():
+        entry = ModelEntry(name=model_id, path=str(p), base=json.loads((p / BASE_FILE).read_text()).get("base"))
     else:
         entry = ModelEntry(name=model_id, path=str(p) if p.exists() else None, hf_id=None if p.exists() else model_id)
     model, tok = load_model_and_tokenizer(entry)
