@@ -102,7 +102,7 @@ class EngineSettings:
     # 2 cores, 300 XQuAD-en questions, MiniLM 28.6 q/s at 8 against 22.4 at 32, MPNet 6.3 against
     # 4.8 (python benchmarks/qa_throughput.py --batch-sizes 2,4,8,32). On an H100 the whole engine
     # answered all 1,190 XQuAD-en questions with MiniLM at 376 q/s at 32, 816-986 at 128,
-    # 1,111-1,121 at 256 and 768-1,082 at 512 (two runs; README, issue 27).
+    # 1,111-1,121 at 256 and 768-1,082 at 512 (two runs; docs/results/backends.md, issue 27).
     batch_size: int | None = None
     top_k: int = 20
     # None: the process-wide policy (core.qa.threads: every core when answering alone, one thread
@@ -115,7 +115,7 @@ class EngineSettings:
     # back to torch; ``backend_name`` says which one answered.
     backend: str = "default"
     # Long contexts (at least ``long_context_chars`` characters) are read in bigger windows: a
-    # 20k-character context needs ~12 windows of 512 sharing 128 instead of ~17 of 384 (README,
+    # 20k-character context needs ~12 windows of 512 sharing 128 instead of ~17 of 384 (docs/results/long-context.md,
     # benchmarks/long_context.py: 20% less CPU per question and a higher F1 on 36 SQuAD dev
     # documents than 384/128; 512/64 was cheaper still but lower in EM). Every SQuAD, XQuAD and
     # CMRC context is shorter than 8,000 characters, so their answers do not change.

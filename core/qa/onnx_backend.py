@@ -16,7 +16,7 @@ already merged into a plain model.
 
 Why ONNX Runtime at all: its int8 answers 2.2-4.0x faster than eager torch fp32 on this 2-core
 machine (fp32 ONNX only 0.94-1.11x on a quiet machine, more on a busy one: it degrades far less
-than torch when another process uses the cores); the README's "Measured: engine backends".
+than torch when another process uses the cores); docs/results/backends.md.
 """
 from __future__ import annotations
 
