@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from core.compat import fingerprint_suffix
 from core.qa.decode import best_spans, has_word, window_candidates
 from core.qa.features import build_windows
-from core.qa.onnx_backend import FINGERPRINT_TAGS, BackendUnavailable, check_backend, make_forward
+from core.qa.onnx_backend import BackendUnavailable, check_backend, make_forward
 from core.qa.threads import Slot
 from core.types import Prediction
 
@@ -253,14 +254,13 @@ class QAEngine:
         s = self.settings
         max_length, stride = self._window_shape()
         h.update(f"{max_length}:{stride}:{s.max_answer_tokens}:{s.top_k}".encode())
-        # Long contexts' window shape: its threshold hashed only when not the default (stored
-        # fingerprints stay); the shape itself joins the key of each long context's prediction
-        # (long_context_tag), since before it existed long contexts were read like short ones.
-        if s.long_context_chars != 8000:
-            h.update(f":long_from={s.long_context_chars}".encode())
-        # hashed only when not torch: every fingerprint from before backends existed stays
-        if backend != "torch":
-            h.update(f":backend={FINGERPRINT_TAGS.get(backend, backend)}".encode())
+        # The long-context threshold and the backend, each hashed only when not the value it had
+        # before it existed (core.compat.fingerprint_suffix), so stored fingerprints stay; the long
+        # shape itself joins the key of each long context's prediction (long_context_tag), since
+        # before it existed long contexts were read like short ones.
+        suffix = fingerprint_suffix(s.long_context_chars, backend)
+        if suffix:
+            h.update(suffix.encode())
         return h.hexdigest()[:20]
 
     def _hash_weights_and_tokenizer(self):
