@@ -22,7 +22,7 @@ average is printed with every run.
 ``ray start --address=127.0.0.1:PORT``, one CPU each), runs the text sweep against it with the
 CLI, compares its rows and its ``--show`` table with the local run's, and stops the cluster.
 
-``--stages`` measures the per-stage costs the README's projection uses: a text variant, a
+``--stages`` measures the per-stage costs the projection in docs/results/ray.md uses: a text variant, a
 TTS -> ASR clip, the driver's cost per result row (a warm sweep: every variant and prediction
 cached, so only look-ups, scoring and SQLite writes remain), the bytes shipped per unit.
 

@@ -8,7 +8,6 @@ is the Sweeps page's whole panel: the bar, a Ray sweep's workers, then the resul
 """
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -22,7 +21,6 @@ from components import loaders, session_memory
 from components.text import md_escape
 from core.budgets import BudgetError
 from core.explore.answers import load_engines
-from core.sweeps.backends import engines_as_stored
 from core.sweeps.config import SweepConfig
 from core.sweeps.job import RayOptions, SweepJob, reap_abandoned
 from core.sweeps.progress import Eta, format_seconds, worker_rows
@@ -117,14 +115,11 @@ def start_sweep(state_key: str, key: str, config: SweepConfig, ds: Any, db_path:
             st.error(md_escape(e))
         if errors:
             return
-    if stored and engines:
-        engines, switched = engines_as_stored(engines, stored, loaders.engine_like_state)
-        for model, backend in switched.items():
-            st.toast(md_escape(f"{model} answers with {backend}, the backend this sweep was made with."))
-    if stored and ray is not None:   # on Ray the actors switch (core.sweeps.ray.ModelActor)
-        ray = dataclasses.replace(ray, stored=dict(stored))
+    # the job's lifecycle (core.sweeps.lifecycle.launch) switches the backends: the models
+    # that switched are named in the result's banner
     job = start_job(SweepJob(config, engines, db_path, dataset=ds, data_dir=data_dir, chunk_size=chunk_size,
-                             ray=ray, owner=session_memory.session_id()))
+                             ray=ray, stored=stored, load_as=loaders.engine_loader_like_state(),
+                             owner=session_memory.session_id()))
     if job is not None:
         follow(state_key, key, job)
 

@@ -167,7 +167,7 @@ def model_picker(key: str, default_all: bool = True, lang: str | None = None) ->
             "**No QA model is installed.** The registry (models.toml) lists "
             + ", ".join(md_escape(m.name) for m in entries)
             + " but none of their folders is present. Train one with `python -m core.training` "
-            "(see README) or add a local folder to models.toml."
+            "(see docs/MODELS.md) or add a local folder to models.toml."
             + (" Hub models below need internet." if hub else "")
         )
         if not hub:

@@ -1,7 +1,8 @@
-"""``python -m core.evaluate``: an alias of ``python -m core.models.evaluate``.
+"""``python -m core.evaluate``: the old name of ``python -m core.models.evaluate``.
 
-Kept because the shipped models' READMEs (``assets/models/*/README.md``, which this project does
-not rewrite) name the old command. Code imports :mod:`core.models.evaluate`.
+Kept because a shipped model card names the old command (``assets/models/minilm-cmrc-zh/README.md``,
+"Measured (python -m core.evaluate)") and users' scripts may. Code imports
+:mod:`core.models.evaluate`.
 """
 import sys
 

@@ -1,7 +1,9 @@
-"""The old name of :mod:`core.sweeps`, kept so that ``python -m core.sweep ...`` and users' scripts
-(``from core.sweep import SweepConfig, run_sweep``) keep working. New code imports from the
-package's modules (the README's Layout table lists them); this alias re-exports only the names
-``core.sweep`` exported before the package existed.
+"""``python -m core.sweep``: the old name of ``python -m core.sweeps``, and of its module.
+
+Kept because users' scripts run ``python -m core.sweep`` and import ``from core.sweep import
+SweepConfig, run_sweep`` (tests/test_sweep_fixture.py runs the old name against a store the old
+code wrote). It re-exports the names the single-module ``core/sweep.py`` had before it became
+the ``core/sweeps`` package; new code imports from the package's modules (docs/ARCHITECTURE.md).
 """
 import sys
 

@@ -1,9 +1,8 @@
-"""``python -m core.train``: an alias of ``python -m core.training``.
+"""``python -m core.train``: the old name of ``python -m core.training``.
 
-Kept because the shipped model cards (``assets/models/*/model_card.json`` and README.md, which
-this project does not rewrite) and the training record in docs/MODELS.md give every stage's
-command as ``python -m core.train ...``: those commands must keep reproducing the shipped models.
-Code imports :mod:`core.training`.
+Kept because the shipped models' cards (``assets/models/*/model_card.json`` and the README.md
+rendered from it) record their training commands as ``python -m core.train ...``, and those
+commands must keep reproducing the models. Code imports :mod:`core.training`.
 """
 import sys
 

@@ -1,4 +1,5 @@
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -6,6 +7,42 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+
+
+# The quick tier is ``pytest -m "not slow"`` (the README's quick command): these files are marked
+# slow as a whole because every test in them starts something expensive: a Chromium (e2e), a Ray
+# cluster, a training run, an ONNX export, the shipped models on real data, speech synthesis and
+# recognition, a fresh Python process per case, or one AppTest per perturbation (the last two
+# measured with pytest -v under load 7 on 2 cores: 196 of the other files' 370 s). A single slow
+# test elsewhere takes ``@pytest.mark.slow`` itself.
+SLOW_FILES = (
+    "test_e2e_*.py",                                     # headless Chromium
+    "test_sweep_ray.py",                                 # Ray
+    "test_lora.py", "test_train_stages.py", "test_distill.py", "test_pseudo_label.py",
+    "test_train_augment.py", "test_vocab.py",            # training runs
+    "test_backends.py", "test_int8_per_token.py", "test_prepare.py",  # ONNX exports
+    "test_shipped_models.py", "test_capabilities.py",   # the shipped models on real data
+    "test_speech.py", "test_asr_fresh_state.py",         # TTS and ASR
+    "test_sweep_kill.py",                                # killed and restarted sweep processes
+    "test_reliability_cli.py",                           # every command line started as a process
+    "test_param_widgets.py",                             # every perturbation's form drawn by AppTest
+)
+
+
+def is_slow_file(name: str) -> bool:
+    """Whether every test in the file ``name`` is slow.
+
+    >>> is_slow_file("test_e2e_ask.py"), is_slow_file("test_metrics.py")
+    (True, False)
+    """
+    return any(fnmatch(name, pattern) for pattern in SLOW_FILES)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test of :data:`SLOW_FILES`, and every e2e test, ``slow``."""
+    for item in items:
+        if is_slow_file(item.path.name) or item.get_closest_marker("e2e") is not None:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_runtest_setup(item):

@@ -220,5 +220,5 @@ def test_models_page_shows_the_shipped_cards_capabilities():
         assert card["n"] == 1090 and {f: v["n"] for f, v in card["families"].items()} == FAMILIES
         for family, v in card["families"].items():
             assert matrix[0].loc[family, name] == v["failure_rate"]
-    # measured with the shipped weights (docs/MODELS.md): the MiniLM baseline fails most type cases
+    # measured with the shipped weights (docs/results/training-diary.md): the MiniLM baseline fails most type cases
     assert matrix[0].loc["animal vs vehicle", "minilm-squad"] == 85.6

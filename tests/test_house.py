@@ -117,3 +117,70 @@ def test_core_imports_no_streamlit_and_nothing_above_it():
             if top in ("pages", "components", "app"):
                 offenders.append(f"{_rel(path)} imports {name}")
     assert not offenders, offenders
+
+
+def private_imports(files: list[Path], root: Path = ROOT) -> list[str]:
+    """``path:line imports module._name`` for every import of another module's private name
+    (``from core.x import _name``); a module's own package re-exporting is not a use."""
+    out = []
+    for path in files:
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        out.append(f"{_rel(path, root)}:{node.lineno} imports {node.module}.{alias.name}")
+    return out
+
+
+def private_calls(files: list[Path], root: Path = ROOT) -> list[str]:
+    """``path:line module._name`` for every use of a private attribute of an imported module
+    (``report._store``, ``runner._tick()``): the owner's name for it, not another module's."""
+    out = []
+    for path in files:
+        tree = _tree(path)
+        modules = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                   for a in node.names} | {a.asname or a.name.split(".")[0] for node in ast.walk(tree)
+                                           if isinstance(node, ast.Import) for a in node.names}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                out.append(f"{_rel(path, root)}:{node.lineno} {node.value.id}.{node.attr}")
+    return out
+
+
+def test_no_module_in_core_uses_another_modules_private_names():
+    files = _python_files("core")
+    offenders = private_imports(files) + private_calls(files)
+    assert not offenders, f"private names used across modules (make them public, or move the code): {offenders}"
+
+
+# The sweep lifecycle (local or Ray, the stored backend on resume, the aggregates at the end) is
+# core.sweeps.lifecycle.launch: nothing above core.sweeps runs a sweep or stores aggregates itself.
+LIFECYCLE_CALLS = ("run_sweep", "run_sweep_ray")
+LIFECYCLE_HOME = "core/sweeps/lifecycle.py"
+
+
+def lifecycle_calls(files: list[Path], root: Path = ROOT) -> list[str]:
+    """``path:line name`` for every call of run_sweep, run_sweep_ray or aggregates.store."""
+    out = []
+    for path in files:
+        for node in ast.walk(_tree(path)):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else ""
+            if name in LIFECYCLE_CALLS or (name == "store" and "aggregates" in owner):
+                out.append(f"{_rel(path, root)}:{node.lineno} {name}")
+    return out
+
+
+def test_one_lifecycle_entry_point():
+    files = [f for f in _python_files("core", "components", "pages", "app.py") if _rel(f) != LIFECYCLE_HOME]
+    offenders = lifecycle_calls(files)
+    assert not offenders, f"sweeps run outside core.sweeps.lifecycle.launch: {offenders}"
+
+
+def test_the_readme_stays_a_front_door():
+    n = len((ROOT / "README.md").read_text(encoding="utf-8").splitlines())
+    assert n <= 250, f"README.md has {n} lines: move detail to docs/ (docs/results/ for measurements)"

@@ -109,7 +109,7 @@ def _case_rng(seed: int, test: str, index: int) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def _perturber(spec_text: str) -> Callable[[QAExample, random.Random], QAExample | None]:
+def perturber(spec_text: str) -> Callable[[QAExample, random.Random], QAExample | None]:
     """The ``perturb`` spec as a function (example, rng) -> perturbed example, or None when it does not apply."""
     from core.perturb import registry
     from core.perturb.spec import SpecError, parse_specs
@@ -141,7 +141,7 @@ def run_test(test: TestSpec, engine: Any, model: str, seed: int = 0, lang: str =
     after_inputs: dict[int, tuple[str, str]] = {}
     skips: dict[int, str] = {}
     if test.kind == "INV":
-        perturb = _perturber(test.perturb or "")
+        perturb = perturber(test.perturb or "")
         for c in cases:
             ex = QAExample(f"{test.name}-{c.index}", c.question, c.context, (), lang=lang)
             try:

@@ -58,9 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for test in bfile.tests:   # every template and perturbation checked before a model loads
         expand(test, bfile.seed)
         if test.perturb:
-            from core.behaviour import _perturber
+            from core.behaviour import perturber
 
-            _perturber(test.perturb)
+            perturber(test.perturb)
     from core.qa.registry import get_entry, load_engine
 
     entries = {name: get_entry(name) for name in args.model}

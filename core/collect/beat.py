@@ -257,7 +257,7 @@ def answer_f1(a: str, b: str, lang: str) -> float:
     return score_answer(a, [b], lang)[1]
 
 
-def _check_span(context: str, span: Sequence[int], what: str, lang: str) -> tuple[int, int]:
+def check_span(context: str, span: Sequence[int], what: str, lang: str) -> tuple[int, int]:
     if len(span) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in span):
         raise ValueError(f"{what} should be two integer character offsets (start, end), "
                          f"got {span!r}")
@@ -272,7 +272,7 @@ def _check_span(context: str, span: Sequence[int], what: str, lang: str) -> tupl
     return start, end
 
 
-def _check_threshold(value: float, what: str, *, allow_zero: bool, allow_one: bool) -> float:
+def check_threshold(value: float, what: str, *, allow_zero: bool, allow_one: bool) -> float:
     value = float(value)
     lo_ok = value > 0 or (allow_zero and value == 0)
     hi_ok = value < 1 or (allow_one and value == 1)
@@ -310,7 +310,7 @@ def judge(human_answer: str, model_spans: Mapping[str, Span | None], lang: str,
     >>> [(m.model, round(m.f1, 3), m.won) for m in v], outcome
     ([('a', 0.8, True), ('b', 0.0, False)], 'model')
     """
-    threshold = _check_threshold(threshold, "the win threshold", allow_zero=True, allow_one=False)
+    threshold = check_threshold(threshold, "the win threshold", allow_zero=True, allow_one=False)
     if not model_spans:
         raise ValueError("at least one model must answer")
     verdicts = []

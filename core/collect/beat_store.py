@@ -36,9 +36,9 @@ from core.collect.beat import (
     ModelVerdict,
     Passage,
     Validation,
-    _check_span,
-    _check_threshold,
     answer_f1,
+    check_span,
+    check_threshold,
     judge,
     passage_id,
 )
@@ -227,7 +227,7 @@ class BeatStore(SQLiteFile):
         question = clean_note(question, "the question")   # BudgetError (a ValueError) when too long
         if passage.id != passage_id(passage.context):
             raise ValueError(f"passage id {passage.id!r} does not match its text")
-        start, end = _check_span(passage.context, span, "the answer span", passage.lang)
+        start, end = check_span(passage.context, span, "the answer span", passage.lang)
         answer = passage.context[start:end]
         verdicts, outcome = judge(answer, model_spans, passage.lang, threshold)
         user = identity.display_name(user) or "anonymous"
@@ -279,7 +279,7 @@ class BeatStore(SQLiteFile):
         same :func:`core.collect.identity.name_key`), and each person (by name key or by browser)
         validates a question once.
         """
-        threshold = _check_threshold(threshold, "the agreement threshold", allow_zero=False,
+        threshold = check_threshold(threshold, "the agreement threshold", allow_zero=False,
                                      allow_one=True)
         name = identity.display_name(validator)
         key = identity.name_key(name)
@@ -303,7 +303,7 @@ class BeatStore(SQLiteFile):
             start = end = None
             text, f1 = "", 0.0
         else:
-            start, end = _check_span(attempt.context, span, "the validator's answer span",
+            start, end = check_span(attempt.context, span, "the validator's answer span",
                                      attempt.lang)
             text = attempt.context[start:end]
             f1 = answer_f1(text, attempt.answer_text, attempt.lang)

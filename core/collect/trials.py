@@ -55,13 +55,14 @@ from typing import Any
 
 from core import config
 from core.budgets import BudgetError, clean_name, clean_note
+from core.compat import TRIAL_FORMAT
 from core.datasets import Dataset, has_gold, sample_examples
 from core.io.sqlite_db import SQLiteFile, snapshot_bytes
 from core.speech import asr
 from core.speech.audio import AudioError, load_audio
 from core.types import Answer, QAExample
 
-FORMAT = "qax-trial-1"
+FORMAT = TRIAL_FORMAT   # a stored identity (core.compat)
 TRIAL_FILE = "trial.json"
 DB_FILE = "trial.sqlite"
 _SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")

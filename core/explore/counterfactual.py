@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.perturb.base import Edit, _map_offset, edit_touches_span
+from core.perturb.base import Edit, edit_touches_span, map_offset
 from core.perturb.nlp import word_spans
 from core.types import Prediction
 
@@ -96,7 +96,7 @@ def movement(old: tuple[int, int] | None, new: tuple[int, int] | None, edit: Wor
     if edit is None or edit.field != "context":
         return "same" if tuple(old) == tuple(new) else "moved"
     ordered = [Edit(edit.start, edit.end, edit.new, "counterfactual")]
-    mapped = (_map_offset(old[0], ordered, side="start"), _map_offset(old[1], ordered, side="end"))
+    mapped = (map_offset(old[0], ordered, side="start"), map_offset(old[1], ordered, side="end"))
     if mapped != tuple(new):
         return "moved"
     if edit_touches_span(ordered[0], old[0], old[1]):

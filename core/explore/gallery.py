@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rapidfuzz.distance import Levenshtein
 
-from core.sweeps.report import _store
+from core.sweeps.report import reading
 
 __all__ = ["Finding", "RIGHT", "disagreements", "one_keystroke_flips", "beaten", "find_all", "export_rows"]
 
@@ -54,7 +54,7 @@ def _golds(answers_json: str) -> tuple[str, ...]:
 def disagreements(db: str | Path, sweep: int | str, limit: int = 20) -> list[Finding]:
     """Clean questions of ``sweep`` where one model is right and another wrong."""
     by_example: dict[str, list] = defaultdict(list)
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
         sweep_row = store.sweep_row(sid)
         name, dataset = sweep_row["name"], sweep_row["dataset"]
@@ -81,7 +81,7 @@ def one_keystroke_flips(db: str | Path, sweep: int | str, limit: int = 20) -> li
     """Question variants one character away from the question that turn a right answer wrong."""
     out: list[Finding] = []
     seen: set[tuple[str, str, str]] = set()
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
         sweep_row = store.sweep_row(sid)
         name, dataset = sweep_row["name"], sweep_row["dataset"]

@@ -206,7 +206,7 @@ def table3_summary(originals: Sequence[str], noisy: Sequence[str]) -> dict[str, 
     lower-cased and without punctuation (:func:`asr_normalise`: the paper does not count case
     or punctuation), and corpus BLEU uncased on the text as written (sacreBLEU, 13a tokens,
     exactly :func:`bleu`). On NoiseQA's synthetic keyboard file against XQuAD-en this gives
-    the paper's 4.1 / 23.9 / 52.7 (README). :func:`noise_summary` is the raw figure: case and
+    the paper's 4.1 / 23.9 / 52.7 (docs/results/noiseqa-table3.md). :func:`noise_summary` is the raw figure: case and
     punctuation counted.
 
     Worked by hand: "When did the war end?" -> "when did the war and": normalised, the

@@ -410,7 +410,7 @@ def edit_touches_span(edit: Edit, start: int, end: int) -> bool:
     return edit.start < end and edit.end > start
 
 
-def _map_offset(offset: int, ordered: list[Edit], *, side: str) -> int:
+def map_offset(offset: int, ordered: list[Edit], *, side: str) -> int:
     """Position in the edited text of original ``offset``, the ``side`` ("start"/"end") of a span.
 
     An insertion exactly at a span's start goes before the span; one exactly at its end goes after
@@ -451,11 +451,11 @@ def apply_edits(example: QAExample, field: str, edits: list[Edit], protect_answe
         if touching and protect_answers:
             raise PerturbationError(
                 f"edit {touching[0]} touches gold answer {answer.text!r} at [{start}, {end}) of example {example.id!r}")
-        new_start = _map_offset(start, ordered, side="start")
+        new_start = map_offset(start, ordered, side="start")
         if not touching:
             new_answers.append(Answer(text=answer.text, answer_start=new_start))
         else:
-            new_end = _map_offset(end, ordered, side="end")
+            new_end = map_offset(end, ordered, side="end")
             new_answers.append(Answer(text=new_text[new_start:max(new_start, new_end)], answer_start=new_start))
     return dataclasses.replace(example, context=new_text, answers=tuple(new_answers))
 

@@ -14,21 +14,30 @@ existed (a variant's cache key, hashed once more), so stored sweeps keep their m
 """
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import math
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.types import Answer, QAExample
+# The stored identities (format tag, keys, generators) live in core.compat; imported here under
+# the names this module has always exported.
+from core.compat import (  # noqa: F401 (re-exported)
+    FORMAT,
+    answers_json,
+    canonical_json,
+    example_hash,
+    key_rng,
+    sha,
+    step_rng,
+    variant_key,
+)
+from core.types import QAExample
 
 FILE_PREFIX = "file:"
-# The sweep store's format tag: part of every variant's cache key and so of every spec's RNG.
-FORMAT = "qax-sweep-1"
 
 
 class SpecError(ValueError):
@@ -340,54 +349,6 @@ def chain_step_specs(spec: PerturbationSpec, catalogue=None) -> list[Perturbatio
 
 
 # ------------------------------------------------------------------------------ keys and rng
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces: equal values give equal strings (cache keys, params).
-
-    >>> canonical_json({"p": 0.5, "a": [1, "ü"]})
-    '{"a":[1,"ü"],"p":0.5}'
-    """
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def sha(*parts: Any) -> str:
-    """sha256 hex digest of the parts' text, joined by the unit separator (every cache key's form)."""
-    return hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).hexdigest()
-
-
-def answers_json(answers: Sequence[Answer]) -> str:
-    """Gold answers as stored and hashed: ``[[text, answer_start], ...]``."""
-    return json.dumps([[a.text, a.answer_start] for a in answers], ensure_ascii=False)
-
-
-def example_hash(ex: QAExample) -> str:
-    """Content hash of an example: id, language, question, context and gold answers (not title)."""
-    return sha("example", ex.id, ex.lang, ex.question, ex.context, answers_json(ex.answers))
-
-
-def variant_key(pid: str, params_json: str, seed: int, repeat: int, ex_hash: str, *, randomised: bool,
-                salt: str = "") -> str:
-    """The cache key of one variant: (FORMAT, spec id, resolved params as canonical JSON, seed,
-    repeat, example hash, salt). A deterministic spec leaves seed and repeat out: its output does
-    not depend on them, so sweeps with other seeds share it. ``salt``: a challenge file's sha256
-    (core.sweeps.resolve), "" for a registered perturbation."""
-    if randomised:
-        return sha("variant", FORMAT, pid, params_json, seed, repeat, ex_hash, salt)
-    return sha("variant", FORMAT, pid, params_json, "-", 0, ex_hash, salt)
-
-
-def key_rng(key: str) -> random.Random:
-    """The generator of the variant whose cache key is ``key``: seeded from sha256("rng" + key)."""
-    digest = hashlib.sha256(("rng" + key).encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
-
-
-def step_rng(rng: random.Random, step: int) -> random.Random:
-    """The generator of a chain's step ``step`` (0-based): the first step draws from the chain's
-    ``rng`` itself, so ``A`` and ``A+B`` make the same A-variant; each later step from a
-    generator seeded by the chain's ``rng`` as the steps before it left it."""
-    return rng if step == 0 else random.Random(rng.getrandbits(64))
 
 
 def rng_for(seed: int, example: QAExample, spec: PerturbationSpec | str, repeat: int, *,

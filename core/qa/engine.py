@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from core.compat import fingerprint_suffix
 from core.qa.decode import best_spans, has_word, window_candidates
 from core.qa.features import build_windows
-from core.qa.onnx_backend import FINGERPRINT_TAGS, BackendUnavailable, check_backend, make_forward
+from core.qa.onnx_backend import BackendUnavailable, check_backend, make_forward
 from core.qa.threads import Slot
 from core.types import Prediction
 
@@ -102,7 +103,7 @@ class EngineSettings:
     # 2 cores, 300 XQuAD-en questions, MiniLM 28.6 q/s at 8 against 22.4 at 32, MPNet 6.3 against
     # 4.8 (python benchmarks/qa_throughput.py --batch-sizes 2,4,8,32). On an H100 the whole engine
     # answered all 1,190 XQuAD-en questions with MiniLM at 376 q/s at 32, 816-986 at 128,
-    # 1,111-1,121 at 256 and 768-1,082 at 512 (two runs; README, issue 27).
+    # 1,111-1,121 at 256 and 768-1,082 at 512 (two runs; docs/results/backends.md, issue 27).
     batch_size: int | None = None
     top_k: int = 20
     # None: the process-wide policy (core.qa.threads: every core when answering alone, one thread
@@ -115,7 +116,7 @@ class EngineSettings:
     # back to torch; ``backend_name`` says which one answered.
     backend: str = "default"
     # Long contexts (at least ``long_context_chars`` characters) are read in bigger windows: a
-    # 20k-character context needs ~12 windows of 512 sharing 128 instead of ~17 of 384 (README,
+    # 20k-character context needs ~12 windows of 512 sharing 128 instead of ~17 of 384 (docs/results/long-context.md,
     # benchmarks/long_context.py: 20% less CPU per question and a higher F1 on 36 SQuAD dev
     # documents than 384/128; 512/64 was cheaper still but lower in EM). Every SQuAD, XQuAD and
     # CMRC context is shorter than 8,000 characters, so their answers do not change.
@@ -253,14 +254,13 @@ class QAEngine:
         s = self.settings
         max_length, stride = self._window_shape()
         h.update(f"{max_length}:{stride}:{s.max_answer_tokens}:{s.top_k}".encode())
-        # Long contexts' window shape: its threshold hashed only when not the default (stored
-        # fingerprints stay); the shape itself joins the key of each long context's prediction
-        # (long_context_tag), since before it existed long contexts were read like short ones.
-        if s.long_context_chars != 8000:
-            h.update(f":long_from={s.long_context_chars}".encode())
-        # hashed only when not torch: every fingerprint from before backends existed stays
-        if backend != "torch":
-            h.update(f":backend={FINGERPRINT_TAGS.get(backend, backend)}".encode())
+        # The long-context threshold and the backend, each hashed only when not the value it had
+        # before it existed (core.compat.fingerprint_suffix), so stored fingerprints stay; the long
+        # shape itself joins the key of each long context's prediction (long_context_tag), since
+        # before it existed long contexts were read like short ones.
+        suffix = fingerprint_suffix(s.long_context_chars, backend)
+        if suffix:
+            h.update(suffix.encode())
         return h.hexdigest()[:20]
 
     def _hash_weights_and_tokenizer(self):

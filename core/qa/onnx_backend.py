@@ -16,7 +16,7 @@ already merged into a plain model.
 
 Why ONNX Runtime at all: its int8 answers 2.2-4.0x faster than eager torch fp32 on this 2-core
 machine (fp32 ONNX only 0.94-1.11x on a quiet machine, more on a busy one: it degrades far less
-than torch when another process uses the cores); the README's "Measured: engine backends".
+than torch when another process uses the cores); docs/results/backends.md.
 """
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+
+from core.compat import FINGERPRINT_TAGS  # noqa: F401 (its old import place: engine, registry, tests)
 
 log = logging.getLogger(__name__)
 
@@ -41,21 +43,8 @@ CHOICES = (DEFAULT, *BACKENDS)
 # 4: eager attention, fused by onnxruntime's transformer optimizer; int8 made from the fused graph.
 # 5: residual adds and LayerNorms left apart, not fused into SkipLayerNormalization (see _fuse).
 EXPORT_VERSION = 5
-# What a backend's answers depend on beyond the weights, for the prediction cache key
-# (QAEngine.fingerprint): a new export or quantisation recipe must not reuse the old one's answers.
-# Per-channel int8 against per-tensor on XQuAD-en: MiniLM F1 71.1 against 69.1 (torch 72.6, 160
-# questions), MPNet 86.1 against 72.5 (torch 91.0, 48 questions), at the same speed. The fused
-# graph (export 4) gives torch's spans; its int8 quantises the fused Attention ops too. Since the
-# outlier split (core.qa.int8_split; its own file name, model-int8-outliers.onnx): MPNet's XQuAD-en
-# F1 80.55 against 78.94 for the plain int8 recipe (fp32 80.93, all 1,190 questions).
-# per-window: each window runs alone (OnnxForward.per_window); before, an int8 answer depended on
-# the other windows of its batch (44 of 400 XQuAD-en best spans differed between batches of 1 and 8).
-# per-token (core.qa.int8_per_token; its own file, INT8_FILE): one activation scale per token instead
-# of one per tensor, query/key/value projections included, GELU outputs shifted and unsigned; a
-# quarter of the logit error (minilm-squad on SQuAD-train windows: MSE 0.0039 against 0.0171).
-# torch-bf16: the model's weights cast to bfloat16, every op in bf16 (TorchForward).
-FINGERPRINT_TAGS = {"torch": "torch", "torch-bf16": "torch-bf16:weights", "onnx": "onnx:fused-v5",
-                    "onnx-int8": "onnx-int8:mha-v5-per-token-gelu-unsigned-per-channel-outliers-fp32:per-window"}
+# FINGERPRINT_TAGS (a backend's recipe in the prediction cache key) is a stored identity: it lives in
+# core.compat with the reasons for each tag, and is importable from here as before.
 # onnxruntime's own fusion of Add + LayerNormalization into SkipLayerNormalization, made when a
 # session opens; kept off for the reason in _fuse.
 SESSION_DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]

@@ -1,6 +1,6 @@
 """How many CPU threads a forward pass may use: one budget shared by everything that answers.
 
-Measured on the 2-core machine (README, "Measured: engine backends"): one asker alone is fastest
+Measured on the 2-core machine (docs/results/backends.md): one asker alone is fastest
 with every core, but two askers at once that each take every core oversubscribe them and both
 collapse (torch MiniLM 11 + 11 questions/s against 37 alone), while with one thread each they
 keep most of it (21 + 21). Hence the policy, used whenever ``EngineSettings.threads`` is None (the

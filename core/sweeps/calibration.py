@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.sweeps.report import _models, _store, sweep_specs
+from core.sweeps.report import reading, sweep_specs
 from core.sweeps.store import Store
 
 __all__ = ["score_samples", "score_histogram", "coverage_curve", "threshold_for", "calibration_table",
@@ -35,7 +35,7 @@ def score_samples(db: Store | str | Path, sweep: int | str, model: str, perturba
                   params_json: str) -> dict[str, list[tuple[float, float]]]:
     """{"clean": [(score, f1), ...], "perturbed": [...]}: one point per scored (question, repeat),
     the clean points over the same questions as the perturbed ones."""
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
         perturbed_rows, clean_rows = store.answer_scores(sid, model, perturbation, params_json)
         perturbed = [(r[0] or 0.0, r[1], r[2]) for r in perturbed_rows]
@@ -98,9 +98,9 @@ def threshold_for(perturbed: Sequence[tuple[float, float]], clean_f1: float,
 def calibration_table(db: Store | str | Path, sweep: int | str, target: float = TARGET) -> list[dict[str, Any]]:
     """Per model and spec: N, clean and perturbed F1, mean score clean vs perturbed, and the
     threshold keeping ``target`` of clean F1 with its coverage and answered F1."""
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
-        models = _models(store, sid)
+        models = store.models(sid)
         specs = sweep_specs(store, sid)
     rows = []
     for m in models:

@@ -10,6 +10,7 @@ language of :mod:`core.perturb.spec`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +21,6 @@ from core.datasets import Dataset, load_dataset
 from core.perturb.spec import PerturbationSpec, parse_specs
 from core.sweeps.config import DEFAULT_DB, SweepConfig
 from core.sweeps.resolve import resolve_spec
-from core.sweeps.run import run_sweep
 from core.sweeps.store import Store
 
 __all__ = ["main", "PROG"]
@@ -101,21 +101,6 @@ def _backends(args: argparse.Namespace) -> tuple[str, str]:
     if args.workers is not None and args.workers < 1:
         raise cli.CLIError(f"--workers must be at least 1, got {args.workers}")
     return where, engine or "default"
-
-
-def _as_stored(engines: dict, db: str, name: str, settings) -> dict:
-    """The engines, each with the backend the stored sweep ``name`` was made with (a sweep made
-    before the default backend changed resumes with torch, core.sweeps.backends)."""
-    import dataclasses
-
-    from core.qa.registry import load_engine
-    from core.sweeps.backends import engines_as_stored, stored_fingerprints
-
-    engines, switched = engines_as_stored(
-        engines, stored_fingerprints(db, name),
-        lambda model, backend: load_engine(model, dataclasses.replace(settings, backend=backend)))
-    _say_switched(switched, name)
-    return engines
 
 
 def _say_switched(switched: dict[str, str], name: str) -> None:
@@ -226,8 +211,9 @@ def _progress_bar(quiet: bool):
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    """Run (or resume) the sweep the flags describe, print its table, store its aggregates."""
-    from core.sweeps import aggregates, report
+    """Run (or resume) the sweep the flags describe (core.sweeps.lifecycle.launch: it also stores
+    the aggregates), then print its table."""
+    from core.sweeps import report
 
     missing = [flag for flag, value in (("--dataset", args.dataset), ("--perturbations", args.perturbations),
                                         ("--models", args.models)) if not value]
@@ -248,30 +234,27 @@ def _sweep(args: argparse.Namespace) -> int:
     model_names = [m.strip() for m in args.models.split(",") if m.strip()]
     dataset = _check_inputs(args, specs, model_names)
     from core.qa.registry import load_engine  # lazy: torch and transformers load here
+    from core.sweeps.backends import stored_fingerprints
+    from core.sweeps.lifecycle import RayOptions, launch
 
     # Each engine is loaded with these settings (the registry caches per settings) instead of
     # changing the settings of a shared cached engine after the fact. On Ray the actors load them.
     engines = {name: load_engine(name, settings) for name in model_names} if where == "local" else {}
-    if engines and args.name and args.engine_backend is None and args.backend == "local":
-        engines = _as_stored(engines, args.db, args.name, settings)
+    # a named sweep resumes with the backends it was made with, unless a backend was asked for
+    asked = args.engine_backend is not None or args.backend not in ("local", "ray")
+    stored = stored_fingerprints(args.db, args.name) if args.name and not asked else {}
     config = SweepConfig(args.dataset, specs, model_names, repeats=args.repeats, seed=args.seed,
                          sample=args.sample, name=args.name, pair_by=args.pair_by,
                          on_ambiguous=args.on_ambiguous, lang=args.lang)
     progress, close_bar = _progress_bar(args.quiet)
     try:
-        if where == "ray":
-            from core.sweeps.backends import stored_fingerprints
-            from core.sweeps.ray import run_sweep_ray
-
-            # a named sweep resumes with the backends it was made with, as on the local backend
-            stored = stored_fingerprints(args.db, args.name) if args.name and args.engine_backend is None else {}
-            run = run_sweep_ray(config, args.db, settings=settings, address=args.address, workers=args.workers,
-                                dataset=dataset, data_dir=args.data_dir, progress=progress,
-                                chunk_size=args.chunk_size, stored=stored, shutdown=True,
-                                on_switched=lambda switched: _say_switched(switched, args.name))
-        else:
-            run = run_sweep(config, engines, args.db, dataset=dataset, data_dir=args.data_dir,
-                            progress=progress, chunk_size=args.chunk_size)
+        run = launch(config, args.db, engines=engines, stored=stored,
+                     ray=RayOptions(args.address, args.workers, settings) if where == "ray" else None,
+                     load_as=lambda model, backend: load_engine(model, dataclasses.replace(settings, backend=backend)),
+                     on_switched=lambda switched: _say_switched(switched, args.name), dataset=dataset,
+                     data_dir=args.data_dir, progress=progress, chunk_size=args.chunk_size, shutdown=True,
+                     # the bar's line ends before the aggregates are stored
+                     on_phase=lambda phase: close_bar())
     except KeyboardInterrupt:
         close_bar()
         print("\ninterrupted: everything committed so far is kept; re-run the same command to resume",
@@ -284,8 +267,6 @@ def _sweep(args: argparse.Namespace) -> int:
           f"{run.predictions_cached} from cache, {run.model_calls} model calls, {run.elapsed_s:.1f} s")
     with Store(args.db) as store:
         print(report.format_report(store, run.sweep_id, metric=args.metric))
-    if run.status == "done":   # so that Heatmaps opens it at once (core/sweeps/aggregates.py)
-        aggregates.store(args.db, run.sweep_id)
     return 0
 
 

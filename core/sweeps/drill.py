@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.sweeps.report import _store
+from core.sweeps.report import reading
 from core.sweeps.store import Store
 from core.types import Span
 
@@ -18,7 +18,7 @@ def example_across_models(db: Store | str | Path, sweep: int | str, perturbation
                           example_hash: str, repeat: int) -> list[dict[str, Any]]:
     """Per model of the sweep (in the sweep's model order): its clean and perturbed answer, their
     spans and EM/F1 (None where the perturbation did not apply or the row is not stored yet)."""
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
         models = store.models(sid)
         rows = {r["model"]: dict(r) for r in store.unit_rows(sid, perturbation, params_json, example_hash, repeat)}

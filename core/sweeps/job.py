@@ -1,6 +1,7 @@
 """A sweep running on a background thread, so a page can poll its progress and cancel it.
 
-:class:`SweepJob` wraps :func:`core.sweeps.run.run_sweep`: ``start()`` runs it on a daemon thread;
+:class:`SweepJob` runs :func:`core.sweeps.lifecycle.launch` (the lifecycle the command line shares:
+local or Ray, the stored backend on resume, the aggregates at the end): ``start()`` runs it on a daemon thread;
 ``done`` / ``total`` follow its progress callback (result rows committed so far / in the complete
 sweep); ``cancel()`` sets the event run_sweep checks between chunks, so the sweep stops after the
 chunk in flight with status 'cancelled' (everything committed is kept; running the same
@@ -37,14 +38,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.budgets import MAX_RAY_WORKERS, MAX_SWEEPS, MAX_SWEEPS_PER_SESSION, SWEEP_GRACE_S
 from core.datasets import Dataset
 from core.sweeps.config import SweepConfig, SweepRun
-from core.sweeps.run import run_sweep
+from core.sweeps.lifecycle import RayOptions, launch
 
 __all__ = ["SweepJob", "RayOptions", "running_on_this_server", "running_jobs", "reap_abandoned"]
 
@@ -106,22 +106,13 @@ def _stop_ray_after_last_job() -> None:
     _RAY_STARTED_BY_JOBS = False
 
 
-@dataclass
-class RayOptions:
-    """Where a Ray sweep runs: ``address`` None starts (or reuses) a local Ray in this process."""
-
-    address: str | None = None
-    workers: int | None = None
-    settings: Any = None          # core.qa.engine.EngineSettings for the actors' engines
-    stored: Mapping[str, str] | None = None   # a resumed sweep's {model: fingerprint}: its backends
-
-
 class SweepJob:
-    """One run_sweep call on a background thread (see module doc)."""
+    """One sweep launched (core.sweeps.lifecycle.launch) on a background thread (see module doc)."""
 
     def __init__(self, config: SweepConfig, engines: Mapping[str, Any], db: str | Path, *,
                  dataset: Dataset | None = None, data_dir: str | Path | None = None, chunk_size: int = 128,
-                 ray: RayOptions | None = None, owner: str | None = None):
+                 ray: RayOptions | None = None, stored: Mapping[str, str] | None = None,
+                 load_as: Callable[[str, str], Any] | None = None, owner: str | None = None):
         self.config = config
         self.owners: set[str] = {owner} if owner else set()   # browser sessions following it
         self.abandoned_since: float | None = None   # when its last owner session went (reap_abandoned)
@@ -138,9 +129,10 @@ class SweepJob:
         self._cancel = threading.Event()
         self._kwargs = dict(dataset=dataset, data_dir=data_dir, chunk_size=chunk_size)
         self._engines = dict(engines)
+        self._resume = dict(stored=stored, load_as=load_as)   # launch's step 2 (core.sweeps.lifecycle)
         self.ray = ray
         self.workers: list = []   # core.sweeps.ray.WorkerState per worker (Ray sweeps)
-        self.switched: dict[str, str] = {}   # Ray: model -> the stored backend its actors switched to
+        self.switched: dict[str, str] = {}   # model -> the stored backend it switched to (a resume)
         self._thread = threading.Thread(target=self._run, name=f"sweep-{config.name or config.dataset}",
                                         daemon=True)
 
@@ -179,30 +171,22 @@ class SweepJob:
         with _RUNNING_LOCK:
             _RUNNING[(_db_key(self.db), run.name)] = self
 
+    def _phase(self, phase: str) -> None:
+        self.phase = phase
+
     def _run(self) -> None:
         try:
-            if self.ray is not None:
-                from core.sweeps.ray import connected_to, run_sweep_ray
+            if self.ray is not None and self.ray.address is None:
+                from core.sweeps.ray import connected_to
 
-                if self.ray.address is None and connected_to() is None:
+                if connected_to() is None:
                     global _RAY_STARTED_BY_JOBS
                     _RAY_STARTED_BY_JOBS = True
-
-                self.result = run_sweep_ray(self.config, self.db, settings=self.ray.settings,
-                                            address=self.ray.address, workers=self.ray.workers,
-                                            progress=self._progress, cancel=self._cancel, on_start=self._started,
-                                            on_workers=self._workers, stored=self.ray.stored,
-                                            on_switched=self.switched.update, outlive_cluster=True,
-                                            **self._kwargs)
-            else:
-                self.result = run_sweep(self.config, self._engines, self.db, progress=self._progress,
-                                        cancel=self._cancel, on_start=self._started, **self._kwargs)
+            self.result = launch(self.config, self.db, engines=self._engines, ray=self.ray,
+                                 progress=self._progress, cancel=self._cancel, on_start=self._started,
+                                 on_workers=self._workers, on_switched=self.switched.update, on_phase=self._phase,
+                                 outlive_cluster=True, **self._resume, **self._kwargs)
             self.done, self.total = self.result.done_units, self.result.total_units
-            if self.result.status == "done":   # Heatmaps then opens it from stored aggregates
-                from core.sweeps import aggregates as sweep_aggregates
-
-                self.phase = "aggregates"
-                sweep_aggregates.store(self.db, self.result.sweep_id)
         except BaseException as e:  # shown on the page; the thread must not die silently
             self.error = f"{type(e).__name__}: {e}"
         finally:

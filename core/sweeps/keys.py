@@ -2,7 +2,7 @@
 
 Both caches are shared by all sweeps in a file (:mod:`core.sweeps.store` has the tables):
   * variant: sha256 of (FORMAT, perturbation id, resolved params as canonical JSON, seed, repeat,
-    example content hash): :func:`core.perturb.spec.variant_key`. Deterministic perturbations
+    example content hash): :func:`core.compat.variant_key`. Deterministic perturbations
     leave seed and repeat out (their output does not depend on them, so sweeps with other seeds
     share them); file specs salt it with the file's sha256. The ``random.Random`` handed to the
     perturbation is seeded from the same parts (:func:`core.perturb.spec.rng_for`), so a unit's
@@ -12,23 +12,16 @@ Both caches are shared by all sweeps in a file (:mod:`core.sweeps.store` has the
     weights, the tokenizer and the engine settings that change answers, so a retrained model
     never reuses stale answers.
 A code change inside a perturbation is not seen by its key: after changing one, bump FORMAT or use
-a new database file.
+a new database file. The derivations themselves are in :mod:`core.compat` (the stored identities);
+this module keeps their old import names.
 """
 from __future__ import annotations
 
-from core.perturb.spec import answers_json, example_hash, sha, variant_key
+from core.compat import answers_json, example_hash, prediction_key, sha, variant_key
 from core.qa.protocol import QAModel, fingerprint_of
 from core.sweeps.config import SweepError
 
 __all__ = ["sha", "answers_json", "example_hash", "variant_key", "prediction_key", "engine_fingerprint"]
-
-
-def prediction_key(model: str, fingerprint: str, question: str, context_hash: str, tag: str = "") -> str:
-    """The cache key of one model's answer. ``tag``: the engine's window shape for a long context
-    (``QAEngine.long_context_tag``), "" (left out of the key) for ordinary ones."""
-    if tag:
-        return sha("prediction", model, fingerprint, question, context_hash, tag)
-    return sha("prediction", model, fingerprint, question, context_hash)
 
 
 def engine_fingerprint(engine: QAModel) -> str:

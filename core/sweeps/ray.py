@@ -38,7 +38,7 @@ What a node needs: the project at the same path as on the driver (the driver put
 on every worker's PYTHONPATH), the same virtual environment (Ray, torch, the models' packages),
 the same ``models.toml`` and model folders and the perturbations' resources (voices, spaCy
 models). The QAX_* and HF_* environment variables of the driver are passed to every worker
-(QAX_MODELS_TOML, QAX_CACHE_DIR, ...). See the README, "Sweeps on a Ray cluster".
+(QAX_MODELS_TOML, QAX_CACHE_DIR, ...). See docs/RAY.md.
 """
 from __future__ import annotations
 

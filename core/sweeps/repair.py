@@ -26,7 +26,7 @@ from typing import Any
 
 from core.metrics.paired import paired_difference
 from core.perturb.spec import chain_steps
-from core.sweeps.report import _models, _store, sweep_specs
+from core.sweeps.report import reading, sweep_specs
 from core.sweeps.store import Store, canonical_json
 from core.sweeps.tables import INTERFACES, interface_of, kind_of
 
@@ -141,13 +141,13 @@ def repair_table(db: Store | str | Path, sweep: int | str, seed: int = 0) -> lis
     ci95_low, ci95_high, significant, changed % (questions the repair changed). F1 in points.
     Empty when the sweep has no repaired spec.
     """
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
         specs = sweep_specs(store, sid)
         pairs = repair_pairs(specs)
         if not pairs:
             return []
-        models = _models(store, sid)
+        models = store.models(sid)
         clean: dict[tuple[str, str], float] = {
             (r["model"], r["example_hash"]): r["f1"] for r in store.clean_scores(sid)}
         scores: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))

@@ -48,10 +48,13 @@ DEFAULT_EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 
 @contextlib.contextmanager
-def _store(db: Store | str | Path) -> Iterator[Store]:
+def reading(db: Store | str | Path) -> Iterator[Store]:
+    """The sweep store ``db`` to read from: a Store is used as given; a path opens read-only, so a
+    path naming any other file is refused, never changed. Every analysis of a stored sweep (this
+    module, drill, slices, repair, calibration, the gallery) opens its store with it."""
     if isinstance(db, Store):
         yield db
-    else:   # a report only reads: read-only, so a path naming any other file is refused, never changed
+    else:
         with Store(db, readonly=True) as store:
             yield store
 
@@ -62,7 +65,7 @@ def list_sweeps(db: Store | str | Path) -> list[dict[str, Any]]:
     ``status`` is what a reader should see (:func:`core.sweeps.store.effective_status`: a 'running'
     sweep whose process died is 'interrupted'); ``stored_status`` is the stored one, ``owner``
     names the process that last ran it ("pid 123 on host", or "" when not recorded)."""
-    with _store(db) as store:
+    with reading(db) as store:
         rows = store.sweep_rows()
         out = []
         for r in rows:
@@ -82,7 +85,7 @@ def list_sweeps(db: Store | str | Path) -> list[dict[str, Any]]:
 
 def sweep_specs(db: Store | str | Path, sweep: int | str) -> list[dict[str, Any]]:
     """The sweep's perturbation specs in order: id, params, label, family, field, randomised, repeats."""
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
         return [{"perturbation": r["perturbation"], "params": json.loads(r["params_json"]),
                  "params_json": r["params_json"], "label": r["label"], "family": r["family"],
@@ -91,13 +94,9 @@ def sweep_specs(db: Store | str | Path, sweep: int | str) -> list[dict[str, Any]
                 for r in store.spec_rows(sid)]
 
 
-def _models(store: Store, sid: int) -> list[str]:
-    return store.models(sid)
-
-
 def clean_scores(db: Store | str | Path, sweep: int | str) -> dict[str, dict[str, float]]:
     """{model: {"em", "f1", "n"}}: clean EM/F1 (percent) over all of the sweep's examples done so far."""
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
         return {r["model"]: {"em": 100.0 * r["em"], "f1": 100.0 * r["f1"], "n": r["n"]}
                 for r in store.clean_means(sid)}
@@ -137,7 +136,7 @@ class Cell:
 
 def cells(db: Store | str | Path, sweep: int | str) -> list[Cell]:
     """Every (model, spec) cell of the sweep, models in sweep order, specs in sweep order."""
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
         per_repeat: dict[tuple, list] = defaultdict(list)
         for r in store.repeat_means(sid):
@@ -145,7 +144,7 @@ def cells(db: Store | str | Path, sweep: int | str) -> list[Cell]:
         distinct, skipped = store.result_counts(sid)
         specs = sweep_specs(store, sid)
         out = []
-        for model in _models(store, sid):
+        for model in store.models(sid):
             for s in specs:
                 key = (model, s["perturbation"], s["params_json"])
                 out.append(_make_cell(model, s, per_repeat.get(key, []), distinct.get(key, 0),
@@ -161,9 +160,9 @@ def model_differences(db: Store | str | Path, sweep: int | str, model_a: str, mo
     and whether it excludes 0. Rows with fewer than two shared examples have no interval."""
     if model_a == model_b:
         raise ValueError("compare two different models")
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
-        models = _models(store, sid)
+        models = store.models(sid)
         for m in (model_a, model_b):
             if m not in models:
                 raise ValueError(f"model {m!r} is not in this sweep (it has {', '.join(models)})")
@@ -301,7 +300,7 @@ def cell_examples(db: Store | str | Path, sweep: int | str, model: str, perturba
     answers with their spans, EM/F1 (in [0, 1]) and ``f1_loss``. Ties keep the sweep's example
     order, then repeat. ``params`` selects one spec when a perturbation ran with several.
     """
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
         out = []
         for r in store.cell_rows(sid, model, perturbation, _params_json(params),
@@ -330,7 +329,7 @@ def noise_rates(db: Store | str | Path, sweep: int | str) -> dict[tuple[str, str
     the distinct variants the sweep scored (every repeat counts once, however many models
     answered it). Context-only perturbations are left out: their question is the original.
     """
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
         pairs: dict[tuple[str, str], tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
         for r in store.question_pairs(sid):
@@ -364,14 +363,14 @@ def dpr_table(db: Store | str | Path, sweep: int | str, families: Sequence[str] 
     Specs are chosen by ``perturbations`` (ids) when given, else by ``families``. Rows:
     {"model", "perturbation", "params_json", "n", "dpr"}. Empty when no spec matches.
     """
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
         groups: dict[tuple, list[bool]] = defaultdict(list)
         for r in _ok_rows(store, sid, families, perturbations):
             differ = predictions_differ(r["clean_answer"], r["answer"], r["lang"])
             groups[(r["model"], r["perturbation"], r["params_json"])].append(differ)
             groups[(r["model"], "(all)", "")].append(differ)
-        order = {m: i for i, m in enumerate(_models(store, sid))}
+        order = {m: i for i, m in enumerate(store.models(sid))}
         return [{"model": m, "perturbation": p, "params_json": pj, "n": len(v),
                  "dpr": 100.0 * sum(v) / len(v)}
                 for (m, p, pj), v in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 0),
@@ -383,14 +382,14 @@ def dpr_by_similarity(db: Store | str | Path, sweep: int | str, edges: Sequence[
                       perturbations: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
     """{model: buckets}: DPR (percent, each bucket's ``mean``) by similarity of the perturbed
     question to the original (token F1, :func:`core.metrics.dpr.bucket_by` buckets)."""
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
         sims: dict[str, list[float]] = defaultdict(list)
         flags: dict[str, list[float]] = defaultdict(list)
         for r in _ok_rows(store, sid, families, perturbations):
             sims[r["model"]].append(question_similarity(r["original_question"], r["variant_question"], r["lang"]))
             flags[r["model"]].append(100.0 if predictions_differ(r["clean_answer"], r["answer"], r["lang"]) else 0.0)
-        return {m: bucket_by(sims[m], flags[m], edges) for m in _models(store, sid) if m in sims}
+        return {m: bucket_by(sims[m], flags[m], edges) for m in store.models(sid) if m in sims}
 
 
 def f1_by_trap_similarity(db: Store | str | Path, sweep: int | str, edges: Sequence[float] = DEFAULT_EDGES,
@@ -403,9 +402,9 @@ def f1_by_trap_similarity(db: Store | str | Path, sweep: int | str, edges: Seque
     Returns {"buckets": {model: buckets}, "with_trap": n, "without_trap": n, "methods": {..: n}},
     counting examples (rows of the first model).
     """
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
-        models = _models(store, sid)
+        models = store.models(sid)
         if perturbation is None:
             rows = store.clean_with_contexts(sid)
         else:
@@ -464,7 +463,7 @@ def format_table(cell_list: Sequence[Cell], metric: str = "f1") -> str:
 
 
 def format_report(db: Store | str | Path, sweep: int | str, metric: str = "f1") -> str:
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
         row = store.sweep_row(sid)
         clean = clean_scores(store, sid)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.compat import RESEEDED_SALT
 from core.datasets import Dataset, DatasetError, legacy_rule, load_squad, pair_challenge, resolve_data_file
 from core.perturb.base import PerturbationError, error_rates
 from core.perturb.spec import (
@@ -42,8 +43,6 @@ from core.types import QAExample
 
 __all__ = ["Outcome", "ResolvedSpec", "registry_spec", "file_spec", "chain_spec", "pair_file", "resolve_spec"]
 
-# Appended to the cache keys of chains whose generator issue 25 reseeded (ResolvedSpec.rng_reseeded).
-RESEEDED_SALT = ":rng=chain"
 
 
 @dataclass

@@ -49,7 +49,7 @@ def execute_plan(plan: SweepPlan, db: str | Path | Store, run_chunks: Callable[[
                          inputs.config.seed, run, progress, taggers)
         if on_start is not None:
             on_start(run)
-        runner._tick()
+        runner.tick()
         try:
             finished = run_chunks(runner)
         except BaseException as e:

@@ -138,7 +138,8 @@ class Runner:
         """Inside a chunk's transaction: ``updated_at`` tells a live sweep from a killed one."""
         self.store.heartbeat(self.sweep_id, now())
 
-    def _tick(self) -> None:
+    def tick(self) -> None:
+        """Report progress: rows done of the complete sweep."""
         if self.progress:
             self.progress(self.run.done_units, self.run.total_units)
 
@@ -170,7 +171,7 @@ class Runner:
 
     def _commit(self, rows_written: int) -> int:
         self.run.done_units += rows_written
-        self._tick()
+        self.tick()
         return rows_written
 
     def chunks(self, chunk_size: int, min_chunks: int = 1) -> Iterator[ChunkSteps]:

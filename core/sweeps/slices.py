@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from core.perturb.nlp import WORD_RE, analyse
-from core.sweeps.report import _models, _store, cell_examples, sweep_specs
+from core.sweeps.report import cell_examples, reading, sweep_specs
 from core.sweeps.store import Store
 
 __all__ = ["SLICES", "SliceError", "wh_word", "answer_type", "length_bucket", "overlap_bucket", "cer_bucket",
@@ -241,9 +241,9 @@ def slice_cells(db: Store | str | Path, sweep: int | str, slice_name: str) -> li
     example slices. Groups in their natural order, only those with at least one example; a spec's
     F1 per example is averaged over its repeats first (as its cell is)."""
     _check(slice_name)
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
-        models = _models(store, sid)
+        models = store.models(sid)
         specs = sweep_specs(store, sid)
         clean = {(r["model"], r["example_hash"]): (r["em"], r["f1"]) for r in store.clean_scores(sid)}
         groups = None if slice_name == "cer" else _example_groups(store, sid, slice_name)
@@ -288,7 +288,7 @@ def slice_examples(db: Store | str | Path, sweep: int | str, slice_name: str, gr
     largest F1 loss first. For the clean column (``perturbation`` ""), the group's examples with
     their clean answers."""
     _check(slice_name)
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
         if perturbation == "":
             if slice_name == "cer":

@@ -54,7 +54,6 @@ primary keys and every insert is ``INSERT OR IGNORE``, so re-running a unit of w
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
 import sqlite3
@@ -63,6 +62,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from core.compat import text_hash  # noqa: F401 (its old import place: core.sweeps.run, runner)
 from core.io.sqlite_db import SQLiteFile, sqlite_kind, table_names
 from core.perturb.spec import canonical_json  # noqa: F401  (re-exported: the stored JSON's form)
 from core.sweeps.schema import ADDED_COLUMNS, AGGREGATES_TABLE, SCHEMA, SCHEMA_VERSION, SIGNATURE, TABLES, statements
@@ -158,11 +158,6 @@ def effective_status(row: Any, now: datetime | None = None) -> str:
     if alive is None and _age_s(row["updated_at"], now) > STALE_AFTER_S:
         return "interrupted"
     return "running"
-
-
-def text_hash(text: str) -> str:
-    """sha256 hex digest of a text (UTF-8)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class Store(SQLiteFile):
