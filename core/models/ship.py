@@ -170,20 +170,7 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
     target = (dest or repo_root() / "assets" / "models") / check_name(name)
     target.mkdir(parents=True, exist_ok=True)
     digest_before = _weights_digest(target)
-    src = run_dir / ("adapter" if lora else "model")
-    for f in ADAPTER_FILES if lora else SHIPPED_FILES:
-        if (src / f).is_file():
-            shutil.copy2(src / f, target / f)
-            (target / f).chmod(0o644)  # peft writes its safetensors 0600
-    over_base = not lora and bool(a.get("freeze_word_embeddings")) and log["base"] in BASES
-    if over_base:
-        leave_to_base(target, log["base"])
-    if lora:
-        # the base is named by its registry key, not by this machine's site-packages path
-        cfg_path = target / "adapter_config.json"
-        cfg = json.loads(cfg_path.read_text())
-        cfg["base_model_name_or_path"] = log["base"]
-        cli.write_text_atomic(cfg_path, json.dumps(cfg, indent=2) + "\n")
+    over_base = copy_weights(run_dir, target, log)
     weights = sorted(target.glob("*.safetensors"))
     digest = _weights_digest(target)
     size = sum(f.stat().st_size for f in weights)
@@ -245,6 +232,28 @@ def ship(run_dir: Path, name: str, description: str, notes: list[str], dest: Pat
     cli.write_text_atomic(old, json.dumps(card, indent=1, ensure_ascii=False) + "\n")
     cli.write_text_atomic(target / "README.md", render_card_markdown(card))
     return target
+
+
+def copy_weights(run_dir: Path, target: Path, log: dict) -> bool:
+    """Copy what the run trained into ``target``: an adapter (its base named by its registry key,
+    not by this machine's site-packages path), or a model folder, without the word embeddings when
+    they were trained frozen over a packaged base (returns True then)."""
+    lora = log.get("lora")
+    src = run_dir / ("adapter" if lora else "model")
+    for f in ADAPTER_FILES if lora else SHIPPED_FILES:
+        if (src / f).is_file():
+            shutil.copy2(src / f, target / f)
+            (target / f).chmod(0o644)  # peft writes its safetensors 0600
+    if lora:
+        cfg_path = target / "adapter_config.json"
+        cfg = json.loads(cfg_path.read_text())
+        cfg["base_model_name_or_path"] = log["base"]
+        cli.write_text_atomic(cfg_path, json.dumps(cfg, indent=2) + "\n")
+        return False
+    over_base = bool(log["args"].get("freeze_word_embeddings")) and log["base"] in BASES
+    if over_base:
+        leave_to_base(target, log["base"])
+    return over_base
 
 
 def leave_to_base(target: Path, base: str) -> None:
