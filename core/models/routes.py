@@ -85,7 +85,7 @@ def mean_interval(scores: list[float], seed: int = 0, n_resamples: int = 2000) -
     rng = np.random.default_rng(seed)
     means = a[rng.integers(0, a.size, size=(n_resamples, a.size))].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])
-    return round(100 * a.mean(), 2), round(100 * float(low), 2), round(100 * float(high), 2)
+    return round(100 * float(a.mean()), 2), round(100 * float(low), 2), round(100 * float(high), 2)
 
 
 def summarise(lang: str, scores: dict[str, list[float]], seed: int = 0) -> dict:

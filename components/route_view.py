@@ -1,0 +1,127 @@
+"""Translate or answer in the language? (core.models.routes): F1 per route and language with
+bootstrap intervals, the paired differences, from results stored by the CLI or run here on a few
+questions of one language. Every table as CSV, the figure as HTML/PNG."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from components.export import csv_download, figure_downloads, file_stem
+from components.text import md_escape
+from core.models import routes
+
+XQUAD_SOURCES = ("ar", "de", "el", "es", "hi", "ro", "ru", "th", "tr", "vi", "zh")
+
+
+def results_dir() -> Path:
+    from core.config import cache_dir
+
+    return cache_dir() / "routes"
+
+
+def stored_results() -> dict[str, list[dict]]:
+    """{file name: rows} of the results in the cache's routes/ folder (the CLI's --json, or runs
+    made on this page); unreadable files are left out."""
+    out = {}
+    folder = results_dir()
+    for f in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            rows = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(rows, list) and all(isinstance(r, dict) and "routes" in r for r in rows):
+            out[f.name] = rows
+    return out
+
+
+def route_table(rows: list[dict]) -> pd.DataFrame:
+    """One row per language: each route's F1 and interval, and native - translate."""
+    out = []
+    for r in rows:
+        line = {"language": r["lang"], "questions": r["n"]}
+        for route in routes.ROUTES:
+            v = r["routes"].get(route)
+            line[f"{route} F1"] = v["f1"] if v else None
+            line[f"{route} 95% CI"] = f"{v['ci95'][0]:.1f} to {v['ci95'][1]:.1f}" if v else "—"
+        for d in r["differences"]:
+            line[f"{d['b']} − {d['a']}"] = f"{d['difference']:+.1f} ({d['ci95'][0]:+.1f} to {d['ci95'][1]:+.1f})"
+        if r.get("translate_missing"):
+            line["note"] = r["translate_missing"]
+        out.append(line)
+    return pd.DataFrame(out)
+
+
+def route_figure(rows: list[dict]) -> go.Figure:
+    fig = go.Figure()
+    for route in routes.ROUTES:
+        have = [r for r in rows if route in r["routes"]]
+        if not have:
+            continue
+        f1 = [r["routes"][route]["f1"] for r in have]
+        fig.add_bar(name=routes.ROUTE_LABELS[route], x=[r["lang"] for r in have], y=f1,
+                    error_y={"type": "data", "symmetric": False,
+                             "array": [r["routes"][route]["ci95"][1] - v for r, v in zip(have, f1)],
+                             "arrayminus": [v - r["routes"][route]["ci95"][0] for r, v in zip(have, f1)]})
+    fig.update_layout(barmode="group", yaxis_title="F1 (95% bootstrap interval)", xaxis_title="source language",
+                      legend={"orientation": "h", "y": -0.25}, margin={"t": 30}, height=420)
+    return fig
+
+
+def render(models: list[str]) -> None:
+    st.caption("NoiseQA's machine-translation interface, asked the other way: on XQuAD's parallel questions, "
+               "does a question fare better (a) machine-translated to English, (b) asked as it is against the "
+               "English passage, or (c) asked against the passage in its own language? Routes (b) and (c) need "
+               "a multilingual model; (a) needs an offline translator for the pair (Apertium here has es→en "
+               "only). Store full runs with `python -m core.models.routes --json "
+               f"{md_escape(str(Path('.cache') / 'routes' / 'NAME.json'))}`.")
+    stored = stored_results()
+    with st.form("routes_run"):
+        cols = st.columns(3)
+        model = cols[0].selectbox("Multilingual model", models, key="routes_model")
+        lang = cols[1].selectbox("Source language", XQUAD_SOURCES, key="routes_lang")
+        n = cols[2].number_input("Questions", min_value=10, max_value=1190, value=30, step=10, key="routes_n")
+        go_run = st.form_submit_button("Compare the three routes")
+    if go_run and model:
+        _run_here(model, lang, int(n))
+        stored = stored_results()
+    if not stored:
+        st.info("No route comparison is stored yet: run one above, or with the command line.")
+        return
+    name = st.selectbox("Stored comparison", list(stored), key="routes_file")
+    rows = stored[name]
+    models_used = sorted({r.get("model", "?") for r in rows})
+    st.caption(md_escape(f"Model {', '.join(models_used)}; route (a)'s English model "
+                         f"{', '.join(sorted({r.get('english_model', '?') for r in rows}))}."))
+    table = route_table(rows)
+    st.dataframe(table, hide_index=True, width="stretch")
+    csv_download(table, file_stem("routes", Path(name).stem), "routes_csv")
+    fig = route_figure(rows)
+    st.plotly_chart(fig, width="stretch")
+    figure_downloads(fig, file_stem("routes", Path(name).stem), "routes_fig")
+
+
+def _run_here(model: str, lang: str, n: int) -> None:
+    from components import loaders
+    from core.translate import default_translator
+
+    bar = st.progress(0.0, text=md_escape(f"{model} on {n} questions in {lang}: three routes"))
+    try:
+        engine = loaders.engine(model)
+        row = routes.run_language(lang, engine, engine, default_translator(), first=n,
+                                  progress=lambda done, total: bar.progress(done / total))
+    except (ValueError, OSError) as e:
+        st.error(md_escape(f"The comparison could not run: {e}"))
+        return
+    row |= {"model": model, "english_model": model}
+    folder = results_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{file_stem(model, lang, n)}.json"
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(json.dumps([row], indent=1, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(target)
+    st.session_state["routes_file"] = target.name
+    bar.empty()
