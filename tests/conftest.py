@@ -17,11 +17,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 # test elsewhere takes ``@pytest.mark.slow`` itself.
 SLOW_FILES = (
     "test_e2e_*.py",                                     # headless Chromium
-    "test_sweep_ray.py",                                 # Ray
+    "test_sweep_ray.py", "test_ray_lifecycle.py",        # Ray
     "test_lora.py", "test_train_stages.py", "test_distill.py", "test_pseudo_label.py",
     "test_train_augment.py", "test_vocab.py",            # training runs
     "test_backends.py", "test_int8_per_token.py", "test_prepare.py",  # ONNX exports
     "test_shipped_models.py", "test_capabilities.py",   # the shipped models on real data
+    "test_multilingual_e5.py",                           # the E5 base converted, and its model
     "test_speech.py", "test_asr_fresh_state.py",         # TTS and ASR
     "test_sweep_kill.py",                                # killed and restarted sweep processes
     "test_reliability_cli.py",                           # every command line started as a process

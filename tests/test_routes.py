@@ -35,6 +35,7 @@ def test_summary_has_each_routes_f1_and_the_paired_differences():
     assert 0.0 <= low < 50.0 < high <= 100.0
 
 
+@pytest.mark.slow
 @pytest.mark.needs_data("xquad/xquad.de.json", "xquad/xquad.en.json")
 def test_three_routes_on_real_german_items_with_a_perfect_translator():
     """Route (a) given XQuAD's own English questions as the 'translation' is the English item
