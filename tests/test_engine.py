@@ -125,7 +125,9 @@ def test_registry_rejects_malformed_toml(tmp_path):
         ('[[model]]\nname = "x"\n', "exactly one of 'path' or 'hf_id'"),
         ("[[model]\n", "not valid TOML"),
         # a LoRA entry: 'adapter' needs 'base', and stands instead of 'path' / 'hf_id'
-        ('[[model]]\nname = "x"\nadapter = "a"\n', "'adapter' and 'base' go together"),
+        ('[[model]]\nname = "x"\nadapter = "a"\n', "'adapter' needs it"),
+        # 'base' goes with an adapter or a folder of weights over the base, never with a hub id
+        ('[[model]]\nname = "x"\nhf_id = "o/n"\nbase = "e5"\n', "'base' goes with 'adapter'"),
         ('[[model]]\nname = "x"\npath = "p"\nadapter = "a"\nbase = "minilm"\n', "exactly one of"),
         ('[[model]]\nname = "x"\npath = "p"\npreselect = "no"\n', "'preselect' is true or false"),
     ]
