@@ -239,7 +239,8 @@ def test_sweeps_page_offers_sweep_stores_only(page_env, tmp_path):
     # (a read-only reader of a WAL database may leave SQLite's -wal/-shm side files: the file stays)
     at = sweeps_page()
     picker = at.selectbox(key="sw_db")
-    assert picker.options == [str(dbs / "sweeps.sqlite"), str(dbs / "kept.sqlite"), "➕ New sweep database…"]
+    # the server's paths stay hidden (QAX_SHOW_PATHS unset): the stores are offered by file name
+    assert picker.options == ["sweeps.sqlite", "kept.sqlite", "➕ New sweep database…"]
     assert picker.value == str(dbs / "sweeps.sqlite")
     assert not any(t.label == "Sweep database (SQLite file)" for t in at.text_input)   # no free-text path
     assert any("No sweep database at" in i.value for i in at.info)
