@@ -24,7 +24,7 @@ def test_shipped_registry_and_measured_figures_from_the_cards():
     assert status["mpnet-squad-lora"] == "installed (LoRA adapter)"
     assert status["roberta-base-squad2 (hub)"] == "hub (needs internet on first load)"
     ticked = dict(zip(reg["model"], reg["ticked by default"]))
-    assert ticked["minilm-squad"] and not ticked["mpnet-squad-lora"] and not ticked["minilm-cmrc-zh"]
+    assert ticked["mpnet-squad-v2"] and not ticked["minilm-squad"] and not ticked["mpnet-squad-lora"]
 
     # The F1 matrix holds exactly what the cards hold; a model never run on a set has no value.
     f1 = at.dataframe[1].value
