@@ -36,8 +36,9 @@ def load_set(name: str, path: str):
     return loaders.dataset(path, str(d))
 
 
-def dataset_picker(key: str, roles=("eval", "challenge")):
-    """Choose a dataset; returns a Dataset or None. Errors are shown, never raised."""
+def dataset_picker(key: str, roles=("eval", "challenge"), upload_box=None):
+    """Choose a dataset; returns a Dataset or None. Errors are shown, never raised. ``upload_box``:
+    a container to draw the upload expander in (Ask keeps it below the question)."""
     options = list(DEMO_LANGS)
     paths: dict[str, str] = {}
     d = current_data_dir()
@@ -57,8 +58,9 @@ def dataset_picker(key: str, roles=("eval", "challenge")):
     persist.keep(f"{key}_dataset", options)
     choice = st.selectbox("Dataset", options, key=f"{key}_dataset",
                           help="The bundled demo set, files found in the data directory, or your uploads.")
-    with st.expander("Upload a SQuAD-format JSON file"):
-        _upload_box(key, uploaded)
+    with (upload_box if upload_box is not None else st.container()):
+        with st.expander("Upload a SQuAD-format JSON file"):
+            _upload_box(key, uploaded)
     try:
         if choice in DEMO_LANGS:
             return loaders.demo(DEMO_LANGS[choice])
@@ -247,19 +249,26 @@ def _relabel_models(key: str, lang: str | None, models: dict, best: list[str]) -
         persist.hand_over({key: value})
 
 
-def item_picker(key: str):
+def item_picker(key: str, upload_box=None):
     """Pick a dataset item (number input + "Random item"); returns (dataset, example) or stops.
+    With ``upload_box`` (a container for the upload expander), the dataset and the item share a row.
 
     When the item changes, the page's question box (``<key>_question``) is reset to its question.
     """
     import random
     import time
 
-    ds = dataset_picker(key)
+    if upload_box is not None:
+        c0, c1, c2 = st.columns([2.6, 2, 1.8], vertical_alignment="bottom")
+        with c0:
+            ds = dataset_picker(key, upload_box=upload_box)
+    else:
+        ds = dataset_picker(key)
     if ds is None or len(ds) == 0:
         st.stop()
     n = len(ds)
-    c1, c2 = st.columns([3, 1])
+    if upload_box is None:
+        c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     if c2.button("Random item", key=f"{key}_random"):
         st.session_state[f"{key}_item"] = random.Random(time.time_ns()).randrange(n)
     persist.keep(f"{key}_item")

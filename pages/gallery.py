@@ -128,15 +128,13 @@ for tab, kind in zip(tabs, KINDS):
                     st.markdown(f"<div>Question: <b>{html_text(f.question)}</b></div>", unsafe_allow_html=True)
                 st.markdown(" · ".join(f"{html_text(who)}: <i>{html_text(a or '∅')}</i>"
                                        for who, a in f.answers.items()), unsafe_allow_html=True)
-                c1, c2, _ = st.columns([2, 3, 5])
-                if c1.button("Open on Ask", key=f"gal_ask_{kind}_{n}"):
+                opens = st.container(horizontal=True)   # buttons as wide as their labels (columns cut them)
+                if opens.button("Open on Ask", key=f"gal_ask_{kind}_{n}"):
                     open_on("ask", f)
-                if c2.button("Open on Variants", key=f"gal_var_{kind}_{n}"):
+                if opens.button("Open on Variants", key=f"gal_var_{kind}_{n}"):
                     open_on("variants", f)
         if found[kind]:   # the list as a table: every finding, its answers and its passage
             rows = cg.export_rows(found[kind])
-            d1, d2, _ = st.columns([1, 1, 6])
-            with d1:
+            with st.container(horizontal=True):
                 csv_download(pd.DataFrame(rows), f"gallery_{kind}", key=f"gal_csv_{kind}")
-            with d2:
                 json_download(rows, f"gallery_{kind}", key=f"gal_json_{kind}")
