@@ -13,7 +13,7 @@ import streamlit as st
 
 from components import loaders, persist
 from components.answers import answer_cards
-from components.ask_speech import speech_panel
+from components.ask_speech import forget_if_moved, speech_panel
 from components.ask_tools import counterfactual_panel, repair_panel
 from components.frame import page_frame
 from components.highlight import highlight_html
@@ -59,6 +59,8 @@ with item_slot:
         context = st.text_area("Context", height=180, key="ask_context",
                                placeholder="Paste a paragraph the answer should come from.")
         lang = guess_language(context).code if context.strip() else "en"
+# a recording and its transcripts belong to the item (or pasted passage) they were made for
+forget_if_moved("\n".join([ds.name, ex.id, context]) if ex is not None else context)
 with models_slot:
     models = model_picker("ask", lang=lang)
     mismatch_slot = st.container()
