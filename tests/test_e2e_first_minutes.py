@@ -70,3 +70,23 @@ def test_no_button_label_is_cut_at_800_px():
             page.wait_for_timeout(3000)
             cut[path] = page.evaluate(CUT_LABELS)
     assert cut == {path: [] for path, _ in PAGES}
+
+
+def test_a_fresh_clone_builds_the_demo_sweep_in_one_click(tmp_path):
+    """Heatmaps on an empty sweep database: one click builds the demo sweep with the real models,
+    and the page opens on it in tabs; Gallery then looks in it."""
+    db = tmp_path / "sweeps.sqlite"
+    with serve_app({"QAX_SWEEP_DB": str(db)}) as url, launch_chromium() as browser:
+        page = browser.new_page(viewport={"width": 800, "height": 1000})
+        page.goto(url + "/")
+        page.locator('textarea[aria-label="Question"]').wait_for(timeout=90_000)
+        page.goto(f"{url}/heatmaps")
+        click_settled(page.get_by_role("button", name="Build the demo sweep"))
+        page.get_by_role("tab", name="Heatmap", exact=True).wait_for(timeout=300_000)
+        tabs = page.get_by_role("tab").all_inner_texts()
+        assert tabs == ["Heatmap", "Model vs model", "Penalty by n", "NoiseQA", "DuReader-robust",
+                        "Slices & calibration"]
+        assert page.evaluate(CUT_LABELS) == []
+        page.screenshot(path=str(tmp_path / "heatmaps_demo.png"))
+        page.goto(f"{url}/gallery")
+        page.get_by_text("demo · demo.en (bundled)").first.wait_for(timeout=90_000)
