@@ -28,6 +28,9 @@ def card_header(model: str, colour: str, suffix: str = "") -> str:
             f"<b>{html_text(model)}</b>{html_text(suffix)}</div>")
 
 
+CARDS_PER_ROW = 3
+
+
 def answer_card(model: str, index: int, answer: str, caption: str = "") -> None:
     """One model's card (inside a column): its name, its answer as plain text, a caption."""
     st.markdown(card_header(model, color_for(index)), unsafe_allow_html=True)
@@ -75,13 +78,17 @@ def answer_cards(answers: Sequence[ModelAnswer], context: str, gold: Sequence[tu
                  score_note: str = "") -> None:
     """Ask's answers: a card per model side by side (answer, score, latency, how it ran, EM/F1),
     the note on what was scored, the legend and the spans in the context, the gold answers."""
-    for i, (col, a) in enumerate(zip(st.columns(len(answers)), answers)):
+    # at most CARDS_PER_ROW side by side: five cards in a narrow window broke names over three lines
+    per_row = min(CARDS_PER_ROW, len(answers))
+    for i, a in enumerate(answers):
+        if i % per_row == 0:
+            cols = st.columns(per_row)
         best = a.best
         line = (f"score {round(best.score, 4) if best else None} · {round(a.seconds * 1000, 1)} ms · "
                 f"{md_escape(a.backend)}")
         if a.em is not None:
             line += f" · EM {100 * a.em:.0f} · F1 {round(100 * a.f1, 1):.1f}"
-        with col:
+        with cols[i % per_row]:
             answer_card(a.model, i, best.text if best else "", line)
     if score_note:
         st.caption(md_escape(score_note))

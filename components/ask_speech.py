@@ -4,6 +4,9 @@ with their WER against what the speaker meant to say, and the chosen engine's tr
 the question (answered at once when the page's toggle is on: ``ask_answer_now``).
 
 A take is transcribed once per (recording, language): the recorder keeps its bytes across reruns.
+A take belongs to its passage: when the item or the pasted context changes, :func:`forget_if_moved`
+clears the recording, its transcripts and the recorder itself (a new widget key: the browser would
+otherwise keep showing, and sending, the old take).
 """
 from __future__ import annotations
 
@@ -18,6 +21,34 @@ from core.explore import ask_input
 from core.speech import asr, recorder
 from core.speech.audio import AudioError, to_wav_bytes
 
+SPEECH_STATE = ("ask_speech", "ask_latest_take", "ask_browser_digest", "ask_answer_now")
+
+
+def audio_key() -> str:
+    """The browser recorder's widget key: a new one after each :func:`forget_if_moved`."""
+    return f"ask_audio_{st.session_state.get('ask_audio_gen', 0)}"
+
+
+def forget_if_moved(where: str) -> bool:
+    """Clear the speech panel (take, transcripts, what the speaker meant, the recorder) when
+    ``where`` (the item and its passage, or the pasted context) is not what it was last drawn
+    for; True when it cleared something."""
+    from components import persist
+
+    s = st.session_state
+    digest = hashlib.sha256(where.encode("utf-8")).hexdigest()
+    before = s.get("ask_speech_context")
+    s["ask_speech_context"] = digest
+    if before is None or before == digest:
+        return False
+    if not any(s.get(k) is not None for k in SPEECH_STATE):
+        return False   # nothing recorded: the recorder keeps its key
+    for k in SPEECH_STATE:
+        s.pop(k, None)
+    persist.hand_over({"ask_reference": ""})
+    s["ask_audio_gen"] = s.get("ask_audio_gen", 0) + 1
+    return True
+
 
 def speech_panel(qlang: str) -> None:
     """Browser / server recorder -> every engine's transcript; the chosen one becomes the question
@@ -28,7 +59,7 @@ def speech_panel(qlang: str) -> None:
     usable = [n for n in names if problems[n] is None]
     c1, c2 = st.columns([3, 2])
     with c1:
-        browser = st.audio_input("Record in the browser", key="ask_audio")
+        browser = st.audio_input("Record in the browser", key=audio_key())
     with c2:
         default = "whisper-base" if "whisper-base" in usable else (usable[0] if usable else names[0])
         chosen = st.selectbox("Recogniser for the question", names, index=names.index(default),

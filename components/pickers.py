@@ -36,8 +36,9 @@ def load_set(name: str, path: str):
     return loaders.dataset(path, str(d))
 
 
-def dataset_picker(key: str, roles=("eval", "challenge")):
-    """Choose a dataset; returns a Dataset or None. Errors are shown, never raised."""
+def dataset_picker(key: str, roles=("eval", "challenge"), upload_box=None):
+    """Choose a dataset; returns a Dataset or None. Errors are shown, never raised. ``upload_box``:
+    a container to draw the upload expander in (Ask keeps it below the question)."""
     options = list(DEMO_LANGS)
     paths: dict[str, str] = {}
     d = current_data_dir()
@@ -57,8 +58,9 @@ def dataset_picker(key: str, roles=("eval", "challenge")):
     persist.keep(f"{key}_dataset", options)
     choice = st.selectbox("Dataset", options, key=f"{key}_dataset",
                           help="The bundled demo set, files found in the data directory, or your uploads.")
-    with st.expander("Upload a SQuAD-format JSON file"):
-        _upload_box(key, uploaded)
+    with (upload_box if upload_box is not None else st.container()):
+        with st.expander("Upload a SQuAD-format JSON file"):
+            _upload_box(key, uploaded)
     try:
         if choice in DEMO_LANGS:
             return loaders.demo(DEMO_LANGS[choice])
@@ -175,23 +177,48 @@ def model_picker(key: str, default_all: bool = True, lang: str | None = None) ->
     names = [m.name for m in installed] + [m.name for m in hub]
     langs = {m.name: m.languages for m in installed + hub}
     hub_names = {m.name for m in hub}
-    # Until the user chooses, the English models answer (core.qa.registry.default_choice); a model
-    # for another language is one click away, marked against the item's language.
-    english = registry.default_choice(installed) if installed else []
+    # Until the user chooses, the best measured models of the item's language answer
+    # (core.qa.registry.models_for_language); when the item's language changes, a selection the
+    # user has not changed follows it, and one they chose is kept, with a one-click way back.
+    best = registry.models_for_language(lang, installed) if installed else []
     # Each page keeps its own selection (components/persist.py): the speech trial's one scoring
     # model must not cut Ask's three, nor Sweeps' choice appear on Beat the AI.
-    _relabel_models(f"{key}_models", lang, {n: (langs[n], n in hub_names) for n in names})
-    persist.keep(f"{key}_models", names, default=list(english) if default_all else english[:1])
+    _relabel_models(f"{key}_models", lang, {n: (langs[n], n in hub_names) for n in names},
+                    best if default_all else best[:1])
+    persist.keep(f"{key}_models", names, default=list(best) if default_all else best[:1])
     chosen = st.multiselect("Models", names, key=f"{key}_models",
                             format_func=lambda n: model_label(n, langs[n], lang, n in hub_names),
                             help="Installed models from models.toml, then hub models (they download on "
-                                 "first use and need internet). A mark says when a model was not "
+                                 "first use and need internet). Until you change the selection, the "
+                                 "best measured models for the item's language are ticked (model cards' "
+                                 "XQuAD F1, see the Models page). A mark says when a model was not "
                                  "trained for the item's language.")
+    _offer_language_models(f"{key}_models", lang, chosen, best if default_all else best[:1], langs)
     return chosen
 
 
-def _relabel_models(key: str, lang: str | None, models: dict) -> None:
-    """Keep the models picker's chips true to the item's language when it changes.
+def _offer_language_models(key: str, lang: str | None, chosen: list[str], best: list[str], langs: dict) -> None:
+    """A one-click "Use the German models" when the user's own selection has a model not
+    trained for the item's language (or none at all) and the language has models of its own."""
+    from core.translate import language_name
+
+    if not lang or not best or chosen == best:
+        return
+    if chosen and all(lang in langs.get(n, ()) for n in chosen):
+        return
+    if not all(lang in langs.get(n, ()) for n in best):
+        return   # no model trained for this language: the English fallback is no better
+    def use() -> None:   # a callback: it runs before the picker is drawn again
+        persist.hand_over({key: list(best)})
+        st.session_state[f"{key}_auto"] = list(best)
+
+    st.button(f"Use the {language_name(lang)} models", key=f"{key}_use_lang", on_click=use,
+              help="Ticks " + ", ".join(best) + ": the best measured models for this language.")
+
+
+def _relabel_models(key: str, lang: str | None, models: dict, best: list[str]) -> None:
+    """Keep the models picker's chips true to the item's language when it changes, and let an
+    untouched selection follow the language.
 
     The browser holds a multiselect's choice as the labels it showed: a model chosen on a
     German item comes back as "minilm-squad · en only, not for de", which after a switch to an
@@ -199,34 +226,49 @@ def _relabel_models(key: str, lang: str | None, models: dict) -> None:
     silently stopped answering, while the chip kept its stale mark. Here those labels are mapped
     back to model names, and on a change of language the choice is set again, so that the
     browser redraws the chips with the new language's labels. ``models``: name -> (languages, hub).
+
+    ``<key>_auto`` holds the selection last made for the user (``best`` of a language): while the
+    selection still equals it, a change of language ticks the new language's ``best``; once the
+    user has changed it, their choice stays.
     """
     s = st.session_state
-    lang_key = f"{key}_lang"
+    lang_key, auto_key = f"{key}_lang", f"{key}_auto"
     before = s.get(lang_key, lang)
     s[lang_key] = lang
     shadow = persist.SHADOW + key
     source = key if key in s else shadow
     if source not in s or not isinstance(s[source], list):
+        s[auto_key] = list(best)   # the picker starts from ``best`` (persist.keep's default)
         return
     names = {model_label(n, ls, shown, hub): n for n, (ls, hub) in models.items() for shown in {before, lang}}
-    value = [names.get(v, v) for v in s[source]]
+    value = list(dict.fromkeys(names.get(v, v) for v in s[source]))
+    if before != lang and value == s.get(auto_key):
+        value = list(best)
+        s[auto_key] = list(best)
     if value != s[source] or before != lang:
-        persist.hand_over({key: list(dict.fromkeys(value))})
+        persist.hand_over({key: value})
 
 
-def item_picker(key: str):
+def item_picker(key: str, upload_box=None):
     """Pick a dataset item (number input + "Random item"); returns (dataset, example) or stops.
+    With ``upload_box`` (a container for the upload expander), the dataset and the item share a row.
 
     When the item changes, the page's question box (``<key>_question``) is reset to its question.
     """
     import random
     import time
 
-    ds = dataset_picker(key)
+    if upload_box is not None:
+        c0, c1, c2 = st.columns([2.6, 2, 1.8], vertical_alignment="bottom")
+        with c0:
+            ds = dataset_picker(key, upload_box=upload_box)
+    else:
+        ds = dataset_picker(key)
     if ds is None or len(ds) == 0:
         st.stop()
     n = len(ds)
-    c1, c2 = st.columns([3, 1])
+    if upload_box is None:
+        c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     if c2.button("Random item", key=f"{key}_random"):
         st.session_state[f"{key}_item"] = random.Random(time.time_ns()).randrange(n)
     persist.keep(f"{key}_item")

@@ -1,7 +1,11 @@
-"""Mark an answer span in a passage: by typing its text, by a word range, or by character offsets.
+"""Mark an answer span in a passage: by selecting it with the mouse, by typing its text, by a word
+range, or by character offsets, all giving the same thing, character offsets [start, end) into the
+passage:
 
-Streamlit has no widget for selecting text inside rendered HTML, so three robust ways are
-offered, all giving the same thing, character offsets [start, end) into the passage:
+* **Select in the passage** (default): the passage is drawn by an inline Streamlit Components v2
+  component (:data:`PASSAGE_SELECT`, no build step) that returns the offsets of the text selected
+  with the mouse (or the keyboard); the chosen span stays highlighted. The passage goes in as
+  data and is set as text (``textContent``), never as HTML.
 
 * **Answer text** (default): type or paste the answer; its first occurrence in the passage is
   taken (case-sensitive if it occurs that way, else case-insensitive), and when it occurs more
@@ -20,7 +24,111 @@ import streamlit as st
 from components.text import md_escape
 from core.collect.beat import find_occurrences, span_tokens
 
-MODES = ("Answer text", "Word range", "Character offsets")
+MODES = ("Select in the passage", "Answer text", "Word range", "Character offsets")
+SELECT = MODES[0]
+
+# The passage as text nodes (the chosen span in a <mark>); a mouseup or keyup inside it with a
+# selection sends the selection's UTF-16 offsets in the passage as the state value "span".
+_JS = """
+export default function(component) {
+  const { data, parentElement, setStateValue } = component;
+  let box = parentElement.querySelector('.qax-pick');
+  if (!box) {
+    box = document.createElement('div');
+    box.className = 'qax-pick';
+    box.tabIndex = 0;
+    parentElement.appendChild(box);
+  }
+  const text = data.text || '';
+  const span = data.span;
+  const key = JSON.stringify([text, span]);
+  if (box.dataset.shown !== key) {
+    box.dataset.shown = key;
+    box.replaceChildren();
+    if (span && span[0] < span[1]) {
+      const mark = document.createElement('mark');
+      mark.textContent = text.slice(span[0], span[1]);
+      box.append(document.createTextNode(text.slice(0, span[0])), mark,
+                 document.createTextNode(text.slice(span[1])));
+    } else {
+      box.append(document.createTextNode(text));
+    }
+  }
+  const offsetOf = (node, offset) => {
+    const r = document.createRange();
+    r.setStart(box, 0);
+    r.setEnd(node, offset);
+    return r.toString().length;
+  };
+  const send = () => {
+    const root = parentElement.getRootNode();
+    const sel = (root.getSelection ? root.getSelection() : null) || document.getSelection();
+    if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return;
+    const range = sel.getRangeAt(0);
+    if (!box.contains(range.startContainer) || !box.contains(range.endContainer)) return;
+    const a = offsetOf(range.startContainer, range.startOffset);
+    const b = offsetOf(range.endContainer, range.endOffset);
+    if (b > a) setStateValue('span', [a, b]);
+  };
+  box.onmouseup = send;
+  box.onkeyup = send;
+}
+"""
+_CSS = """
+.qax-pick { font-size: 1.05rem; line-height: 1.9; white-space: pre-wrap; cursor: text;
+            border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem; padding: 0.75rem 1rem;
+            user-select: text; }
+.qax-pick mark { background: #0072B2; color: white; border-radius: 3px; padding: 0 2px; }
+"""
+PASSAGE_SELECT = st.components.v2.component("qax_passage_select", js=_JS, css=_CSS)
+
+
+def from_utf16(text: str, offset: int) -> int:
+    """A browser's string offset (UTF-16 code units) as a Python index (code points) into ``text``.
+
+    >>> from_utf16("a😀b", 3), from_utf16("中文", 1), from_utf16("abc", 9)
+    (2, 1, 3)
+    """
+    units = 0
+    for i, ch in enumerate(text):
+        if units >= offset:
+            return i
+        units += 2 if ord(ch) > 0xFFFF else 1
+    return len(text)
+
+
+def selected_span(text: str, raw) -> tuple[int, int] | None:
+    """The component's state value (UTF-16 [start, end]) as a span of ``text`` without the
+    whitespace at its ends; None when it is not a span of some text.
+
+    >>> selected_span("Paris is big.", [0, 6]), selected_span("Paris", [2, 2]), selected_span("a", None)
+    ((0, 5), None, None)
+    """
+    if not isinstance(raw, (list, tuple)) or len(raw) != 2 or not all(isinstance(v, int) for v in raw):
+        return None
+    a, b = from_utf16(text, max(0, raw[0])), from_utf16(text, max(0, raw[1]))
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return (a, b) if b > a else None
+
+
+def passage_select(key: str, context: str, shown: tuple[int, int] | None = None) -> tuple[int, int] | None:
+    """The passage, selectable with the mouse; returns the selected span (None before any)."""
+    s = st.session_state
+    raw = (s.get(f"{key}_mouse") or {}).get("span") if hasattr(s.get(f"{key}_mouse"), "get") else None
+    span = selected_span(context, raw)
+    shown = span or shown
+    # the state's offsets are the browser's (UTF-16): the highlight is drawn with those units too
+    as_utf16 = None
+    if shown:
+        as_utf16 = [len(context[:shown[0]].encode("utf-16-le")) // 2, len(context[:shown[1]].encode("utf-16-le")) // 2]
+    result = PASSAGE_SELECT(data={"text": context, "span": as_utf16}, key=f"{key}_mouse",
+                            on_span_change=lambda: None)
+    span = selected_span(context, getattr(result, "span", None)) or span
+    return span
+
 
 
 def _snippet(context: str, start: int, end: int, width: int = 30) -> str:
@@ -32,12 +140,17 @@ def _snippet(context: str, start: int, end: int, width: int = 30) -> str:
 def span_keys(key: str) -> list[str]:
     """Session-state keys of the widgets below (a caller clears them for a new passage)."""
     return [f"{key}_span_mode", f"{key}_answer_text", f"{key}_words", f"{key}_start",
-            f"{key}_end"]
+            f"{key}_end", f"{key}_mouse"]
 
 
 def span_picker(key: str, context: str) -> tuple[int, int] | None:
     """Widgets to mark an answer in ``context``; returns (start, end) or None (shown why)."""
     mode = st.radio("Mark the answer by", MODES, horizontal=True, key=f"{key}_span_mode")
+    if mode == SELECT:
+        span = passage_select(key, context)
+        if span is None:
+            st.caption("Select the answer in the passage with the mouse.")
+        return span
     if mode == "Answer text":
         text = st.text_input("Answer text (copy it from the passage)", key=f"{key}_answer_text")
         if not text.strip():

@@ -13,7 +13,7 @@ import streamlit as st
 
 from components import loaders, persist
 from components.answers import answer_cards
-from components.ask_speech import speech_panel
+from components.ask_speech import forget_if_moved, speech_panel
 from components.ask_tools import counterfactual_panel, repair_panel
 from components.frame import page_frame
 from components.highlight import highlight_html
@@ -30,31 +30,40 @@ page_frame()
 st.title("Ask")
 st.caption("Type a question about a context; every selected model answers, spans highlighted side by side.")
 
-# Drawn here, filled once the passage is known: the picker marks models not trained for its language.
+# The page's parts in the order they are shown: the question and the Answer button come first, the
+# rarely changed options (question language, n-best, gold answer, upload) below the answers. They
+# are filled in the order the logic needs (the models picker marks models by the passage's language).
 models_slot = st.container()
 # Kept across pages and across the context switch (components/persist.py): "Paste a context" and
 # back used to reset the data set to demo.en and the item to 0 under a question typed for another.
 persist.keep_all(["ask_source", "ask_question", "ask_qlang", "ask_nbest", "ask_asr_engine",
                   "ask_auto_answer", "ask_gold", "ask_reference"])
 source = st.radio("Context", ["Dataset item", "Paste a context"], horizontal=True, key="ask_source")
+item_slot, question_slot, answer_slot, options_slot = st.container(), st.container(), st.container(), st.container()
+with options_slot:
+    options_box = st.expander("Options: question language, n-best spans, gold answer")
+    upload_slot = st.container()
 
 gold: list[tuple[str, int]] = []
 lang = "en"
 ds = ex = None
-if source == "Dataset item":
-    ds, ex = item_picker("ask")
-    context, lang = ex.context, ex.lang
-    gold = [(a.text, a.answer_start) for a in ex.answers]
-    # Wikipedia titles come with underscores ("Fresno,_California")
-    st.caption(f"{md_escape(ds.name)} · id {md_escape(ex.id)} · {md_escape(ex.title.replace('_', ' '))}")
-    passage_slot = st.container()   # the passage, shown as soon as the item is chosen (filled below)
-else:
-    persist.keep("ask_context")   # kept only where it is drawn: see components/persist.py
-    context = st.text_area("Context", height=180, key="ask_context",
-                           placeholder="Paste a paragraph the answer should come from.")
-    lang = guess_language(context).code if context.strip() else "en"
+with item_slot:
+    if source == "Dataset item":
+        ds, ex = item_picker("ask", upload_box=upload_slot)
+        context, lang = ex.context, ex.lang
+        gold = [(a.text, a.answer_start) for a in ex.answers]
+        # Wikipedia titles come with underscores ("Fresno,_California")
+        st.caption(f"{md_escape(ds.name)} · id {md_escape(ex.id)} · {md_escape(ex.title.replace('_', ' '))}")
+    else:
+        persist.keep("ask_context")   # kept only where it is drawn: see components/persist.py
+        context = st.text_area("Context", height=180, key="ask_context",
+                               placeholder="Paste a paragraph the answer should come from.")
+        lang = guess_language(context).code if context.strip() else "en"
+# a recording and its transcripts belong to the item (or pasted passage) they were made for
+forget_if_moved("\n".join([ds.name, ex.id, context]) if ex is not None else context)
 with models_slot:
     models = model_picker("ask", lang=lang)
+    mismatch_slot = st.container()
 
 # ------------------------------------------------------------------ question language
 QLANGS = [ask_input.AUTO, "en", "es", "ca", "gl", "eu", "eo", "de", "zh", "ar", "el", "hi", "ro", "ru",
@@ -82,16 +91,22 @@ def _lang_label(code: str) -> str:
     return f"{translate.language_name(code)} ({code})"
 
 
-qlang = st.selectbox("Question language", QLANGS, format_func=_lang_label, key="ask_qlang",
-                     help="Auto-detect guesses from the script, then from function words (the, de, la, "
-                          "was ...); choose the language if the guess is wrong. A question in another "
-                          "language than the context is machine-translated first.")
+with options_box:
+    qlang = st.selectbox("Question language", QLANGS, format_func=_lang_label, key="ask_qlang",
+                         help="Auto-detect guesses from the script, then from function words (the, de, la, "
+                              "was ...); choose the language if the guess is wrong. A question in another "
+                              "language than the context is machine-translated first.")
+    mt_slot = st.container()
+    n_best = st.slider("n-best spans", 1, 10, 5, key="ask_nbest")
+    user_gold = st.text_input(
+        "Gold answer (optional)", key="ask_gold",
+        help="Scores the answers (EM/F1) against this text. Without it, only a dataset item's own question "
+             "is scored (against the item's gold answers): a question of your own has no gold answer.")
 
-
-with st.expander("🎤 Speak the question", expanded=bool(st.session_state.get("ask_speech"))):
-    speech_panel(qlang)
-
-question = st.text_area("Question", key="ask_question", height=68)
+with question_slot:
+    with st.expander("🎤 Speak the question", expanded=bool(st.session_state.get("ask_speech"))):
+        speech_panel(qlang)
+    question = st.text_area("Question", key="ask_question", height=68)
 
 # ------------------------------------------------------------------ translating the question
 translators = []
@@ -102,51 +117,51 @@ if user_model and plan_lang != lang:
         folder = config.confine(user_model, config.read_roots(current_data_dir()), "translation model")
         translators.append(_user_translator(str(folder), plan_lang, lang))
     except (translate.TranslationError, config.ConfinementError) as e:
-        st.error(md_escape(e))
+        question_slot.error(md_escape(e))
 translators.append(_apertium())
 plan = ask_input.plan_question(question, qlang, lang, [t for t in translators if t is not None],
                                cache=st.session_state.setdefault("ask_mt_cache", {}))
-if question.strip():
-    if plan.lang != lang or (plan.guess is not None and plan.lang != "en"):
-        how = f" — detected {plan.guess.explain()}" if plan.guess is not None else ""
-        st.caption(md_escape(f"Question language: {translate.language_name(plan.lang)}{how}; "
-                             f"context language: {translate.language_name(lang)}."))
-    if plan.translated:
-        t1, t2 = st.columns(2)
-        t1.caption(f"Typed ({translate.language_name(plan.lang)})")
-        t1.text(plan.typed)
-        t2.caption(f"Asked ({translate.language_name(plan.target)}, translated by {plan.translator})")
-        t2.text(plan.asked)
-    elif plan.problem:
-        st.warning(md_escape(plan.problem))
-if plan.lang != lang or qlang not in (ask_input.AUTO, "en"):
-    # A picker of the translation models found on the server, never a folder path typed here.
-    folders = [str(p) for p in _seq2seq_folders(str(current_data_dir() or ""))]
-    if folders:
-        if st.session_state.get("ask_mt_model") not in folders:
-            st.session_state.pop("ask_mt_model", None)  # a folder that went away
-        st.selectbox(f"Your own translation model (optional), translating {translate.language_name(plan.lang)} "
-                     f"→ {translate.language_name(lang)}", ["", *folders], key="ask_mt_model",
-                     format_func=lambda f: f or "none (Apertium only)")
-    else:
-        st.session_state.pop("ask_mt_model", None)
-        st.caption("A Hugging Face seq2seq translation model can answer here too: an administrator puts its "
-                   "folder under the data directory or a folder named in QAX_EXTRA_ROOTS (docs/SECURITY.md).")
-n_best = st.slider("n-best spans", 1, 10, 5, key="ask_nbest")
-user_gold = st.text_input(
-    "Gold answer (optional)", key="ask_gold",
-    help="Scores the answers (EM/F1) against this text. Without it, only a dataset item's own question "
-         "is scored (against the item's gold answers): a question of your own has no gold answer.")
-language_mismatch_note(models, lang)
+with question_slot:
+    if question.strip():
+        if plan.lang != lang or (plan.guess is not None and plan.lang != "en"):
+            how = f" — detected {plan.guess.explain()}" if plan.guess is not None else ""
+            st.caption(md_escape(f"Question language: {translate.language_name(plan.lang)}{how}; "
+                                 f"context language: {translate.language_name(lang)}."))
+        if plan.translated:
+            t1, t2 = st.columns(2)
+            t1.caption(f"Typed ({translate.language_name(plan.lang)})")
+            t1.text(plan.typed)
+            t2.caption(f"Asked ({translate.language_name(plan.target)}, translated by {plan.translator})")
+            t2.text(plan.asked)
+        elif plan.problem:
+            st.warning(md_escape(plan.problem))
+with mt_slot:
+    if plan.lang != lang or qlang not in (ask_input.AUTO, "en"):
+        # A picker of the translation models found on the server, never a folder path typed here.
+        folders = [str(p) for p in _seq2seq_folders(str(current_data_dir() or ""))]
+        if folders:
+            if st.session_state.get("ask_mt_model") not in folders:
+                st.session_state.pop("ask_mt_model", None)  # a folder that went away
+            st.selectbox(f"Your own translation model (optional), translating "
+                         f"{translate.language_name(plan.lang)} → {translate.language_name(lang)}",
+                         ["", *folders], key="ask_mt_model", format_func=lambda f: f or "none (Apertium only)")
+        else:
+            st.session_state.pop("ask_mt_model", None)
+            st.caption("A Hugging Face seq2seq translation model can answer here too: an administrator puts "
+                       "its folder under the data directory or a folder named in QAX_EXTRA_ROOTS "
+                       "(docs/SECURITY.md).")
+with mismatch_slot:
+    language_mismatch_note(models, lang)
 
 own_question = ex is not None and same_question(question, ex.question)
 score_gold, score_note = answers.gold_to_score(user_gold, context, gold, own_question, ex is not None)
 signature = (plan.asked, context, tuple(models), n_best, tuple(score_gold))
 
-b1, b2, _ = st.columns([1, 2, 3])
-pressed = b1.button("Answer", type="primary", key="ask_go", disabled=not models)
-if b2.button("🧪 Perturb this question", key="ask_perturb", disabled=not (plan.asked.strip() and context.strip()),
-             help="Opens Variants on this passage and question, with the same models."):
+# buttons sized to their labels, side by side while they fit (a fixed column cut "Ans…" at 800 px)
+buttons = question_slot.container(horizontal=True)
+pressed = buttons.button("Answer", type="primary", key="ask_go", disabled=not models)
+if buttons.button("🧪 Perturb this question", key="ask_perturb", disabled=not (plan.asked.strip() and context.strip()),
+                  help="Opens Variants on this passage and question, with the same models."):
     handed = {"var_question": plan.asked, "var_models": list(models)}
     if ex is not None:
         handed |= {"var_source": "Dataset item", "var_dataset": st.session_state.get("ask_dataset"),
@@ -157,52 +172,51 @@ if b2.button("🧪 Perturb this question", key="ask_perturb", disabled=not (plan
     st.session_state.pop("var_result", None)   # its table was for other inputs
     st.switch_page("pages/variants.py")
 answer_now = st.session_state.pop("ask_answer_now", False) and st.session_state.get("ask_auto_answer", True)
-if (pressed or (answer_now and models)):
-    # a long context is read in many windows: the answers can take seconds, and the page says so
-    with st.spinner(md_escape(f"Answering with {', '.join(models)}…")):
-        answered = answers.answer_all(models, loaders.engine_for_state, plan.asked, context, n_best=n_best,
-                                      golds=[g for g, _ in score_gold], lang=lang, note=loaders.backend_note)
-    st.session_state["ask_result"] = {
-        "question": plan.asked, "typed": question, "question_lang": plan.lang,
-        "translator": plan.translator, "context": context, "gold": score_gold, "lang": lang,
-        "signature": signature, "score_note": score_note,
-        "answered": answered,
-    }
+with answer_slot:   # the answers (or the plain passage) come right below the buttons
+    if (pressed or (answer_now and models)):
+        # a long context is read in many windows: the answers can take seconds, and the page says so
+        with st.spinner(md_escape(f"Answering with {', '.join(models)}…")):
+            answered = answers.answer_all(models, loaders.engine_for_state, plan.asked, context, n_best=n_best,
+                                          golds=[g for g, _ in score_gold], lang=lang, note=loaders.backend_note)
+        st.session_state["ask_result"] = {
+            "question": plan.asked, "typed": question, "question_lang": plan.lang,
+            "translator": plan.translator, "context": context, "gold": score_gold, "lang": lang,
+            "signature": signature, "score_note": score_note,
+            "answered": answered,
+        }
 
-res = st.session_state.get("ask_result")
-if res and (res["context"] != context or "answered" not in res):
-    res = None   # answers about another passage (or kept from before this version): not shown over this one
-if source == "Dataset item":
-    with passage_slot:
-        if res is None:   # before Answer: the plain passage (the answers' highlights replace it)
-            st.caption("Passage")
-            with st.container(height=260, border=True):
-                st.markdown(highlight_html(context, []), unsafe_allow_html=True)
-if res and res.get("signature") != signature:
-    st.info("The question, models or gold answer changed since these answers were made: press Answer "
-            "to refresh them.")
-if res:
-    answered = res["answered"]
-    for e in answered.failures:
-        st.error(md_escape(e))
-    if answered.answers:
-        answer_cards(answered.answers, res["context"], res["gold"], res.get("score_note", ""))
-        nb = answers.nbest_rows(answered.answers)
-        with st.expander("n-best spans"):
-            st.dataframe(pd.DataFrame(nb), hide_index=True, width="stretch")
-        export = answers.ask_export(answered.answers, {
-            "question": res["question"], "typed_question": res.get("typed", res["question"]),
-            "question_lang": res.get("question_lang"), "translator": res.get("translator"),
-            "context": res["context"], "gold": res["gold"]})
-        c1, c2 = st.columns(2)
-        c1.download_button("Export CSV", csv_bytes(pd.DataFrame(export["answers"])), "ask_answers.csv", "text/csv")
-        c2.download_button("Export JSON", json.dumps(export, ensure_ascii=False, indent=1),
-                           "ask_answers.json", "application/json")
+    res = st.session_state.get("ask_result")
+    if res and (res["context"] != context or "answered" not in res):
+        res = None   # answers about another passage (or kept from before this version): not shown over this one
+    if source == "Dataset item" and res is None:   # before Answer: the plain passage (then the highlights)
+        st.caption("Passage")
+        with st.container(height=260, border=True):
+            st.markdown(highlight_html(context, []), unsafe_allow_html=True)
+    if res and res.get("signature") != signature:
+        st.info("The question, models or gold answer changed since these answers were made: press Answer "
+                "to refresh them.")
+    if res:
+        answered = res["answered"]
+        for e in answered.failures:
+            st.error(md_escape(e))
+        if answered.answers:
+            answer_cards(answered.answers, res["context"], res["gold"], res.get("score_note", ""))
+            nb = answers.nbest_rows(answered.answers)
+            with st.expander("n-best spans"):
+                st.dataframe(pd.DataFrame(nb), hide_index=True, width="stretch")
+            export = answers.ask_export(answered.answers, {
+                "question": res["question"], "typed_question": res.get("typed", res["question"]),
+                "question_lang": res.get("question_lang"), "translator": res.get("translator"),
+                "context": res["context"], "gold": res["gold"]})
+            c1, c2 = st.columns(2)
+            c1.download_button("Export CSV", csv_bytes(pd.DataFrame(export["answers"])), "ask_answers.csv", "text/csv")
+            c2.download_button("Export JSON", json.dumps(export, ensure_ascii=False, indent=1),
+                               "ask_answers.json", "application/json")
 
-        # Error analysis on these answers: NoiseQA's repair, and one-word counterfactuals (components.ask_tools).
-        before = answered.predictions()
-        spans = answers.gold_spans(res["gold"])   # a typed gold may not be in the context
-        repair_panel("ask", res["question"], res["context"], res["lang"], before, loaders.engine_for_state,
-                     [g for g, _ in res["gold"]], spans)
-        counterfactual_panel("ask", res["question"], res["context"], res["lang"], before, loaders.engine_for_state,
-                             spans)
+            # Error analysis on these answers: NoiseQA's repair, and one-word counterfactuals (components.ask_tools).
+            before = answered.predictions()
+            spans = answers.gold_spans(res["gold"])   # a typed gold may not be in the context
+            repair_panel("ask", res["question"], res["context"], res["lang"], before, loaders.engine_for_state,
+                         [g for g, _ in res["gold"]], spans)
+            counterfactual_panel("ask", res["question"], res["context"], res["lang"], before, loaders.engine_for_state,
+                                 spans)

@@ -21,7 +21,7 @@ from components.browser_id import browser_token
 from components.frame import page_frame
 from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.pickers import dataset_picker, language_mismatch_note, model_picker
-from components.span_picker import span_keys, span_picker
+from components.span_picker import SELECT, span_keys, span_picker
 from components.text import count, md_escape
 from core import config
 from core.collect import beat, beat_store, identity
@@ -40,34 +40,31 @@ SESSION = st.session_state["beat_session"]
 BROWSER = browser_token()  # the same visitor across reloads: see components/browser_id.py
 YOU = "#0072B2"  # the player's own span in previews (models get the palette colours)
 
-c1, c2 = st.columns([3, 2])
-with c2:
+# The passage comes first (Play); the setup (name, data set, models, rules) has its own tab.
+tab_play, tab_setup, tab_validate, tab_collected, tab_stats = st.tabs(
+    ["Play", "Setup: name, data set, models", "Validate", "Collected set & export", "Statistics"])
+with tab_setup:
     user = st.text_input("Your name", key="beat_user", max_chars=identity.MAX_NAME_CHARS,
                          help="Stored with your questions; validators must be someone else.")
     st.caption("Names are not authentication: anyone can type any name. The app also remembers "
                "this browser (a random cookie), and neither the same browser nor a look-alike "
                "name can validate a question written here.")
-with st.expander("Rules"):
-    threshold = st.number_input("A model wins when its F1 with your answer is above", 0.0, 0.99,
-                                beat.WIN_THRESHOLD, 0.05, key="beat_threshold",
-                                help="0.4 in Bartolo et al. (2020).")
-    agree_threshold = st.number_input("A validator agrees when F1 with the author's answer is "
-                                      "at least", 0.05, 1.0, beat.AGREE_THRESHOLD, 0.05,
-                                      key="beat_agree_threshold")
-
-ds = dataset_picker("beat")
-with c1:   # drawn above, filled once the data set is known: the picker marks models not trained for its language
+    ds = dataset_picker("beat")
+    # the picker marks models not trained for the data set's language
     models = model_picker("beat", lang=ds.lang if ds is not None else None)
-try:
-    store = beat_store.BeatStore()
-except (ValueError, OSError) as e:
-    st.error(f"Cannot open the Beat-the-AI database: {md_escape(e)}")
-    st.stop()
-st.caption(f"Database: {md_escape(config.shown_path(store.path))}")
-
-
-tab_play, tab_validate, tab_collected, tab_stats = st.tabs(
-    ["Play", "Validate", "Collected set & export", "Statistics"])
+    with st.expander("Rules"):
+        threshold = st.number_input("A model wins when its F1 with your answer is above", 0.0, 0.99,
+                                    beat.WIN_THRESHOLD, 0.05, key="beat_threshold",
+                                    help="0.4 in Bartolo et al. (2020).")
+        agree_threshold = st.number_input("A validator agrees when F1 with the author's answer is "
+                                          "at least", 0.05, 1.0, beat.AGREE_THRESHOLD, 0.05,
+                                          key="beat_agree_threshold")
+    try:
+        store = beat_store.BeatStore()
+    except (ValueError, OSError) as e:
+        st.error(f"Cannot open the Beat-the-AI database: {md_escape(e)}")
+        st.stop()
+    st.caption(f"Database: {md_escape(config.shown_path(store.path))}")
 
 # ---------------------------------------------------------------------------------------------
 with tab_play:
@@ -84,19 +81,22 @@ with tab_play:
             for k in ["beat_question", *span_keys("beat")]:
                 s.pop(k, None)
         st.caption(f"{md_escape(ds.name)} · {md_escape(passage.title or 'untitled')} · passage "
-                   f"{turn + 1} of {len(plist)} · id {md_escape(passage.id)}")
+                   f"{turn + 1} of {len(plist)} · id {md_escape(passage.id)} · playing against "
+                   + (md_escape(", ".join(models)) if models else "no model (choose them under Setup)"))
 
-        question = st.text_area("Your question", key="beat_question", height=68,
-                                placeholder="Ask something the passage answers, but that a "
-                                            "model will get wrong.")
-        language_mismatch_note(models, passage.lang)
+        # The passage first: select the answer in it with the mouse (or mark it another way)
         span = span_picker("beat", passage.context)
         if span:
             st.caption(f"Your answer: characters {span[0]}–{span[1]} · "
                        f"“{md_escape(passage.context[span[0]:span[1]])}”")
-        # The passage, with the marked answer highlighted before anything is submitted.
-        marks = [Mark("your answer", span[0], span[1], YOU)] if span else []
-        st.markdown(highlight_html(passage.context, marks), unsafe_allow_html=True)
+        if s.get("beat_span_mode", SELECT) != SELECT:
+            # the passage, with the marked answer highlighted before anything is submitted
+            marks = [Mark("your answer", span[0], span[1], YOU)] if span else []
+            st.markdown(highlight_html(passage.context, marks), unsafe_allow_html=True)
+        question = st.text_area("Your question", key="beat_question", height=68,
+                                placeholder="Ask something the passage answers, but that a "
+                                            "model will get wrong.")
+        language_mismatch_note(models, passage.lang)
 
         ready = bool(models) and span is not None and bool(question.strip())
         if not models:

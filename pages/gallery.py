@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from components import loaders, persist
+from components.demo_sweep import offer_demo_sweep
 from components.export import csv_download, json_download
 from components.frame import page_frame
 from components.pickers import DEMO_LANGS
@@ -17,6 +18,7 @@ from components.state import current_data_dir
 from components.sweep_db_picker import db_picker
 from components.text import html_text, md_escape
 from core.collect import beat_store
+from core.explore import demo_sweep
 from core.explore import gallery as cg
 from core.perturb import registry
 from core.sweeps import report as report
@@ -47,12 +49,15 @@ if choice.path is not None and choice.path.exists():
     except Exception as e:  # a damaged file must not take the page down
         st.error(md_escape(f"Cannot read {choice.path}: {e}"))
 by_id = {s["id"]: s for s in sweeps}
-ids = list(reversed(list(by_id)))
-persist.keep("gal_sweeps", ids, default=ids[:5], follow_default=True)   # a sweep stored since joins them
+ids = demo_sweep.user_first(list(reversed(list(by_id))), by_id)   # newest first, the demo sweep last
+own = [i for i in ids if not demo_sweep.is_demo(by_id[i])]
+# a sweep stored since joins them; the user's own sweeps replace the demo sweep as soon as there are any
+persist.keep("gal_sweeps", ids, default=(own or ids)[:5], follow_default=True)
 picked = st.multiselect("Sweeps to look in", ids, key="gal_sweeps",
                         format_func=lambda i: f"{by_id[i]['name']} · {by_id[i]['dataset']}")
-if not sweeps:
-    st.caption("No stored sweep in this database: only Beat-the-AI wins can be shown. Run a sweep on **Sweeps**.")
+if not sweeps and choice.path is not None:   # a fresh clone: a one-click demo sweep, not an empty room
+    offer_demo_sweep("gal", choice.path, "No stored sweep in this database: only Beat-the-AI wins can be shown. "
+                                         "Run a sweep on the Sweeps page, or build the demo sweep here.")
 try:
     n_attempts = len(beat_store.BeatStore().attempts(outcome="human"))
 except (ValueError, OSError):
@@ -128,15 +133,13 @@ for tab, kind in zip(tabs, KINDS):
                     st.markdown(f"<div>Question: <b>{html_text(f.question)}</b></div>", unsafe_allow_html=True)
                 st.markdown(" · ".join(f"{html_text(who)}: <i>{html_text(a or '∅')}</i>"
                                        for who, a in f.answers.items()), unsafe_allow_html=True)
-                c1, c2, _ = st.columns([2, 3, 5])
-                if c1.button("Open on Ask", key=f"gal_ask_{kind}_{n}"):
+                opens = st.container(horizontal=True)   # buttons as wide as their labels (columns cut them)
+                if opens.button("Open on Ask", key=f"gal_ask_{kind}_{n}"):
                     open_on("ask", f)
-                if c2.button("Open on Variants", key=f"gal_var_{kind}_{n}"):
+                if opens.button("Open on Variants", key=f"gal_var_{kind}_{n}"):
                     open_on("variants", f)
         if found[kind]:   # the list as a table: every finding, its answers and its passage
             rows = cg.export_rows(found[kind])
-            d1, d2, _ = st.columns([1, 1, 6])
-            with d1:
+            with st.container(horizontal=True):
                 csv_download(pd.DataFrame(rows), f"gallery_{kind}", key=f"gal_csv_{kind}")
-            with d2:
                 json_download(rows, f"gallery_{kind}", key=f"gal_json_{kind}")

@@ -17,11 +17,13 @@ import streamlit as st
 from components import error_views, paper_views, persist
 from components.cell_drill import cell_examples
 from components.choice import keep_valid
+from components.demo_sweep import offer_demo_sweep
 from components.export import csv_download, figure_downloads, file_stem
 from components.frame import page_frame
 from components.heatmap import LAYOUTS, METRICS, VALUES, choose_layout, heatmap_figure
 from components.sweep_db_picker import db_path_input, stored_sweeps_or_stop
 from components.text import md_escape
+from core.explore import demo_sweep
 from core.metrics import METRICS as METRIC_INFO
 from core.sweeps import aggregates as aggregates
 from core.sweeps import report as report
@@ -35,12 +37,27 @@ st.caption("How much each model's score moves under each perturbation of a store
 
 
 db_path = db_path_input("hm")
+
+
+def _no_sweep(path) -> bool:
+    """No sweep to show (a damaged file is not 'empty': stored_sweeps_or_stop says why)."""
+    if not path.exists():
+        return True
+    try:
+        return not report.list_sweeps(path)
+    except Exception:
+        return False
+
+
+if _no_sweep(db_path):   # a fresh clone: a one-click demo sweep instead of an empty page
+    offer_demo_sweep("hm", db_path, "This sweep database holds no sweep yet: the heatmaps show a stored sweep.")
+    st.stop()
 sweeps = stored_sweeps_or_stop(
     db_path, f"No sweep database at {db_path}. Run a sweep first (Sweeps page, or "
              "`python -m core.sweeps --dataset ... --perturbations ... --models ...`).")
 
 by_id = {s["id"]: s for s in sweeps}
-newest_first = list(reversed(list(by_id)))
+newest_first = demo_sweep.user_first(list(reversed(list(by_id))), by_id)   # the demo after the user's own
 persist.keep("hm_sweep", newest_first)
 persist.keep_all(["hm_metric", "hm_value", "hm_layout"])
 keep_valid("hm_sweep", newest_first)
@@ -80,24 +97,6 @@ if not cells:
 clean = report.clean_scores(db_path, sweep_id)
 clean_df = pd.DataFrame(views.clean_rows(clean))
 
-# -------------------------------------------------------------------------------------------- heatmap
-
-st.subheader("Model × perturbation")
-c1, c2, c3 = st.columns([2, 3, 3])
-metric = c1.radio("Metric", list(METRICS), format_func=METRICS.get, horizontal=True, key="hm_metric",
-                  help=" · ".join(f"{METRIC_INFO[m].label}: {METRIC_INFO[m].help}" for m in METRICS))
-value = c2.radio("Cells show", list(VALUES), format_func=VALUES.get, horizontal=True, key="hm_value",
-                 help="The colour is always the band of the % change of the metric (SEEDS.md §4), and each "
-                      "cell's second line its penalty.")
-n_columns = len(views.columns(cells))
-layout = c3.radio("Layout", list(LAYOUTS), horizontal=True, key="hm_layout",
-                  format_func=lambda k: (f"automatic ({LAYOUTS[choose_layout(n_columns)]})" if k == "auto"
-                                         else LAYOUTS[k]),
-                  help=f"Automatic: models as rows while the {n_columns} perturbations fit across the page "
-                       "(up to 40), else perturbations as rows, down the page.")
-totals = report.penalty_totals(cells, metric)
-
-
 def clicked_cells() -> list[int]:
     """Indices of the cells selected by a click on the chart (its state, read before it is redrawn,
     so the outline and the select box below follow the click in the same rerun)."""
@@ -107,40 +106,71 @@ def clicked_cells() -> list[int]:
     return [int(p["customdata"][0]) for p in points if p.get("customdata")]
 
 
-clicked = clicked_cells()
-if st.session_state.get("hm_cell_of") != sweep_id:  # another sweep: its first cell
-    st.session_state["hm_cell_of"] = sweep_id
-    st.session_state["hm_cell"] = 0
-keep_valid("hm_cell", list(range(len(cells))))
-if clicked and clicked != st.session_state.get("hm_last_click"):
-    st.session_state["hm_cell"] = clicked[0]
-st.session_state["hm_last_click"] = clicked
-fig, plotted = heatmap_figure(cells, metric, value, totals=totals, models=sweep["models"],
-                              highlight=st.session_state.get("hm_cell", 0), layout=layout)
-st.plotly_chart(fig, on_select="rerun", selection_mode="points", key="hm_chart", width="content",
-                theme=None, config={"displayModeBar": False})
-if choose_layout(n_columns, layout) == "models-as-rows":
-    st.caption("Columns are grouped by family (names above the plot). The y labels carry each model's penalty total "
-               "(Σ). Hover a cell for clean and perturbed scores and N; click it for its examples.")
-else:
-    st.caption("Rows are grouped by family (names right of the plot). The model names on top carry each model's "
-               "penalty total (Σ). Hover a cell for clean and perturbed scores and N; click it for its examples.")
-figure_downloads(fig, file_stem("heatmap", stem, metric, value), "hm_fig")
+# One tab per view that applies to this sweep (a view with nothing to show is left out).
+has_n = bool(views.n_parameters(cells))
+has_noise = any(views.interface_of(c.perturbation, c.family) for c in cells)
+has_repair = any("repair_Q" in c.perturbation for c in cells)
+tab_names = (["Heatmap"] + (["Model vs model"] if len(sweep["models"]) >= 2 else [])
+             + (["Penalty by n"] if has_n else []) + (["NoiseQA"] if has_noise else [])
+             + ["DuReader-robust"] + (["Repair"] if has_repair else []) + ["Slices & calibration"])
+tabs = dict(zip(tab_names, st.tabs(tab_names)))
 
-penalty_df = pd.DataFrame(views.penalty_summary(cells, clean, sweep["models"]))
-c1, c2 = st.columns(2)
-with c1:
-    st.markdown("**Penalty total per model** (sum of the cells' penalties; lower = more robust)")
-    st.dataframe(penalty_df.round(2), hide_index=True, key="hm_penalties")
-    csv_download(penalty_df, file_stem("penalties", stem), "hm_penalties_csv")
-with c2:
-    st.markdown("**Clean scores** (all examples of the sweep)")
-    st.dataframe(clean_df, hide_index=True, key="hm_clean")
-    csv_download(clean_df, file_stem("clean", stem), "hm_clean_csv")
-cells_df = pd.DataFrame(views.cell_rows(cells, sweep["models"]))
-with st.expander("All cells as a table"):
-    st.dataframe(cells_df, hide_index=True, key="hm_cells")
-csv_download(cells_df, file_stem("cells", stem), "hm_cells_csv", "CSV of all cells")
+# -------------------------------------------------------------------------------------------- heatmap
+with tabs["Heatmap"]:
+    st.subheader("Model × perturbation")
+    c1, c2, c3 = st.columns([2, 3, 3])
+    metric = c1.radio("Metric", list(METRICS), format_func=METRICS.get, horizontal=True, key="hm_metric",
+                      help=" · ".join(f"{METRIC_INFO[m].label}: {METRIC_INFO[m].help}" for m in METRICS))
+    value = c2.radio("Cells show", list(VALUES), format_func=VALUES.get, horizontal=True, key="hm_value",
+                     help="The colour is always the band of the % change of the metric (SEEDS.md §4), and each "
+                          "cell's second line its penalty.")
+    n_columns = len(views.columns(cells))
+    layout = c3.radio("Layout", list(LAYOUTS), horizontal=True, key="hm_layout",
+                      format_func=lambda k: (f"automatic ({LAYOUTS[choose_layout(n_columns)]})" if k == "auto"
+                                             else LAYOUTS[k]),
+                      help=f"Automatic: models as rows while the {n_columns} perturbations fit across the page "
+                           "(up to 40), else perturbations as rows, down the page.")
+    totals = report.penalty_totals(cells, metric)
+
+    clicked = clicked_cells()
+    if st.session_state.get("hm_cell_of") != sweep_id:  # another sweep: its first cell
+        st.session_state["hm_cell_of"] = sweep_id
+        st.session_state["hm_cell"] = 0
+    keep_valid("hm_cell", list(range(len(cells))))
+    if clicked and clicked != st.session_state.get("hm_last_click"):
+        st.session_state["hm_cell"] = clicked[0]
+    st.session_state["hm_last_click"] = clicked
+    fig, plotted = heatmap_figure(cells, metric, value, totals=totals, models=sweep["models"],
+                                  highlight=st.session_state.get("hm_cell", 0), layout=layout)
+    st.plotly_chart(fig, on_select="rerun", selection_mode="points", key="hm_chart", width="content",
+                    theme=None, config={"displayModeBar": False})
+    if choose_layout(n_columns, layout) == "models-as-rows":
+        st.caption("Columns are grouped by family (names above the plot). The y labels carry each model's penalty "
+                   "total (Σ). Hover a cell for clean and perturbed scores and N; click it for its examples.")
+    else:
+        st.caption("Rows are grouped by family (names right of the plot). The model names on top carry each model's "
+                   "penalty total (Σ). Hover a cell for clean and perturbed scores and N; click it for its examples.")
+    figure_downloads(fig, file_stem("heatmap", stem, metric, value), "hm_fig")
+
+    penalty_df = pd.DataFrame(views.penalty_summary(cells, clean, sweep["models"]))
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown("**Penalty total per model** (sum of the cells' penalties; lower = more robust)")
+        st.dataframe(penalty_df.round(2), hide_index=True, key="hm_penalties")
+        csv_download(penalty_df, file_stem("penalties", stem), "hm_penalties_csv")
+    with c2:
+        st.markdown("**Clean scores** (all examples of the sweep)")
+        st.dataframe(clean_df, hide_index=True, key="hm_clean")
+        csv_download(clean_df, file_stem("clean", stem), "hm_clean_csv")
+    cells_df = pd.DataFrame(views.cell_rows(cells, sweep["models"]))
+    with st.expander("All cells as a table"):
+        st.dataframe(cells_df, hide_index=True, key="hm_cells")
+    csv_download(cells_df, file_stem("cells", stem), "hm_cells_csv", "CSV of all cells")
+
+    # ------------------------------------------------------------------------------------ drill-down
+    cell_examples(db_path, sweep_id, version, plotted, metric, stem,
+                  complete=sweep["done_units"] >= sweep["total_units"])
+
 
 # ------------------------------------------------------------------------------------ model vs model
 
@@ -149,37 +179,41 @@ def load_differences(db: str, sid: int, version, model_a: str, model_b: str) -> 
     return aggregates.model_differences(db, sid, paper_views.stored_version(version), model_a, model_b)
 
 
-if len(sweep["models"]) >= 2:
-    st.subheader("Model vs model: which differences are real?")
-    st.caption("B − A in F1 points on the examples both models were scored on, with a 95% paired-bootstrap "
-               "interval over those examples (2,000 resamples, seed 0). **Significant** = the interval excludes 0. "
-               "It says how much the choice of questions alone could move the difference, not how much "
-               "retraining with another seed would.")
-    c1, c2 = st.columns(2)
-    model_a = c1.selectbox("Model A", sweep["models"], index=0, key="hm_diff_a")
-    model_b = c2.selectbox("Model B", [m for m in sweep["models"] if m != model_a], index=0, key="hm_diff_b")
-    diff_df = pd.DataFrame(load_differences(str(db_path), sweep_id, version, model_a, model_b))
-    st.dataframe(diff_df.drop(columns=["perturbation", "params_json"]), hide_index=True, key="hm_diff")
-    d1, d2, _ = st.columns([1, 1, 6])
-    with d1:
-        csv_download(diff_df, file_stem("model-differences", stem, model_a, model_b), "hm_diff_csv")
-    d2.download_button("⬇ JSON", diff_df.to_json(orient="records", indent=1),
-                       file_name=f"{file_stem('model-differences', stem, model_a, model_b)}.json",
-                       mime="application/json", key="hm_diff_json")
-
-# ---------------------------------------------------------------------------------------- drill-down
-
-cell_examples(db_path, sweep_id, version, plotted, metric, stem,
-              complete=sweep["done_units"] >= sweep["total_units"])
+if "Model vs model" in tabs:
+    with tabs["Model vs model"]:
+        st.subheader("Model vs model: which differences are real?")
+        st.caption("B − A in F1 points on the examples both models were scored on, with a 95% paired-bootstrap "
+                   "interval over those examples (2,000 resamples, seed 0). **Significant** = the interval excludes 0. "
+                   "It says how much the choice of questions alone could move the difference, not how much "
+                   "retraining with another seed would.")
+        c1, c2 = st.columns(2)
+        model_a = c1.selectbox("Model A", sweep["models"], index=0, key="hm_diff_a")
+        model_b = c2.selectbox("Model B", [m for m in sweep["models"] if m != model_a], index=0, key="hm_diff_b")
+        diff_df = pd.DataFrame(load_differences(str(db_path), sweep_id, version, model_a, model_b))
+        st.dataframe(diff_df.drop(columns=["perturbation", "params_json"]), hide_index=True, key="hm_diff")
+        d1, d2, _ = st.columns([1, 1, 6])
+        with d1:
+            csv_download(diff_df, file_stem("model-differences", stem, model_a, model_b), "hm_diff_csv")
+        d2.download_button("⬇ JSON", diff_df.to_json(orient="records", indent=1),
+                           file_name=f"{file_stem('model-differences', stem, model_a, model_b)}.json",
+                           mime="application/json", key="hm_diff_json")
 
 # ------------------------------------------------------------------- the papers' views (components.paper_views)
 
-paper_views.penalty_by_n_section(db_path, sweep_id, cells, metric, stem)
-paper_views.noiseqa_section(db_path, sweep_id, version, cells, metric, stem)
-paper_views.dureader_section(db_path, sweep_id, version, stem)
+if "Penalty by n" in tabs:
+    with tabs["Penalty by n"]:
+        paper_views.penalty_by_n_section(db_path, sweep_id, cells, metric, stem)
+if "NoiseQA" in tabs:
+    with tabs["NoiseQA"]:
+        paper_views.noiseqa_section(db_path, sweep_id, version, cells, metric, stem)
+with tabs["DuReader-robust"]:
+    paper_views.dureader_section(db_path, sweep_id, version, stem)
 
 # ------------------------------------------------------------------------------------ error analysis
 # NoiseQA's repair table, slices, confidence and abstention (components.error_views).
-error_views.repair_section(db_path, sweep_id, version, stem)
-error_views.slices_section(db_path, sweep_id, version, stem, sweep["models"])
-error_views.calibration_section(db_path, sweep_id, version, stem)
+if "Repair" in tabs:
+    with tabs["Repair"]:
+        error_views.repair_section(db_path, sweep_id, version, stem)
+with tabs["Slices & calibration"]:
+    error_views.slices_section(db_path, sweep_id, version, stem, sweep["models"])
+    error_views.calibration_section(db_path, sweep_id, version, stem)

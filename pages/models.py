@@ -14,6 +14,7 @@ from components.export import csv_download, file_stem, json_download
 from components.frame import page_frame
 from components.text import md_escape
 from core.models import cards as model_cards
+from core.models import leaderboard
 from core.models.cards import render_card_markdown
 from core.qa import registry
 
@@ -63,6 +64,48 @@ def _card(entry) -> dict | None:
 cards = {m.name: _card(m) for m in entries}
 status = {m.name: m.status() for m in entries}
 ticked = set(registry.default_choice([m for m in entries if m.is_installed()]))
+MISSING = "—"   # a figure the card does not hold
+
+
+def _shown(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """The table as the page shows it, and its column settings: figures to one decimal and right-
+    aligned, a missing value as a dash (a dataframe draws a missing number as "None" whatever its
+    formatting says, so the cells are text here; the CSV downloads keep the numbers)."""
+    out, config = table.copy(), {}
+    for c in table.columns:
+        numeric = pd.api.types.is_numeric_dtype(table[c])
+        out[c] = [MISSING if v is None or (isinstance(v, float) and pd.isna(v))
+                  else (f"{v:.1f}" if numeric else str(v)) for v in table[c]]
+        if numeric:
+            config[c] = st.column_config.TextColumn(alignment="right")
+    return out, config
+
+
+# ------------------------------------------------------------------------------------- leaderboard
+st.subheader("Which model for a language?")
+langs = leaderboard.languages_of(entries, cards)
+if langs:
+    from core.translate import language_name
+
+    best = pd.DataFrame(leaderboard.best_per_language(entries, cards, langs))
+    st.caption("Best per language: the model trained for it with the best XQuAD F1 in it, and the models "
+               "the pickers tick for an item in that language (best measured F1, one per base encoder, "
+               "within Ask's 0.5 s budget).")
+    st.table(_shown(best)[0].style.hide(axis="index"))   # a static table wraps its cells: readable in a narrow window
+    lang = st.selectbox("Language", langs, format_func=lambda c: f"{language_name(c)} ({c})", key="models_lang")
+    ticked_here = registry.models_for_language(lang, [m for m in entries if m.is_installed()])
+    board = pd.DataFrame(leaderboard.language_rows(entries, cards, lang, ticked_here))
+    shown_board, board_config = _shown(board)
+    st.dataframe(shown_board, hide_index=True, width="stretch",
+                 column_config=board_config | {"model": st.column_config.TextColumn(pinned=True)})
+    st.caption(md_escape(
+        f"One row per model trained for {language_name(lang)} or measured in it, best first. "
+        "ms / question: on this project's 2-core CPU with the model's default backend (the card's backend "
+        "comparison, else its CPU evaluation); — where the card measured it on a GPU only or not at all. "
+        + ("NoiseQA keyboard F1: XQuAD-en's questions with keyboard typos; behaviour tests failed: share "
+           "of the English capability tests failed (Behaviour tests page). " if lang == "en" else "")
+        + ("CMRC 2018 dev: the Chinese reading-comprehension set, character-level scorer. " if lang == "zh" else "")))
+    csv_download(board, file_stem("models", lang), key="models_lang_csv", label=f"CSV ({language_name(lang)})")
 
 # ------------------------------------------------------------------------------------- registry
 st.subheader("Registry")
@@ -88,9 +131,10 @@ else:
     metric = st.radio("Metric", list(model_cards.METRICS), format_func=model_cards.METRICS.get,
                       horizontal=True, key="models_metric")
     matrix = model_cards.evaluation_matrix(rows, metric)
-    st.dataframe(matrix.round(2), width="stretch",
-                 column_config={m: st.column_config.NumberColumn(format="%.1f") for m in matrix.columns})
-    st.caption("None: the model was not evaluated on that data set. NoiseQA's synthetic sets are XQuAD-en's "
+    # models as rows: a narrow window scrolls across data sets, never across the model names
+    shown_matrix, matrix_config = _shown(matrix.T)
+    st.dataframe(shown_matrix, width="stretch", column_config=matrix_config)
+    st.caption("—: the model was not evaluated on that data set. NoiseQA's synthetic sets are XQuAD-en's "
                "questions with keyboard, ASR and MT noise; the Chinese scores use the character-level "
                "scorer. Latency is as measured, on the CPU and thread count each card records "
                "(see the full table).")
@@ -99,7 +143,7 @@ else:
         st.dataframe(tidy, hide_index=True, width="stretch")
     c1, c2, c3 = st.columns(3)
     with c1:
-        csv_download(matrix.reset_index(names="dataset"), file_stem("models", metric), key="models_matrix_csv",
+        csv_download(matrix.T.reset_index(names="model"), file_stem("models", metric), key="models_matrix_csv",
                      label=f"CSV ({model_cards.METRICS[metric]} matrix)")
     with c2:
         csv_download(tidy, "models_evaluations", key="models_tidy_csv", label="CSV (full table)")
@@ -116,10 +160,10 @@ else:
     cap_files = list(dict.fromkeys(r["file"] for r in cap_rows))
     cap_file = st.selectbox("Behaviour file", cap_files, key="models_cap_file") if len(cap_files) > 1 else cap_files[0]
     cap_matrix = model_cards.capability_matrix(cap_rows, cap_file)
-    st.dataframe(cap_matrix, width="stretch",
-                 column_config={m: st.column_config.NumberColumn(format="%.1f") for m in cap_matrix.columns})
+    shown_caps, caps_config = _shown(cap_matrix.T)
+    st.dataframe(shown_caps, width="stretch", column_config=caps_config)
     st.caption(md_escape(f"Failure rate in % per family of minimum-functionality tests ({cap_file}; lower is "
-                         "better), as written by `python -m core.behaviour FILE --model NAME --card`. Empty: "
+                         "better), as written by `python -m core.behaviour FILE --model NAME --card`. —: "
                          "the model was not run on this file. Run the file on the Behaviour tests page to "
                          "see the failing cases."))
     c1, c2 = st.columns(2)

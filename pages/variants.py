@@ -168,17 +168,17 @@ if res["notes"]:
 rows, predictions, table = res["rows"], res["predictions"], pd.DataFrame(res["table"])
 table["repeat"] = table["repeat"].astype("Int64")  # None for the original row; keep ints, not floats
 st.caption("⟦old→new⟧ replaced, ⟦+x⟧ inserted, ⟦−x⟧ deleted (context rows show only the text around the "
-           "edits). One column per model: ✓ = its answer differs from its answer to the original question "
-           "(after EM normalisation), ✗ = same, then the answer and its F1 (%) against gold. WER ignores "
-           "case and punctuation, as on Heatmaps. Repeats that drew the same variant are one row. "
-           "Click a row to see the spans; the CSV has every column.")
+           "edits). One column per model: \"changed\" = its answer differs from its answer to the original "
+           "question (after EM normalisation), \"same\" = it does not, then the answer and its F1 (%) "
+           "against gold. WER ignores case and punctuation, as on Heatmaps. Repeats that drew the same variant "
+           "are one row. Click a row to see the spans; the CSV has every column.")
 shown_table = pd.DataFrame(cv.compact_table(res["table"], list(predictions)))
 event = st.dataframe(shown_table, key="var_table", on_select="rerun", selection_mode="single-row",
-                     hide_index=True, width="stretch",
+                     hide_index=True, width="stretch", row_height=84,   # taller than 4rem: cells wrap
                      # sized so that three models' columns fit beside the variant on a 1280 px screen
                      column_config={"#": st.column_config.NumberColumn(width=30),
                                     "perturbation": st.column_config.TextColumn(width=100),
-                                    "variant (edits marked)": st.column_config.TextColumn(width=190),
+                                    "variant (edits marked)": st.column_config.TextColumn(width=220),
                                     **{name: st.column_config.TextColumn(width=155) for name in predictions}})
 selected = list(getattr(getattr(event, "selection", None), "rows", []) or [])
 if selected and selected != st.session_state.get("var_last_selection"):

@@ -47,6 +47,7 @@ def test_play_lose_then_win_is_stored_and_exported(beat_env):
 
     at.text_input(key="beat_user").input("Alice")
     at.text_area(key="beat_question").input(QUESTION)
+    at.radio(key="beat_span_mode").set_value("Answer text").run()   # the default is the mouse (browser tests)
     at.text_input(key="beat_answer_text").input(model_answer).run()
     start = p.context.index(model_answer)
     # The marked span is shown highlighted before submitting.
@@ -112,6 +113,7 @@ def test_validation_by_another_person(beat_env):
     at.text_input(key="beat_user").input("Bob").run()
     assert at.selectbox(key="beat_val_pick").value == a.id
     assert "14 October 1871" not in "\n".join(t.value for t in at.text)  # answer not revealed
+    at.radio(key="beat_val_span_mode").set_value("Answer text").run()
     at.text_input(key="beat_val_answer_text").input("October 1871").run()
     at.button(key="beat_val_submit").click().run()
     assert not at.exception
@@ -160,6 +162,7 @@ def test_a_disabled_submit_says_what_it_waits_for(beat_env):
     at = _page()
     p = _passage(at)
     word = p.context.split()[0]
+    at.radio(key="beat_span_mode").set_value("Answer text").run()
     at.text_input(key="beat_answer_text").input(word).run()
     assert at.button(key="beat_submit").disabled
     assert any("Write a question to submit it." == c.value for c in at.caption), [c.value for c in at.caption]

@@ -15,28 +15,49 @@ def _page() -> AppTest:
     return at
 
 
+def test_the_page_answers_which_model_for_german():
+    """Issue 43: best per language on top, then one row per model for a chosen language, best first,
+    with "—" (never "None") where a card holds no figure."""
+    at = _page()
+    best = at.table[0].value.set_index("language")
+    assert best.loc["German (de)", "best model"] == "e5-qa-multi" and best.loc["German (de)", "F1"] == "66.2"
+    assert best.loc["English (en)", "best model"] == "mpnet-squad-v2" and best.loc["English (en)", "F1"] == "85.2"
+    assert best.loc["Chinese (zh)", "ticked by default"] == "e5-qa-multi, mpnet-cmrc-zh, minilm-cmrc-zh-v2"
+    at.selectbox(key="models_lang").set_value("de").run()
+    assert not at.exception
+    board = at.dataframe[0].value
+    assert list(board["model"])[:3] == ["e5-qa-multi", "mpnet-mlqa-de", "minilm-mlqa-de"]
+    assert list(board["XQuAD-de F1"])[:3] == ["66.2", "47.1", "32.0"]   # the cards: 66.24, 47.14, 32.01
+    assert list(board["trained for de"])[:4] == ["yes", "yes", "yes", "no"]
+    assert list(board["ticked by default"])[:4] == ["yes", "yes", "yes", "no"]
+    cells = [str(v) for col in board.columns for v in board[col]]   # what the browser shows
+    assert board.loc[0, "ms / question (CPU)"] == "—"   # e5-qa-multi: measured on a GPU only
+    assert "None" not in cells and "nan" not in cells
+    assert "⬇ CSV (German)" in [b.label for b in at.get("download_button")]
+
+
 def test_shipped_registry_and_measured_figures_from_the_cards():
     at = _page()
-    reg = at.dataframe[0].value
+    reg = at.dataframe[1].value
     assert list(reg["model"]) == [m.name for m in registry.load_registry()]
     status = dict(zip(reg["model"], reg["status"]))
     assert status["minilm-squad"] == "installed"
     assert status["mpnet-squad-lora"] == "installed (LoRA adapter)"
     assert status["roberta-base-squad2 (hub)"] == "hub (needs internet on first load)"
     ticked = dict(zip(reg["model"], reg["ticked by default"]))
-    assert ticked["minilm-squad"] and not ticked["mpnet-squad-lora"] and not ticked["minilm-cmrc-zh"]
+    assert ticked["mpnet-squad-v2"] and not ticked["minilm-squad"] and not ticked["mpnet-squad-lora"]
 
     # The F1 matrix holds exactly what the cards hold; a model never run on a set has no value.
-    f1 = at.dataframe[1].value
+    f1 = at.dataframe[2].value   # models as rows, data sets as columns
     card = registry.get_entry("minilm-squad").model_card()["evaluations"]
-    assert f1.loc["xquad/xquad.en", "minilm-squad"] == card["xquad/xquad.en"]["f1"] == 71.2
-    assert f1.loc["xquad/xquad.en", "mpnet-squad-lora"] == 80.93
-    assert f1.loc["train/cmrc2018/cmrc2018_dev", "minilm-cmrc-zh"] == 47.32   # a card key given as a path
-    assert f1["minilm-cmrc-zh"].isna()["noiseqa/Synthetic/xquad-keyboard-synthetic"]
-    assert "roberta-base-squad2 (hub)" not in f1.columns   # no card, no figures
+    assert f1.loc["minilm-squad", "xquad/xquad.en"] == f"{card['xquad/xquad.en']['f1']:.1f}" == "71.2"
+    assert f1.loc["mpnet-squad-lora", "xquad/xquad.en"] == "80.9"
+    assert f1.loc["minilm-cmrc-zh", "train/cmrc2018/cmrc2018_dev"] == "47.3"   # a card key given as a path
+    assert f1.loc["minilm-cmrc-zh", "noiseqa/Synthetic/xquad-keyboard-synthetic"] == "—"
+    assert "roberta-base-squad2 (hub)" not in f1.index   # no card, no figures
 
     at.radio(key="models_metric").set_value("exact_match").run()
-    assert at.dataframe[1].value.loc["xquad/xquad.en", "minilm-squad"] == 56.97
+    assert at.dataframe[2].value.loc["minilm-squad", "xquad/xquad.en"] == "57.0"   # 56.97
     labels = [b.label for b in at.get("download_button")]
     for expected in ("⬇ CSV", "⬇ CSV (EM matrix)", "⬇ CSV (full table)", "⬇ JSON (full table)", "⬇ model_card.json"):
         assert expected in labels, labels
@@ -54,7 +75,7 @@ def test_model_without_card_malformed_card_and_bad_registry(monkeypatch, tmp_pat
                    f'[[model]]\nname = "tiny-bad-card"\npath = "{bad}"\n')
     monkeypatch.setenv("QAX_MODELS_TOML", str(reg))
     at = _page()
-    assert list(at.dataframe[0].value["model"]) == ["tiny", "tiny-bad-card"]
+    assert list(at.dataframe[1].value["model"]) == ["tiny", "tiny-bad-card"]
     assert any("tiny-bad-card: its model card cannot be read" in shown(w.value) for w in at.warning)
     assert any("No model card holds measured figures yet" in i.value for i in at.info)
 
@@ -76,8 +97,8 @@ def test_card_figures_reach_the_matrix(monkeypatch, tmp_path, tiny_qa_dir):
     reg.write_text(f'[[model]]\nname = "m"\npath = "{d}"\n')
     monkeypatch.setenv("QAX_MODELS_TOML", str(reg))
     at = _page()
-    assert at.dataframe[1].value.loc["demo.en", "m"] == 62.5
-    assert at.dataframe[2].value.to_dict("records")[0]["n"] == 12
+    assert at.dataframe[2].value.loc["m", "demo.en"] == "62.5"
+    assert at.dataframe[3].value.to_dict("records")[0]["n"] == 12
     card_md = [m.value for m in at.markdown if m.value.startswith("# m")]
     assert card_md and "| demo\\.en | en | 12 | 50.0 | 62.5 |" in card_md[0]
     # the card's text is data: its HTML and Markdown are escaped, the table stays a table

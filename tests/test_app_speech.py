@@ -49,7 +49,7 @@ def texts(at) -> list[str]:
 def test_spoken_question_is_transcribed_compared_and_answered(tiny_env, question_wav):
     at = ask_with_pasted_context()
     at.text_input(key="ask_reference").input("What is the capital of France?").run()
-    at.audio_input(key="ask_audio").set_value(("question.wav", question_wav, "audio/wav")).run()
+    at.audio_input(key="ask_audio_0").set_value(("question.wav", question_wav, "audio/wav")).run()
     assert not at.exception
     # Whisper is the default recogniser; its transcript became the question.
     assert at.text_area(key="ask_question").value == SPOKEN
@@ -68,6 +68,27 @@ def test_spoken_question_is_transcribed_compared_and_answered(tiny_env, question
     assert at.session_state["ask_result"]["question"] == SPOKEN
 
 
+def test_switching_item_clears_the_recording_and_its_transcripts(tiny_env, question_wav):
+    """Issue 43: after a switch to another item, the speech panel no longer shows the last
+    recording, its transcripts or what the speaker meant; the recorder is a fresh one."""
+    at = AppTest.from_file("../app.py", default_timeout=180).run()
+    at.text_input(key="ask_reference").input("What is the capital of France?").run()
+    at.audio_input(key="ask_audio_0").set_value(("question.wav", question_wav, "audio/wav")).run()
+    assert not at.exception
+    assert list(at.dataframe[0].value["transcript"]) == [SPOKEN, SPOKEN]
+    assert len(at.get("audio")) == 1 and at.session_state["ask_speech"] is not None
+    at.number_input(key="ask_item").set_value(1).run()
+    assert not at.exception
+    assert "ask_speech" not in at.session_state and "ask_latest_take" not in at.session_state
+    assert not at.get("audio")                                     # no playback of the old take
+    assert not [d for d in at.dataframe if "transcript" in d.value.columns]   # no transcripts
+    assert at.audio_input(key="ask_audio_1").value is None         # a fresh recorder
+    assert at.text_input(key="ask_reference").value == ""
+    assert at.text_area(key="ask_question").value != SPOKEN        # the new item's own question
+    at.number_input(key="ask_item").set_value(2).run()             # nothing recorded: nothing to clear
+    assert at.audio_input(key="ask_audio_1").value is None
+
+
 @pytest.mark.parametrize("payload, message", [
     (b"RIFF\x24\x00\x00\x00WAVEfmt garbage that is not a wave file", "not a readable audio file"),
     (to_wav_bytes(np.zeros(16000, dtype=np.float32), 16000), "is silent"),
@@ -75,7 +96,7 @@ def test_spoken_question_is_transcribed_compared_and_answered(tiny_env, question
 ])
 def test_bad_recordings_get_a_clear_message(tiny_env, payload, message):
     at = ask_with_pasted_context("what is the capital of france ?")
-    at.audio_input(key="ask_audio").set_value(("question.wav", payload, "audio/wav")).run()
+    at.audio_input(key="ask_audio_0").set_value(("question.wav", payload, "audio/wav")).run()
     assert not at.exception
     errors = [e.value for e in at.error]
     assert any(e.startswith("The recording cannot be used:") and message in e for e in errors), errors
@@ -89,7 +110,7 @@ def test_a_recording_without_words_keeps_the_typed_question(tiny_env):
     t = np.arange(2 * 16000) / 16000
     tone = to_wav_bytes((0.3 * np.sin(2 * np.pi * 440 * t)).astype(np.float32), 16000)
     at = ask_with_pasted_context("what is the capital of france ?")
-    at.audio_input(key="ask_audio").set_value(("tone.wav", tone, "audio/wav")).run()
+    at.audio_input(key="ask_audio_0").set_value(("tone.wav", tone, "audio/wav")).run()
     assert not at.exception
     assert list(at.dataframe[0].value["transcript"]) == ["", ""]
     assert at.text_area(key="ask_question").value == "what is the capital of france ?"   # untouched

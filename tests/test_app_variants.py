@@ -79,14 +79,14 @@ def test_variants_table_rows_texts_and_changed_answers(tiny_env):
     shown_df, df = df, pd.DataFrame(at.session_state["var_result"]["table"])
     for model in ("tiny-a", "tiny-b"):
         assert list(shown_df[model]) == [
-            f"{m} {a or '∅'}".strip() + f" · F1 {f:.0f}"
+            (f"{m}: {a or '∅'}" if m else a or "∅") + f" · F1 {f:.0f}"
             for m, a, f in zip(df[f"{model}: changed"], df[f"{model}: answer"], df[f"{model}: F1"])]
         answers = list(df[f"{model}: answer"])
         marks = list(df[f"{model}: changed"])
         assert marks[0] == ""
-        assert marks[1:] == ["✓" if predictions_differ(answers[0], a) else "✗" for a in answers[1:]]
+        assert marks[1:] == ["changed" if predictions_differ(answers[0], a) else "same" for a in answers[1:]]
         # keyboard_Q r0 left the question as it was: the same model must give the same answer
-        assert marks[2] == "✗"
+        assert marks[2] == "same"
         assert df[f"{model}: EM"].notna().all() and df[f"{model}: F1"].notna().all()
     assert list(df["tiny-a: answer"]) == list(df["tiny-b: answer"])  # same weights, same answers
 

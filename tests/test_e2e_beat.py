@@ -29,23 +29,36 @@ def test_browser_plays_beat_the_ai(tiny_registry, tmp_path):
         page.get_by_role("link", name="Beat the AI").click()
         page.get_by_role("heading", name="Beat the AI").wait_for(timeout=180_000)
 
-        context = page.locator("div.qax-context").first
-        context.wait_for(timeout=60_000)
-        answer = re.search(r"[A-Za-z]{5,}", context.inner_text()).group(0)
+        # The passage comes first: the answer is selected in it with the mouse (issue 43)
+        passage = page.locator(".qax-pick").first
+        passage.wait_for(timeout=60_000)
+        text = passage.inner_text()
+        found = re.search(r"[A-Za-z]{5,}", text)
+        answer, start = found.group(0), found.start()
+        # the word's place on screen, then a real drag across it
+        box = passage.evaluate("""(el, [a, b]) => {
+            const r = document.createRange(); const node = el.firstChild;
+            r.setStart(node, a); r.setEnd(node, b);
+            const q = r.getBoundingClientRect(); return {x: q.x, y: q.y, w: q.width, h: q.height};
+        }""", [start, start + len(answer)])
+        page.mouse.move(box["x"] + 1, box["y"] + box["h"] / 2)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["w"] / 2, box["y"] + box["h"] / 2, steps=5)
+        page.mouse.move(box["x"] + box["w"] - 1, box["y"] + box["h"] / 2, steps=5)
+        page.mouse.up()
+        # the selected span comes back as character offsets, and stays marked in the passage
+        page.get_by_text(f"characters {start}–{start + len(answer)}").wait_for(timeout=60_000)
+        assert passage.locator("mark").inner_text() == answer
 
+        page.get_by_role("tab", name="Setup: name, data set, models").click()   # name, models, rules
         name = page.get_by_role("textbox", name="Your name")
         name.fill("Tess")
         name.press("Enter")
+        page.get_by_role("tab", name="Play").click()
         question = page.get_by_role("textbox", name="Your question")
         question.fill(QUESTION)
         question.press("Control+Enter")
-        box = page.get_by_role("textbox", name="Answer text (copy it from the passage)")
-        box.fill(answer)
-        box.press("Enter")
-        # The marked answer is highlighted in the passage before submitting.
-        preview = page.locator('div.qax-context mark[title="your answer"]').first
-        preview.wait_for(timeout=60_000)
-        assert preview.inner_text() == answer
+        page.get_by_text("playing against tiny-a, tiny-b").first.wait_for(timeout=60_000)
 
         page.get_by_role("button", name="Submit to the AI").click()
         verdict = page.get_by_text(re.compile(r"You beat the AI|The AI wins")).first

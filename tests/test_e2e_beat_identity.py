@@ -22,6 +22,7 @@ NOTE = "Names are not authentication"
 
 def _open_beat(page, url):
     page.goto(url + "/beat_the_ai")
+    page.get_by_role("tab", name="Setup: name, data set, models").click(timeout=180_000)   # the name is set up there
     page.get_by_text(NOTE).wait_for(timeout=180_000)
 
 
@@ -37,6 +38,7 @@ def _snippets(page) -> int:
 
 
 def _validate_as(page, name: str) -> None:
+    page.get_by_role("tab", name="Setup: name, data set, models").click()
     box = page.get_by_role("textbox", name="Your name")
     box.fill(name)
     box.press("Enter")
@@ -67,6 +69,7 @@ def test_browser_token_persists_and_guards_self_validation(tmp_path):
                                  browser=token)
 
         page.reload()
+        page.get_by_role("tab", name="Setup: name, data set, models").click(timeout=180_000)
         page.get_by_text(NOTE).wait_for(timeout=180_000)
         time.sleep(2)
         assert [c["value"] for c in mine.cookies() if c["name"] == identity.TOKEN_COOKIE] == [token]

@@ -172,6 +172,7 @@ def test_hostile_text_causes_no_request_on_any_page(counting_server, tiny_regist
         # disagreements list (tabs are all in the page; an <img> in a hidden tab still loads).
         page.get_by_role("link", name="Beat the AI").click()
         page.get_by_role("heading", name="Beat the AI").wait_for(timeout=60_000)
+        page.get_by_role("tab", name="Setup: name, data set, models").click()   # data set and name
         _choose(page, "Dataset", "upload:evil.json")
         name = page.get_by_role("textbox", name="Your name")
         name.fill("walter")

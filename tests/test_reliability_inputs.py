@@ -227,7 +227,7 @@ def test_the_ask_page_says_why_a_recording_is_refused(beat_env, payload, message
     at.radio(key="ask_source").set_value("Paste a context").run()
     at.text_area(key="ask_context").input("paris is the capital of france .").run()
     at.text_area(key="ask_question").input("what is the capital ?").run()
-    at.audio_input(key="ask_audio").set_value(("q.wav", payload, "audio/wav")).run()
+    at.audio_input(key="ask_audio_0").set_value(("q.wav", payload, "audio/wav")).run()
     assert not at.exception
     errors = [shown(e.value) for e in at.error]
     assert any(e.startswith("The recording cannot be used: the recording ") and message in e

@@ -175,8 +175,8 @@ def test_results_table_marks_changes_and_scores_against_gold():
 
     predictions = {"m": [sp("Ann", 0), sp("ann", 0), sp("1871", 16)], "n": [Prediction(), sp("Ann", 0), Prediction()]}
     table = results_table(rows, predictions, "en")
-    assert [t["m: changed"] for t in table] == ["", "✗", "✓"]   # "ann" == "Ann" after normalisation
-    assert [t["n: changed"] for t in table] == ["", "✓", "✗"]   # no answer both times: same
+    assert [t["m: changed"] for t in table] == ["", "same", "changed"]   # "ann" == "Ann" after normalisation
+    assert [t["n: changed"] for t in table] == ["", "changed", "same"]   # no answer both times: same
     assert [(t["m: EM"], t["m: F1"]) for t in table] == [(100.0, 100.0), (100.0, 100.0), (0.0, 0.0)]
     assert [t["variant (edits marked)"] for t in table] == [
         "Who built it?", "W⟦ho→HO⟧ ⟦built→BUILT⟧ ⟦it→IT⟧?", "Who built⟦− it⟧?"]

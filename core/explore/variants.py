@@ -38,7 +38,8 @@ from core.perturb.spec import PerturbationSpec, rng_for
 from core.types import Prediction, QAExample
 
 ORIGINAL = "original"
-CHANGED_MARK, SAME_MARK = "✓", "✗"   # ✓: the answer differs from the answer to the original
+# words, not ✓/✗: a tick next to an answer reads as "correct", not as "the answer changed"
+CHANGED_MARK, SAME_MARK = "changed", "same"   # the answer differs from / equals the answer to the original
 OPEN, CLOSE = "⟦", "⟧"
 ELLIPSIS = "…"
 MAX_REPEATS = 100
@@ -363,8 +364,8 @@ def results_table(
 ) -> list[dict[str, Any]]:
     """One dict per row (keys are the table's column names; see the module docstring).
 
-    Per model ``m``: ``"m: answer"``, ``"m: changed"`` (✓ differs from the answer to the original,
-    ✗ same, empty for the original row), ``"m: EM"`` / ``"m: F1"`` in percent (None without gold).
+    Per model ``m``: ``"m: answer"``, ``"m: changed"`` ("changed": differs from the answer to the
+    original, "same", empty for the original row), ``"m: EM"`` / ``"m: F1"`` in percent (None without gold).
     """
     if not rows or rows[0].perturbation != ORIGINAL:
         raise ValueError("results_table needs the original example as its first row")
@@ -412,9 +413,9 @@ def compact_table(table: Sequence[Mapping[str, Any]], models: Sequence[str]) -> 
     three models fit on screen; :func:`results_table` keeps every column for the CSV.
 
     >>> row = {"#": 1, "perturbation": "TUQ", "params": "", "variant (edits marked)": "WHO?",
-    ...        "m: answer": "Paris", "m: changed": "✓", "m: EM": 0.0, "m: F1": 66.7, "WER %": 0.0}
+    ...        "m: answer": "Paris", "m: changed": "changed", "m: EM": 0.0, "m: F1": 66.7, "WER %": 0.0}
     >>> compact_table([row], ["m"])  # doctest: +NORMALIZE_WHITESPACE
-    [{'#': 1, 'perturbation': 'TUQ', 'variant (edits marked)': 'WHO?', 'm': '✓ Paris · F1 67', 'params': '',
+    [{'#': 1, 'perturbation': 'TUQ', 'variant (edits marked)': 'WHO?', 'm': 'changed: Paris · F1 67', 'params': '',
     'WER %': 0.0}]
     """
     out = []
@@ -425,7 +426,7 @@ def compact_table(table: Sequence[Mapping[str, Any]], models: Sequence[str]) -> 
             answer = r.get(f"{m}: answer") or "∅"
             mark = r.get(f"{m}: changed") or ""
             f1 = r.get(f"{m}: F1")
-            record[m] = f"{mark} {answer}".strip() + ("" if f1 is None else f" · F1 {f1:.0f}")
+            record[m] = (f"{mark}: {answer}" if mark else answer) + ("" if f1 is None else f" · F1 {f1:.0f}")
         # then the edit statistics and full texts, as in the full table
         record.update({k: v for k, v in r.items() if k not in record and not any(
             k.startswith(f"{m}: ") for m in models)})

@@ -217,17 +217,124 @@ def installed_models(path: Path | None = None) -> list[ModelEntry]:
     return [m for m in load_registry(path) if m.is_installed()]
 
 
-def default_choice(installed: list[ModelEntry]) -> list[str]:
-    """The models a picker ticks until the user chooses: the installed English ones whose entry does
-    not say ``preselect = false`` (the app's questions start in English; a model for another
-    language, or one too slow on CPU, is one click away), or every installed one if none qualifies.
+# Ask's warm answer, all ticked models together, on the project's 2-core CPU (issue 43)
+ASK_BUDGET_MS = 500.0
+# Answer cards wrap three to a row in a narrow window: more ticked models is a second row
+MAX_DEFAULT_MODELS = 3
+# What a model whose card measured no CPU time is charged against the budget: more than MPNet-base
+# at fp32 (about 200 ms an XQuAD question). e5-qa-multi (12 layers, 384 wide, torch) answered a
+# demo.zh question in about 600 ms warm on the shared, loaded 2-core CPU where mpnet-cmrc-zh's int8
+# took about 180 ms (60 ms on its card): about 200 ms unloaded.
+UNMEASURED_MS = 250.0
+
+
+def headline_f1(entry: ModelEntry, lang: str) -> float | None:
+    """The model card's measured F1 on XQuAD in ``lang`` (``xquad/xquad.<lang>``), else None."""
+    try:
+        card = entry.model_card() or {}
+    except (OSError, ValueError):
+        return None
+    ev = (card.get("evaluations") or {}).get(f"xquad/xquad.{lang}") if isinstance(card, dict) else None
+    f1 = ev.get("f1") if isinstance(ev, dict) else None
+    return float(f1) if isinstance(f1, (int, float)) else None
+
+
+def cpu_ms_per_question(entry: ModelEntry, lang: str | None = None) -> float | None:
+    """Milliseconds per question on the CPU with the model's default backend, from its card:
+    the backend comparison's figure for the default backend, else a CPU evaluation (in ``lang``
+    when there is one), else None (measured on a GPU only, or no card)."""
+    try:
+        card = entry.model_card() or {}
+    except (OSError, ValueError):
+        return None
+    if not isinstance(card, dict):
+        return None
+    measured = ((card.get("backends") or {}).get("backends") or {}).get(entry.default_backend())
+    if isinstance(measured, dict) and isinstance(measured.get("ms_per_question"), (int, float)):
+        return float(measured["ms_per_question"])
+    cpu = {k: v for k, v in (card.get("evaluations") or {}).items()
+           if isinstance(v, dict) and v.get("device") == "cpu" and isinstance(v.get("ms_per_question"), (int, float))}
+    ev = cpu.get(f"xquad/xquad.{lang}") or cpu.get("xquad/xquad.en") or next(iter(cpu.values()), None)
+    return float(ev["ms_per_question"]) if ev else None
+
+
+def base_family(entry: ModelEntry) -> str:
+    """The pretrained encoder a model was fine-tuned from ('minilm', 'mpnet', 'e5', ...), from its
+    entry or its card's base package; a model of unknown origin is its own family."""
+    from core.qa.bases import BASE_PACKAGES
+
+    if entry.base:
+        return entry.base
+    try:
+        card = entry.model_card() or {}
+    except (OSError, ValueError):
+        card = {}
+    package = (card.get("base") or {}).get("package") if isinstance(card, dict) else None
+    by_package = {v: k for k, v in BASE_PACKAGES.items()}
+    return by_package.get(package, package) if package else f"model:{entry.name}"
+
+
+def choose_by_measurement(rows: list[tuple[str, str, float | None, float | None]],
+                          budget_ms: float = ASK_BUDGET_MS, limit: int = MAX_DEFAULT_MODELS) -> list[str]:
+    """The rule behind every picker's default: ``rows`` are (name, base family, F1, CPU ms per
+    question) in registry order. Best measured F1 first (unmeasured models after, in registry
+    order), one model per base family (a fine-tune and its older sibling on the same encoder
+    answer alike: a second card shows less than another encoder does), while the ticked models'
+    summed time stays within ``budget_ms`` (an unmeasured time counts :data:`UNMEASURED_MS`), at
+    most ``limit`` models.
+
+    >>> rows = [("small", "minilm", 71.2, 9.3), ("small-v2", "minilm", 76.1, 8.9),
+    ...         ("big", "mpnet", 85.2, 37.6), ("multi", "e5", 78.1, None), ("new", "x", None, 5.0)]
+    >>> choose_by_measurement(rows)
+    ['big', 'multi', 'small-v2']
+    >>> choose_by_measurement(rows, budget_ms=100)     # multi's unmeasured 250 ms does not fit
+    ['big', 'small-v2', 'new']
+    >>> choose_by_measurement(rows, limit=1), choose_by_measurement([("a", "a", None, None)])
+    (['big'], ['a'])
+    """
+    order = sorted(range(len(rows)), key=lambda i: (rows[i][2] is None, -(rows[i][2] or 0.0), i))
+    chosen, families, spent = [], set(), 0.0
+    for i in order:
+        name, family, _, ms = rows[i]
+        cost = UNMEASURED_MS if ms is None else ms
+        if len(chosen) >= limit:
+            break
+        if family in families or spent + cost > budget_ms:
+            continue
+        chosen.append(name)
+        families.add(family)
+        spent += cost
+    return chosen
+
+
+def models_for_language(lang: str | None, installed: list[ModelEntry], budget_ms: float = ASK_BUDGET_MS,
+                        limit: int = MAX_DEFAULT_MODELS) -> list[str]:
+    """The models a picker ticks for an item in ``lang`` until the user chooses: among the
+    installed models trained for ``lang`` (whose entry does not say ``preselect = false``), the
+    best by their cards' XQuAD F1 in that language within Ask's time budget
+    (:func:`choose_by_measurement`). A language no model is trained for gets the English
+    choice; no English model either: every installed one.
 
     >>> en, zh = ModelEntry("a", path="x"), ModelEntry("b", path="y", languages=("zh",))
     >>> slow = ModelEntry("c", path="z", preselect=False)
-    >>> default_choice([en, zh, slow]), default_choice([zh])
+    >>> models_for_language("en", [en, zh, slow]), models_for_language("zh", [en, zh, slow])
+    (['a'], ['b'])
+    >>> models_for_language("th", [en, zh]), models_for_language("en", [zh])
     (['a'], ['b'])
     """
-    return [m.name for m in installed if "en" in m.languages and m.preselect] or [m.name for m in installed]
+    lang = lang or "en"
+    fits = [m for m in installed if lang in m.languages and m.preselect]
+    if not fits:
+        if lang != "en":
+            return models_for_language("en", installed, budget_ms, limit)
+        return [m.name for m in installed]
+    rows = [(m.name, base_family(m), headline_f1(m, lang), cpu_ms_per_question(m, lang)) for m in fits]
+    return choose_by_measurement(rows, budget_ms, limit)
+
+
+def default_choice(installed: list[ModelEntry]) -> list[str]:
+    """The English default (:func:`models_for_language` for 'en'): the app's first item is English."""
+    return models_for_language("en", installed)
 
 
 def get_entry(name: str, path: Path | None = None) -> ModelEntry:
