@@ -95,3 +95,10 @@ def model_entries():
     except registry.ModelLoadError as e:
         return [], [], str(e)
     return [m for m in entries if m.is_installed()], entries, None
+
+
+def multilingual_models() -> list[str]:
+    """The installed models registered for more than one language, for the views that compare
+    languages (a registry error leaves none)."""
+    installed, _, _ = model_entries()
+    return [m.name for m in installed if len(m.languages) > 1]

@@ -39,18 +39,20 @@ def stored_results() -> dict[str, list[dict]]:
 
 
 def route_table(rows: list[dict]) -> pd.DataFrame:
-    """One row per language: each route's F1 and interval, and native - translate."""
+    """One row per language, for reading: each route's F1 with its interval, and the paired
+    differences; "—" where a route did not run (the CSV keeps the numbers, routes.csv_rows)."""
     out = []
     for r in rows:
         line = {"language": r["lang"], "questions": r["n"]}
         for route in routes.ROUTES:
             v = r["routes"].get(route)
-            line[f"{route} F1"] = v["f1"] if v else None
-            line[f"{route} 95% CI"] = f"{v['ci95'][0]:.1f} to {v['ci95'][1]:.1f}" if v else "—"
-        for d in r["differences"]:
-            line[f"{d['b']} − {d['a']}"] = f"{d['difference']:+.1f} ({d['ci95'][0]:+.1f} to {d['ci95'][1]:+.1f})"
-        if r.get("translate_missing"):
-            line["note"] = r["translate_missing"]
+            line[routes.ROUTE_LABELS[route]] = f"{v['f1']:.1f} ({v['ci95'][0]:.1f}–{v['ci95'][1]:.1f})" if v else "—"
+        found = {(d["a"], d["b"]): d for d in r["differences"]}
+        for a, b in routes.PAIRS:
+            d = found.get((a, b))
+            line[f"{b} − {a}"] = (f"{d['difference']:+.1f} ({d['ci95'][0]:+.1f} to {d['ci95'][1]:+.1f})"
+                                  if d else "—")
+        line["note"] = r.get("translate_missing", "")
         out.append(line)
     return pd.DataFrame(out)
 
@@ -76,8 +78,8 @@ def render(models: list[str]) -> None:
                "does a question fare better (a) machine-translated to English, (b) asked as it is against the "
                "English passage, or (c) asked against the passage in its own language? Routes (b) and (c) need "
                "a multilingual model; (a) needs an offline translator for the pair (Apertium here has es→en "
-               "only). Store full runs with `python -m core.models.routes --json "
-               f"{md_escape(str(Path('.cache') / 'routes' / 'NAME.json'))}`.")
+               "only). Each F1 has a 95% bootstrap interval, each difference a paired-bootstrap one. "
+               "Store full runs with `python -m core.models.routes --json .cache/routes/NAME.json`.")
     stored = stored_results()
     with st.form("routes_run"):
         cols = st.columns(3)
@@ -98,7 +100,7 @@ def render(models: list[str]) -> None:
                          f"{', '.join(sorted({r.get('english_model', '?') for r in rows}))}."))
     table = route_table(rows)
     st.dataframe(table, hide_index=True, width="stretch")
-    csv_download(table, file_stem("routes", Path(name).stem), "routes_csv")
+    csv_download(pd.DataFrame(routes.csv_rows(rows)), file_stem("routes", Path(name).stem), "routes_csv")
     fig = route_figure(rows)
     st.plotly_chart(fig, width="stretch")
     figure_downloads(fig, file_stem("routes", Path(name).stem), "routes_fig")

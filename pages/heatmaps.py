@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import error_views, paper_views, persist
+from components import error_views, loaders, paper_views, persist, route_view
 from components.cell_drill import cell_examples
 from components.choice import keep_valid
 from components.demo_sweep import offer_demo_sweep
@@ -112,7 +112,8 @@ has_noise = any(views.interface_of(c.perturbation, c.family) for c in cells)
 has_repair = any("repair_Q" in c.perturbation for c in cells)
 tab_names = (["Heatmap"] + (["Model vs model"] if len(sweep["models"]) >= 2 else [])
              + (["Penalty by n"] if has_n else []) + (["NoiseQA"] if has_noise else [])
-             + ["DuReader-robust"] + (["Repair"] if has_repair else []) + ["Slices & calibration"])
+             + ["DuReader-robust"] + (["Repair"] if has_repair else []) + ["Slices & calibration"]
+             + ["Translate or answer?"])
 tabs = dict(zip(tab_names, st.tabs(tab_names)))
 
 # -------------------------------------------------------------------------------------------- heatmap
@@ -217,3 +218,8 @@ if "Repair" in tabs:
 with tabs["Slices & calibration"]:
     error_views.slices_section(db_path, sweep_id, version, stem, sweep["models"])
     error_views.calibration_section(db_path, sweep_id, version, stem)
+
+# ------------------------------------------------------------- translate or answer in the language?
+# Not a view of this sweep: XQuAD's parallel questions by route (components.route_view).
+with tabs["Translate or answer?"]:
+    route_view.render(loaders.multilingual_models())

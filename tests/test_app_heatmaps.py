@@ -465,3 +465,25 @@ def test_cell_of_an_incomplete_sweep_says_its_rows_are_not_stored_yet(tmp_path, 
     said = [i.value for i in at.info]
     assert not any("applied to no example" in s for s in said), said
     assert any("not stored yet" in s for s in said), said
+
+
+def test_page_translate_or_answer_tab_reads_stored_route_comparisons(sweep_db, tmp_path, monkeypatch):
+    """The three-route comparison (core.models.routes) stored under the cache's routes/ folder is
+    shown per language, "—" where a route did not run, with its CSV in numbers."""
+    from core.models import routes
+
+    monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "routes").mkdir(parents=True)
+    es = routes.summarise("es", {"translate": [0.0, 1.0, 1.0, 1.0], "cross": [1.0, 1.0, 0.0, 1.0],
+                                 "native": [1.0, 1.0, 1.0, 1.0]})
+    de = routes.summarise("de", {"cross": [1.0, 0.0], "native": [0.5, 0.5]}) | {"translate_missing": "no de->en pair"}
+    rows = [r | {"model": "e5-qa-multi", "english_model": "e5-qa-multi"} for r in (es, de)]
+    (tmp_path / "cache" / "routes" / "run.json").write_text(json.dumps(rows))
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not at.exception, at.exception
+    table = next(df.value for df in at.dataframe if "language" in df.value.columns)
+    assert list(table["language"]) == ["es", "de"]
+    assert table[routes.ROUTE_LABELS["translate"]].tolist()[1] == "—"
+    assert table[routes.ROUTE_LABELS["native"]].tolist()[0] == "100.0 (100.0–100.0)"
+    assert table["native − translate"].tolist()[0].startswith("+25.0")
+    assert table["note"].tolist() == ["", "no de->en pair"]

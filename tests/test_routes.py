@@ -81,6 +81,7 @@ def test_stored_results_table_reads_cli_rows(tmp_path, monkeypatch):
     stored = route_view.stored_results()
     assert list(stored) == ["a.json"]
     table = route_view.route_table(stored["a.json"])
-    assert table.loc[0, "translate F1"] == 50.0 and table.loc[0, "native F1"] == 100.0
-    assert table.loc[0, "cross 95% CI"] == "—"
+    assert table.loc[0, routes.ROUTE_LABELS["native"]] == "100.0 (100.0–100.0)"
+    assert table.loc[0, routes.ROUTE_LABELS["translate"]].startswith("50.0 (")
+    assert table.loc[0, routes.ROUTE_LABELS["cross"]] == "—" and table.loc[0, "cross − translate"] == "—"
     assert table.loc[0, "native − translate"].startswith("+50.0")
