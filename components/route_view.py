@@ -24,17 +24,20 @@ def results_dir() -> Path:
 
 
 def stored_results() -> dict[str, list[dict]]:
-    """{file name: rows} of the results in the cache's routes/ folder (the CLI's --json, or runs
-    made on this page); unreadable files are left out."""
+    """{label: rows} of the comparisons in the cache's routes/ folder (the CLI's --json, or runs
+    made on this page), then those shipped in assets/routes/ (measured for the docs, marked
+    "bundled"); unreadable files are left out."""
+    from core.config import repo_root
+
     out = {}
-    folder = results_dir()
-    for f in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            rows = json.loads(f.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(rows, list) and all(isinstance(r, dict) and "routes" in r for r in rows):
-            out[f.name] = rows
+    for folder, mark in ((results_dir(), ""), (repo_root() / "assets" / "routes", " (bundled)")):
+        for f in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            try:
+                rows = json.loads(f.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(rows, list) and rows and all(isinstance(r, dict) and "routes" in r for r in rows):
+                out.setdefault(f.name + mark, rows)
     return out
 
 

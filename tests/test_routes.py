@@ -79,7 +79,8 @@ def test_stored_results_table_reads_cli_rows(tmp_path, monkeypatch):
     (tmp_path / "routes" / "a.json").write_text(json.dumps([row | {"model": "m", "english_model": "m"}]))
     (tmp_path / "routes" / "broken.json").write_text("{")
     stored = route_view.stored_results()
-    assert list(stored) == ["a.json"]
+    assert list(stored)[0] == "a.json" and "broken.json" not in stored
+    assert all(name.endswith(" (bundled)") for name in list(stored)[1:])
     table = route_view.route_table(stored["a.json"])
     assert table.loc[0, routes.ROUTE_LABELS["native"]] == "100.0 (100.0–100.0)"
     assert table.loc[0, routes.ROUTE_LABELS["translate"]].startswith("50.0 (")
