@@ -158,3 +158,36 @@ def statistics_tab(store: BeatStore, ds) -> None:
                      title="Model-fooling rate per model (all attempts)",
                      hover_data=["attempts", "fooled"])
         chart_with_csv(fig, fool, "fooling_rate")
+
+
+def leaderboard_tab(store: BeatStore) -> None:
+    """Rounds (a model set and the dates it was played) and, per round, the authors' leaderboard
+    (core.collect.beat_rounds): attempts, validated fooling rate, inter-validator agreement."""
+    from core.collect import beat_rounds
+
+    everything = store.attempts()
+    played = beat_rounds.rounds(everything)
+    if not played:
+        st.info("No attempt yet: the first one opens round 1 (the models in play and the day it was played).")
+        return
+    st.caption("A round is the set of models in play and the days it was played on: each attempt joins the "
+               "round of the models it was submitted against. Validated fooling: no model matched the author's "
+               "answer and a majority of validators gave the same answer. Inter-validator agreement: the share "
+               "of pairs of validators of one question who gave the same answer (or both none), over questions "
+               "with two or more validators.")
+    newest = list(reversed(played))
+    pick = st.selectbox("Round", range(len(newest)), format_func=lambda i: newest[i].label, key="beat_round")
+    chosen = newest[pick]
+    validations: dict[int, list] = {}
+    for v in store.validations():
+        validations.setdefault(v.attempt_id, []).append(v)
+    rows = beat_rounds.leaderboard(chosen.attempts, validations)
+    table = pd.DataFrame(rows)
+    shown = table.copy()
+    for col in ("validated fooling rate", "inter-validator agreement"):
+        shown[col] = ["—" if v is None or pd.isna(v) else f"{100 * v:.0f} %" for v in table[col]]
+    st.dataframe(shown, hide_index=True, width="stretch", key="beat_leaderboard")
+    st.caption(md_escape(f"{count(len(chosen.attempts), 'attempt')} in this round; models in play: "
+                         f"{', '.join(chosen.models)}."))
+    st.download_button("⬇ CSV", csv_bytes(rows), f"beat_the_ai_round_{chosen.number}.csv", "text/csv",
+                       key="beat_leaderboard_csv")

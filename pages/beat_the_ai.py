@@ -16,7 +16,7 @@ import streamlit as st
 
 from components import loaders
 from components.answers import answer_card
-from components.beat_views import attempts_table, collected_tab, statistics_tab
+from components.beat_views import attempts_table, collected_tab, leaderboard_tab, statistics_tab
 from components.browser_id import browser_token
 from components.frame import page_frame
 from components.highlight import Mark, color_for, highlight_html, legend_html
@@ -41,8 +41,8 @@ BROWSER = browser_token()  # the same visitor across reloads: see components/bro
 YOU = "#0072B2"  # the player's own span in previews (models get the palette colours)
 
 # The passage comes first (Play); the setup (name, data set, models, rules) has its own tab.
-tab_play, tab_setup, tab_validate, tab_collected, tab_stats = st.tabs(
-    ["Play", "Setup: name, data set, models", "Validate", "Collected set & export", "Statistics"])
+tab_play, tab_setup, tab_validate, tab_board, tab_collected, tab_stats = st.tabs(
+    ["Play", "Setup: name, data set, models", "Validate", "Leaderboard", "Collected set & export", "Statistics"])
 with tab_setup:
     user = st.text_input("Your name", key="beat_user", max_chars=identity.MAX_NAME_CHARS,
                          help="Stored with your questions; validators must be someone else.")
@@ -218,6 +218,9 @@ with tab_validate:
                     f"{v.answer_text or '(not answerable)'}")
 
 # ---------------------------------------------------------------------------------------------
+with tab_board:
+    leaderboard_tab(store)
+
 with tab_collected:
     collected_tab(store)
 

@@ -169,3 +169,39 @@ def test_a_disabled_submit_says_what_it_waits_for(beat_env):
     at.text_area(key="beat_question").input("What comes first?").run()
     assert not at.button(key="beat_submit").disabled
     assert not any("to submit it" in c.value for c in at.caption)
+
+
+def test_rounds_and_leaderboard(beat_env):
+    """Issue 43: a round is the models in play plus the days played; per round and author the
+    leaderboard shows attempts, the validated fooling rate and the inter-validator agreement.
+    A losing attempt's answer is the tiny model's own real span."""
+    p = beat.passages(demo_dataset("en"))[0]   # "... first lit on 14 October 1871 ..."
+    real = registry.load_engine("tiny-a").answer(QUESTION, p.context, n_best=1).best
+    gold = (112, 127)
+    assert p.context[slice(*gold)] == "14 October 1871"
+    with beat_store.BeatStore(beat_env) as store:
+        # round 1: tiny-a alone; Alice fools it once (no answer; two validators agree), loses once
+        a1 = store.record_attempt(p, "On which date was the lamp first lit?", gold, {"tiny-a": None},
+                                  user="Alice", session="s1", now="2026-11-20T10:00:00")
+        a2 = store.record_attempt(p, QUESTION, (real.start, real.end), {"tiny-a": real}, user="alice ",
+                                  session="s1", now="2026-11-21T10:00:00")
+        for who in ("Bob", "Cy"):
+            store.record_validation(a1.id, who, gold, session=who)
+        # round 2: tiny-a and tiny-b; Bob fools both, his validators disagree with each other
+        b1 = store.record_attempt(p, "When did the keeper start?", gold, {"tiny-a": None, "tiny-b": None},
+                                  user="Bob", session="s2", now="2026-11-22T09:00:00")
+        store.record_validation(b1.id, "Alice", None, session="a")
+        store.record_validation(b1.id, "Cy", gold, session="c")
+    assert a1.human_won and not a2.human_won and b1.human_won
+    at = _page()
+    assert not at.exception
+    labels = at.selectbox(key="beat_round").options   # as shown
+    assert labels == ["Round 2: tiny-a, tiny-b (2026-11-22 – 2026-11-22)",
+                      "Round 1: tiny-a (2026-11-20 – 2026-11-21)"]
+    board = [d.value for d in at.dataframe if "validated fooling rate" in d.value.columns][0]
+    assert board.to_dict("records") == [{"author": "Bob", "attempts": 1, "fooled": 1, "validated fooled": 0,
+                                         "validated fooling rate": "0 %", "inter-validator agreement": "0 %"}]
+    at.selectbox(key="beat_round").set_value(1).run()
+    board = [d.value for d in at.dataframe if "validated fooling rate" in d.value.columns][0]
+    assert board.to_dict("records") == [{"author": "Alice", "attempts": 2, "fooled": 1, "validated fooled": 1,
+                                         "validated fooling rate": "50 %", "inter-validator agreement": "100 %"}]

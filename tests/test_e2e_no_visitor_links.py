@@ -83,6 +83,7 @@ def test_hostile_strings_are_never_links(counting_server, tiny_registry, tmp_pat
 
         page.get_by_role("link", name="Beat the AI").click()
         page.get_by_role("heading", name="Beat the AI").wait_for(timeout=60_000)
+        page.get_by_role("tab", name="Setup: name, data set, models").click()
         name = page.get_by_role("textbox", name="Your name")   # a player's own name, echoed on the page
         name.fill("_www.evil.example")
         name.press("Enter")

@@ -1,0 +1,104 @@
+"""Rounds and leaderboards of Beat the AI, as Dynabench organises its tasks (issue 43).
+
+A round is a set of models in play plus the dates it was played on: every attempt made against
+the same models (the picker's choice when it was submitted) belongs to the same round, which runs
+from its first attempt's day to its last's. Rounds are numbered in the order they started.
+
+Per round and per author (names compared as core.collect.identity.name_key does):
+
+* **attempts**, and **fooled**: attempts where no model matched the author's answer;
+* **validated fooled**: fooled attempts whose validators agreed, by a strict majority, that the
+  passage answers the question with the author's answer (Attempt.answerable): the model was wrong
+  and people agree; **validated fooling rate** = validated fooled / attempts;
+* **inter-validator agreement**: over the author's attempts with two or more validations, the share
+  of pairs of validators who agree with each other (both found no answer, or the word F1 of their
+  answers reaches the agreement threshold the validations were made with); None without such an
+  attempt.
+
+>>> from core.collect.beat import Attempt, ModelVerdict, Validation
+>>> def att(i, user, day, models, won, n_val=0, agree=0):
+...     verdicts = tuple(ModelVerdict(m, "", None, None, 0.0, 0.0, not won) for m in models)
+...     return Attempt(i, f"2026-11-{day}T10:00:00", user, "s", "p", "d", "t", "en", "c", "q", 0, 1, "a",
+...                    0.4, "human" if won else "model", verdicts, n_val, agree)
+>>> atts = [att(1, "Ann", 20, ["m1"], True, 2, 2), att(2, "ann", 21, ["m1"], False),
+...         att(3, "Bob", 22, ["m1", "m2"], True, 1, 0)]
+>>> [(r.number, r.models, r.start, r.end, len(r.attempts)) for r in rounds(atts)]
+[(1, ('m1',), '2026-11-20', '2026-11-21', 2), (2, ('m1', 'm2'), '2026-11-22', '2026-11-22', 1)]
+>>> v = lambda i, who, text: Validation(i, 1, "", who, "s", 0 if text else None, 1 if text else None, text, 1.0,
+...                                     0.4, True)
+>>> rows = leaderboard(rounds(atts)[0].attempts, {1: [v(1, "Cy", "Paris"), v(2, "Di", "Paris")]})
+>>> [(r["author"], r["attempts"], r["fooled"], r["validated fooled"], r["validated fooling rate"],
+...   r["inter-validator agreement"]) for r in rows]
+[('Ann', 2, 1, 1, 0.5, 1.0)]
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+from core.collect.beat import Attempt, Validation, answer_f1
+from core.collect.identity import name_key
+
+__all__ = ["Round", "rounds", "leaderboard", "validator_agreement"]
+
+
+@dataclass
+class Round:
+    number: int
+    models: tuple[str, ...]
+    start: str            # first attempt's day (YYYY-MM-DD)
+    end: str              # last attempt's day
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"Round {self.number}: {', '.join(self.models)} ({self.start} – {self.end})"
+
+
+def rounds(attempts: Sequence[Attempt]) -> list[Round]:
+    """The rounds of ``attempts``, numbered in the order they started."""
+    by_models: dict[tuple[str, ...], list[Attempt]] = {}
+    for a in sorted(attempts, key=lambda a: (a.created_at, a.id)):
+        by_models.setdefault(tuple(sorted(m.model for m in a.models)), []).append(a)
+    out = []
+    for i, (models, atts) in enumerate(by_models.items(), start=1):
+        out.append(Round(i, models, atts[0].created_at[:10], atts[-1].created_at[:10], atts))
+    return out
+
+
+def validator_agreement(validations: Sequence[Validation], lang: str) -> tuple[int, int]:
+    """(agreeing pairs, pairs) among the validators of one attempt."""
+    agree = pairs = 0
+    for a, b in combinations(validations, 2):
+        pairs += 1
+        if not a.answer_text and not b.answer_text:
+            agree += 1
+        elif a.answer_text and b.answer_text:
+            agree += answer_f1(a.answer_text, b.answer_text, lang) >= min(a.threshold, b.threshold)
+    return agree, pairs
+
+
+def leaderboard(attempts: Sequence[Attempt], validations: Mapping[int, Sequence[Validation]]) -> list[dict[str, Any]]:
+    """One row per author of ``attempts`` (a round's), most validated fooled first; ``validations``:
+    attempt id -> its validations."""
+    per: dict[str, dict[str, Any]] = {}
+    for a in attempts:
+        row = per.setdefault(name_key(a.user) or a.user, {
+            "author": a.user, "attempts": 0, "fooled": 0, "validated fooled": 0, "_agree": 0, "_pairs": 0})
+        row["attempts"] += 1
+        row["fooled"] += a.human_won
+        row["validated fooled"] += bool(a.human_won and a.answerable)
+        vs = validations.get(a.id, ())
+        if len(vs) >= 2:
+            agree, pairs = validator_agreement(vs, a.lang)
+            row["_agree"] += agree
+            row["_pairs"] += pairs
+    rows = []
+    for row in per.values():
+        agree, pairs = row.pop("_agree"), row.pop("_pairs")
+        row["validated fooling rate"] = row["validated fooled"] / row["attempts"]
+        row["inter-validator agreement"] = agree / pairs if pairs else None
+        rows.append(row)
+    return sorted(rows, key=lambda r: (-r["validated fooled"], -r["validated fooling rate"], r["author"]))
