@@ -1,9 +1,9 @@
 """A live demo, walked end to end in one Debian Chromium session (issue #26), with the real models.
 
-Ask: pick XQuAD-en item 6, read its passage, answer with the four default models; speak the
+Ask: pick XQuAD-en item 6, read its passage, answer with the default models; speak the
 question through Chromium's fake microphone (a flite TTS WAV) and see it answered at once;
 "Perturb this question" opens Variants on the same item and question; keyboard noise x 3.
-Sweeps: a small sweep (10 questions, keyboard_Q x 3 + TUQ, four models). Heatmaps in a window
+Sweeps: a small sweep (10 questions, keyboard_Q x 3 + TUQ, the default models). Heatmaps in a window
 800 px wide: the heatmap, then a cell's example with every model side by side. Gallery: one
 example opened on Ask. Then the addresses /ask and /no-such-page.
 
@@ -26,13 +26,15 @@ from browser import CHROMIUM, click_settled, launch_chromium, serve_app
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
+from core.qa import registry
 from core.speech import tts
 from core.speech.audio import resample, to_wav_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "artifacts" / "demo_walk"
 ITEM, QUESTION = 6, "Who led the Panthers in sacks?"
-MODELS = ["minilm-squad", "minilm-squad-noise", "minilm-squad-lora", "minilm-squad-v2"]
+# the models Ask ticks for an English item (core.qa.registry.models_for_language: the cards' rule)
+MODELS = registry.models_for_language("en", registry.installed_models())
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs_data("xquad/xquad.en.json")]
 
