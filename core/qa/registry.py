@@ -419,11 +419,12 @@ def load_over_base_model_and_tokenizer(entry: ModelEntry):
         with safe_open(str(base_path / "model.safetensors"), "pt") as f:
             for ours, theirs in from_base.items():
                 state[ours] = f.get_tensor(theirs)
-        model = AutoModelForQuestionAnswering.from_config(AutoConfig.from_pretrained(str(d)))
-        model.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
+        # the config records the fp16 the weights were saved in; on a CPU compute in fp32, as
+        # load_model_and_tokenizer does for full models (fp16 CPU kernels are slower and coarser)
+        dtype = torch.float16 if torch.cuda.is_available() else torch.float32
+        model = AutoModelForQuestionAnswering.from_config(AutoConfig.from_pretrained(str(d)), dtype=dtype)
+        model.load_state_dict(state, strict=True)
         model.eval()
-        if torch.cuda.is_available():
-            model.half()
         tok = AutoTokenizer.from_pretrained(str(base_path))
     except (BaseModelError, OSError, KeyError, ValueError, RuntimeError) as e:
         raise ModelLoadError(f"could not load model {entry.name!r} from {d} over base {entry.base}: {e}") from e
