@@ -72,6 +72,10 @@ def _build_parser() -> argparse.ArgumentParser:
                                                     "clen, overlap or cer (N per cell)")
     ap.add_argument("--calibration", action="store_true", help="with --show: answer scores clean vs perturbed "
                     "and the abstention threshold that keeps 90%% of clean F1")
+    ap.add_argument("--curve", choices=("cer", "wer", "bleu"), help="with --show: F1 against each variant's measured "
+                    "question noise, binned, with 95%% bootstrap bands (seeded by --seed) and each model's break "
+                    "point (F1 below 90%% of clean)")
+    ap.add_argument("--curve-csv", metavar="OUT", help="with --curve: also write the curve's rows as CSV")
     ap.add_argument("--list-perturbations", action="store_true", help="list registered perturbations and exit")
     cli.add_loader_options(ap, pairing=True)
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -126,7 +130,10 @@ def _say_switched(switched: dict[str, str], name: str) -> None:
 def _check_views(args: argparse.Namespace) -> None:
     """The --show views: one at most, and only with --show."""
     views = [flag for flag, on in (("--compare", args.compare), ("--repair", args.repair),
-                                   ("--slice", args.slice), ("--calibration", args.calibration)) if on]
+                                   ("--slice", args.slice), ("--calibration", args.calibration),
+                                   ("--curve", args.curve)) if on]
+    if args.curve_csv and not args.curve:
+        raise cli.CLIError("--curve-csv goes with --show NAME --curve cer|wer|bleu")
     if views and not args.show:
         raise cli.CLIError(f"{views[0]} goes with --show NAME")
     if len(views) > 1:
@@ -158,6 +165,9 @@ def _read(args: argparse.Namespace) -> int:
             print(f"no sweep database at {args.db}")
             return 0
         raise cli.CLIError(f"no sweep database at {args.db}: cannot show {args.show!r}")
+    if args.curve_csv:   # checked before any work: never the database, never a folder
+        cli.refuse_inputs({"--curve-csv": args.curve_csv}, {"--db": args.db})
+        cli.writable_file(args.curve_csv, "--curve-csv")
     with Store(args.db, readonly=True) as store:
         if args.list:
             print(report.format_sweep_list(report.list_sweeps(store)))
@@ -174,6 +184,15 @@ def _read(args: argparse.Namespace) -> int:
             from core.sweeps.slices import format_slice, slice_cells
 
             print(format_slice(slice_cells(store, args.show, args.slice), args.slice, metric=args.metric))
+        elif args.curve:
+            from core.io.csv_export import csv_text
+            from core.sweeps.curves import format_curves, sweep_curves
+
+            curves = sweep_curves(store, args.show, args.curve, seed=args.seed)
+            print(format_curves(curves))
+            if args.curve_csv:
+                cli.write_text_atomic(args.curve_csv, csv_text(curves.rows()))
+                print(f"curve rows -> {args.curve_csv}")
         elif args.calibration:
             from core.sweeps.calibration import calibration_table, format_calibration
 
