@@ -20,6 +20,7 @@ from components.choice import keep_valid
 from components.export import csv_download, figure_downloads, file_stem
 from components.frame import page_frame
 from components.heatmap import LAYOUTS, METRICS, VALUES, choose_layout, heatmap_figure
+from components.noise_curves import noise_curve_section
 from components.sweep_db_picker import db_path_input, stored_sweeps_or_stop
 from components.text import md_escape
 from core.metrics import METRICS as METRIC_INFO
@@ -183,3 +184,6 @@ paper_views.dureader_section(db_path, sweep_id, version, stem)
 error_views.repair_section(db_path, sweep_id, version, stem)
 error_views.slices_section(db_path, sweep_id, version, stem, sweep["models"])
 error_views.calibration_section(db_path, sweep_id, version, stem)
+
+# F1 against each variant's measured noise, with break points (components.noise_curves).
+noise_curve_section(db_path, sweep_id, version, stem)
