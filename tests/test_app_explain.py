@@ -27,3 +27,35 @@ def test_ask_attribution_toggle_colours_tokens_per_model(tiny_env):
     text = re.sub(r"<[^>]*>", "", coloured[1])     # the tags dropped: the context, escaped
     assert shown(text).startswith("<script>alert(1)</script> paris is")
     assert "rgba(" in coloured[0] and 'title="' in coloured[0]
+
+
+def test_variants_why_did_it_change_aligns_the_edited_question(tiny_env):
+    import pandas as pd
+
+    from core.explore.variants import Choice, variant_rng
+    from core.perturb import registry
+
+    at = AppTest.from_file("../pages/variants.py", default_timeout=180).run()
+    at.multiselect(key="var_fam_word").set_value(["DRQ"])
+    at.number_input(key="var_seed").set_value(22)
+    at.number_input(key="var_repeats").set_value(2)
+    at.run()
+    at.button(key="var_go").click().run()
+    assert not at.exception
+    df = pd.DataFrame(at.session_state["var_result"]["table"])
+    changed = [k for k, mark in enumerate(df["tiny-a: changed"]) if mark == "✓"]
+    assert changed, "the toy model should change an answer under DRQ with seed 22"
+    assert not [e for e in at.expander if e.label == "Why did it change?"]   # row 0: the original
+    k = changed[0]
+    at.selectbox(key="var_row").set_value(k).run()
+    assert not at.exception
+    (why,) = [e for e in at.expander if e.label == "Why did it change?"]
+    html = "\n".join(m.value for m in why.markdown)
+    rows = at.session_state["var_result"]["rows"]
+    drq = registry.get("DRQ").apply(rows[0].example, variant_rng(22, rows[0].example, Choice("DRQ"),
+                                                                   rows[k].repeat))[0]
+    (edit,) = drq.edits
+    deleted = rows[0].example.question[edit.start:edit.end].strip()
+    assert f"<td><b>{deleted}</b></td>" in html                # the deleted word, on the clean side only
+    assert "<i>—</i>" in html and html.count("<tr>") == len(rows[0].example.question.split()) + 1
+    assert re.search(r"Answer: (moved|grew|shrank|shifted|lost|found): '", shown(html))
