@@ -76,6 +76,10 @@ def _build_parser() -> argparse.ArgumentParser:
                     "question noise, binned, with 95%% bootstrap bands (seeded by --seed) and each model's break "
                     "point (F1 below 90%% of clean)")
     ap.add_argument("--curve-csv", metavar="OUT", help="with --curve: also write the curve's rows as CSV")
+    ap.add_argument("--backend-vs", metavar="NAME", help="with --show A: the answers that differ between sweep A "
+                    "and sweep NAME (the same data, perturbations and seed run with another --engine-backend), "
+                    "per model and perturbation, with the question noise of flipped and kept rows")
+    ap.add_argument("--backend-csv", metavar="OUT", help="with --backend-vs: also write its rows as CSV")
     ap.add_argument("--list-perturbations", action="store_true", help="list registered perturbations and exit")
     cli.add_loader_options(ap, pairing=True)
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -131,7 +135,9 @@ def _check_views(args: argparse.Namespace) -> None:
     """The --show views: one at most, and only with --show."""
     views = [flag for flag, on in (("--compare", args.compare), ("--repair", args.repair),
                                    ("--slice", args.slice), ("--calibration", args.calibration),
-                                   ("--curve", args.curve)) if on]
+                                   ("--curve", args.curve), ("--backend-vs", args.backend_vs)) if on]
+    if args.backend_csv and not args.backend_vs:
+        raise cli.CLIError("--backend-csv goes with --show A --backend-vs B")
     if args.curve_csv and not args.curve:
         raise cli.CLIError("--curve-csv goes with --show NAME --curve cer|wer|bleu")
     if views and not args.show:
@@ -165,9 +171,10 @@ def _read(args: argparse.Namespace) -> int:
             print(f"no sweep database at {args.db}")
             return 0
         raise cli.CLIError(f"no sweep database at {args.db}: cannot show {args.show!r}")
-    if args.curve_csv:   # checked before any work: never the database, never a folder
-        cli.refuse_inputs({"--curve-csv": args.curve_csv}, {"--db": args.db})
-        cli.writable_file(args.curve_csv, "--curve-csv")
+    for flag, out in (("--curve-csv", args.curve_csv), ("--backend-csv", args.backend_csv)):
+        if out:   # checked before any work: never the database, never a folder
+            cli.refuse_inputs({flag: out}, {"--db": args.db})
+            cli.writable_file(out, flag)
     with Store(args.db, readonly=True) as store:
         if args.list:
             print(report.format_sweep_list(report.list_sweeps(store)))
@@ -193,6 +200,15 @@ def _read(args: argparse.Namespace) -> int:
             if args.curve_csv:
                 cli.write_text_atomic(args.curve_csv, csv_text(curves.rows()))
                 print(f"curve rows -> {args.curve_csv}")
+        elif args.backend_vs:
+            from core.io.csv_export import csv_text
+            from core.sweeps.backend_axis import backend_flips, format_flips
+
+            flips = backend_flips(store, args.show, args.backend_vs)
+            print(format_flips(flips, args.show, args.backend_vs))
+            if args.backend_csv:
+                cli.write_text_atomic(args.backend_csv, csv_text(flips))
+                print(f"rows -> {args.backend_csv}")
         elif args.calibration:
             from core.sweeps.calibration import calibration_table, format_calibration
 
