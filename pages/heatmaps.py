@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from components import error_views, paper_views, persist
+from components.backend_flips import backend_flips_section
 from components.cell_drill import cell_examples
 from components.choice import keep_valid
 from components.export import csv_download, figure_downloads, file_stem
@@ -187,3 +188,6 @@ error_views.calibration_section(db_path, sweep_id, version, stem)
 
 # F1 against each variant's measured noise, with break points (components.noise_curves).
 noise_curve_section(db_path, sweep_id, version, stem)
+
+# Answers that change between this sweep and one run with another engine backend (components.backend_flips).
+backend_flips_section(db_path, sweep, sweeps, version, stem)

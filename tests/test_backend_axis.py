@@ -82,3 +82,17 @@ def test_cli_backend_vs_prints_and_writes_csv(db, tmp_path):
         assert main(["--show", "torch", "--db", str(db), "--backend-csv", str(csv_path)]) == 2
         assert main(["--show", "torch", "--db", str(db), "--backend-vs", "nope"]) == 2
     assert "--backend-csv goes with" in err.getvalue()
+
+
+def test_heatmaps_backend_flips_section(db, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("QAX_SWEEP_DB", str(db))
+    at = AppTest.from_file("../pages/heatmaps.py", default_timeout=120).run()
+    assert not at.exception, at.exception
+    (section,) = [e for e in at.expander if e.label.startswith("Backend flips")]
+    assert section.selectbox(key="hm_backend_other").value is not None
+    table = next(d.value for d in at.dataframe if "flip %" in d.value.columns)
+    # the page shows the newest sweep (onnx) against the other (torch): flips are symmetric
+    assert list(table["spec"]) == ["clean", "TUQ", "drop_qmark_Q", "DCRQ(n_chars=1, n_words=1)"]
+    assert list(table["flips"]) == [1, 1, 0, 5]
