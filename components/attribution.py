@@ -105,36 +105,43 @@ def why_changed_html(rows: Sequence) -> str:
     return ("<table><tr><th>clean</th><th>score</th><th>perturbed</th><th>score</th></tr>" + body + "</table>")
 
 
-def why_changed_panel(page: str, example, row, models: Sequence[str], predictions: dict, i: int,
-                      engine_for: Callable) -> None:
-    """Variants' expander for a row whose answer changed: per model with a changed answer, the
-    clean and perturbed field aligned by the row's edits, attributions side by side, the move."""
+def why_changed_expander(page: str, models: Sequence[str], question: str, context: str, perturbed_question: str,
+                         perturbed_context: str, edits, field: str, engine_for: Callable) -> None:
+    """"Why did it change?" for models whose answer changed: clean and perturbed ``field`` aligned
+    by ``edits`` (None: diffed from the texts), each word's attribution side by side, the answer's
+    move, and a JSON export."""
+    import json
+
     import streamlit as st
 
     from core.explain.pair import explain_change
-    from core.metrics import predictions_differ
 
-    changed = [m for m in models if row.field
-               and predictions_differ(predictions[m][0].text, predictions[m][i].text, example.lang)]
-    if not changed:
-        return
     with st.expander("Why did it change?"):
-        model = st.selectbox("Model", changed, key=f"{page}_why_model")
-        q, c = row.example.question, row.example.context
+        model = st.selectbox("Model", list(models), key=f"{page}_why_model")
         try:
             with st.spinner(f"Attributing {model}…"):
-                change = _cached(("change", model, example.question, example.context, q, c),
-                                 lambda: explain_change(engine_for(model), example.question, example.context, q, c,
-                                                        row.edits, row.field))
-        except Exception as e:
+                change = _cached(("change", model, question, context, perturbed_question, perturbed_context),
+                                 lambda: explain_change(engine_for(model), question, context, perturbed_question,
+                                                        perturbed_context, edits, field))
+        except Exception as e:   # a model not installed here, a pair the engine refuses: said, not raised
             st.error(html_text(f"{model}: {type(e).__name__}: {e}"))
             return
         st.markdown(f"Answer: {html_text(change.move)}", unsafe_allow_html=True)
         st.markdown(why_changed_html(change.rows), unsafe_allow_html=True)
-        st.caption(f"Each {html_text(row.field)} word's attribution (integrated gradients, summed over its "
+        st.caption(f"Each {html_text(field)} word's attribution (integrated gradients, summed over its "
                    "tokens) to the span its model chose: clean on the left, perturbed on the right.")
-        import json
-
         st.download_button("Export JSON", json.dumps({"model": model, **change.as_dict()}, ensure_ascii=False,
                                                      indent=1), "why_changed.json", "application/json",
                            key=f"{page}_why_json")
+
+
+def why_changed_panel(page: str, example, row, models: Sequence[str], predictions: dict, i: int,
+                      engine_for: Callable) -> None:
+    """Variants' expander for a row whose answer changed (row 0 holds the original's answers)."""
+    from core.metrics import predictions_differ
+
+    changed = [m for m in models if row.field
+               and predictions_differ(predictions[m][0].text, predictions[m][i].text, example.lang)]
+    if changed:
+        why_changed_expander(page, changed, example.question, example.context, row.example.question,
+                             row.example.context, row.edits, row.field, engine_for)

@@ -59,3 +59,26 @@ def test_variants_why_did_it_change_aligns_the_edited_question(tiny_env):
     assert f"<td><b>{deleted}</b></td>" in html                # the deleted word, on the clean side only
     assert "<i>—</i>" in html and html.count("<tr>") == len(rows[0].example.question.split()) + 1
     assert re.search(r"Answer: (moved|grew|shrank|shifted|lost|found): '", shown(html))
+
+
+def test_heatmap_drill_down_why_did_it_change(tiny_env, tmp_path, monkeypatch):
+    from test_app_heatmaps import ANSWERS_A, TOY, LookupEngine
+
+    from core.perturb.spec import parse_specs
+    from core.sweeps.config import SweepConfig
+    from core.sweeps.run import run_sweep
+
+    db = tmp_path / "sweeps.sqlite"
+    # the sweep's answers come from a lookup table; the expander explains the registered tiny-a itself
+    run_sweep(SweepConfig("toy", parse_specs("TUQ"), ["tiny-a"], repeats=1, seed=1, name="toy"),
+              {"tiny-a": LookupEngine(ANSWERS_A, "x1")}, db, dataset=TOY)
+    monkeypatch.setenv("QAX_SWEEP_DB", str(db))
+    at = AppTest.from_file("../pages/heatmaps.py", default_timeout=180).run()
+    assert not at.exception, at.exception
+    # largest F1 loss first: q4, "Berlin" instead of "three million" under TUQ
+    assert at.selectbox(key="hm_example").value == 0
+    (why,) = [e for e in at.expander if e.label == "Why did it change?"]
+    html = shown("\n".join(m.value for m in why.markdown))
+    assert "<td><b>How</b></td>" in html and "<td><b>HOW</b></td>" in html and "<td><b>BERLIN?</b></td>" in html
+    assert html.count("<tr>") == len("How many people live in Berlin?".split()) + 1
+    assert not why.error
