@@ -27,6 +27,7 @@ def test_ask_attribution_toggle_colours_tokens_per_model(tiny_env):
     text = re.sub(r"<[^>]*>", "", coloured[1])     # the tags dropped: the context, escaped
     assert shown(text).startswith("<script>alert(1)</script> paris is")
     assert "rgba(" in coloured[0] and 'title="' in coloured[0]
+    assert len([c for c in at.caption if "Attributions sum to the score's change" in c.value]) == 2
 
 
 def test_variants_why_did_it_change_aligns_the_edited_question(tiny_env):

@@ -214,3 +214,17 @@ def test_cli_refuses_a_folder_or_the_model_as_output(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "is a folder" in err and "inside the model's folder" in err
     assert not inside.exists()
+
+
+def test_python_m_core_explain_refuses_with_exit_status_2(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "o.json"
+    done = subprocess.run([sys.executable, "-m", "core.explain", "--model", "nope", "--context", CONTEXT,
+                           "--question", QUESTION, "--json", str(out)], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"python -m core.explain: error: no model named 'nope' in {root / 'models.toml'}"
+    assert not out.exists()
