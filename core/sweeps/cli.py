@@ -2,7 +2,13 @@
 
     python -m core.sweeps --dataset xquad/xquad.en --perturbations keyboard_Q,DPQ,keyboard_Q+DPQ \\
         --models minilm-squad [--repeats 3 --seed 0 --sample 200] [--backend ray]
-    python -m core.sweeps --list | --show NAME [--compare A,B | --repair | --slice wh | --calibration]
+    python -m core.sweeps --list | --show NAME [--compare A,B | --repair | --slice wh | --calibration
+        | --curve cer|wer|bleu [--curve-csv OUT] | --backend-vs OTHER [--backend-csv OUT]]
+
+``--curve``: F1 against each variant's measured question noise, binned, with bootstrap bands
+seeded by ``--seed`` and each model's break point (:mod:`core.sweeps.curves`). ``--backend-vs``:
+the answers that differ between NAME and OTHER, the same sweep run with another engine backend
+(:mod:`core.sweeps.backend_axis`).
 
 Re-running the same command resumes an interrupted sweep. ``--perturbations`` takes the spec
 language of :mod:`core.perturb.spec`.
