@@ -10,11 +10,14 @@ import pandas as pd
 import streamlit as st
 
 from components.answers import card_header, legend, spans_in_context
+from components.attribution import why_changed_expander
 from components.choice import keep_valid
 from components.export import csv_download, file_stem
 from components.heatmap import METRICS, format_value
 from components.highlight import color_for
+from components.loaders import engine_for_state
 from components.text import md_escape
+from core.metrics import predictions_differ
 from core.sweeps import drill
 from core.sweeps import report as report
 
@@ -89,3 +92,9 @@ def cell_examples(db_path, sweep_id: int, version, plotted: list, metric: str, s
     if perturbed:
         st.markdown("Perturbed context, perturbed answers:")
     spans_in_context(context, drill.answer_spans(across, clean), gold, models, show_legend=False)
+    # "Why did it change?" for this cell's model when its answer changed (edits diffed from the texts).
+    if r.get("status", "ok") == "ok" and predictions_differ(r["clean_answer"] or "", r["answer"] or "",
+                                                            r.get("lang") or "en"):
+        field = "context" if r["perturbed_context"] else "question"
+        why_changed_expander("hm", [cell.model], r["original_question"], r["context"], r["variant_question"],
+                             r["perturbed_context"] or r["context"], None, field, engine_for_state)

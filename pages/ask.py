@@ -15,6 +15,7 @@ from components import loaders, persist
 from components.answers import answer_cards
 from components.ask_speech import forget_if_moved, speech_panel
 from components.ask_tools import counterfactual_panel, repair_panel
+from components.attribution import attributions_panel
 from components.frame import page_frame
 from components.highlight import highlight_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
@@ -220,3 +221,6 @@ with answer_slot:   # the answers (or the plain passage) come right below the bu
                          [g for g, _ in res["gold"]], spans)
             counterfactual_panel("ask", res["question"], res["context"], res["lang"], before, loaders.engine_for_state,
                                  spans)
+            # Why each model chose its span: tokens coloured by attribution (components.attribution).
+            attributions_panel("ask", res["question"], res["context"], [a.model for a in answered.answers],
+                               loaders.engine_for_state)

@@ -15,12 +15,14 @@ import pandas as pd
 import streamlit as st
 
 from components import error_views, loaders, paper_views, persist, route_view
+from components.backend_flips import backend_flips_section
 from components.cell_drill import cell_examples
 from components.choice import keep_valid
 from components.demo_sweep import offer_demo_sweep
 from components.export import csv_download, figure_downloads, file_stem
 from components.frame import page_frame
 from components.heatmap import LAYOUTS, METRICS, VALUES, choose_layout, heatmap_figure
+from components.noise_curves import noise_curve_section
 from components.sweep_db_picker import db_path_input, stored_sweeps_or_stop
 from components.text import md_escape
 from core.explore import demo_sweep
@@ -113,7 +115,7 @@ has_repair = any("repair_Q" in c.perturbation for c in cells)
 tab_names = (["Heatmap"] + (["Model vs model"] if len(sweep["models"]) >= 2 else [])
              + (["Penalty by n"] if has_n else []) + (["NoiseQA"] if has_noise else [])
              + ["DuReader-robust"] + (["Repair"] if has_repair else []) + ["Slices & calibration"]
-             + ["Translate or answer?"])
+             + ["Noise curves", "Backend flips", "Translate or answer?"])
 tabs = dict(zip(tab_names, st.tabs(tab_names)))
 
 # -------------------------------------------------------------------------------------------- heatmap
@@ -218,6 +220,14 @@ if "Repair" in tabs:
 with tabs["Slices & calibration"]:
     error_views.slices_section(db_path, sweep_id, version, stem, sweep["models"])
     error_views.calibration_section(db_path, sweep_id, version, stem)
+
+# F1 against each variant's measured noise, with break points (components.noise_curves).
+with tabs["Noise curves"]:
+    noise_curve_section(db_path, sweep_id, version, stem)
+
+# Answers that change between this sweep and one run with another engine backend (components.backend_flips).
+with tabs["Backend flips"]:
+    backend_flips_section(db_path, sweep, sweeps, version, stem)
 
 # ------------------------------------------------------------- translate or answer in the language?
 # Not a view of this sweep: XQuAD's parallel questions by route (components.route_view).

@@ -15,6 +15,7 @@ import streamlit as st
 from components import loaders, persist
 from components.answers import legend, spans_in_context
 from components.ask_tools import repair_panel
+from components.attribution import why_changed_panel
 from components.edits import edits_html
 from components.frame import page_frame
 from components.highlight import color_for
@@ -216,3 +217,7 @@ if predictions and row.field in (None, "question"):
     repair_panel("var", row.example.question, row.example.context, res["lang"],
                  {name: predictions[name][i] for name in names}, loaders.engine_for_state,
                  [a.text for a in row.example.answers], gold)
+
+# "Why did it change?": attributions of the clean and the perturbed text, aligned by the edits.
+if predictions and i > 0:
+    why_changed_panel("var", rows[0].example, row, names, predictions, i, loaders.engine_for_state)

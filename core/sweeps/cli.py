@@ -2,7 +2,13 @@
 
     python -m core.sweeps --dataset xquad/xquad.en --perturbations keyboard_Q,DPQ,keyboard_Q+DPQ \\
         --models minilm-squad [--repeats 3 --seed 0 --sample 200] [--backend ray]
-    python -m core.sweeps --list | --show NAME [--compare A,B | --repair | --slice wh | --calibration]
+    python -m core.sweeps --list | --show NAME [--compare A,B | --repair | --slice wh | --calibration
+        | --curve cer|wer|bleu [--curve-csv OUT] | --backend-vs OTHER [--backend-csv OUT]]
+
+``--curve``: F1 against each variant's measured question noise, binned, with bootstrap bands
+seeded by ``--seed`` and each model's break point (:mod:`core.sweeps.curves`). ``--backend-vs``:
+the answers that differ between NAME and OTHER, the same sweep run with another engine backend
+(:mod:`core.sweeps.backend_axis`).
 
 Re-running the same command resumes an interrupted sweep. ``--perturbations`` takes the spec
 language of :mod:`core.perturb.spec`.
@@ -72,6 +78,14 @@ def _build_parser() -> argparse.ArgumentParser:
                                                     "clen, overlap or cer (N per cell)")
     ap.add_argument("--calibration", action="store_true", help="with --show: answer scores clean vs perturbed "
                     "and the abstention threshold that keeps 90%% of clean F1")
+    ap.add_argument("--curve", choices=("cer", "wer", "bleu"), help="with --show: F1 against each variant's measured "
+                    "question noise, binned, with 95%% bootstrap bands (seeded by --seed) and each model's break "
+                    "point (F1 below 90%% of clean)")
+    ap.add_argument("--curve-csv", metavar="OUT", help="with --curve: also write the curve's rows as CSV")
+    ap.add_argument("--backend-vs", metavar="NAME", help="with --show A: the answers that differ between sweep A "
+                    "and sweep NAME (the same data, perturbations and seed run with another --engine-backend), "
+                    "per model and perturbation, with the question noise of flipped and kept rows")
+    ap.add_argument("--backend-csv", metavar="OUT", help="with --backend-vs: also write its rows as CSV")
     ap.add_argument("--list-perturbations", action="store_true", help="list registered perturbations and exit")
     cli.add_loader_options(ap, pairing=True)
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -111,7 +125,12 @@ def _say_switched(switched: dict[str, str], name: str) -> None:
 def _check_views(args: argparse.Namespace) -> None:
     """The --show views: one at most, and only with --show."""
     views = [flag for flag, on in (("--compare", args.compare), ("--repair", args.repair),
-                                   ("--slice", args.slice), ("--calibration", args.calibration)) if on]
+                                   ("--slice", args.slice), ("--calibration", args.calibration),
+                                   ("--curve", args.curve), ("--backend-vs", args.backend_vs)) if on]
+    if args.backend_csv and not args.backend_vs:
+        raise cli.CLIError("--backend-csv goes with --show A --backend-vs B")
+    if args.curve_csv and not args.curve:
+        raise cli.CLIError("--curve-csv goes with --show NAME --curve cer|wer|bleu")
     if views and not args.show:
         raise cli.CLIError(f"{views[0]} goes with --show NAME")
     if len(views) > 1:
@@ -143,6 +162,10 @@ def _read(args: argparse.Namespace) -> int:
             print(f"no sweep database at {args.db}")
             return 0
         raise cli.CLIError(f"no sweep database at {args.db}: cannot show {args.show!r}")
+    for flag, out in (("--curve-csv", args.curve_csv), ("--backend-csv", args.backend_csv)):
+        if out:   # checked before any work: never the database, never a folder
+            cli.refuse_inputs({flag: out}, {"--db": args.db})
+            cli.writable_file(out, flag)
     with Store(args.db, readonly=True) as store:
         if args.list:
             print(report.format_sweep_list(report.list_sweeps(store)))
@@ -159,6 +182,24 @@ def _read(args: argparse.Namespace) -> int:
             from core.sweeps.slices import format_slice, slice_cells
 
             print(format_slice(slice_cells(store, args.show, args.slice), args.slice, metric=args.metric))
+        elif args.curve:
+            from core.io.csv_export import csv_text
+            from core.sweeps.curves import format_curves, sweep_curves
+
+            curves = sweep_curves(store, args.show, args.curve, seed=args.seed)
+            print(format_curves(curves))
+            if args.curve_csv:
+                cli.write_text_atomic(args.curve_csv, csv_text(curves.rows()))
+                print(f"curve rows -> {args.curve_csv}")
+        elif args.backend_vs:
+            from core.io.csv_export import csv_text
+            from core.sweeps.backend_axis import backend_flips, format_flips
+
+            flips = backend_flips(store, args.show, args.backend_vs)
+            print(format_flips(flips, args.show, args.backend_vs))
+            if args.backend_csv:
+                cli.write_text_atomic(args.backend_csv, csv_text(flips))
+                print(f"rows -> {args.backend_csv}")
         elif args.calibration:
             from core.sweeps.calibration import calibration_table, format_calibration
 

@@ -1,0 +1,37 @@
+"""Heatmaps' "F1 against measured noise" section (AppTest) on the toy sweep of test_app_heatmaps."""
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from test_app_heatmaps import PAGE, build_sweep
+
+from core.sweeps.curves import sweep_curves
+
+
+@pytest.fixture
+def sweep_db(tmp_path, monkeypatch):
+    db = tmp_path / "sweeps.sqlite"
+    build_sweep(db)
+    monkeypatch.setenv("QAX_SWEEP_DB", str(db))
+    return db
+
+
+def test_heatmaps_noise_curve_section_draws_core_curves(sweep_db):
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not at.exception, at.exception
+    expected = sweep_curves(sweep_db, "toy-sweep", "cer", seed=0)
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    spec = next(s for s in charts if "measured question noise" in s["layout"]["title"]["text"])
+    lines = {t["name"]: t for t in spec["data"] if "90%" not in t["name"] and "break" not in t["name"]}
+    assert set(lines) == {"fake-a", "fake-b"}
+    for model, trace in lines.items():
+        assert trace["y"] == [b.f1 for b in expected.bins if b.model == model and b.f1 is not None]
+    breaks = next(d.value for d in at.dataframe if "break point" in d.value.columns)
+    assert list(breaks["model"]) == ["fake-a", "fake-b"]
+    shown = {m: ("none" if bp is None else f"CER % {bp:g}") for m, bp in expected.breaks.items()}
+    assert dict(zip(breaks["model"], breaks["break point"])) == shown
+    assert len(lines["fake-a"]["y"]) >= 2 and any(bp is not None for bp in expected.breaks.values())
+    at.radio(key="hm_curve_measure").set_value("bleu").run()
+    assert not at.exception
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert any("BLEU" in s["layout"]["title"]["text"] for s in charts)
