@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.qa.decode import best_spans, window_candidates
-from core.qa.features import _answer_positions, _truncate_question, question_budget
+from core.qa.features import answer_positions, question_budget, truncate_question
 from core.types import Span
 
 QUESTION, CONTEXT = "question", "context"
@@ -111,7 +111,7 @@ def _encode(tokenizer, question: str, context: str, max_length: int, stride: int
     budget = question_budget(max_length, stride, tokenizer.num_special_tokens_to_add(pair=True))
     stripped = question.strip()
     lead = len(question) - len(question.lstrip())
-    asked = _truncate_question(tokenizer, stripped, budget)
+    asked = truncate_question(tokenizer, stripped, budget)
     pad_right = tokenizer.padding_side == "right"
     enc = tokenizer(asked if pad_right else context, context if pad_right else asked,
                     truncation="only_second" if pad_right else "only_first", max_length=max_length,
@@ -156,7 +156,6 @@ def explain(engine, question: str, context: str, span: tuple[int, int] | None = 
     not inside one window.
     """
     import torch
-    from captum.attr import LayerIntegratedGradients
 
     from core.qa.engine import validate_pair
 
@@ -178,33 +177,40 @@ def explain(engine, question: str, context: str, span: tuple[int, int] | None = 
             ids, extra = _inputs(enc, i, tok, device)
             out = model(input_ids=ids, **extra)
             logits.append((out.start_logits[0].float().cpu().numpy(), out.end_logits[0].float().cpu().numpy()))
-    if span is None:
-        s = engine.settings
-        cands = [c for (sl, el), offs in zip(logits, ctx_offsets)
-                 for c in window_candidates(sl, el, offs, s.top_k, s.max_answer_tokens)]
-        found = best_spans(context, cands, 1) if cands else []
-        if not found:
-            return Attribution(question, context, None, n_steps=n_steps)
-        answer = found[0]
-    else:
-        a, b = span
-        if not (0 <= a < b <= len(context)):
-            raise ValueError(f"span {a}-{b} is not inside the context (0-{len(context)})")
-        answer = Span(text=context[a:b], start=a, end=b, score=float("nan"))
-    best = None
-    for i, offs in enumerate(ctx_offsets):
-        ps, pe = _answer_positions(offs, answer.start, answer.end)
-        if ps == 0 and pe == 0:
-            continue
-        total = float(logits[i][0][ps] + logits[i][1][pe])
-        if best is None or total > best[0]:
-            best = (total, i, ps, pe)
-    if best is None:
-        raise ValueError(f"span {answer.start}-{answer.end} does not fit in one window of the model")
-    _, w, ps, pe = best
+    answer = _chosen_span(engine, context, logits, ctx_offsets, span)
+    if answer is None:
+        return Attribution(question, context, None, n_steps=n_steps)
+    w, ps, pe = _best_window(ctx_offsets, logits, answer)
     ids, extra = _inputs(enc, w, tok, device)
     seq = seqs[w]
 
+    scores, deltas = _integrate(model, tok, ids, extra, seq, (q_seq, c_seq), (ps, pe), n_steps)
+    pieces = tok.convert_ids_to_tokens(enc["input_ids"][w])
+    tokens = []
+    for j, (sid, (a, b)) in enumerate(zip(seq, enc["offset_mapping"][w])):
+        if sid is None or b <= a:
+            continue
+        part = QUESTION if sid == q_seq else CONTEXT
+        if part == QUESTION and not whole:
+            continue   # offsets into the cut (decoded) question, not into the question as given
+        shift = lead if part == QUESTION else 0
+        tokens.append(TokenScore(pieces[j], part, a + shift, b + shift,
+                                 scores[(part, "start")][j], scores[(part, "end")][j]))
+    spans = [o for o in ctx_offsets[w] if o is not None]
+    window = (spans[0][0], spans[-1][1]) if spans else (0, 0)
+    return Attribution(question, context, answer, tokens, window, deltas, n_steps)
+
+
+def _integrate(model, tok, ids, extra: dict, seq: list, sequences: tuple[int, int], positions: tuple[int, int],
+               n_steps: int) -> tuple[dict, dict]:
+    """Integrated gradients of the start logit at ``positions[0]`` and the end logit at
+    ``positions[1]``, over the question's and then the context's tokens (each against a baseline
+    with that part's tokens padded): ({(part, start|end): score per token}, {part: deltas})."""
+    import torch
+    from captum.attr import LayerIntegratedGradients
+
+    q_seq, c_seq = sequences
+    ps, pe = positions
     def target(input_ids, which: int, pos: int):
         n = input_ids.shape[0]
         out = model(input_ids=input_ids, **{k: v.expand(n, -1) for k, v in extra.items()})
@@ -229,18 +235,34 @@ def explain(engine, question: str, context: str, span: tuple[int, int] | None = 
                     change = float(target(ids, which, pos)[0] - target(baseline, which, pos)[0])
                 deltas.setdefault(part, {})[name] = {"change": round(change, 6),
                                                      "delta": round(float(delta[0]), 6)}
-    pieces = tok.convert_ids_to_tokens(enc["input_ids"][w])
-    tokens = []
-    for j, (sid, (a, b)) in enumerate(zip(seq, enc["offset_mapping"][w])):
-        if sid is None or b <= a:
-            continue
-        part = QUESTION if sid == q_seq else CONTEXT
-        if part == QUESTION and not whole:
-            continue   # offsets into the cut (decoded) question, not into the question as given
-        shift = lead if part == QUESTION else 0
-        tokens.append(TokenScore(pieces[j], part, a + shift, b + shift,
-                                 scores[(part, "start")][j], scores[(part, "end")][j]))
-    spans = [o for o in ctx_offsets[w] if o is not None]
-    window = (spans[0][0], spans[-1][1]) if spans else (0, 0)
-    return Attribution(question, context, answer, tokens, window, deltas, n_steps)
+    return scores, deltas
 
+
+def _chosen_span(engine, context: str, logits: list, ctx_offsets: list, span: tuple[int, int] | None):
+    """The span to explain: ``span`` checked, or the one the weights choose (None: no span)."""
+    if span is None:
+        s = engine.settings
+        cands = [c for (sl, el), offs in zip(logits, ctx_offsets)
+                 for c in window_candidates(sl, el, offs, s.top_k, s.max_answer_tokens)]
+        found = best_spans(context, cands, 1) if cands else []
+        return found[0] if found else None
+    a, b = span
+    if not (0 <= a < b <= len(context)):
+        raise ValueError(f"span {a}-{b} is not inside the context (0-{len(context)})")
+    return Span(text=context[a:b], start=a, end=b, score=float("nan"))
+
+
+def _best_window(ctx_offsets: list, logits: list, answer) -> tuple[int, int, int]:
+    """(window, start token, end token) of the window that holds ``answer`` with the highest
+    start + end logit; ValueError when no window holds it whole."""
+    best = None
+    for i, offs in enumerate(ctx_offsets):
+        ps, pe = answer_positions(offs, answer.start, answer.end)
+        if ps == 0 and pe == 0:
+            continue
+        total = float(logits[i][0][ps] + logits[i][1][pe])
+        if best is None or total > best[0]:
+            best = (total, i, ps, pe)
+    if best is None:
+        raise ValueError(f"span {answer.start}-{answer.end} does not fit in one window of the model")
+    return best[1:]

@@ -53,9 +53,9 @@ def build_demo_sweep(db: str | Path, engine_for: Callable[[str], object], models
     from core import datasets
     from core.perturb.spec import parse_specs
     from core.sweeps.config import SweepConfig
-    from core.sweeps.run import run_sweep
+    from core.sweeps.lifecycle import launch
 
     demo = datasets.demo_dataset("en")
     config = SweepConfig("demo.en", parse_specs(DEMO_SPECS), list(models), repeats=DEMO_REPEATS, seed=0,
                          name=DEMO_NAME)
-    return run_sweep(config, {m: engine_for(m) for m in models}, db, dataset=demo, progress=progress)
+    return launch(config, db, engines={m: engine_for(m) for m in models}, dataset=demo, progress=progress)

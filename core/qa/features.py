@@ -31,7 +31,7 @@ class FeatureError(ValueError):
     pass
 
 
-def _truncate_question(tokenizer, question: str, limit: int = MAX_QUESTION_TOKENS) -> str:
+def truncate_question(tokenizer, question: str, limit: int = MAX_QUESTION_TOKENS) -> str:
     ids = tokenizer(question, add_special_tokens=False)["input_ids"]
     if len(ids) <= limit:
         return question
@@ -76,7 +76,7 @@ def build_windows(
     if len(questions) != len(contexts):
         raise FeatureError("questions and contexts differ in length")
     budget = question_budget(max_length, stride, tokenizer.num_special_tokens_to_add(pair=True))
-    questions = [_truncate_question(tokenizer, q.strip(), budget) for q in questions]
+    questions = [truncate_question(tokenizer, q.strip(), budget) for q in questions]
     pad_right = tokenizer.padding_side == "right"
     enc = tokenizer(
         questions if pad_right else contexts,
@@ -104,12 +104,12 @@ def build_windows(
             offsets=offsets,
         )
         if answers is not None and answers[pair] is not None:
-            w.start_position, w.end_position = _answer_positions(offsets, *answers[pair])
+            w.start_position, w.end_position = answer_positions(offsets, *answers[pair])
         windows.append(w)
     return windows
 
 
-def _answer_positions(offsets, char_start: int, char_end: int) -> tuple[int, int]:
+def answer_positions(offsets, char_start: int, char_end: int) -> tuple[int, int]:
     ctx = [i for i, o in enumerate(offsets) if o is not None]
     if not ctx:
         return 0, 0

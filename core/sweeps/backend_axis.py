@@ -45,9 +45,9 @@ def _mean(xs: list[float]) -> float | None:
 def backend_flips(db, sweep_a: int | str, sweep_b: int | str) -> list[dict[str, Any]]:
     """Rows {model, spec, n, flips, flip %, CER flipped, CER kept}: the clean questions first,
     then each perturbation in sweep A's order; ValueError when the sweeps share no row."""
-    from core.sweeps.report import _store, sweep_specs
+    from core.sweeps.report import reading, sweep_specs
 
-    with _store(db) as store:
+    with reading(db) as store:
         a, b = store.sweep_id(sweep_a), store.sweep_id(sweep_b)
         if a == b:
             raise ValueError("compare two different sweeps (one per backend)")

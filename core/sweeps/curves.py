@@ -154,12 +154,12 @@ class Curves:
 def sweep_curves(db, sweep: int | str, measure: str, edges: Sequence[float] | None = None, n_boot: int = 1000,
                  seed: int = 0) -> Curves:
     """The curves of a stored sweep: every scored question-variant row of every model."""
-    from core.sweeps.report import _store, clean_scores
+    from core.sweeps.report import clean_scores, reading
 
     if measure not in MEASURES:
         raise ValueError(f"unknown noise measure {measure!r}; one of {', '.join(MEASURES)}")
     edges = tuple(edges or DEFAULT_EDGES[measure])
-    with _store(db) as store:
+    with reading(db) as store:
         sid = store.sweep_id(sweep)
         rows = store.conn.execute(
             "SELECT model, original_question, variant_question, f1 FROM result_rows "
