@@ -98,15 +98,16 @@ def test_openvino_bf16_reads_torchs_best_span_on_24_xquad_questions(minilm):
 @NEEDS_BF16
 @pytest.mark.needs_data("xquad/xquad.en.json", "train/squad/train-v1.1-first4370.json")
 def test_openvino_int8_stays_close_to_torch_on_24_xquad_questions(minilm):
-    """NNCF int8 (calibrated on SQuAD-train): the best span of at least 21 of the 24 questions is
-    torch's (measured 22), logits within 1.5 (measured 0.90)."""
+    """NNCF int8 (calibrated on SQuAD-train, FFN output projections in bf16): the best span of at
+    least 21 of the 24 questions is torch's (measured 22), logits within 1.0 (measured 0.54; 0.90
+    with every projection int8)."""
     qs, cs = _xquad_en(24)
     eng = minilm["openvino-int8"]
     assert eng.backend_name == "openvino-int8" and eng.backend_message is None
     same = sum(a == b for a, b in zip(spans(eng.predict(qs, cs, n_best=1)),
                                       spans(minilm["torch"].predict(qs, cs, n_best=1))))
     assert same >= 21
-    assert 0 < _largest_logit_gap(minilm["torch"], eng, qs, cs) < 1.5
+    assert 0 < _largest_logit_gap(minilm["torch"], eng, qs, cs) < 1.0
 
 
 def test_calibration_takes_squad_train_questions_apart_from_the_fidelity_benchmarks():
@@ -182,4 +183,4 @@ def test_both_backends_have_their_own_recipe_in_the_cache_key():
 
     assert fingerprint_suffix(8000, "openvino") == ":backend=openvino:ir-v1:bf16"
     assert fingerprint_suffix(8000, "openvino-int8") == \
-        ":backend=openvino-int8:ir-v1:nncf-transformer-squad-train-128:bf16"
+        ":backend=openvino-int8:ir-v1:nncf-transformer-squad-train-128:ffn-out-bf16:bf16"

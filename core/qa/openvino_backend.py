@@ -16,8 +16,9 @@ ONNX export folder's, core.qa.onnx_backend.weights_digest; the recipe folder cha
 IR_RECIPE, so a new recipe never reuses an old graph):
 - ``model.xml``/``.bin``: the torch model converted with ``openvino.convert_model`` (fp32 weights,
   dynamic batch and sequence axes: the engine pads each batch only to its own longest window);
-- ``model-int8.xml``/``.bin``: that graph quantised by ``nncf.quantize`` (transformer preset),
-  calibrated on SQuAD *training* windows (CALIBRATION_PAIRS questions from the end of the shuffle
+- ``model-int8-ffn-out-bf16.xml``/``.bin``: that graph quantised by ``nncf.quantize``
+  (transformer preset; the FFN output projections left out, FFN_OUTPUT_KEPT), calibrated on SQuAD
+  *training* windows (CALIBRATION_PAIRS questions from the end of the shuffle
   benchmarks/backend_fidelity.py draws from its front), never on an evaluation set;
 - ``compiled/``: OpenVINO's compiled-model cache (``CACHE_DIR``): a later load reads the compiled
   blob instead of compiling again.
@@ -40,7 +41,14 @@ log = logging.getLogger(__name__)
 OPENVINO_BACKENDS = ("openvino", "openvino-int8")
 # Part of the cache folder's name: a change in how the IR is made must not reuse old files.
 IR_RECIPE = "ir-v1"
-FP32_FILE, INT8_FILE = "model.xml", "model-int8.xml"
+# The int8 file's name carries its recipe (FFN_OUTPUT_KEPT): the fp32 IR stays valid across int8 recipes.
+FP32_FILE, INT8_FILE = "model.xml", "model-int8-ffn-out-bf16.xml"
+# The FFN output projections (the MatMuls fed by GELU, in the converted graph's torch module names:
+# BERT, MPNet and XLM-R alike) are left out of int8 and run in bf16: their inputs carry the outlier
+# channels core.qa.int8_split describes. On 122 windows of 120 SQuAD-train questions (minilm-squad,
+# the front of the shuffle, not the calibration's) the logit MSE against torch fp32 fell from 0.0106
+# (everything int8) to 0.0041, start/end argmax agreement from 96.7% to 97.1%; bf16 alone: 0.00023.
+FFN_OUTPUT_KEPT = r".*encoder\.layer\.\d+\.output\.dense/aten::linear/MatMul"
 # SQuAD v1.1 training questions (the data directory's), the calibration set of the int8 graph.
 TRAIN_FILE = "train/squad/train-v1.1-first4370.json"
 CALIBRATION_PAIRS = 128
@@ -146,8 +154,10 @@ def _quantize(converted, config, tokenizer, input_names: list[str]):
     for w in windows:
         enc = tokenizer.pad([{"input_ids": w.input_ids, **w.extra}], return_tensors="np")
         items.append({k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in input_names})
+    # validate=False: a graph whose names do not match (another architecture) is quantised whole
+    kept = nncf.IgnoredScope(patterns=[FFN_OUTPUT_KEPT], validate=False)
     return nncf.quantize(converted, nncf.Dataset(items), model_type=nncf.ModelType.TRANSFORMER,
-                         subset_size=len(items))
+                         subset_size=len(items), ignored_scope=kept)
 
 
 def calibration_positions(config) -> int:
