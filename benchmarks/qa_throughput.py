@@ -2,7 +2,8 @@
 
     python benchmarks/qa_throughput.py [--model minilm-squad] [--dataset xquad/xquad.en] [--n 400]
     python benchmarks/qa_throughput.py --batch-sizes 2,4,8,32 --n 300    # which batch size is fastest here
-    python benchmarks/qa_throughput.py --compare-backends --n 160 --json out.json   # torch, torch-bf16, onnx, onnx-int8
+    python benchmarks/qa_throughput.py --compare-backends --n 160 --json out.json   # every backend
+    python benchmarks/qa_throughput.py --compare-backends --backends openvino,onnx-int8   # these and torch
 
 Both runs answer the same XQuAD-en questions with the same engine settings; the batched run
 sorts windows by length, pads each batch dynamically and runs under torch.inference_mode; the
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated: time the batched engine at each of these batch sizes and stop")
     ap.add_argument("--threads", type=cli.non_negative_int, default=0, help="torch threads (0 = the policy)")
     ap.add_argument("--backend", default="default",
-                    help="default (the model card's), torch, torch-bf16, onnx or onnx-int8")
+                    help="default (the model card's), torch, torch-bf16, onnx, onnx-int8, openvino or openvino-int8")
     ap.add_argument("--compare-backends", action="store_true",
                     help="time every available backend on the same questions and stop")
     ap.add_argument("--backends", default=None,
