@@ -66,3 +66,37 @@ def test_the_benchmark_refuses_an_unknown_backend_in_one_line(value, capsys):
     assert qa_throughput.main(["--compare-backends", "--backends", value]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--backends:" in err and "is not one of torch, torch-bf16" in err
+
+
+@pytest.mark.needs_data("xquad/xquad.en.json")
+def test_compare_backends_reports_the_flops_answered_and_each_backends_share_of_peak(
+        tiny_registry, tmp_path, monkeypatch, capsys):
+    """On the tiny model and 4 XQuAD-en questions: the FLOPs answered are those of the engine's own
+    windows, and each share is the GFLOP/s over the peak of the backend's precision."""
+    import json
+
+    from benchmarks import qa_throughput
+    from core.datasets import load_dataset
+    from core.qa import registry
+    from core.qa.engine import EngineSettings
+    from core.qa.features import build_windows
+
+    monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
+    monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "out.json"
+    assert qa_throughput.main(["--model", "tiny-a", "--compare-backends", "--backends", "torch", "--n", "4",
+                               "--threads", "1", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    eng = registry.load_engine("tiny-a", EngineSettings(threads=1))
+    ex = load_dataset("xquad/xquad.en").examples[:4]
+    windows = build_windows(eng.tokenizer, [e.question for e in ex], [e.context for e in ex],
+                            max_length=eng.settings.max_length, stride=eng.settings.stride)
+    flops = sum(roofline.window_flops(eng.model.config, len(w.input_ids)) for w in windows)
+    assert result["roofline"]["gflop_answered"] == round(flops / 1e9, 1)
+    torch_row = result["backends"]["torch"]
+    assert torch_row["precision"] == "fp32"
+    peak = roofline.detect_peak()
+    wall_s = 4 / torch_row["questions_per_second"]
+    assert torch_row["share_of_peak"] == pytest.approx(flops / wall_s / 1e9 / peak.gflops("fp32"),
+                                                      rel=0.02, abs=1e-4)  # both rounded in the JSON
+    assert "GFLOP/s = " in capsys.readouterr().out
