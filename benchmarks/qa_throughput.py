@@ -2,7 +2,8 @@
 
     python benchmarks/qa_throughput.py [--model minilm-squad] [--dataset xquad/xquad.en] [--n 400]
     python benchmarks/qa_throughput.py --batch-sizes 2,4,8,32 --n 300    # which batch size is fastest here
-    python benchmarks/qa_throughput.py --compare-backends --n 160 --json out.json   # torch, torch-bf16, onnx, onnx-int8
+    python benchmarks/qa_throughput.py --compare-backends --n 160 --json out.json   # every backend
+    python benchmarks/qa_throughput.py --compare-backends --backends openvino,onnx-int8   # these and torch
 
 Both runs answer the same XQuAD-en questions with the same engine settings; the batched run
 sorts windows by length, pads each batch dynamically and runs under torch.inference_mode; the
@@ -13,7 +14,10 @@ give the same answers.
 questions, one model load shared by all, interleaved per chunk of questions (every backend
 answers each chunk, in rotated order) so that a neighbour's load on the shared cores falls on
 every backend alike; prints q/s, CPU ms, the speed-up over torch, the F1 against the gold answers
-and the load average, with ``--json`` writes
+the achieved GFLOP/s and its share of this CPU's peak for the backend's precision
+(core.qa.roofline: FLOPs from the model's shapes, each window at its own length; peak from the
+detected ISA, cores and clock; also per CPU-second against one core's peak, the figure a shared
+machine distorts least) and the load average, with ``--json`` writes
 ``{"default": NAME, "backends": {NAME: {"questions_per_second", "f1", "ms_per_question", ...}}}``.
 The default is the fastest backend whose F1 is within 0.5 of torch fp32's (issue 27's rule);
 ``--card`` records it all in the model card, where ``backend="default"`` reads it.
@@ -49,9 +53,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated: time the batched engine at each of these batch sizes and stop")
     ap.add_argument("--threads", type=cli.non_negative_int, default=0, help="torch threads (0 = the policy)")
     ap.add_argument("--backend", default="default",
-                    help="default (the model card's), torch, torch-bf16, onnx or onnx-int8")
+                    help="default (the model card's), torch, torch-bf16, onnx, onnx-int8, openvino or openvino-int8")
     ap.add_argument("--compare-backends", action="store_true",
                     help="time every available backend on the same questions and stop")
+    ap.add_argument("--backends", default=None,
+                    help="with --compare-backends: comma-separated backends to time (default: all; torch, "
+                         "the reference, is always timed)")
     ap.add_argument("--chunk", type=cli.positive_int, default=16,
                     help="with --compare-backends: questions per interleaved chunk (every backend answers each)")
     ap.add_argument("--json", help="with --compare-backends: write the figures to this JSON file")
@@ -106,11 +113,34 @@ def check_inputs(args) -> None:
 
     cli.engine_settings(batch_size=args.batch_size, threads=args.threads or None, backend=args.backend)
     registry.get_entry(args.model)
+    args.backends = backend_list(args.backends)
     if args.json:
         cli.writable_file(args.json, "--json")
         cli.refuse_inputs({"--json": args.json}, {"--dataset": dataset_file(args.dataset)})
     if not load_dataset(args.dataset).examples:
         raise cli.CLIError(f"--dataset {args.dataset}: no questions")
+
+
+def backend_list(text: str | None) -> tuple[str, ...]:
+    """The backends --backends names, torch first (the reference every other is compared with);
+    every backend when ``text`` is None; CLIError naming the choices for an unknown one.
+
+    >>> backend_list("openvino,onnx-int8")
+    ('torch', 'openvino', 'onnx-int8')
+    >>> backend_list("openvino,tensorrt")
+    Traceback (most recent call last):
+    ...
+    core.cli.CLIError: --backends: 'tensorrt' is not one of torch, torch-bf16, onnx, onnx-int8, openvino, openvino-int8
+    """
+    from core.qa.onnx_backend import BACKENDS
+
+    if text is None:
+        return BACKENDS
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for n in names:
+        if n not in BACKENDS:
+            raise cli.CLIError(f"--backends: {n!r} is not one of {', '.join(BACKENDS)}")
+    return ("torch", *dict.fromkeys(n for n in names if n != "torch"))
 
 
 def compare_backends(args) -> int:
@@ -120,14 +150,15 @@ def compare_backends(args) -> int:
     from core.metrics import corpus_scorer
     from core.qa import registry
     from core.qa.engine import EngineSettings, QAEngine
-    from core.qa.onnx_backend import BACKENDS, F1_TOLERANCE, FINGERPRINT_TAGS, bf16_unavailable, choose_default
+    from core.qa.onnx_backend import F1_TOLERANCE, FINGERPRINT_TAGS, bf16_unavailable, choose_default
+    from core.qa.roofline import BACKEND_PRECISION, detect_peak
 
     ds = load_dataset(args.dataset)
     ex = ds.examples[: args.n] if args.n else ds.examples
     entry = registry.get_entry(args.model)
     model, tok = registry.load_model_and_tokenizer(entry)
     engines, skipped = {}, {}
-    for name in BACKENDS:
+    for name in args.backends:
         # one model object for all: the ONNX export (once per weights, into the cache) happens here
         eng = QAEngine(model, tok, EngineSettings(batch_size=args.batch_size, threads=args.threads or None,
                                                   backend=name))
@@ -138,6 +169,8 @@ def compare_backends(args) -> int:
         eng.predict([e.question for e in ex[:8]], [e.context for e in ex[:8]])  # warm-up
         engines[name] = eng
     names = list(engines)
+    flops = answered_flops(next(iter(engines.values())), ex)
+    peak = detect_peak()
     wall = {name: 0.0 for name in names}
     cpu = {name: 0.0 for name in names}
     answers = {name: [] for name in names}
@@ -175,6 +208,13 @@ def compare_backends(args) -> int:
             "exact_match": round(scores["exact_match"], 2),
             "identical_spans_to_torch": round(sum(a == b for a, b in zip(spans[name], spans["torch"])) / len(ex), 4),
             "recipe": FINGERPRINT_TAGS[name],
+            "gflops_per_second": round(flops / wall[name] / 1e9, 1),
+            "precision": BACKEND_PRECISION[name],
+            "share_of_peak": round(flops / wall[name] / 1e9 / peak.gflops(BACKEND_PRECISION[name]), 4),
+            # per CPU-second against one core's peak: what the cores the backend got did, which on
+            # a machine shared with other work says more than wall time against every core
+            "share_of_core_peak_per_cpu_second": round(
+                flops / cpu[name] / 1e9 / (peak.gflops(BACKEND_PRECISION[name]) / peak.cores), 4),
         }
     import platform
     from datetime import datetime, timezone
@@ -196,13 +236,19 @@ def compare_backends(args) -> int:
         "hardware": f"{platform.machine()}, {os.cpu_count()} cores"
                     + ("" if bf16_unavailable(torch.device("cpu")) else ", native bf16 (AMX or AVX512-BF16)"),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "roofline": {"gflop_answered": round(flops / 1e9, 1), "cpu": peak.describe(),
+                     "peak_gflops": {p: round(peak.gflops(p)) for p in ("fp32", "bf16", "int8")},
+                     "counted": "matrix-product FLOPs per window at its own length (core.qa.roofline)"},
     }
     print(f"model {args.model} on {args.dataset}: {len(ex)} questions, interleaved per {args.chunk}; "
           f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after")
+    print(f"{flops / 1e9:.1f} GFLOP answered; {peak.describe()}")
     for name, b in result.items():
-        print(f"{name:10s} {b['questions_per_second']:7.1f} q/s  {b['ms_per_question']:7.1f} ms/q  "
+        print(f"{name:13s} {b['questions_per_second']:7.1f} q/s  {b['ms_per_question']:7.1f} ms/q  "
               f"(cpu {b['cpu_ms_per_question']:6.1f})  x{b['speedup_over_torch']:.2f}  F1 {b['f1']:6.2f}  "
-              f"identical spans {b['identical_spans_to_torch']:.1%}")
+              f"identical spans {b['identical_spans_to_torch']:.1%}  {b['gflops_per_second']:6.1f} GFLOP/s "
+              f"= {b['share_of_peak']:.1%} of {b['precision']} peak "
+              f"({b['share_of_core_peak_per_cpu_second']:.1%} per CPU-second)")
     print(f"default (fastest within {F1_TOLERANCE} F1 of torch): {out['default']}")
     if args.json:
         cli.write_text_atomic(args.json, json.dumps(out, indent=2) + "\n")
@@ -210,6 +256,23 @@ def compare_backends(args) -> int:
         path = record_in_card(entry, out)
         print(f"recorded in {path}")
     return 0
+
+
+def answered_flops(engine, examples) -> int:
+    """Matrix-product FLOPs of every window the engine reads for ``examples``, each at its own
+    length (core.qa.roofline.window_flops), in the engine's window shapes."""
+    from core.qa.features import build_windows
+    from core.qa.roofline import window_flops
+
+    total = 0
+    for long in (False, True):
+        group = [e for e in examples if engine.is_long(e.context) == long]
+        if group:
+            max_length, stride = engine._window_shape(long)
+            windows = build_windows(engine.tokenizer, [e.question for e in group], [e.context for e in group],
+                                    max_length=max_length, stride=stride)
+            total += sum(window_flops(engine.model.config, len(w.input_ids)) for w in windows)
+    return total
 
 
 def record_in_card(entry, out: dict) -> Path:

@@ -31,6 +31,8 @@ QUESTIONS = [
     ("who built the tower ?", 0), ("what was the population ?", 2),
 ]
 QS = [q for q, _ in QUESTIONS]
+# the backend setting's choices, as every refusal names them
+CHOICE_LIST = "default, torch, torch-bf16, onnx, onnx-int8, openvino, openvino-int8"
 CS = [CONTEXTS[i] for _, i in QUESTIONS]
 
 
@@ -316,7 +318,7 @@ def test_failed_export_falls_back_to_torch_with_a_message(make, tmp_path, monkey
 
 @pytest.mark.parametrize("value", ["tensorrt", "ONNX", "", None, 1, "onnx int8"])
 def test_a_bad_backend_is_refused_wherever_it_is_set(make, value):
-    message = f"^backend must be one of default, torch, torch-bf16, onnx, onnx-int8, got {value!r}$"
+    message = f"^backend must be one of {CHOICE_LIST}, got {value!r}$"
     with pytest.raises(SettingsError, match=message.replace("(", r"\(")):
         EngineSettings(backend=value)
     with pytest.raises(SettingsError):
@@ -339,10 +341,10 @@ def test_the_clis_refuse_a_bad_backend_before_loading_anything(module, capsys):
     err = capsys.readouterr().err
     # core.sweeps's --backend also names where the sweep runs (local or ray, core.sweeps.ray)
     where = "local, ray, " if module == "core.sweeps.cli" else ""
-    assert f"--backend must be one of {where}default, torch, torch-bf16, onnx, onnx-int8, got 'tensorrt'" in err
+    assert f"--backend must be one of {where}{CHOICE_LIST}, got 'tensorrt'" in err
     if module == "core.sweeps.cli":
         assert main([*argv, "--engine-backend", "tensorrt"]) == 2
-        assert ("--engine-backend must be one of default, torch, torch-bf16, onnx, onnx-int8, got 'tensorrt'"
+        assert (f"--engine-backend must be one of {CHOICE_LIST}, got 'tensorrt'"
                 in capsys.readouterr().err)
 
 

@@ -110,10 +110,11 @@ class EngineSettings:
     # beside other askers or a sweep; QAX_THREADS sets the budget). A number: always that many.
     threads: int | None = None
     # How the forward pass runs (core.qa.onnx_backend): "torch", "torch-bf16" (bf16 weights, where
-    # the CPU computes in bf16), "onnx" (ONNX Runtime fp32), "onnx-int8" (per-token int8), or
-    # "default": the model's own default, measured by the rule and recorded in its card (the
-    # engine's ``default_backend``; torch without a card). A backend that cannot run here falls
-    # back to torch; ``backend_name`` says which one answered.
+    # the CPU computes in bf16), "onnx" (ONNX Runtime fp32), "onnx-int8" (per-token int8),
+    # "openvino" (bf16) and "openvino-int8" (NNCF int8; core.qa.openvino_backend), or "default":
+    # the model's own default, measured by the rule and recorded in its card (the engine's
+    # ``default_backend``; torch without a card). A backend that cannot run here falls back to
+    # torch; ``backend_name`` says which one answered.
     backend: str = "default"
     # Long contexts (at least ``long_context_chars`` characters) are read in bigger windows: a
     # 20k-character context needs ~12 windows of 512 sharing 128 instead of ~17 of 384 (docs/results/long-context.md,

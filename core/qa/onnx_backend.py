@@ -32,7 +32,8 @@ from core.compat import FINGERPRINT_TAGS  # noqa: F401 (its old import place: en
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
+# openvino and openvino-int8: core.qa.openvino_backend
+BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8", "openvino", "openvino-int8")
 # The setting that means "this model's default": the fastest backend whose XQuAD-en F1 is within
 # 0.5 of torch fp32's, as measured and recorded in its model card (benchmarks/qa_throughput.py
 # --compare-backends --card); torch for a model without that record.
@@ -67,7 +68,7 @@ def check_backend(value) -> str:
     >>> check_backend("tensorrt")
     Traceback (most recent call last):
     ...
-    ValueError: must be one of default, torch, torch-bf16, onnx, onnx-int8, got 'tensorrt'
+    ValueError: must be one of default, torch, torch-bf16, onnx, onnx-int8, openvino, openvino-int8, got 'tensorrt'
     """
     if not isinstance(value, str) or value not in CHOICES:
         raise ValueError(f"must be one of {', '.join(CHOICES)}, got {value!r}")
@@ -133,6 +134,10 @@ def backend_unavailable(backend: str, device) -> str | None:
             import onnxruntime  # noqa: F401
         except ImportError as e:
             return f"onnxruntime is not installed ({e}): pip install onnxruntime==1.31.1"
+    if backend in ("openvino", "openvino-int8"):
+        from core.qa.openvino_backend import openvino_unavailable
+
+        return openvino_unavailable(backend, device)
     return None
 
 
@@ -433,13 +438,21 @@ def model_input_names(tokenizer, model) -> list[str]:
 
 def make_forward(backend: str, model, tokenizer, device, threads: int | None = None):
     """The forward strategy for ``backend``; raises BackendUnavailable (with the reason) when it
-    cannot run here (no native bf16, no onnxruntime, a failed export). torch is always available."""
+    cannot run here (no native bf16, no onnxruntime or openvino, a failed export). torch is always
+    available."""
     check_backend(backend)
     missing = backend_unavailable(backend, device)
     if missing:
         raise BackendUnavailable(missing)
     if backend in ("torch", "torch-bf16"):
         return TorchForward(model, device, bf16=backend == "torch-bf16")
+    if backend in ("openvino", "openvino-int8"):
+        from core.qa.openvino_backend import make_openvino_forward
+
+        try:
+            return make_openvino_forward(backend, model, tokenizer, model_input_names(tokenizer, model), threads)
+        except Exception as e:  # conversion, calibration or compilation: torch answers instead
+            raise BackendUnavailable(f"{backend} conversion or compilation failed ({type(e).__name__}: {e})") from e
     try:
         path = ensure_export(model, model_input_names(tokenizer, model), backend, tokenizer=tokenizer)
         return OnnxForward(path, backend, threads, per_window=backend == "onnx-int8")

@@ -1,4 +1,4 @@
-"""Export, ahead of time, the ONNX files of every installed model whose card chooses an ONNX backend.
+"""Export, ahead of time, the ONNX or OpenVINO files of every installed model whose card chooses one.
 
 ``python -m core.qa.prepare`` (run by ``./run.sh setup``) loads each such model once, which exports
 its ONNX graph into the cache (core.qa.onnx_backend.ensure_export) unless the files are already
@@ -18,12 +18,12 @@ from core.qa.registry import installed_models, load_engine
 
 
 def models_to_prepare(names: Sequence[str] | None = None) -> list[tuple[str, str]]:
-    """(model, backend) for the installed models whose default backend here is an ONNX one (torch
-    and torch-bf16 have nothing to export)."""
+    """(model, backend) for the installed models whose default backend here is an ONNX or OpenVINO
+    one (torch and torch-bf16 have nothing to export)."""
     chosen = [(m.name, m.default_backend()) for m in installed_models()]
     if names:
         chosen = [(n, b) for n, b in chosen if n in set(names)]
-    return [(n, b) for n, b in chosen if b in ("onnx", "onnx-int8")]
+    return [(n, b) for n, b in chosen if b in ("onnx", "onnx-int8", "openvino", "openvino-int8")]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
