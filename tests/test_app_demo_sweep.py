@@ -36,7 +36,8 @@ def test_heatmaps_and_gallery_open_on_the_demo_sweep_then_on_the_users_own(fresh
     assert at.selectbox(key="hm_sweep").value == sweeps[0]["id"]
     # only the views that apply: no repaired spec in the demo, so no Repair tab
     assert [t.label for t in at.tabs] == ["Heatmap", "Model vs model", "Penalty by n", "NoiseQA",
-                                          "DuReader-robust", "Slices & calibration"]
+                                          "DuReader-robust", "Slices & calibration", "Noise curves", "Backend flips",
+                                          "Translate or answer?"]
     tables = [d.value for d in at.dataframe if "model" in d.value.columns]
     assert tables and all(set(t["model"]) <= {"mpnet-squad-v2", "minilm-squad-v2", "(all)"} for t in tables)
     cells = {(c.model, c.label): c for c in report.cells(fresh_db, demo_sweep.DEMO_NAME)}

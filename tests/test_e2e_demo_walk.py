@@ -138,7 +138,7 @@ def test_demo_walk_in_one_browser_session(tmp_path, question_wav):
         click_settled(page.get_by_role("button", name="Answer", exact=True))
         page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=240_000)
         w.idle(240_000)
-        w.step("answer with 4 models (first load included)", time.perf_counter() - t)
+        w.step(f"answer with {len(MODELS)} models (first load included)", time.perf_counter() - t)
         w.visible("EM/F1 against the item's gold answers")
         for m in MODELS:
             w.visible(m)
@@ -189,7 +189,7 @@ def test_demo_walk_in_one_browser_session(tmp_path, question_wav):
         page.get_by_role("button", name="Generate & answer").click()
         page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=240_000)
         w.idle(240_000)
-        w.step("keyboard_Q x 3 repeats answered by 4 models", time.perf_counter() - t)
+        w.step(f"keyboard_Q x 3 repeats answered by {len(MODELS)} models", time.perf_counter() - t)
         w.shot("variants", at=page.locator('[data-testid="stDataFrame"]').first)
 
         # --------------------------------------------------------------------------- Sweeps
@@ -208,17 +208,18 @@ def test_demo_walk_in_one_browser_session(tmp_path, question_wav):
             page.get_by_role("option").filter(has_text=pid).first.click()
             page.keyboard.press("Escape")
             w.idle()
-        w.visible("200 result rows")
+        rows = 10 * 5 * len(MODELS)   # clean, keyboard_Q x 3 and TUQ for each question and model
+        w.visible(f"{rows} result rows")
         page.get_by_role("button", name="Start sweep").click()
         try:   # the running sweep's bar: its name, rows done and time left (it may finish first)
-            w.visible(re.compile(r"Sweep 'xquad/xquad\.en · [^']+ · 4 models · 10 ex · \w+': \d+/200 .* left"),
-                      timeout=60_000)
+            bar = rf"Sweep 'xquad/xquad\.en · [^']+ · {len(MODELS)} models · 10 ex · \w+': \d+/{rows} .* left"
+            w.visible(re.compile(bar), timeout=60_000)
             w.shot("sweep_running", at=page.locator('[data-testid="stProgress"]').first)
         except PlaywrightTimeout:
             w.shot("sweep_no_progress_seen")
-        w.visible(re.compile(r"finished: 200/200 result rows"), timeout=600_000)
-        w.step("a 200-row sweep (4 models)", time.perf_counter() - t)
-        w.shot("sweep_done", at=page.get_by_text(re.compile(r"finished: 200/200")).first)
+        w.visible(re.compile(rf"finished: {rows}/{rows} result rows"), timeout=600_000)
+        w.step(f"a {rows}-row sweep ({len(MODELS)} models)", time.perf_counter() - t)
+        w.shot("sweep_done", at=page.get_by_text(re.compile(rf"finished: {rows}/{rows}")).first)
 
         # ------------------------------------------------------------------ Heatmaps, 800 px
         page.set_viewport_size({"width": 800, "height": 1000})
@@ -251,7 +252,7 @@ def test_demo_walk_in_one_browser_session(tmp_path, question_wav):
         t = time.perf_counter()
         w.nav("Gallery")
         w.visible("Striking examples")
-        # the four models disagree on some of the sweep's clean questions (2 of these 10)
+        # the default models disagree on some of the sweep's clean questions (2 of these 10)
         w.visible(re.compile(r"^Models disagree \([1-9]\d*\)$"), timeout=120_000)
         opens = page.get_by_role("button", name="Open on Ask")
         opens.first.wait_for(timeout=60_000)
