@@ -243,7 +243,7 @@ def test_demo_walk_in_one_browser_session(tmp_path, question_wav):
         w.step("drill-down to an example: every model side by side", time.perf_counter() - t)
         for m in MODELS:
             assert page.get_by_text(m, exact=True).filter(visible=True).count() >= 1, m
-        assert page.get_by_text(re.compile(r"^clean: ")).filter(visible=True).count() == 4
+        assert page.get_by_text(re.compile(r"^clean: ")).filter(visible=True).count() == len(MODELS)
         page.get_by_text("(this cell)").first.scroll_into_view_if_needed()
         w.shot("drilldown_800")
 
