@@ -77,3 +77,42 @@ def test_browser_plays_beat_the_ai(tiny_registry, tmp_path):
     [qa] = [qa for art in export["data"] for par in art["paragraphs"] for qa in par["qas"]]
     assert (qa["id"], qa["question"], qa["answers"]) == (
         "beat-1", QUESTION, [{"text": answer, "answer_start": a.answer_start}])
+
+
+def test_browser_shows_the_rounds_leaderboard(tiny_registry, tmp_path):
+    """Issue 43: the leaderboard in Chromium, per round, from stored attempts and validations: Bob
+    fooled tiny-a and tiny-b once in round 2, his two validators disagree; Alice fooled tiny-a in
+    round 1 and both her validators agree."""
+    from core.collect import beat
+    from core.datasets import demo_dataset
+
+    db = tmp_path / "beat.sqlite"
+    p = beat.passages(demo_dataset("en"))[0]
+    gold = (112, 127)   # "14 October 1871"
+    with beat_store.BeatStore(db) as store:
+        a1 = store.record_attempt(p, "On which date was the lamp first lit?", gold, {"tiny-a": None},
+                                  user="Alice", session="s1", now="2026-11-20T10:00:00")
+        for who in ("Bob", "Cy"):
+            store.record_validation(a1.id, who, gold, session=who)
+        b1 = store.record_attempt(p, "When did the keeper start?", gold, {"tiny-a": None, "tiny-b": None},
+                                  user="Bob", session="s2", now="2026-11-22T09:00:00")
+        store.record_validation(b1.id, "Alice", None, session="a")
+        store.record_validation(b1.id, "Cy", gold, session="c")
+    env = {"QAX_MODELS_TOML": str(tiny_registry), "QAX_BEAT_DB": str(db)}
+    with serve_app(env) as url, launch_chromium() as browser:
+        for width in (1400, 800):
+            page = browser.new_page(viewport={"width": width, "height": 1000})
+            page.goto(url + "/")
+            page.get_by_role("link", name="Beat the AI").click()
+            page.get_by_role("heading", name="Beat the AI").wait_for(timeout=180_000)
+            page.get_by_role("tab", name="Leaderboard").click()
+            # the newest round is chosen: its line under the table names its models
+            page.get_by_text("1 attempt in this round; models in play: tiny-a, tiny-b.").filter(
+                visible=True).first.wait_for(timeout=60_000)
+            # the data grid draws on a canvas; its cells are in the grid's accessible table
+            cells = page.locator('[data-testid="stDataFrame"] [role="gridcell"]')
+            cells.first.wait_for(state="attached", timeout=60_000)
+            text = " | ".join(cells.all_inner_texts())
+            assert "Bob" in text and "Alice" not in text, text   # round 2 alone
+            assert "0 %" in text, text                            # its validators disagree
+            page.screenshot(path=str(tmp_path / f"leaderboard_{width}.png"))
