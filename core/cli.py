@@ -92,6 +92,16 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see --help)\n")
 
 
+def _whole_number_at_least(text: str, low: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = low - 1
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least {low}, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """argparse ``type=``: a whole number >= 1 (else argparse's one-line error, exit 2).
 
@@ -102,13 +112,7 @@ def positive_int(text: str) -> int:
     ...
     argparse.ArgumentTypeError: must be a whole number of at least 1, got '0'
     """
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
-    return value
+    return _whole_number_at_least(text, 1)
 
 
 def non_negative_int(text: str) -> int:
@@ -121,13 +125,7 @@ def non_negative_int(text: str) -> int:
     ...
     argparse.ArgumentTypeError: must be a whole number of at least 0, got '-5'
     """
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 0, got {text!r}")
-    return value
+    return _whole_number_at_least(text, 0)
 
 
 def positive_int_list(text: str) -> list[int]:

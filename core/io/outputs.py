@@ -55,7 +55,7 @@ def same_file(a: PathLike, b: PathLike) -> bool:
     """True when ``a`` and ``b`` name the same file: :func:`os.path.samefile` when both exist
     (symlinks and hard links included), their resolved paths otherwise.
 
-    >>> same_file("/tmp/x/../y.json", "/tmp/y.json"), same_file("/tmp/a.json", "/tmp/b.json")
+    >>> same_file("runs/x/../y.json", "runs/y.json"), same_file("runs/a.json", "runs/b.json")
     (True, False)
     """
     pa, pb = Path(a).expanduser(), Path(b).expanduser()
