@@ -8,12 +8,16 @@ The browser never names a path. The picker offers
     is not a sweep store (another application's database, a text file) is not offered;
   * on the Sweeps page, "New sweep database": a file NAME only (:func:`core.config.safe_file_name`),
     placed in the first root; the file is created when a sweep starts, never before.
+  * on Heatmaps and Gallery, "Bundled demo sweep": the shipped demo (core.explore.demo_sweep), read
+    from the cache. It is chosen by itself while no database in the roots holds a sweep, so a fresh
+    clone opens on something real; the user's own sweeps replace it as soon as there are any.
 Whatever is chosen is checked again with :func:`core.config.confine` before use, and reading opens
 read-only (core.sweeps.report), so looking at a database can never change it.
 """
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,12 +25,14 @@ import streamlit as st
 
 from components.text import md_escape
 from core import config
+from core.explore import demo_sweep
 from core.io.sqlite_db import sqlite_kind
 from core.sweeps import report as report
 from core.sweeps.store import Store, StoreError
 
 STATE_KEY = "sweep_db"
 NEW = "\x00new"          # the picker's "new database" entry (no file name can hold a NUL)
+DEMO = "\x00demo"        # the picker's "bundled demo sweep" entry
 SUFFIXES = (".sqlite", ".sqlite3", ".db")
 _DEPTH = 4               # folder levels searched below each root
 _LIMIT = 200             # databases offered at most
@@ -71,6 +77,8 @@ def label(path: str) -> str:
     """How a database is shown: relative to the repository when under it, else in full."""
     if path == NEW:
         return "➕ New sweep database…"
+    if path == DEMO:
+        return "Bundled demo sweep (read-only)"
     p = Path(path)
     try:
         return str(p.relative_to(config.repo_root()))
@@ -81,16 +89,32 @@ def label(path: str) -> str:
 @dataclass
 class DbChoice:
     """What the picker chose: ``path`` to use, or ``error`` (a refused choice) or ``hint`` (nothing
-    chosen yet) saying why there is none. ``new``: the file does not exist yet."""
+    chosen yet) saying why there is none. ``new``: the file does not exist yet. ``demo``: the
+    shipped demo sweep's store."""
 
     path: Path | None
     error: str | None = None
     new: bool = False
     hint: str | None = None
+    demo: bool = False
 
 
-def db_picker(key: str, *, allow_new: bool = False) -> DbChoice:
-    """The database picker (remembered across pages). ``allow_new``: offer "New sweep database"."""
+def has_sweeps(path: str | Path) -> bool:
+    """True when ``path`` is a sweep database holding at least one sweep."""
+    try:
+        return Path(path).is_file() and bool(report.list_sweeps(path))
+    except Exception:   # foreign or damaged: nothing of the user's to open on
+        return False
+
+
+def first_with_sweeps(options: list[str]) -> str | None:
+    """The first database among ``options`` that holds a sweep, or None."""
+    return next((p for p in options if p not in (NEW, DEMO) and has_sweeps(p)), None)
+
+
+def db_picker(key: str, *, allow_new: bool = False, allow_demo: bool = False) -> DbChoice:
+    """The database picker (remembered across pages). ``allow_new``: offer "New sweep database";
+    ``allow_demo``: offer the bundled demo sweep, and open on it while no database holds a sweep."""
     roots = config.sweep_db_roots()
     default = default_db_path()
     options = [default] + [p for p in find_sweep_dbs(tuple(map(str, roots))) if p != default]
@@ -99,15 +123,30 @@ def db_picker(key: str, *, allow_new: bool = False) -> DbChoice:
         options.append(remembered)   # a new database chosen on the Sweeps page, maybe not created yet
     if allow_new:
         options.append(NEW)
-    widget = f"{key}_db"
+    if allow_demo:
+        options.append(DEMO)
+    widget, auto = f"{key}_db", f"{key}_db_demo_auto"
+    if allow_demo and st.session_state.get(widget) == DEMO and st.session_state.get(auto):
+        own = first_with_sweeps(options)   # the demo was chosen for the user: their sweeps replace it
+        if own is not None:
+            st.session_state[widget] = own
+            st.session_state[auto] = False
     if st.session_state.get(widget) not in options:
-        st.session_state[widget] = remembered if remembered in options else default
+        if allow_demo and first_with_sweeps(options) is None:   # nothing of the user's: open on the demo
+            st.session_state[widget], st.session_state[auto] = DEMO, True
+        else:
+            st.session_state[widget] = remembered if remembered in options else default
     choice = st.selectbox("Sweep database", options, key=widget, format_func=label,
                           help="Sweep databases found in the folders this server allows (QAX_SWEEP_DB's "
                                "folder, runs/, the speech trials, QAX_EXTRA_ROOTS)."
                                + (" A new one is created when its first sweep starts." if allow_new else ""))
     if choice == NEW:
         return _new_db(key, roots[0])
+    if choice == DEMO:
+        try:
+            return DbChoice(demo_sweep.shipped_store(), demo=True)
+        except (OSError, sqlite3.Error) as e:   # a read-only cache, a damaged checkout: say so
+            return DbChoice(None, f"The bundled demo sweep could not be opened: {e}", demo=True)
     try:
         path = config.confine(choice, roots, "sweep database")
     except config.ConfinementError as e:   # never offered; checked again all the same
@@ -134,13 +173,23 @@ def _new_db(key: str, folder: Path) -> DbChoice:
     return DbChoice(path, new=kind == "missing")
 
 
-def db_path_input(key: str) -> Path:
-    """The database picker without "new" (the Heatmaps page reads only); the chosen path."""
-    choice = db_picker(key)
+def db_path_input(key: str) -> DbChoice:
+    """The database picker without "new", with the demo (the Heatmaps page reads only): the choice,
+    which has a path."""
+    choice = db_picker(key, allow_demo=True)
     if choice.path is None:
         st.error(md_escape(choice.error or choice.hint or "No sweep database chosen."))
         st.stop()
-    return choice.path
+    return choice
+
+
+def demo_caption(choice: DbChoice) -> None:
+    """Say that the bundled demo is shown, and how the user's own sweeps replace it."""
+    if choice.demo:
+        st.info("Showing the **bundled demo sweep**: the 12 questions of the bundled demo set, answered by two "
+                "shipped models under five perturbations, shipped with the app as text "
+                "(`python -m core.explore.demo_sweep` rebuilds it). Run your own sweep on the **Sweeps** page: "
+                "it replaces the demo here as soon as it is stored.")
 
 
 def stored_sweeps_or_stop(db_path: Path, missing: str) -> list:

@@ -15,7 +15,7 @@ from components.export import csv_download, json_download
 from components.frame import page_frame
 from components.pickers import DEMO_LANGS
 from components.state import current_data_dir
-from components.sweep_db_picker import db_picker
+from components.sweep_db_picker import db_picker, demo_caption
 from components.text import html_text, md_escape
 from core.collect import beat_store
 from core.explore import demo_sweep
@@ -41,7 +41,8 @@ def findings(db: str | None, sweep_ids: tuple[int, ...], versions: tuple, attemp
     return cg.find_all(db, sweep_ids, attempts)
 
 
-choice = db_picker("gal")
+choice = db_picker("gal", allow_demo=True)   # a fresh clone opens on the bundled demo sweep
+demo_caption(choice)
 sweeps = []
 if choice.path is not None and choice.path.exists():
     try:
@@ -55,7 +56,7 @@ own = [i for i in ids if not demo_sweep.is_demo(by_id[i])]
 persist.keep("gal_sweeps", ids, default=(own or ids)[:5], follow_default=True)
 picked = st.multiselect("Sweeps to look in", ids, key="gal_sweeps",
                         format_func=lambda i: f"{by_id[i]['name']} · {by_id[i]['dataset']}")
-if not sweeps and choice.path is not None:   # a fresh clone: a one-click demo sweep, not an empty room
+if not sweeps and choice.path is not None:   # an empty database chosen: a one-click demo sweep, not an empty room
     offer_demo_sweep("gal", choice.path, "No stored sweep in this database: only Beat-the-AI wins can be shown. "
                                          "Run a sweep on the Sweeps page, or build the demo sweep here.")
 try:
@@ -112,7 +113,9 @@ def open_on(page: str, f: cg.Finding) -> None:
     st.switch_page("pages/ask.py" if page == "ask" else "pages/variants.py")
 
 
-tabs = st.tabs([f"{label} ({len(found[kind])})" for kind, label in KINDS.items()])
+tab_labels = [f"{label} ({len(found[kind])})" for kind, label in KINDS.items()]
+# open on the first kind that has examples, not on an empty one
+tabs = st.tabs(tab_labels, default=next((t for t, k in zip(tab_labels, KINDS) if found[k]), tab_labels[0]))
 for tab, kind in zip(tabs, KINDS):
     with tab:
         if not found[kind]:

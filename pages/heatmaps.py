@@ -23,7 +23,7 @@ from components.export import csv_download, figure_downloads, file_stem
 from components.frame import page_frame
 from components.heatmap import LAYOUTS, METRICS, VALUES, choose_layout, heatmap_figure
 from components.noise_curves import noise_curve_section
-from components.sweep_db_picker import db_path_input, stored_sweeps_or_stop
+from components.sweep_db_picker import db_path_input, demo_caption, stored_sweeps_or_stop
 from components.text import md_escape
 from core.explore import demo_sweep
 from core.metrics import METRICS as METRIC_INFO
@@ -38,7 +38,9 @@ st.caption("How much each model's score moves under each perturbation of a store
            "it below) to see its examples. Run sweeps on the **Sweeps** page or with `python -m core.sweeps`.")
 
 
-db_path = db_path_input("hm")
+db_choice = db_path_input("hm")   # a fresh clone opens on the bundled demo sweep
+db_path = db_choice.path
+demo_caption(db_choice)
 
 
 def _no_sweep(path) -> bool:
@@ -51,7 +53,7 @@ def _no_sweep(path) -> bool:
         return False
 
 
-if _no_sweep(db_path):   # a fresh clone: a one-click demo sweep instead of an empty page
+if _no_sweep(db_path):   # an empty database chosen: a one-click demo sweep into it instead of an empty page
     offer_demo_sweep("hm", db_path, "This sweep database holds no sweep yet: the heatmaps show a stored sweep.")
     st.stop()
 sweeps = stored_sweeps_or_stop(

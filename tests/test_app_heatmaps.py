@@ -313,7 +313,11 @@ def test_page_model_vs_model_paired_differences(sweep_db):
 
 def test_page_without_database(tmp_path, monkeypatch):
     monkeypatch.setenv("QAX_SWEEP_DB", str(tmp_path / "absent.sqlite"))
+    monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path / "cache"))
     at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    assert at.selectbox(key="hm_db").value == "\x00demo"             # nothing of the user's: the demo
+    at.selectbox(key="hm_db").set_value(str(tmp_path / "absent.sqlite")).run()   # the empty one, on purpose
     assert not at.exception
     assert any("holds no sweep yet" in m.value for m in at.markdown)   # and the demo sweep is offered
     assert [b.label for b in at.button if b.key == "hm_demo_sweep"] == ["Build the demo sweep"]

@@ -72,21 +72,27 @@ def test_no_button_label_is_cut_at_800_px():
     assert cut == {path: [] for path, _ in PAGES}
 
 
-def test_a_fresh_clone_builds_the_demo_sweep_in_one_click(tmp_path):
-    """Heatmaps on an empty sweep database: one click builds the demo sweep with the real models,
-    and the page opens on it in tabs; Gallery then looks in it."""
-    db = tmp_path / "sweeps.sqlite"
-    with serve_app({"QAX_SWEEP_DB": str(db)}) as url, launch_chromium() as browser:
-        page = browser.new_page(viewport={"width": 800, "height": 1000})
-        page.goto(url + "/")
-        page.locator('textarea[aria-label="Question"]').wait_for(timeout=90_000)
-        page.goto(f"{url}/heatmaps")
-        click_settled(page.get_by_role("button", name="Build the demo sweep"))
-        page.get_by_role("tab", name="Heatmap", exact=True).wait_for(timeout=300_000)
-        tabs = page.get_by_role("tab").all_inner_texts()
-        assert tabs == ["Heatmap", "Model vs model", "Penalty by n", "NoiseQA", "DuReader-robust",
-                        "Slices & calibration", "Noise curves", "Backend flips", "Translate or answer?"]
-        assert page.evaluate(CUT_LABELS) == []
-        page.screenshot(path=str(tmp_path / "heatmaps_demo.png"))
-        page.goto(f"{url}/gallery")
-        page.get_by_text("demo · demo.en (bundled)").first.wait_for(timeout=90_000)
+def test_a_fresh_clone_opens_on_the_demo_sweep(tmp_path):
+    """A fresh clone (no sweep database, an empty cache): Heatmaps and Gallery open on the bundled demo
+    sweep, labelled as a demo, at 1400 and 800 px; nothing is written to the sweep database."""
+    db = tmp_path / "runs" / "sweeps.sqlite"
+    env = {"QAX_SWEEP_DB": str(db), "QAX_CACHE_DIR": str(tmp_path / "cache")}
+    with serve_app(env) as url, launch_chromium() as browser:
+        for width in (1400, 800):
+            page = browser.new_page(viewport={"width": width, "height": 1000})
+            page.goto(f"{url}/heatmaps")
+            page.get_by_role("tab", name="Heatmap", exact=True).wait_for(timeout=120_000)
+            assert page.get_by_text("Showing the bundled demo sweep").count() == 1
+            tabs = page.get_by_role("tab").all_inner_texts()
+            assert tabs == ["Heatmap", "Model vs model", "Penalty by n", "NoiseQA", "DuReader-robust",
+                            "Slices & calibration", "Noise curves", "Backend flips", "Translate or answer?"]
+            page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)   # the heatmap itself
+            assert page.evaluate(CUT_LABELS) == []
+            page.screenshot(path=str(tmp_path / f"heatmaps_demo_{width}.png"))
+            page.goto(f"{url}/gallery")
+            page.get_by_text("Showing the bundled demo sweep").wait_for(timeout=90_000)
+            page.get_by_text("demo · demo.en (bundled)").first.wait_for(timeout=90_000)
+            page.get_by_role("button", name="Open on Ask").first.wait_for(timeout=90_000)
+            assert page.evaluate(CUT_LABELS) == []
+            page.close()
+    assert not db.exists()

@@ -9,18 +9,32 @@ with the shipped models, mpnet-squad-v2 and minilm-squad-v2, a strong and a smal
 perturbations touch every view that applies to a question sweep: interface noise (keyboard,
 misspelling), the German paper's n-parameterised character deletion, a paraphrase (DuReader's DPR)
 and a case change; two repeats each.
+
+A fresh clone opens on it without running anything: the sweep is shipped as text, an SQL dump of a
+store that holds only it (:data:`SHIPPED_DUMP`, written by ``python -m core.explore.demo_sweep
+--write-dump``), and :func:`shipped_store` turns that text into a store in the cache the first time
+a page asks. Text keeps the repository free of binary databases and lets a reviewer diff a rebuilt
+demo against the shipped one.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import argparse
+import hashlib
+import os
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from core import config
 from core.qa import registry
 
 DEMO_NAME = "demo · demo.en (bundled)"
 DEMO_SPECS = "keyboard_Q,misspell_Q,DCRQ:n_chars=1|2,paraphrase_rules_Q,TLQ"
 DEMO_REPEATS = 2
 DEMO_MODELS_MAX = 2
+SHIPPED_DUMP = config.repo_root() / "assets" / "demo" / "demo-sweep.sql"
 
 
 def is_demo(sweep: dict) -> bool:
@@ -59,3 +73,74 @@ def build_demo_sweep(db: str | Path, engine_for: Callable[[str], object], models
     config = SweepConfig("demo.en", parse_specs(DEMO_SPECS), list(models), repeats=DEMO_REPEATS, seed=0,
                          name=DEMO_NAME)
     return launch(config, db, engines={m: engine_for(m) for m in models}, dataset=demo, progress=progress)
+
+
+def dump_store(db: str | Path) -> str:
+    """The whole store ``db`` as SQL text (SQLite's own dump: schema, then rows in key order)."""
+    with sqlite3.connect(f"file:{Path(db).resolve()}?mode=ro", uri=True) as con:
+        return "\n".join(con.iterdump()) + "\n"
+
+
+def shipped_store(dump: str | Path = SHIPPED_DUMP) -> Path:
+    """The shipped demo sweep as a store to read: ``dump`` executed once into the cache, named by
+    its digest so a changed dump makes a new store. Written beside and renamed into place, so two
+    pages asking at once never see half a store."""
+    text = Path(dump).read_text(encoding="utf-8")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    folder = config.cache_dir() / "demo"
+    target = folder / f"demo-sweep-{digest}.sqlite"
+    if target.is_file():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".sqlite.tmp")
+    os.close(fd)
+    try:
+        con = sqlite3.connect(tmp)
+        try:
+            con.executescript(text)
+            con.commit()
+        finally:
+            con.close()
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
+
+
+def write_dump(out: str | Path, models: Sequence[str] | None = None,
+               progress: Callable[[int, int], None] | None = None) -> Path:
+    """Run the demo sweep with the shipped models into a new store and write its dump to ``out``."""
+    from core.io.outputs import write_text_atomic
+    from core.qa.registry import installed_models, load_engine
+
+    names = list(models) if models else demo_models(installed_models())
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "demo.sqlite"
+        build_demo_sweep(db, load_engine, names, progress=progress)
+        with sqlite3.connect(db) as con:   # which process on which host built it is nobody's business
+            con.execute("UPDATE sweeps SET owner_pid = NULL, owner_host = NULL, owner_start = NULL")
+        write_text_atomic(Path(out), dump_store(db))
+    return Path(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m core.explore.demo_sweep", description=(
+        "Rebuild the demo sweep with this machine's models and write it as the SQL text that a fresh "
+        "clone's Heatmaps and Gallery open on."))
+    ap.add_argument("--write-dump", default=str(SHIPPED_DUMP), metavar="OUT",
+                    help="where to write the dump (default: the shipped assets/demo/demo-sweep.sql)")
+    ap.add_argument("--models", default=None, help="comma-separated models (default: the measured English defaults)")
+    args = ap.parse_args(argv)
+    models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
+
+    def say(done: int, total: int) -> None:
+        print(f"\r{done:,}/{total:,} result rows", end="", file=sys.stderr, flush=True)
+
+    out = write_dump(args.write_dump, models, progress=say)
+    print(f"\nwrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
