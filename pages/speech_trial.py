@@ -18,6 +18,7 @@ from components import persist
 from components.frame import page_frame
 from components.pickers import evaluation_sets, load_set
 from components.text import html_text, md_escape
+from components.trial_agreement import agreement_panel
 from components.trial_scoring import score_panel
 from core.collect import trial_sets, trials
 from core.datasets import DatasetError
@@ -234,4 +235,7 @@ if trial_id:
     if draw_picker is not None:
         draw_picker()
     _results(current)
+    agreement_panel(current)
     _export_delete(current)
+else:
+    agreement_panel(None)
