@@ -52,7 +52,7 @@ def _settings(trial: trials.Trial, natural_default: list[str]) -> dict | None:
                              default=natural_default, key="agree_asr")
     tts_engines = c2.multiselect("TTS → ASR: the question spoken, then transcribed by", list(asr.ENGINE_NAMES),
                                  default=natural_default, key="agree_tts")
-    d1, d2, d3, d4 = st.columns(4)
+    d1, d2, d3, d4 = st.columns([1.6, 1, 1, 1])   # a voice id ("espeak-ng:en-gb-x-rp+f3") needs the room
     voices = list(tts.ALL_VOICE_IDS)
     voice = d1.selectbox("TTS voice", voices, index=voices.index(agreement.DEFAULT_VOICE), key="agree_voice")
     p = d2.number_input("Keyboard noise rate", 0.0, 1.0, agreement.KEYBOARD_P, 0.05, key="agree_p",
@@ -109,13 +109,16 @@ def _show(trial: trials.Trial, result: agreement.Agreement) -> None:
     st.dataframe(rates, hide_index=True, width="stretch")
     st.markdown("**Cohen's kappa of the flips** (95% bootstrap interval)")
     st.dataframe(pd.DataFrame(agreement.kappa_matrix(result, model)), width="stretch")
+    st.caption("Kappa is 1 when two conditions flip the same answers, 0 when they agree no more than chance "
+               "would, below 0 when they disagree. It is undefined for a condition that flips no question, or "
+               "every one: it needs flips and non-flips to agree on.")
     kappas = pd.DataFrame(result.kappas)
     with st.expander("Kappa rows: counts, agreement, notes"):
         st.dataframe(kappas[kappas["model"] == model], hide_index=True, width="stretch")
     st.markdown("**Per question**")
     questions = pd.DataFrame(result.rows)
     st.dataframe(questions[questions["model"] == model].drop(columns="model"), hide_index=True, width="stretch")
-    c1, c2, c3 = st.columns(3)
+    c1, c2, c3 = st.columns([1, 1.3, 1])
     with c1:
         csv_download(kappas, f"{stem}-kappa", key="agree_kappa_csv", label="Kappa CSV")
     with c2:

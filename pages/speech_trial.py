@@ -141,7 +141,7 @@ def _recording_step(trial: trials.Trial) -> None:
         st.audio(state.latest.path.read_bytes(), format="audio/wav")
         st.dataframe(pd.DataFrame(trial_sets.transcript_rows(trial, state, ENGINES, results)), hide_index=True,
                      width="stretch")
-    c1, c2, c3, c4 = st.columns(4)
+    c1, c2, c3, c4 = st.columns([1, 1, 1, 1.8])   # room for "First open question" at 800 px
     if c1.button("← Back", key="trial_back", disabled=idx == 0):
         _go(idx - 1)
         st.rerun()

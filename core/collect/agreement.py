@@ -267,7 +267,7 @@ def _kappa_row(model: str, a: str, b: str, fa: list[bool], fb: list[bool], seed:
     if value is None:
         constant = [f"{name} flips {'every' if all(f) else 'no'} question" for name, f in ((a, fa), (b, fb))
                     if len(set(f)) < 2]
-        note = "; ".join(constant) + " (kappa needs both to flip some questions and not others)"
+        note = "; ".join(constant)
     else:
         low, high, dropped = kappa_interval(fa, fb, seed, n_boot)
         if low is None:
