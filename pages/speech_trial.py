@@ -4,7 +4,8 @@ How NoiseQA built its natural speech set, done by our users (logic in core.colle
 sample of questions is shown one at a time; each recording is stored on the server at once, every
 ASR engine transcribes it, and the transcripts form a SQuAD-format challenge set per speaker x
 engine that sweeps read. Speakers can re-record, skip, stop and resume, export their recordings
-and delete them. Scoring models on the sets runs as a background sweep (components/trial_scoring.py).
+and delete them. Scoring models on the sets runs as a background sweep (components/trial_scoring.py);
+the flips of the recordings against synthetic noise are compared in components/trial_agreement.py.
 """
 from __future__ import annotations
 

@@ -40,7 +40,8 @@ def test_flips_and_kappa_of_minilm_on_the_demo_trial(trial):
     assert rows["Who founded the Greyford Clock Museum?"][f"{TTS} answer"] == "Amina Okafor"
     flipped = {name: sorted(q for q, r in rows.items() if r[f"{name} flip"]) for name in result.conditions}
     assert flipped == {NATURAL: ["Who founded the Greyford Clock Museum?"], TTS: [],
-                       KEYBOARD: ["In which village was the apple first described?", "Where was the founder a student?"]}
+                       KEYBOARD: ["In which village was the apple first described?",
+                                  "Where was the founder a student?"]}
     k = {(r["a"], r["b"]): r for r in result.kappas}
     # natural against keyboard: both 0, only natural 1, only keyboard 2, neither 9: p_o = 9/12,
     # p_e = (1/12)(2/12) + (11/12)(10/12) = 112/144, kappa = (108 - 112) / (144 - 112) = -0.125
