@@ -167,6 +167,8 @@ def test_cli_bad_input_is_one_line_and_status_2(capsys, tmp_path, empty_trial):
     assert json.loads((empty_trial.path / "trial.json").read_text())["id"] == "ana"     # untouched
     code, err = run(capsys, "--trial", str(empty_trial.path), "--model", "minilm-squad-v2", "--asr", "pocketsphinx")
     assert code == 2 and "no recorded question transcribed by pocketsphinx" in err
+    code, err = run(capsys, "--trial", str(empty_trial.path), "--model", "minilm-squad-v2")
+    assert code == 2 and "no ASR engine's transcripts to compare" in err and "\n" not in err
     code, err = run(capsys, "--trial", str(empty_trial.path), "--model", "minilm-squad-v2", "--asr", "nope")
     assert code == 2 and "unknown ASR engine 'nope'" in err
     code, err = run(capsys, "--trial", str(empty_trial.path), "--model", "no-such-model")

@@ -219,6 +219,9 @@ def trial_conditions(trial: Trial, natural: Sequence[str], *, tts_engines: Seque
     and keyboard noise (``keyboard_p`` None: none)."""
     from core.speech import asr
 
+    if not natural:
+        raise AgreementError(f"trial {trial.id}: no ASR engine's transcripts to compare: transcribe the recordings "
+                             "first (Speech trial page, 'Transcribe what is missing') or name engines with --asr")
     for engine in [*natural, *tts_engines]:
         if engine not in asr.ENGINE_NAMES:
             raise AgreementError(f"unknown ASR engine {engine!r}; known: {', '.join(asr.ENGINE_NAMES)}")
