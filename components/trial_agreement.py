@@ -109,6 +109,8 @@ def _show(trial: trials.Trial, result: agreement.Agreement) -> None:
     st.dataframe(rates, hide_index=True, width="stretch")
     st.markdown("**Cohen's kappa of the flips** (95% bootstrap interval)")
     st.dataframe(pd.DataFrame(agreement.kappa_matrix(result, model)), width="stretch")
+    for note in agreement.matrix_notes(result, model):
+        st.caption(md_escape(note[:1].upper() + note[1:] + "."))
     st.caption("Kappa is 1 when two conditions flip the same answers, 0 when they agree no more than chance "
                "would, below 0 when they disagree. It is undefined for a condition that flips no question, or "
                "every one: it needs flips and non-flips to agree on.")

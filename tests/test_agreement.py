@@ -122,6 +122,12 @@ def test_flip_is_a_changed_answer_after_squad_normalisation():
     assert matrix["natural:x"]["natural:x"] == "1"
     assert matrix["natural:x"]["keyboard:p=0.25"] == matrix["keyboard:p=0.25"]["natural:x"]
     assert matrix["natural:x"]["keyboard:p=0.25"].startswith("0.50")
+    # a condition that changes no answer: its kappas are undefined, and the matrix's notes say why once
+    same = agreement.compare(examples(), {**conditions, "typed": [ex.question for ex in examples()]},
+                             {"kw": KeywordEngine()}, seed=0, n_boot=100)
+    matrix = agreement.kappa_matrix(same, "kw")
+    assert matrix["typed"]["natural:x"] == matrix["keyboard:p=0.25"]["typed"] == "undefined"
+    assert [n for n in agreement.matrix_notes(same, "kw") if "flips" in n] == ["typed flips no question"]
 
 
 def test_keyboard_condition_is_the_catalogues_draw_under_the_seed():

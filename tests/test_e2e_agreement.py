@@ -27,7 +27,7 @@ def expected_labels(trial) -> set[str]:
 
     examples, conditions, _ = agreement.trial_conditions(trial, ["pocketsphinx"], tts_engines=["pocketsphinx"])
     result = agreement.compare(examples, conditions, {"tiny-a": load_engine("tiny-a")})
-    return {agreement.kappa_label(r) for r in result.kappas}
+    return {agreement.kappa_label(r, short=True) for r in result.kappas}
 
 
 def grid_text(page, title: str) -> str:

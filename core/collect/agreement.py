@@ -44,7 +44,7 @@ from core.types import QAExample
 
 __all__ = ["DEFAULT_VOICE", "KEYBOARD_P", "N_BOOT", "AgreementError", "Agreement", "kappa", "kappa_counts",
            "kappa_interval", "kappa_halfwidth", "recorded_examples", "natural_condition", "tts_condition",
-           "keyboard_condition", "trial_conditions", "compare", "kappa_label", "flip_rates", "kappa_matrix",
+           "keyboard_condition", "trial_conditions", "compare", "kappa_label", "flip_rates", "kappa_matrix", "matrix_notes",
            "trial_or_error"]
 
 DEFAULT_VOICE = "flite:kal16"   # the asr_Q perturbation's default voice
@@ -143,16 +143,19 @@ def kappa_halfwidth(n: int, flip_rate: float, kappa_value: float = 0.5) -> float
     return 1.96 * math.sqrt(p_o * (1 - p_o) / n) / (1 - p_e)
 
 
-def kappa_label(row: Mapping[str, Any]) -> str:
-    """A kappa row as the matrix shows it: ``0.62 [0.41, 0.80]``, or why there is none.
+def kappa_label(row: Mapping[str, Any], short: bool = False) -> str:
+    """A kappa row as text: ``0.62 [0.41, 0.80]``, or why there is none (``short``: just
+    "undefined", for a matrix cell; the reason goes beside the matrix).
 
     >>> kappa_label({"kappa": 0.625, "low": 0.41, "high": 0.8})
     '0.62 [0.41, 0.80]'
     >>> kappa_label({"kappa": None, "note": "natural:pocketsphinx flips no question"})
     'undefined: natural:pocketsphinx flips no question'
+    >>> kappa_label({"kappa": None, "note": "natural:pocketsphinx flips no question"}, short=True)
+    'undefined'
     """
     if row.get("kappa") is None:
-        return f"undefined: {row.get('note', '')}".rstrip(": ")
+        return "undefined" if short else f"undefined: {row.get('note', '')}".rstrip(": ")
     ci = "" if row.get("low") is None else f" [{row['low']:.2f}, {row['high']:.2f}]"
     return f"{row['kappa']:.2f}{ci}"
 
@@ -342,12 +345,18 @@ def flip_rates(result: Agreement) -> list[dict[str, Any]]:
 
 
 def kappa_matrix(result: Agreement, model: str) -> dict[str, dict[str, str]]:
-    """Condition x condition labels (:func:`kappa_label`) of one model; the diagonal is "1"."""
+    """Condition x condition labels (:func:`kappa_label`, short) of one model; the diagonal is "1"."""
     cells = {a: {b: ("1" if a == b else "") for b in result.conditions} for a in result.conditions}
     for row in result.kappas:
         if row["model"] == model:
-            cells[row["a"]][row["b"]] = cells[row["b"]][row["a"]] = kappa_label(row)
+            cells[row["a"]][row["b"]] = cells[row["b"]][row["a"]] = kappa_label(row, short=True)
     return cells
+
+
+def matrix_notes(result: Agreement, model: str) -> list[str]:
+    """The reasons behind one model's matrix, each once: why a kappa is undefined or has no interval."""
+    return list(dict.fromkeys(part for row in result.kappas if row["model"] == model and row["note"]
+                              for part in row["note"].split("; ")))
 
 
 def trial_or_error(name_or_path: str) -> Trial:
