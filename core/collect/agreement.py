@@ -44,8 +44,8 @@ from core.types import QAExample
 
 __all__ = ["DEFAULT_VOICE", "KEYBOARD_P", "N_BOOT", "AgreementError", "Agreement", "kappa", "kappa_counts",
            "kappa_interval", "kappa_halfwidth", "recorded_examples", "natural_condition", "tts_condition",
-           "keyboard_condition", "trial_conditions", "compare", "kappa_label", "flip_rates", "kappa_matrix", "matrix_notes",
-           "trial_or_error"]
+           "keyboard_condition", "trial_conditions", "compare", "kappa_label", "flip_rates", "kappa_matrix",
+           "matrix_notes", "trial_or_error"]
 
 DEFAULT_VOICE = "flite:kal16"   # the asr_Q perturbation's default voice
 KEYBOARD_P = 0.25               # NoiseQA's synthetic keyboard rate (SEEDS.md §1)
