@@ -62,6 +62,9 @@ def _settings(trial: trials.Trial, natural_default: list[str]) -> dict | None:
     if not models or not natural:
         st.caption("Choose at least one model and one recogniser.")
         return None
+    if len(natural) + len(tts_engines) + (p > 0) < 2:
+        st.caption("Choose at least two conditions to compare (kappa is between two).")
+        return None
     return {"models": models, "natural": natural, "tts": tts_engines, "voice": voice,
             "p": float(p) or None, "seed": int(seed), "n_boot": int(n_boot)}
 

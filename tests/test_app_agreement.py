@@ -57,6 +57,14 @@ def test_a_recorded_trial_shows_flips_kappa_and_the_per_question_table(tiny_env,
     at.radio(key="trial_mode").set_value("Resume a trial").run()
     assert at.multiselect(key="agree_asr").value == ["pocketsphinx"]
     at.multiselect(key="agree_models").set_value(["tiny-a"]).run()
+    # one condition left (the recordings alone) is nothing to compare: said, and the button waits
+    at.multiselect(key="agree_tts").set_value([])
+    at.number_input(key="agree_p").set_value(0.0).run()
+    assert at.button(key="agree_run").disabled
+    assert any("at least two conditions" in c.value for c in at.caption)
+    at.multiselect(key="agree_tts").set_value(["pocketsphinx"])
+    at.number_input(key="agree_p").set_value(0.25).run()
+    assert not at.button(key="agree_run").disabled
     at.button(key="agree_run").click().run()
     assert not at.exception, at.exception
     result = at.session_state[agreement_key()][trial.id]
