@@ -4,7 +4,8 @@ How NoiseQA built its natural speech set, done by our users (logic in core.colle
 sample of questions is shown one at a time; each recording is stored on the server at once, every
 ASR engine transcribes it, and the transcripts form a SQuAD-format challenge set per speaker x
 engine that sweeps read. Speakers can re-record, skip, stop and resume, export their recordings
-and delete them. Scoring models on the sets runs as a background sweep (components/trial_scoring.py).
+and delete them. Scoring models on the sets runs as a background sweep (components/trial_scoring.py);
+the flips of the recordings against synthetic noise are compared in components/trial_agreement.py.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from components import persist
 from components.frame import page_frame
 from components.pickers import evaluation_sets, load_set
 from components.text import html_text, md_escape
+from components.trial_agreement import agreement_panel
 from components.trial_scoring import score_panel
 from core.collect import trial_sets, trials
 from core.datasets import DatasetError
@@ -140,7 +142,7 @@ def _recording_step(trial: trials.Trial) -> None:
         st.audio(state.latest.path.read_bytes(), format="audio/wav")
         st.dataframe(pd.DataFrame(trial_sets.transcript_rows(trial, state, ENGINES, results)), hide_index=True,
                      width="stretch")
-    c1, c2, c3, c4 = st.columns(4)
+    c1, c2, c3, c4 = st.columns([1, 1, 1, 1.8])   # room for "First open question" at 800 px
     if c1.button("← Back", key="trial_back", disabled=idx == 0):
         _go(idx - 1)
         st.rerun()
@@ -234,4 +236,7 @@ if trial_id:
     if draw_picker is not None:
         draw_picker()
     _results(current)
+    agreement_panel(current)
     _export_delete(current)
+else:
+    agreement_panel(None)

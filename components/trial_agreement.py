@@ -1,0 +1,153 @@
+"""The speech trial's "Synthetic against natural noise" section: do the answers that a speaker's
+recordings flip also flip under TTS -> ASR and keyboard noise? (logic: core.collect.agreement)
+
+With recordings: choose models, the natural ASR engines, the TTS voice and engines, the keyboard
+rate and the seed; the comparison runs with a progress bar (TTS -> ASR is cached on disk per
+question, voice and engine, so a second run is fast) and leaves, per trial, the flip rates, the
+kappa matrix with its intervals, the kappa rows and the per-question table, each exportable.
+Without a trial, or with no transcribed recording yet, it explains what to record and why.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from components import loaders
+from components.export import csv_download, file_stem, json_download
+from components.pickers import model_picker
+from components.text import md_escape
+from core.collect import agreement, trial_sets, trials
+from core.explore.answers import load_engines
+from core.speech import asr, tts
+
+RESULTS = "agree_results"   # trial id -> Agreement, kept across reruns
+
+
+def explain_what_to_record(trial: trials.Trial | None) -> None:
+    """What to record for the comparison, and why that many (kappa needs enough flips)."""
+    widths = {n: agreement.kappa_halfwidth(n, 0.2) for n in (25, 50, 100, 200)}
+    where = ("this trial has no transcribed recording yet: record some questions above"
+             if trial is not None else "start a trial above")
+    st.markdown(
+        f"Nothing to compare yet: {md_escape(where)}. This section asks NoiseQA's question: does "
+        "synthetic noise flip the same answers as a real voice? For each question you record, every "
+        "model answers the typed question, your recording as each recogniser heard it, the same "
+        "question spoken by a text-to-speech voice and transcribed (TTS → ASR), and the question "
+        "with keyboard typos. Their agreement is Cohen's kappa of the flipped answers.\n\n"
+        "**What to record.** English questions (the TTS voices and PocketSphinx are English), read "
+        "as you would ask them: about **100**, NoiseQA's speaker study and the trial form's default. "
+        "Kappa only measures something when each condition flips some answers and not others; if each "
+        "flips one answer in five, a 95% interval reaches about "
+        + ", ".join(f"±{w:.2f} with {n}" for n, w in widths.items())
+        + " questions. Recordings of several speakers are separate trials, compared one at a time.")
+    st.caption("No recordings of real speakers ship with the app, so there is no natural demo to run here. "
+               "The bundled demo set (demo.en, 12 English questions) is a quick way to try the whole flow: "
+               "choose it under \"Questions from\" when you start a trial.")
+
+
+def _settings(trial: trials.Trial, natural_default: list[str]) -> dict | None:
+    models = model_picker("agree", default_all=False, lang=trial.lang)
+    c1, c2 = st.columns(2)
+    natural = c1.multiselect("Natural: your recordings, as transcribed by", natural_default,
+                             default=natural_default, key="agree_asr")
+    tts_engines = c2.multiselect("TTS → ASR: the question spoken, then transcribed by", list(asr.ENGINE_NAMES),
+                                 default=natural_default, key="agree_tts")
+    d1, d2, d3, d4 = st.columns([1.6, 1, 1, 1])   # a voice id ("espeak-ng:en-gb-x-rp+f3") needs the room
+    voices = list(tts.ALL_VOICE_IDS)
+    voice = d1.selectbox("TTS voice", voices, index=voices.index(agreement.DEFAULT_VOICE), key="agree_voice")
+    p = d2.number_input("Keyboard noise rate", 0.0, 1.0, agreement.KEYBOARD_P, 0.05, key="agree_p",
+                        help="NoiseQA's synthetic keyboard noise: the share of words given one typo (0: none)")
+    seed = d3.number_input("Seed", 0, 10**9, 0, key="agree_seed", help="of the keyboard noise and the bootstrap")
+    n_boot = d4.number_input("Bootstrap resamples", 100, 10_000, agreement.N_BOOT, 100, key="agree_boot")
+    if not models or not natural:
+        st.caption("Choose at least one model and one recogniser.")
+        return None
+    if len(natural) + len(tts_engines) + (p > 0) < 2:
+        st.caption("Choose at least two conditions to compare (kappa is between two).")
+        return None
+    return {"models": models, "natural": natural, "tts": tts_engines, "voice": voice,
+            "p": float(p) or None, "seed": int(seed), "n_boot": int(n_boot)}
+
+
+def _run(trial: trials.Trial, s: dict) -> agreement.Agreement | None:
+    bar = st.progress(0.0, text="Preparing the conditions…")
+
+    def progress(done: int, total: int, text: str) -> None:
+        bar.progress(min(done / max(total, 1), 1.0), text=text)
+
+    try:
+        examples, conditions, left_out = agreement.trial_conditions(
+            trial, s["natural"], tts_engines=s["tts"], voice=s["voice"], keyboard_p=s["p"], seed=s["seed"],
+            progress=progress)
+    except (agreement.AgreementError, ValueError, RuntimeError) as e:   # an engine or voice missing
+        bar.empty()
+        st.error(md_escape(e))
+        return None
+    engines, failures = load_engines(s["models"], loaders.engine_for_state)
+    for failure in failures:
+        st.error(md_escape(failure))
+    if not engines:
+        bar.empty()
+        return None
+    result = agreement.compare(examples, conditions, engines, seed=s["seed"], n_boot=s["n_boot"], progress=progress,
+                               settings={"trial": trial.id, "voice": s["voice"], "keyboard_p": s["p"],
+                                         "left_out": left_out})
+    bar.empty()
+    return result
+
+
+def _show(trial: trials.Trial, result: agreement.Agreement) -> None:
+    stem = file_stem("trial", trial.id, "agreement")
+    left_out = result.settings.get("left_out") or []
+    st.caption(f"{result.settings['questions']} recorded questions · seed {result.settings['seed']} · "
+               f"{result.settings['n_boot']} bootstrap resamples, 95% interval · a flip: the answer differs from "
+               "the typed question's after SQuAD normalisation"
+               + (f" · {len(left_out)} recorded questions left out (not transcribed by every recogniser)"
+                  if left_out else ""))
+    model = result.models[0]
+    if len(result.models) > 1:
+        model = st.selectbox("Model", result.models, key="agree_model_shown")
+    rates = pd.DataFrame([r for r in agreement.flip_rates(result) if r["model"] == model]).drop(columns="model")
+    st.markdown("**Flips per condition**")
+    st.dataframe(rates, hide_index=True, width="stretch")
+    st.markdown("**Cohen's kappa of the flips** (95% bootstrap interval)")
+    st.dataframe(pd.DataFrame(agreement.kappa_matrix(result, model)), width="stretch")
+    for note in agreement.matrix_notes(result, model):
+        st.caption(md_escape(note[:1].upper() + note[1:] + "."))
+    st.caption("Kappa is 1 when two conditions flip the same answers, 0 when they agree no more than chance "
+               "would, below 0 when they disagree. It is undefined for a condition that flips no question, or "
+               "every one: it needs flips and non-flips to agree on.")
+    kappas = pd.DataFrame(result.kappas)
+    with st.expander("Kappa rows: counts, agreement, notes"):
+        st.dataframe(kappas[kappas["model"] == model], hide_index=True, width="stretch")
+    st.markdown("**Per question**")
+    questions = pd.DataFrame(result.rows)
+    st.dataframe(questions[questions["model"] == model].drop(columns="model"), hide_index=True, width="stretch")
+    c1, c2, c3 = st.columns([1, 1.3, 1])
+    with c1:
+        csv_download(kappas, f"{stem}-kappa", key="agree_kappa_csv", label="Kappa CSV")
+    with c2:
+        csv_download(questions, f"{stem}-questions", key="agree_questions_csv", label="Per-question CSV")
+    with c3:
+        json_download(result.as_dict(), stem, key="agree_json", label="All (JSON)")
+
+
+def agreement_panel(trial: trials.Trial | None) -> None:
+    """The section: the explanation when there is nothing to compare, else the settings, the run
+    and the last result for this trial."""
+    st.subheader("Synthetic against natural noise")
+    transcribed = trial_sets.engines_transcribed(trial) if trial is not None else []
+    if trial is None or not transcribed:
+        explain_what_to_record(trial)
+        return
+    st.caption("Which answers flip when a question reaches the model through your voice, and do "
+               "synthetic TTS → ASR and keyboard noise flip the same ones? (NoiseQA, natural against "
+               "synthetic noise.)")
+    settings = _settings(trial, transcribed)
+    results = st.session_state.setdefault(RESULTS, {})
+    if st.button("Compare the flips", key="agree_run", type="primary", disabled=settings is None):
+        result = _run(trial, settings)
+        if result is not None:
+            results[trial.id] = result
+    if trial.id in results:
+        _show(trial, results[trial.id])

@@ -1,0 +1,102 @@
+"""``python -m core.collect.agreement``: synthetic against natural noise on a speech trial.
+
+    python -m core.collect.agreement --trial TRIAL_ID_OR_FOLDER --model M [--model M2 ...]
+        [--asr ENGINE ...] [--tts-asr ENGINE ...] [--voice VOICE] [--keyboard-p 0.25] [--seed N]
+        [--n-boot 1000] [--json OUT] [--csv OUT] [--questions-csv OUT]
+
+Prints, per model, each condition's flip rate and Cohen's kappa with its bootstrap interval for
+every pair of conditions (:mod:`core.collect.agreement`). ``--asr``: the natural conditions (ASR
+engines whose transcripts of the recordings to use; default every engine that transcribed the
+trial); ``--tts-asr``: the engines that transcribe the TTS voice (default: the same as ``--asr``;
+``--tts-asr none`` for none); ``--keyboard-p 0`` leaves keyboard noise out. ``--json``: everything
+(settings, flip rates, kappa rows, the per-question table); ``--csv``: the kappa rows;
+``--questions-csv``: the per-question table. Bad input is one line on stderr and exit status 2;
+an output that is one of the trial's files is refused before any work.
+"""
+from __future__ import annotations
+
+import json
+
+from core import cli
+from core.collect import agreement
+from core.io.csv_export import csv_bytes
+
+PROG = "python -m core.collect.agreement"
+
+
+def _parser() -> cli.ArgumentParser:
+    ap = cli.ArgumentParser(prog=PROG, description="Which answers flip under natural speech, TTS -> ASR and "
+                                                   "keyboard noise, and how well the flips agree (Cohen's kappa).")
+    ap.add_argument("--trial", required=True, help="a speech trial's id (Speech trial page) or its folder")
+    ap.add_argument("--model", action="append", required=True, help="a model of models.toml (repeat for more)")
+    ap.add_argument("--asr", nargs="+", default=None, metavar="ENGINE",
+                    help="ASR engines whose transcripts of the recordings to compare (default: all in the trial)")
+    ap.add_argument("--tts-asr", nargs="+", default=None, metavar="ENGINE",
+                    help="ASR engines that transcribe the TTS voice (default: as --asr; 'none' for none)")
+    ap.add_argument("--voice", default=agreement.DEFAULT_VOICE,
+                    help=f"the TTS voice of the TTS -> ASR condition (default {agreement.DEFAULT_VOICE})")
+    ap.add_argument("--keyboard-p", type=float, default=agreement.KEYBOARD_P,
+                    help=f"keyboard noise rate (default {agreement.KEYBOARD_P}, NoiseQA's; 0 leaves it out)")
+    ap.add_argument("--seed", type=cli.non_negative_int, default=0,
+                    help="seed of the keyboard noise and of the bootstrap (default 0)")
+    ap.add_argument("--n-boot", type=cli.positive_int, default=agreement.N_BOOT,
+                    help=f"bootstrap resamples of the kappa interval (default {agreement.N_BOOT})")
+    ap.add_argument("--json", default=None, help="write everything as JSON here")
+    ap.add_argument("--csv", default=None, help="write the kappa rows as CSV here")
+    ap.add_argument("--questions-csv", default=None, help="write the per-question table as CSV here")
+    return ap
+
+
+def format_result(result: agreement.Agreement) -> str:
+    """The printed report: per model, the flip rates, then kappa per pair of conditions."""
+    lines = [f"{result.settings.get('questions')} recorded questions · seed {result.settings.get('seed')} · "
+             f"{result.settings.get('n_boot')} bootstrap resamples (95% interval)"]
+    for model in result.models:
+        lines.append(f"\n{model}")
+        for r in agreement.flip_rates(result):
+            if r["model"] == model:
+                lines.append(f"  flips  {r['condition']:<36} {r['flips']:>4}/{r['questions']:<4} {r['flip %']:>5}%")
+        for r in result.kappas:
+            if r["model"] == model:
+                lines.append(f"  kappa  {r['a']} ~ {r['b']}: {agreement.kappa_label(r)} "
+                             f"(agreement {r['agreement %']}%, both flip {r['both flip']})"
+                             + (f"; {r['note']}" if r["kappa"] is not None and r["note"] else ""))
+    return "\n".join(lines)
+
+
+@cli.command(PROG)
+def main(argv: list[str]) -> int:
+    ap = _parser()
+    args = ap.parse_args(argv)
+    if not 0 <= args.keyboard_p <= 1:
+        ap.error(f"--keyboard-p must be in 0..1, got {args.keyboard_p}")
+    trial = agreement.trial_or_error(args.trial)
+    outputs = {"--json": args.json, "--csv": args.csv, "--questions-csv": args.questions_csv}
+    cli.refuse_inputs(outputs, {"--trial": [trial.path / "trial.json", trial.path / "trial.sqlite",
+                                            *(r.path for r in trial.recordings())]})
+    for flag, path in outputs.items():
+        if path:
+            cli.writable_file(path, flag)
+    from core.collect.trial_sets import engines_transcribed
+    from core.qa.registry import get_entry, load_engine
+
+    natural = args.asr if args.asr is not None else engines_transcribed(trial)
+    tts = natural if args.tts_asr is None else [e for e in args.tts_asr if e != "none"]
+    for name in args.model:
+        get_entry(name)   # an unknown model before the slow part
+    examples, conditions, left_out = agreement.trial_conditions(
+        trial, natural, tts_engines=tts, voice=args.voice, keyboard_p=args.keyboard_p or None, seed=args.seed)
+    engines = {name: load_engine(name) for name in dict.fromkeys(args.model)}
+    result = agreement.compare(examples, conditions, engines, seed=args.seed, n_boot=args.n_boot,
+                               settings={"trial": trial.id, "voice": args.voice, "keyboard_p": args.keyboard_p,
+                                         "left_out": left_out})
+    print(format_result(result))
+    if left_out:
+        print(f"\n{len(left_out)} recorded questions left out (not transcribed by every engine): {', '.join(left_out)}")
+    if args.json:
+        cli.write_text_atomic(args.json, json.dumps(result.as_dict(), indent=1, ensure_ascii=False) + "\n")
+    if args.csv:
+        cli.write_bytes_atomic(args.csv, csv_bytes(result.kappas))
+    if args.questions_csv:
+        cli.write_bytes_atomic(args.questions_csv, csv_bytes(result.rows))
+    return 0

@@ -1,0 +1,190 @@
+"""core.collect.agreement: Cohen's kappa of flip vectors, its seeded interval, the flip definition,
+and the command line's refusals (no speech engine, no model loaded: the slow half is
+tests/test_agreement_models.py)."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from core.collect import agreement, trials
+from core.collect.agreement_cli import main
+from core.datasets import Dataset
+from core.types import Answer, QAExample, Span
+
+
+def table(both: int, only_a: int, only_b: int, neither: int) -> tuple[list[bool], list[bool]]:
+    a = [True] * both + [True] * only_a + [False] * only_b + [False] * neither
+    b = [True] * both + [False] * only_a + [True] * only_b + [False] * neither
+    return a, b
+
+
+def test_kappa_on_a_hand_built_table():
+    # both 20, only a 5, only b 10, neither 65: p_o = 85/100, p_a = .25, p_b = .30,
+    # p_e = .25 * .30 + .75 * .70 = .60, kappa = (.85 - .60) / (1 - .60) = .625
+    a, b = table(20, 5, 10, 65)
+    assert agreement.kappa_counts(a, b) == (20, 5, 10, 65)
+    assert agreement.kappa(a, b) == pytest.approx(0.625)
+    # 2x2 of 10: both 3, only a 1, only b 1, neither 5: p_o = .8, p_e = .4*.4 + .6*.6 = .52,
+    # kappa = .28 / .48 = 7/12
+    assert agreement.kappa(*table(3, 1, 1, 5)) == pytest.approx(7 / 12)
+    assert agreement.kappa(*table(4, 0, 0, 6)) == pytest.approx(1.0)        # perfect agreement
+    assert agreement.kappa(*table(0, 5, 5, 0)) == pytest.approx(-1.0)       # always opposite
+
+
+def test_kappa_agrees_with_scikit_learn_where_installed():
+    metrics = pytest.importorskip("sklearn.metrics")
+    for counts in [(20, 5, 10, 65), (3, 1, 1, 5), (1, 7, 2, 30), (0, 3, 4, 9)]:
+        a, b = table(*counts)
+        assert agreement.kappa(a, b) == pytest.approx(metrics.cohen_kappa_score(a, b))
+
+
+def test_a_constant_vector_has_no_kappa_and_says_why():
+    a, b = [False] * 6, [True, False, True, False, False, False]
+    assert agreement.kappa(a, b) is None
+    assert agreement.kappa(b, [True] * 6) is None
+    assert agreement.kappa([], []) is None
+    row = agreement._kappa_row("m", "x", "y", a, b, seed=0, n_boot=200)
+    assert row["kappa"] is None and row["low"] is None and row["high"] is None
+    assert row["note"].startswith("x flips no question")
+    assert row["agreement %"] == pytest.approx(66.7)
+    assert json.loads(json.dumps(row)) == row                                  # no NaN in the JSON
+    assert agreement.kappa_label(row).startswith("undefined: x flips no question")
+
+
+def test_the_interval_is_reproducible_with_its_seed():
+    a, b = table(6, 2, 3, 19)
+    first = agreement.kappa_interval(a, b, seed=7, n_boot=500)
+    assert first == agreement.kappa_interval(a, b, seed=7, n_boot=500)
+    assert first != agreement.kappa_interval(a, b, seed=8, n_boot=500)
+    low, high, left_out = first
+    assert low < agreement.kappa(a, b) < high and -1 <= low and high <= 1
+    assert 0 <= left_out < 500
+    # a point mass: every resample of a perfect table is perfect
+    assert agreement.kappa_interval(*table(5, 0, 0, 5), seed=0, n_boot=200)[:2] == pytest.approx((1.0, 1.0))
+
+
+CTX = "Paris is the capital of France. Berlin is the capital of Germany."
+
+
+class KeywordEngine:
+    """Answers by keyword, so the flips are known by hand: 'germany' -> Berlin, 'capital' ->
+    'the Paris.' (normalises to 'paris'), anything else -> 'France'; an empty question -> no answer."""
+
+    def predict(self, questions, contexts, n_best=5, skip_invalid=False):
+        out = []
+        for q in questions:
+            if not q.strip():
+                out.append(agreement_prediction(None))
+            elif "germany" in q.lower():
+                out.append(agreement_prediction(Span("Berlin", 32, 38, 0.9)))
+            elif "capital" in q.lower():
+                out.append(agreement_prediction(Span("the Paris.", 0, 5, 0.9)))
+            else:
+                out.append(agreement_prediction(Span("France", 24, 30, 0.5)))
+        return out
+
+
+def agreement_prediction(span):
+    from core.types import Prediction
+
+    return Prediction([span] if span else [])
+
+
+def examples() -> list[QAExample]:
+    return [QAExample(f"q{i}", q, CTX, (Answer("Paris", 0),), lang="en")
+            for i, q in enumerate(["What is the capital?", "What is the capital?", "Which capital city?",
+                                   "What is the capital?"])]
+
+
+def test_flip_is_a_changed_answer_after_squad_normalisation():
+    conditions = {"natural:x": ["what is the capital", "what is germany", "", "what is the capitol"],
+                  "keyboard:p=0.25": ["Whar is the capital?", "What is the capital?", "Which germany city?",
+                                      "Wgat is rhe capitol?"]}
+    result = agreement.compare(examples(), conditions, {"kw": KeywordEngine()}, seed=0, n_boot=100)
+    rows = result.rows
+    assert [r["clean answer"] for r in rows] == ["the Paris."] * 4
+    # "the Paris." against "the Paris.": no flip; Berlin: flip; the empty transcript: no answer, a flip;
+    # "capitol" matches no keyword: France, a flip
+    assert [r["natural:x flip"] for r in rows] == [False, True, True, True]
+    assert [r["natural:x answer"] for r in rows] == ["the Paris.", "Berlin", "", "France"]
+    assert [r["keyboard:p=0.25 flip"] for r in rows] == [False, False, True, True]
+    (k,) = result.kappas
+    # natural (F T T T) against keyboard (F F T T): both 2, only natural 1, neither 1:
+    # p_o = .75, p_e = .75*.5 + .25*.5 = .5, kappa = .5
+    assert (k["both flip"], k["only a"], k["only b"], k["neither"]) == (2, 1, 0, 1)
+    assert k["kappa"] == pytest.approx(0.5) and k["agreement %"] == 75.0
+    assert agreement.flip_rates(result) == [
+        {"model": "kw", "condition": "natural:x", "questions": 4, "flips": 3, "flip %": 75.0},
+        {"model": "kw", "condition": "keyboard:p=0.25", "questions": 4, "flips": 2, "flip %": 50.0}]
+    matrix = agreement.kappa_matrix(result, "kw")
+    assert matrix["natural:x"]["natural:x"] == "1"
+    assert matrix["natural:x"]["keyboard:p=0.25"] == matrix["keyboard:p=0.25"]["natural:x"]
+    assert matrix["natural:x"]["keyboard:p=0.25"].startswith("0.50")
+    # a condition that changes no answer: its kappas are undefined, and the matrix's notes say why once
+    same = agreement.compare(examples(), {**conditions, "typed": [ex.question for ex in examples()]},
+                             {"kw": KeywordEngine()}, seed=0, n_boot=100)
+    matrix = agreement.kappa_matrix(same, "kw")
+    assert matrix["typed"]["natural:x"] == matrix["keyboard:p=0.25"]["typed"] == "undefined"
+    assert [n for n in agreement.matrix_notes(same, "kw") if "flips" in n] == ["typed flips no question"]
+
+
+def test_keyboard_condition_is_the_catalogues_draw_under_the_seed():
+    from core.perturb.registry import get
+    from core.perturb.spec import PerturbationSpec, rng_for
+
+    exs = [QAExample("k1", "Who wrote the famous novel about whales?", CTX, (Answer("Paris", 0),), lang="en")]
+    got = agreement.keyboard_condition(exs, 0.25, seed=3)
+    spec = PerturbationSpec.make("keyboard_Q", {"p": 0.25})
+    expected = get("keyboard_Q").apply(exs[0], rng_for(3, exs[0], spec, 0), p=0.25)[0].text
+    assert got == [expected] and got == agreement.keyboard_condition(exs, 0.25, seed=3)
+    assert agreement.keyboard_condition(exs, 1.0, seed=0)[0] != exs[0].question   # p=1: every word changes
+
+
+def test_compare_refuses_mismatched_conditions():
+    with pytest.raises(agreement.AgreementError, match="no question"):
+        agreement.compare([], {}, {"kw": KeywordEngine()})
+    with pytest.raises(agreement.AgreementError, match="has 1 questions for 4"):
+        agreement.compare(examples(), {"x": ["q"]}, {"kw": KeywordEngine()})
+
+
+# ------------------------------------------------------------------------------ command line
+
+
+@pytest.fixture
+def empty_trial(tmp_path) -> trials.Trial:
+    ds = Dataset("toy.en", "en", examples())
+    return trials.create_trial(trials.Speaker("Ana"), ds, 2, seed=0, root=tmp_path, trial_id="ana")
+
+
+def run(capsys, *argv) -> tuple[int, str]:
+    code = main(list(argv))
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+def test_cli_bad_input_is_one_line_and_status_2(capsys, tmp_path, empty_trial):
+    code, err = run(capsys, "--trial", "no-such-trial", "--model", "minilm-squad-v2")
+    assert code == 2 and "\n" not in err and "no trial 'no-such-trial'" in err
+    code, err = run(capsys, "--trial", str(empty_trial.path), "--model", "minilm-squad-v2",
+                    "--json", str(empty_trial.path / "trial.json"))
+    assert code == 2 and "refusing to overwrite an input" in err and "\n" not in err
+    assert json.loads((empty_trial.path / "trial.json").read_text())["id"] == "ana"     # untouched
+    code, err = run(capsys, "--trial", str(empty_trial.path), "--model", "minilm-squad-v2", "--asr", "pocketsphinx")
+    assert code == 2 and "no recorded question transcribed by pocketsphinx" in err
+    code, err = run(capsys, "--trial", str(empty_trial.path), "--model", "minilm-squad-v2")
+    assert code == 2 and "no ASR engine's transcripts to compare" in err and "\n" not in err
+    code, err = run(capsys, "--trial", str(empty_trial.path), "--model", "minilm-squad-v2", "--asr", "nope")
+    assert code == 2 and "unknown ASR engine 'nope'" in err
+    code, err = run(capsys, "--trial", str(empty_trial.path), "--model", "no-such-model")
+    assert code == 2 and "no-such-model" in err and "\n" not in err
+    with pytest.raises(SystemExit) as exc:
+        main(["--trial", str(empty_trial.path), "--model", "m", "--keyboard-p", "2"])
+    assert exc.value.code == 2 and "--keyboard-p must be in 0..1" in capsys.readouterr().err
+
+
+def test_kappa_halfwidth_shrinks_with_the_trial():
+    widths = [agreement.kappa_halfwidth(n, 0.2) for n in (25, 50, 100, 200)]
+    assert widths == sorted(widths, reverse=True)
+    assert widths[0] == pytest.approx(2 * widths[2]) and math.isclose(widths[2], 0.2245, abs_tol=1e-4)
