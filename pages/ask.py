@@ -11,7 +11,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from components import loaders, persist
+from components import loaders, permalink, persist
 from components.answers import answer_cards
 from components.ask_speech import forget_if_moved, speech_panel
 from components.ask_tools import counterfactual_panel, repair_panel
@@ -30,6 +30,7 @@ from core.langid import guess_language
 page_frame()
 st.title("Ask")
 st.caption("Type a question about a context; every selected model answers, spans highlighted side by side.")
+permalink.apply_ask()   # a link's item, question and models, once (components/permalink.py)
 
 # The page's parts in the order they are shown: the question and the Answer button come first, the
 # rarely changed options (question language, n-best, gold answer, upload) below the answers. They
@@ -172,6 +173,7 @@ if buttons.button("🧪 Perturb this question", key="ask_perturb", disabled=not 
     persist.hand_over(handed)
     st.session_state.pop("var_result", None)   # its table was for other inputs
     st.switch_page("pages/variants.py")
+link_slot = question_slot.container()   # filled last: the link says whether answers are shown
 answer_now = st.session_state.pop("ask_answer_now", False) and st.session_state.get("ask_auto_answer", True)
 with answer_slot:   # the answers (or the plain passage) come right below the buttons
     if (pressed or (answer_now and models)):
@@ -224,3 +226,7 @@ with answer_slot:   # the answers (or the plain passage) come right below the bu
             # Why each model chose its span: tokens coloured by attribution (components.attribution).
             attributions_panel("ask", res["question"], res["context"], [a.model for a in answered.answers],
                                loaders.engine_for_state)
+
+with link_slot:
+    permalink.copy_link(*permalink.ask_link(ex, context, question, models, n_best, user_gold,
+                                            bool(res and res.get("signature") == signature)), key="ask_link")

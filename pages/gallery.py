@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import loaders, persist
+from components import loaders, permalink, persist
 from components.demo_sweep import offer_demo_sweep
 from components.export import csv_download, json_download
 from components.frame import page_frame
@@ -41,6 +41,7 @@ def findings(db: str | None, sweep_ids: tuple[int, ...], versions: tuple, attemp
     return cg.find_all(db, sweep_ids, attempts)
 
 
+link = permalink.opened_gallery()   # a link's database, sweeps and example, once (components/permalink.py)
 choice = db_picker("gal", allow_demo=True)   # a fresh clone opens on the bundled demo sweep
 demo_caption(choice)
 sweeps = []
@@ -52,6 +53,7 @@ if choice.path is not None and choice.path.exists():
 by_id = {s["id"]: s for s in sweeps}
 ids = demo_sweep.user_first(list(reversed(list(by_id))), by_id)   # newest first, the demo sweep last
 own = [i for i in ids if not demo_sweep.is_demo(by_id[i])]
+permalink.apply_gallery_sweeps(link, by_id)
 # a sweep stored since joins them; the user's own sweeps replace the demo sweep as soon as there are any
 persist.keep("gal_sweeps", ids, default=(own or ids)[:5], follow_default=True)
 picked = st.multiselect("Sweeps to look in", ids, key="gal_sweeps",
@@ -113,9 +115,11 @@ def open_on(page: str, f: cg.Finding) -> None:
     st.switch_page("pages/ask.py" if page == "ask" else "pages/variants.py")
 
 
-tab_labels = [f"{label} ({len(found[kind])})" for kind, label in KINDS.items()]
-# open on the first kind that has examples, not on an empty one
-tabs = st.tabs(tab_labels, default=next((t for t, k in zip(tab_labels, KINDS) if found[k]), tab_labels[0]))
+found, linked = permalink.linked_first(link, found)   # the linked example first, its tab open
+tab_labels = {kind: f"{label} ({len(found[kind])})" for kind, label in KINDS.items()}
+# open on the linked example's kind, else on the first kind that has examples, not on an empty one
+tabs = st.tabs(list(tab_labels.values()), default=tab_labels[linked.kind] if linked else
+               next((tab_labels[k] for k in KINDS if found[k]), tab_labels["disagree"]))
 for tab, kind in zip(tabs, KINDS):
     with tab:
         if not found[kind]:
@@ -126,6 +130,8 @@ for tab, kind in zip(tabs, KINDS):
                         "beaten": "Nobody has beaten the AI yet: play on **Beat the AI**."}[kind])
         for n, f in enumerate(found[kind]):
             with st.container(border=True):
+                if f is linked:
+                    st.caption("🔗 The example this link names")
                 st.markdown(f"**{md_escape(f.title)}**")
                 st.caption(md_escape(f"{f.source} · {f.dataset or 'own passage'} · {f.example_id} · gold: "
                                      + " | ".join(f.golds)))
@@ -141,6 +147,9 @@ for tab, kind in zip(tabs, KINDS):
                     open_on("ask", f)
                 if opens.button("Open on Variants", key=f"gal_var_{kind}_{n}"):
                     open_on("variants", f)
+                permalink.copy_link(permalink.gallery_link(choice.path if sweeps else None,
+                                                           [by_id[i]["name"] for i in picked], f),
+                                    key=f"gal_link_{kind}_{n}")
         if found[kind]:   # the list as a table: every finding, its answers and its passage
             rows = cg.export_rows(found[kind])
             with st.container(horizontal=True):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import error_views, loaders, paper_views, persist, route_view
+from components import error_views, loaders, paper_views, permalink, persist, route_view
 from components.backend_flips import backend_flips_section
 from components.cell_drill import cell_examples
 from components.choice import keep_valid
@@ -38,6 +38,7 @@ st.caption("How much each model's score moves under each perturbation of a store
            "it below) to see its examples. Run sweeps on the **Sweeps** page or with `python -m core.sweeps`.")
 
 
+link = permalink.opened_heatmaps()   # a link's database, sweep, tab and cell, once (components/permalink.py)
 db_choice = db_path_input("hm")   # a fresh clone opens on the bundled demo sweep
 db_path = db_choice.path
 demo_caption(db_choice)
@@ -62,6 +63,7 @@ sweeps = stored_sweeps_or_stop(
 
 by_id = {s["id"]: s for s in sweeps}
 newest_first = demo_sweep.user_first(list(reversed(list(by_id))), by_id)   # the demo after the user's own
+link = permalink.apply_sweep(link, sweeps)
 persist.keep("hm_sweep", newest_first)
 persist.keep_all(["hm_metric", "hm_value", "hm_layout"])
 keep_valid("hm_sweep", newest_first)
@@ -118,7 +120,7 @@ tab_names = (["Heatmap"] + (["Model vs model"] if len(sweep["models"]) >= 2 else
              + (["Penalty by n"] if has_n else []) + (["NoiseQA"] if has_noise else [])
              + ["DuReader-robust"] + (["Repair"] if has_repair else []) + ["Slices & calibration"]
              + ["Noise curves", "Backend flips", "Translate or answer?"])
-tabs = dict(zip(tab_names, st.tabs(tab_names)))
+tabs = dict(zip(tab_names, st.tabs(tab_names, default=permalink.tab(link, tab_names))))
 
 # -------------------------------------------------------------------------------------------- heatmap
 with tabs["Heatmap"]:
@@ -155,6 +157,7 @@ with tabs["Heatmap"]:
     else:
         st.caption("Rows are grouped by family (names right of the plot). The model names on top carry each model's "
                    "penalty total (Σ). Hover a cell for clean and perturbed scores and N; click it for its examples.")
+    permalink.apply_cell(link, sweep_id, plotted)
     figure_downloads(fig, file_stem("heatmap", stem, metric, value), "hm_fig")
 
     penalty_df = pd.DataFrame(views.penalty_summary(cells, clean, sweep["models"]))
@@ -173,6 +176,9 @@ with tabs["Heatmap"]:
     csv_download(cells_df, file_stem("cells", stem), "hm_cells_csv", "CSV of all cells")
 
     # ------------------------------------------------------------------------------------ drill-down
+    permalink.copy_link(permalink.heatmap_link(db_path, sweep, plotted, metric),
+                        "this sweep database is not one the server lists", key="hm_link",
+                        label="🔗 Copy link to this cell")
     cell_examples(db_path, sweep_id, version, plotted, metric, stem,
                   complete=sweep["done_units"] >= sweep["total_units"])
 

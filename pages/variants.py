@@ -12,7 +12,7 @@ import dataclasses
 import pandas as pd
 import streamlit as st
 
-from components import loaders, persist
+from components import loaders, permalink, persist
 from components.answers import legend, spans_in_context
 from components.ask_tools import repair_panel
 from components.attribution import why_changed_panel
@@ -35,6 +35,7 @@ page_frame()
 st.title("Variants")
 st.caption("Perturb one question many ways and see how every selected model's answer moves. "
            "Pick perturbations by family, set a seed, press **Generate & answer**, click a row.")
+run_link = permalink.apply_variants()   # a link's inputs, once; True: generate at once (components/permalink.py)
 
 
 # Drawn here, filled once the item is known: the picker marks models not trained for its language.
@@ -127,7 +128,8 @@ signature = (example, repr(choices), seed, repeats, tuple(models))
 if hint := choose_hint({"at least one perturbation": not choices, "at least one model": not models},
                        "to generate variants"):
     st.caption(hint)
-if st.button("Generate & answer", type="primary", key="var_go", disabled=not (models and choices)):
+if (st.button("Generate & answer", type="primary", key="var_go", disabled=not (models and choices))
+        or (run_link and models and choices)):
     try:
         validate_pair(example.question, example.context)
     except QAInputError as e:
@@ -154,6 +156,9 @@ if st.button("Generate & answer", type="primary", key="var_go", disabled=not (mo
     st.session_state["var_last_selection"] = []
 
 res = st.session_state.get("var_result")
+permalink.copy_link(*permalink.variants_link(
+    item if source == "Dataset item" else None, example.context, question, models, chosen_ids, params_of, chain,
+    seed, repeats, bool(res and res["signature"] == signature)), key="var_link")
 if not res:
     st.stop()
 
