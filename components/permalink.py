@@ -303,11 +303,11 @@ def apply_cell(link: links.HeatmapLink | None, sweep_id: int, plotted: list) -> 
     st.rerun()
 
 
-def heatmap_link(db_path, sweep: dict, plotted: list, metric: str) -> links.HeatmapLink | None:
-    """The current heatmap cell and drill-down example as a link (None: the database is not listed)."""
+def heatmap_link(db_path, sweep: dict, plotted: list, metric: str) -> tuple[links.HeatmapLink | None, str | None]:
+    """The current heatmap cell and drill-down example as a link, or why there is none."""
     name = store_name(db_path)
     if name is None:
-        return None
+        return None, "this sweep database is not one the server lists"
     s = st.session_state
     i = s.get("hm_cell", 0)
     cell = plotted[i] if 0 <= i < len(plotted) else None
@@ -315,7 +315,7 @@ def heatmap_link(db_path, sweep: dict, plotted: list, metric: str) -> links.Heat
     shown = "clean" if s.get("hm_show_answers") == "clean answers" else "perturbed"
     return links.HeatmapLink(store=name, sweep=sweep["name"], tab="Heatmap", metric=metric,
                              model=cell.model if cell else None, cell=cell.label if cell else None,
-                             example=int(example), shown=shown)
+                             example=int(example), shown=shown), None
 
 
 def opened_gallery() -> links.GalleryLink | None:

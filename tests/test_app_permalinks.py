@@ -129,3 +129,31 @@ def test_gallery_opens_the_linked_example_first_in_its_tab(sweep_db):
     assert captions[linked + 1].startswith("toy-sweep · toy · q5 ·")
     typed = [shown(m.value) for m in at.markdown if "Typed:" in m.value]
     assert "Wo built the palace in Würzburg?" in typed[0]   # the linked flip comes first
+
+
+def test_heatmaps_copy_link_names_the_store_and_the_shown_cell(sweep_db):
+    """The link box gets the query of the cell on screen (the address itself is built in the browser)."""
+    at = _open("../pages/heatmaps.py")
+    at.selectbox(key="hm_cell").set_value(1).run()          # fake-a x TUQ
+    assert _link_data(at, "hm_link") == {"page": "heatmaps", "query": "v=1&db=sweeps.sqlite&sweep=toy-sweep"
+                                                                      "&tab=Heatmap&model=fake-a&cell=TUQ"}
+    assert str(sweep_db.parent) not in _link_data(at, "hm_link")["query"]
+
+
+def test_ask_copy_link_follows_the_view(tiny_env):
+    at = _open("../app.py")
+    assert _link_data(at, "ask_link") == {"page": "home", "query": "v=1&ds=demo.en&id=demo-en-01-q1&m=tiny-a&m=tiny-b"
+                                                                   "&nbest=5&go=0"}
+    at.button(key="ask_go").click().run()
+    assert _link_data(at, "ask_link")["query"].endswith("&go=1")   # the answers are part of the view
+
+
+def _link_data(at, key: str) -> dict:
+    """What the link box was given: the view's page and its query (JSON data of the component)."""
+    import json
+
+    boxes = [e.proto for e in at.main if type(e).__name__ == "UnknownElement"
+             and getattr(e.proto, "component_name", "") == "qax_copy_link" and e.proto.id.endswith(key)]
+    assert len(boxes) == 1, f"{len(boxes)} link boxes {key}"
+    data = json.loads(boxes[0].json)
+    return {"page": data["page"], "query": data["query"]}

@@ -9,9 +9,11 @@ drill-down. The link box's button label is checked whole at 800 px.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 from browser import CHROMIUM, click_settled, launch_chromium, serve_app
 from test_app_heatmaps import build_sweep
 
@@ -57,7 +59,7 @@ def test_permalinks_reopen_ask_and_a_heatmap_cell_in_a_fresh_browser(tmp_path):
         box.click()
         box.press_sequentially("xquad/xquad.en")
         page.get_by_role("option", name="xquad/xquad.en", exact=True).click()
-        page.get_by_text("xquad/xquad.en · id").first.wait_for(timeout=90_000)
+        page.get_by_text("xquad.en · id").first.wait_for(timeout=90_000)
         item = page.get_by_role("spinbutton", name="Item")
         item.fill("5")
         item.press("Enter")
@@ -65,14 +67,13 @@ def test_permalinks_reopen_ask_and_a_heatmap_cell_in_a_fresh_browser(tmp_path):
         page.get_by_role("button", name="Remove mpnet-squad-v2", exact=True).wait_for(state="detached")
         click_settled(page.get_by_role("button", name="Answer", exact=True))
         spans = _spans(page)
-        caption = page.get_by_text("xquad/xquad.en · id").first.inner_text()
+        caption = page.get_by_text("xquad.en · id").first.inner_text()
         question = page.locator('textarea[aria-label="Question"]').input_value()
         tags = page.locator('[data-testid="stMultiSelect"]').first.locator("span[data-tag] > span")
         models = tags.all_inner_texts()
         assert models == ["e5-qa-multi", "minilm-squad-v2"]
         assert all(any(m in title for _, title in spans) for m in models)   # both models' spans are marked
-        page.wait_for_function("() => document.querySelector('.qax-link input')?.value.includes('go=1')",
-                               timeout=60_000)
+        expect(page.locator(".qax-link input").first).to_have_value(re.compile("go=1"), timeout=60_000)
         link = _link(page)
         assert link.startswith(url + "/home?v=1&") and "ds=xquad%2Fxquad.en" in link
         page.locator(".qax-link button").first.click()
@@ -84,7 +85,7 @@ def test_permalinks_reopen_ask_and_a_heatmap_cell_in_a_fresh_browser(tmp_path):
         again = fresh.new_page()
         again.goto(link)
         assert _spans(again) == spans
-        assert again.get_by_text("xquad/xquad.en · id").first.inner_text() == caption
+        assert again.get_by_text("xquad.en · id").first.inner_text() == caption
         assert again.locator('textarea[aria-label="Question"]').input_value() == question
         tags = again.locator('[data-testid="stMultiSelect"]').first.locator("span[data-tag] > span")
         assert tags.all_inner_texts() == models
@@ -102,8 +103,7 @@ def test_permalinks_reopen_ask_and_a_heatmap_cell_in_a_fresh_browser(tmp_path):
         cells.nth(1).click(force=True)
         page.get_by_text("fake-a under TUQ").wait_for(timeout=30_000)
         page.get_by_text("HOW MANY PEOPLE LIVE IN BERLIN?").filter(visible=True).first.wait_for(timeout=60_000)
-        page.wait_for_function("() => document.querySelector('.qax-link input')?.value.includes('cell=TUQ')",
-                               timeout=60_000)
+        expect(page.locator(".qax-link input").first).to_have_value(re.compile("cell=TUQ"), timeout=60_000)
         link = _link(page)
         assert link.startswith(url + "/heatmaps?v=1&db=sweeps.sqlite&sweep=toy-sweep")
         assert str(tmp_path) not in link   # a store name, never the server's path
