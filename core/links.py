@@ -37,8 +37,9 @@ __all__ = ["VERSION", "PAGES", "MAX_QUERY_CHARS", "MAX_CONTEXT_CHARS", "MAX_QUES
            "parse_query", "decode", "store_names", "too_long_to_link", "GALLERY_KINDS", "METRICS"]
 
 VERSION = 1
-# The address of each view's page (app.py's url_path: Ask is the default page, served as "home").
-PAGES = {"ask": "home", "variants": "variants", "heatmaps": "heatmaps", "gallery": "gallery"}
+# The address of each view's page (app.py's url_path). Ask is the default page: it is served at the
+# app's root ("/"); its reserved address "home" answers "Page not found", so its links use the root.
+PAGES = {"ask": "", "variants": "variants", "heatmaps": "heatmaps", "gallery": "gallery"}
 MAX_QUERY_CHARS = 8_000      # a whole query string: what browsers and servers pass on without trouble
 MAX_CONTEXT_CHARS = 2_000    # a pasted context a link may carry (a data set item travels by its id)
 MAX_QUESTION_CHARS = 500     # a question (typed, perturbed or a player's) a link may carry

@@ -142,7 +142,7 @@ def test_heatmaps_copy_link_names_the_store_and_the_shown_cell(sweep_db):
 
 def test_ask_copy_link_follows_the_view(tiny_env):
     at = _open("../app.py")
-    assert _link_data(at, "ask_link") == {"page": "home", "query": "v=1&ds=demo.en&id=demo-en-01-q1&m=tiny-a&m=tiny-b"
+    assert _link_data(at, "ask_link") == {"page": "", "query": "v=1&ds=demo.en&id=demo-en-01-q1&m=tiny-a&m=tiny-b"
                                                                    "&nbest=5&go=0"}
     at.button(key="ask_go").click().run()
     assert _link_data(at, "ask_link")["query"].endswith("&go=1")   # the answers are part of the view

@@ -19,7 +19,7 @@ from test_app_heatmaps import build_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.needs_data("xquad/xquad.en.json")]
 
 
 def _spans(page) -> list[tuple[str, str]]:
@@ -75,7 +75,7 @@ def test_permalinks_reopen_ask_and_a_heatmap_cell_in_a_fresh_browser(tmp_path):
         assert all(any(m in title for _, title in spans) for m in models)   # both models' spans are marked
         expect(page.locator(".qax-link input").first).to_have_value(re.compile("go=1"), timeout=60_000)
         link = _link(page)
-        assert link.startswith(url + "/home?v=1&") and "ds=xquad%2Fxquad.en" in link
+        assert link.startswith(url + "/?v=1&") and "ds=xquad%2Fxquad.en" in link
         page.locator(".qax-link button").first.click()
         page.get_by_text("Copied").wait_for(timeout=10_000)
         assert page.evaluate("navigator.clipboard.readText()") == link
@@ -85,6 +85,7 @@ def test_permalinks_reopen_ask_and_a_heatmap_cell_in_a_fresh_browser(tmp_path):
         again = fresh.new_page()
         again.goto(link)
         assert _spans(again) == spans
+        assert again.get_by_text("Page not found").count() == 0
         assert again.get_by_text("xquad.en · id").first.inner_text() == caption
         assert again.locator('textarea[aria-label="Question"]').input_value() == question
         tags = again.locator('[data-testid="stMultiSelect"]').first.locator("span[data-tag] > span")
