@@ -208,13 +208,14 @@ def apply_variants() -> bool:
         refuse(e)
         return False
     families: dict[str, list[str]] = {family: [] for family in registry.by_family()}
-    for text in link.specs:
+    chain = []
+    for k, text in enumerate(link.specs + link.chain):   # a perturbation's parameters: one box, shared
         spec = parse_spec(text)
         p = registry.get(spec.id)
-        families[p.family].append(p.id)
+        (families[p.family] if k < len(link.specs) else chain).append(p.id)
         values |= {f"var_param_{p.id}_{name}": value for name, value in spec.params_dict.items()}
     values |= {f"var_fam_{family}": ids for family, ids in families.items()}
-    persist.hand_over(values | {"var_chain": list(link.chain), "var_seed": link.seed, "var_repeats": link.repeats,
+    persist.hand_over(values | {"var_chain": chain, "var_seed": link.seed, "var_repeats": link.repeats,
                                 "var_models_auto": None})
     st.session_state.pop("var_result", None)
     return link.run and bool(link.models) and bool(link.specs or len(link.chain) >= 2)
@@ -385,7 +386,8 @@ def ask_link(ex, context: str, question: str, models: list[str], n_best: int, go
 
 
 def variants_link(ex, context: str, question: str, models: list[str], chosen: list[str], params_of: dict,
-                  chain: list[str], seed: int, repeats: int, shown: bool) -> tuple[links.VariantsLink | None, str | None]:
+                  chain: list[str], seed: int, repeats: int,
+                  shown: bool) -> tuple[links.VariantsLink | None, str | None]:
     """Variants' view as a link, or why it cannot be one."""
     from core.perturb.spec import PerturbationSpec
 
@@ -399,5 +401,6 @@ def variants_link(ex, context: str, question: str, models: list[str], chosen: li
         return {k: v for k, v in params_of.get(pid, {}).items() if v is not None and k not in server}
 
     specs = tuple(PerturbationSpec.make(pid, settable(pid)).text for pid in chosen)
-    return links.VariantsLink(**fields, models=tuple(models), specs=specs, chain=tuple(chain), seed=seed,
+    steps = tuple(PerturbationSpec.make(pid, settable(pid)).text for pid in chain)
+    return links.VariantsLink(**fields, models=tuple(models), specs=specs, chain=steps, seed=seed,
                               repeats=repeats, run=shown), None

@@ -86,8 +86,8 @@ class AskLink:
 @dataclass(frozen=True)
 class VariantsLink:
     """Variants: the item or context and question as on Ask, perturbation specs in the sweep's spec
-    language (``keyboard_Q:p=0.5``), an optional chain of ids, seed, repeats, and whether the
-    table was generated."""
+    language (``keyboard_Q:p=0.5``), an optional chain (its steps, each a spec), seed, repeats, and
+    whether the table was generated."""
 
     dataset: str | None = None
     item: str | None = None
@@ -317,38 +317,44 @@ def _ask(params, known: Known) -> AskLink:
                    answer=True if go is None else _flag(go, "go"))
 
 
-def _variants(params, known: Known) -> VariantsLink:
+def _specs(params: Mapping[str, list[str]], name: str) -> tuple[str, ...]:
+    """Each value of ``name``: one perturbation of the catalogue with declared parameters, written
+    as the spec language writes it."""
     from core.perturb import registry
     from core.perturb.spec import SpecError, parse_spec
 
     catalogue = {p.id for p in registry.all_perturbations()}
-    specs = []
-    raw = params.get("p") or []
+    raw = params.get(name) or []
     if len(raw) > MAX_LIST:
-        raise LinkError(f"link parameter p: {len(raw)} specs; a link carries at most {MAX_LIST}")
+        raise LinkError(f"link parameter {name}: {len(raw)} specs; a link carries at most {MAX_LIST}")
+    specs = []
     for text in raw:
-        _text(text, "p", MAX_SPEC_CHARS, "spec")
+        _text(text, name, MAX_SPEC_CHARS, "spec")
         try:
             spec = parse_spec(text)
         except (SpecError, ValueError) as e:
-            raise LinkError(f"link parameter p: {text[:60]!r}: {e}") from None
+            raise LinkError(f"link parameter {name}: {text[:60]!r}: {e}") from None
         if spec.is_chain or spec.is_file or spec.id not in catalogue:
-            raise LinkError(f"link parameter p: {text[:60]!r} is not one perturbation of this server's "
-                            "catalogue (a chain goes in chain=, files are not linked)")
+            raise LinkError(f"link parameter {name}: {text[:60]!r} is not one perturbation of this server's "
+                            "catalogue (a chain's steps are listed one by one in chain=, files are not linked)")
         perturbation = registry.get(spec.id)
         declared = {q.name: q for q in perturbation.parameters}
-        for name in spec.params_dict:
-            if name in declared and declared[name].names_a_resource:   # a model or folder: the server's choice
-                raise LinkError(f"link parameter p: {spec.id}'s {name} names a server resource; a link "
+        for key in spec.params_dict:
+            if key in declared and declared[key].names_a_resource:   # a model or folder: the server's choice
+                raise LinkError(f"link parameter {name}: {spec.id}'s {key} names a server resource; a link "
                                 "cannot set it")
         try:
             perturbation.resolve_params(spec.params_dict)
         except ValueError as e:   # PerturbationError: an unknown parameter, a wrong type or value
-            raise LinkError(f"link parameter p: {e}") from None
+            raise LinkError(f"link parameter {name}: {e}") from None
         specs.append(spec.text)
-    chain = _names(params, "chain", frozenset(catalogue), "perturbation")
+    return tuple(specs)
+
+
+def _variants(params, known: Known) -> VariantsLink:
     seed, n, go = (_one(params, k) for k in ("seed", "n", "go"))
-    return VariantsLink(**_source(params, known), specs=tuple(dict.fromkeys(specs)), chain=chain,
+    return VariantsLink(**_source(params, known), specs=tuple(dict.fromkeys(_specs(params, "p"))),
+                        chain=_specs(params, "chain"),
                         seed=0 if seed is None else _int(seed, "seed", 0, MAX_SEED),
                         repeats=3 if n is None else _int(n, "n", 1, MAX_REPEATS),
                         run=True if go is None else _flag(go, "go"))

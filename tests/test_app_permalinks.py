@@ -85,14 +85,20 @@ def test_ask_says_when_a_pasted_context_is_too_long_to_link(tiny_env):
 
 def test_variants_opens_with_the_linked_perturbations_and_generates(tiny_env):
     at = _open("../app.py", _variants=True, v="1", ds="demo.en", id="demo-en-01-q2", m=["tiny-a", "tiny-b"],
-               p=["keyboard_Q:p=0.5", "TUQ"], seed="7", n="2")
+               p=["keyboard_Q:p=0.5", "TUQ"], chain=["TUQ", "keyboard_Q:p=0.5"], seed="7", n="2")
     assert not at.exception and not _errors(at)
     assert at.multiselect(key="var_fam_keyboard").value == ["keyboard_Q"]
     assert at.multiselect(key="var_fam_case").value == ["TUQ"]
     assert at.slider(key="var_param_keyboard_Q_p").value == 0.5
     assert at.number_input(key="var_seed").value == 7 and at.number_input(key="var_repeats").value == 2
-    # the original, keyboard_Q's two repeats, TUQ once (deterministic)
-    assert len(at.session_state["var_result"]["rows"]) == 4
+    assert at.multiselect(key="var_chain").value == ["TUQ", "keyboard_Q"]
+    # the original, keyboard_Q's two repeats, TUQ once (deterministic), the chain TUQ+keyboard_Q twice
+    rows = at.session_state["var_result"]["rows"]
+    assert len(rows) == 6 and [r.perturbation for r in rows].count("TUQ+keyboard_Q") == 2
+    # the view's own link: the same state (the perturbations in the page's family order)
+    assert _link_data(at, "var_link")["query"] == (
+        "v=1&ds=demo.en&id=demo-en-01-q2&m=tiny-a&m=tiny-b&p=TUQ&p=keyboard_Q%3Ap%3D0.5&chain=TUQ"
+        "&chain=keyboard_Q%3Ap%3D0.5&seed=7&n=2&go=1")
 
 
 def test_heatmaps_opens_the_linked_cell_and_example(sweep_db):

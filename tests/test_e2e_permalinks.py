@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect
 from browser import CHROMIUM, click_settled, launch_chromium, serve_app
+from playwright.sync_api import expect
 from test_app_heatmaps import build_sweep
 
 ROOT = Path(__file__).resolve().parents[1]

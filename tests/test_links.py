@@ -29,10 +29,10 @@ def test_each_view_round_trips_through_its_query_string():
     assert "ctx=Maria+has+a+cat+%26+a+truck." in text and "gold=cat" in text and "go=0" in text
     assert back == pasted
     var = VariantsLink(dataset="demo.en", item="demo-en-01-q2", question="How tall is the towr?",
-                       models=("minilm-squad",), specs=("keyboard_Q:p=0.5", "TUQ"), chain=("TLQ", "keyboard_Q"),
+                       models=("minilm-squad",), specs=("keyboard_Q:p=0.5", "TUQ"), chain=("TLQ", "keyboard_Q:p=0.5"),
                        seed=7, repeats=2)
     text, back = _round_trip(var, "variants")
-    assert "p=keyboard_Q%3Ap%3D0.5&p=TUQ&chain=TLQ&chain=keyboard_Q&seed=7&n=2" in text
+    assert "p=keyboard_Q%3Ap%3D0.5&p=TUQ&chain=TLQ&chain=keyboard_Q%3Ap%3D0.5&seed=7&n=2" in text
     assert back == var
     cell = HeatmapLink(store="sweeps.sqlite", sweep="toy-sweep", tab="Heatmap", metric="em", model="fake-a",
                        cell="DCRQ(n_chars=1, n_words=1)", example=3, shown="clean")
@@ -70,7 +70,8 @@ def test_no_parameters_is_no_link_and_streamlits_own_are_left_alone():
     ("variants", "v=1&ds=demo.en&id=x&p=keyboard_Q%3Azzz%3D1", "link parameter p: keyboard_Q: unknown parameter"),
     ("variants", "v=1&ds=demo.en&id=x&p=file%3A%2Fetc%2Fpasswd", "link parameter p: 'file:/etc/passwd' is not one"),
     ("variants", "v=1&ds=demo.en&id=x&p=TUQ%2BTLQ", "link parameter p: 'TUQ+TLQ' is not one perturbation"),
-    ("variants", "v=1&ds=demo.en&id=x&chain=nope", "link parameter chain: 'nope' is not a perturbation"),
+    ("variants", "v=1&ds=demo.en&id=x&chain=nope", "link parameter chain: 'nope' is not one perturbation"),
+    ("variants", "v=1&ds=demo.en&id=x&chain=keyboard_Q%3Ap%3D2", "link parameter chain: keyboard_Q: parameter 'p'"),
     ("variants", "v=1&ds=demo.en&id=x&seed=99999999999", "link parameter seed: '99999999999' is not a whole"),
     ("variants", "v=1&ds=demo.en&id=x&n=51", "link parameter n: 51 is outside 1–50"),
     ("heatmaps", "v=1&db=..%2F..%2Fetc%2Fpasswd&sweep=s", "link parameter db: '../../etc/passwd' is a path"),
