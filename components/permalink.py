@@ -224,27 +224,38 @@ def apply_variants() -> bool:
 # ------------------------------------------------------------------------ sweep databases, sweeps
 
 def listed_stores() -> dict[str, str]:
-    """The sweep databases the pickers list, by link name (core.links.store_names) -> path."""
-    from components.sweep_db_picker import default_db_path, find_sweep_dbs
+    """The sweep databases the pickers list, by link name (core.links.store_names) -> path, and the
+    bundled demo sweep as :data:`core.links.DEMO_STORE` (-> the picker's demo entry)."""
+    from components.sweep_db_picker import DEMO, default_db_path, find_sweep_dbs
 
     default = default_db_path()
     found = find_sweep_dbs(tuple(map(str, config.sweep_db_roots())))
-    return links.store_names([default] + [p for p in found if p != default])
+    return links.store_names([default] + [p for p in found if p != default]) | {links.DEMO_STORE: DEMO}
 
 
-def store_name(path) -> str | None:
-    """The link name of the sweep database at ``path`` (None: not one the pickers list)."""
+def store_name(choice) -> str | None:
+    """The link name of the sweep database the picker chose (components.sweep_db_picker.DbChoice;
+    None: not one the pickers list)."""
     from pathlib import Path
 
-    wanted = str(Path(path).resolve())
-    return next((n for n, p in listed_stores().items() if str(Path(p).resolve()) == wanted), None)
+    if choice is None or choice.path is None:
+        return None
+    if choice.demo:
+        return links.DEMO_STORE
+    wanted = str(Path(choice.path).resolve())
+    return next((n for n, p in listed_stores().items()
+                 if n != links.DEMO_STORE and str(Path(p).resolve()) == wanted), None)
 
 
 def _apply_store(prefix: str, name: str | None) -> None:
     if name is None:
         return
-    from components.sweep_db_picker import STATE_KEY
+    from components.sweep_db_picker import DEMO, STATE_KEY
 
+    if name == links.DEMO_STORE:   # chosen by the link, not for want of the user's own sweeps
+        st.session_state[f"{prefix}_db"] = DEMO
+        st.session_state[f"{prefix}_db_demo_auto"] = False
+        return
     path = config.confine(listed_stores()[name], config.sweep_db_roots(), "sweep database")
     st.session_state[f"{prefix}_db"] = str(path)
     st.session_state[STATE_KEY] = str(path)
@@ -304,9 +315,10 @@ def apply_cell(link: links.HeatmapLink | None, sweep_id: int, plotted: list) -> 
     st.rerun()
 
 
-def heatmap_link(db_path, sweep: dict, plotted: list, metric: str) -> tuple[links.HeatmapLink | None, str | None]:
-    """The current heatmap cell and drill-down example as a link, or why there is none."""
-    name = store_name(db_path)
+def heatmap_link(choice, sweep: dict, plotted: list, metric: str) -> tuple[links.HeatmapLink | None, str | None]:
+    """The current heatmap cell and drill-down example as a link, or why there is none (``choice``:
+    the database picker's)."""
+    name = store_name(choice)
     if name is None:
         return None, "this sweep database is not one the server lists"
     s = st.session_state
@@ -355,9 +367,9 @@ def linked_first(link: links.GalleryLink | None, found: dict) -> tuple:
     return found | {link.kind: hits[:1] + [f for f in found[link.kind] if f is not hits[0]]}, hits[0]
 
 
-def gallery_link(db_path, sweep_names: list[str], finding) -> links.GalleryLink | None:
-    """A Gallery finding as a link."""
-    name = store_name(db_path) if db_path is not None else None
+def gallery_link(choice, sweep_names: list[str], finding) -> links.GalleryLink | None:
+    """A Gallery finding as a link (``choice``: the database picker's, None: no sweep)."""
+    name = store_name(choice)
     return links.GalleryLink(store=name, sweeps=tuple(sweep_names), kind=finding.kind, item=finding.example_id,
                              question=finding.question)
 

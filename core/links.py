@@ -34,7 +34,7 @@ from urllib.parse import parse_qs, urlencode
 
 __all__ = ["VERSION", "PAGES", "MAX_QUERY_CHARS", "MAX_CONTEXT_CHARS", "MAX_QUESTION_CHARS", "LinkError",
            "Known", "AskLink", "VariantsLink", "HeatmapLink", "GalleryLink", "encode", "query_string",
-           "parse_query", "decode", "store_names", "too_long_to_link", "GALLERY_KINDS", "METRICS"]
+           "parse_query", "decode", "store_names", "too_long_to_link", "GALLERY_KINDS", "METRICS", "DEMO_STORE"]
 
 VERSION = 1
 # The address of each view's page (app.py's url_path). Ask is the default page: it is served at the
@@ -49,6 +49,7 @@ MAX_SPEC_CHARS = 300         # one perturbation spec
 MAX_SEED = 2**31 - 1
 MAX_REPEATS = 50             # Variants' own cap (core.explore.variants.MAX_REPEATS)
 GALLERY_KINDS = ("disagree", "flip", "beaten")
+DEMO_STORE = "bundled-demo"  # the bundled demo sweep's store name (a database file's always has a suffix)
 METRICS = ("f1", "em")
 ANSWER_SHOWN = ("perturbed", "clean")
 # Streamlit's own query parameters: left alone.

@@ -147,7 +147,7 @@ for tab, kind in zip(tabs, KINDS):
                     open_on("ask", f)
                 if opens.button("Open on Variants", key=f"gal_var_{kind}_{n}"):
                     open_on("variants", f)
-                permalink.copy_link(permalink.gallery_link(choice.path if sweeps else None,
+                permalink.copy_link(permalink.gallery_link(choice if sweeps else None,
                                                            [by_id[i]["name"] for i in picked], f),
                                     key=f"gal_link_{kind}_{n}")
         if found[kind]:   # the list as a table: every finding, its answers and its passage

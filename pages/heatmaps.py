@@ -176,7 +176,7 @@ with tabs["Heatmap"]:
     csv_download(cells_df, file_stem("cells", stem), "hm_cells_csv", "CSV of all cells")
 
     # ------------------------------------------------------------------------------------ drill-down
-    permalink.copy_link(*permalink.heatmap_link(db_path, sweep, plotted, metric), key="hm_link",
+    permalink.copy_link(*permalink.heatmap_link(db_choice, sweep, plotted, metric), key="hm_link",
                         label="🔗 Copy link to this cell")
     cell_examples(db_path, sweep_id, version, plotted, metric, stem,
                   complete=sweep["done_units"] >= sweep["total_units"])

@@ -163,3 +163,15 @@ def _link_data(at, key: str) -> dict:
     assert len(boxes) == 1, f"{len(boxes)} link boxes {key}"
     data = json.loads(boxes[0].json)
     return {"page": data["page"], "query": data["query"]}
+
+
+def test_the_bundled_demo_sweep_is_linked_by_its_store_name(sweep_db):
+    """The demo sweep lives in the cache, not among the listed databases: its links name it
+    ``bundled-demo``, and such a link opens it even where the user's own sweeps are the default."""
+    from core.explore.demo_sweep import DEMO_NAME
+
+    at = _open("../pages/heatmaps.py", v="1", db="bundled-demo", sweep=DEMO_NAME)
+    assert not at.exception and not _errors(at)
+    assert any("bundled demo sweep" in i.value for i in at.info)
+    query = _link_data(at, "hm_link")["query"]
+    assert query.startswith("v=1&db=bundled-demo&sweep=demo+%C2%B7+demo.en+%28bundled%29&tab=Heatmap&model=")
