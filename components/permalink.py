@@ -112,8 +112,8 @@ def opened(view: str, known: links.Known = links.Known()) -> links.Link | None:
     st.session_state[APPLIED + view] = signature
     try:
         return links.decode(view, params, known)
-    except LinkError as e:
-        st.error(md_escape(f"This link cannot be opened: {e}. The page opens without it."))
+    except ValueError as e:   # LinkError, and any value a check below it refuses: one line, never a traceback
+        refuse(e)
         return None
 
 

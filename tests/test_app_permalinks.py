@@ -76,6 +76,16 @@ def test_ask_link_naming_what_the_server_lacks_is_one_line_and_the_page_works(ti
     assert not hostile.exception and any(t.value.startswith("Answer: ") for t in hostile.text)
 
 
+def test_ask_link_with_html_in_its_context_shows_it_as_text(tiny_env):
+    at = _open("../app.py", v="1", ctx="<script>alert(1)</script> paris is the capital of france .",
+               q="<b>what</b> is the capital of france ?", m=["tiny-a"], gold="<img src=x>")
+    assert not at.exception and not _errors(at)
+    context_html = [m.value for m in at.markdown if "qax-context" in m.value and "<div" in m.value]
+    assert len(context_html) == 1
+    assert "<script>" not in context_html[0] and context_html[0].count("&#60;script&#62;") == 1
+    assert all("<img" not in m.value and "<b>what" not in m.value for m in at.markdown)
+
+
 def test_ask_says_when_a_pasted_context_is_too_long_to_link(tiny_env):
     at = _open("../app.py", v="1", ctx="paris is the capital of france .", q="what ?", m=["tiny-a"], go="0")
     at.text_area(key="ask_context").input("word " * 401).run()   # 2,005 characters
