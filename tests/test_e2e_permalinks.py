@@ -4,7 +4,8 @@ context (no cookies, no session), shows the same view.
 Ask: an XQuAD-en item answered by two shipped models; the fresh context sees the same item,
 question, models and the same answer spans. Heatmaps: a cell of a small sweep (the hand-computed
 toy sweep of tests/test_app_heatmaps.py, in a temporary database named by QAX_SWEEP_DB) and its
-drill-down. The link box's button label is checked whole at 800 px.
+drill-down. Gallery: a flip, opened on its tab. The link box's button label is checked whole at
+800 px.
 """
 from __future__ import annotations
 
@@ -120,6 +121,24 @@ def test_permalinks_reopen_ask_and_a_heatmap_cell_in_a_fresh_browser(tmp_path):
         assert sorted(m.inner_text() for m in marks.all()) == ["Berlin", "three million"]
         _label_whole(again)
         again.screenshot(path=str(ROOT / ".pytest_cache" / "e2e_permalink_heatmap_800.png"), full_page=True)
+
+        # ---- Gallery: a flip's link opens its tab with that example first
+        again.goto(url + "/gallery")
+        flips = again.get_by_role("tab", name=re.compile("One keystroke flips the answer"))
+        flips.wait_for(timeout=90_000)
+        flips.click()
+        box = again.locator(".qax-link input").nth(0)
+        expect(box).to_have_value(re.compile("kind=flip"), timeout=60_000)
+        link = box.input_value()
+        assert link.startswith(url + "/gallery?v=1&db=sweeps.sqlite&sweep=toy-sweep&kind=flip&id=")
+        other = browser.new_context(viewport={"width": 800, "height": 1400})
+        gallery = other.new_page()
+        gallery.goto(link)
+        gallery.get_by_text("The example this link names").wait_for(timeout=90_000)
+        expect(gallery.get_by_role("tab", name=re.compile("One keystroke flips the answer"))).to_have_attribute(
+            "aria-selected", "true")
+        _label_whole(gallery)
+        other.close()
 
         # ---- a hostile link: one clear line, no traceback, the page still works
         again.goto(url + "/heatmaps?v=1&db=..%2F..%2Fetc%2Fpasswd&sweep=%3Cscript%3Ealert(1)%3C%2Fscript%3E")
