@@ -218,7 +218,13 @@ def apply_variants() -> bool:
     persist.hand_over(values | {"var_chain": chain, "var_seed": link.seed, "var_repeats": link.repeats,
                                 "var_models_auto": None})
     st.session_state.pop("var_result", None)
+    st.session_state[APPLIED + "var_row"] = link.row
     return link.run and bool(link.models) and bool(link.specs or len(link.chain) >= 2)
+
+
+def first_row() -> int:
+    """The Variants row to show in detail after generating: the link's, once, else the first."""
+    return int(st.session_state.pop(APPLIED + "var_row", 0))
 
 
 # ------------------------------------------------------------------------ sweep databases, sweeps
@@ -399,8 +405,9 @@ def ask_link(ex, context: str, question: str, models: list[str], n_best: int, go
 
 def variants_link(ex, context: str, question: str, models: list[str], chosen: list[str], params_of: dict,
                   chain: list[str], seed: int, repeats: int,
-                  shown: bool) -> tuple[links.VariantsLink | None, str | None]:
-    """Variants' view as a link, or why it cannot be one."""
+                  row: int | None) -> tuple[links.VariantsLink | None, str | None]:
+    """Variants' view as a link, or why it cannot be one; ``row``: the table's row shown in detail
+    (None: no table is shown for these inputs)."""
     from core.perturb.spec import PerturbationSpec
 
     fields, why = _source_link("var", ex, context, question)
@@ -415,4 +422,4 @@ def variants_link(ex, context: str, question: str, models: list[str], chosen: li
     specs = tuple(PerturbationSpec.make(pid, settable(pid)).text for pid in chosen)
     steps = tuple(PerturbationSpec.make(pid, settable(pid)).text for pid in chain)
     return links.VariantsLink(**fields, models=tuple(models), specs=specs, chain=steps, seed=seed,
-                              repeats=repeats, run=shown), None
+                              repeats=repeats, run=row is not None, row=row or 0), None

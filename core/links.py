@@ -88,7 +88,7 @@ class AskLink:
 class VariantsLink:
     """Variants: the item or context and question as on Ask, perturbation specs in the sweep's spec
     language (``keyboard_Q:p=0.5``), an optional chain (its steps, each a spec), seed, repeats, and
-    whether the table was generated."""
+    whether the table was generated, and the row shown in detail."""
 
     dataset: str | None = None
     item: str | None = None
@@ -100,6 +100,7 @@ class VariantsLink:
     seed: int = 0
     repeats: int = 3
     run: bool = True
+    row: int = 0
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ _NAMES = {
     "ask": {"ds": "dataset", "id": "item", "ctx": "context", "q": "question", "m": "models",
             "nbest": "n_best", "gold": "gold", "go": "answer"},
     "variants": {"ds": "dataset", "id": "item", "ctx": "context", "q": "question", "m": "models",
-                 "p": "specs", "chain": "chain", "seed": "seed", "n": "repeats", "go": "run"},
+                 "p": "specs", "chain": "chain", "seed": "seed", "n": "repeats", "go": "run", "row": "row"},
     "heatmaps": {"db": "store", "sweep": "sweep", "tab": "tab", "metric": "metric", "model": "model",
                  "cell": "cell", "ex": "example", "show": "shown"},
     "gallery": {"db": "store", "sweep": "sweeps", "kind": "kind", "id": "item", "q": "question"},
@@ -353,12 +354,13 @@ def _specs(params: Mapping[str, list[str]], name: str) -> tuple[str, ...]:
 
 
 def _variants(params, known: Known) -> VariantsLink:
-    seed, n, go = (_one(params, k) for k in ("seed", "n", "go"))
+    seed, n, go, row = (_one(params, k) for k in ("seed", "n", "go", "row"))
     return VariantsLink(**_source(params, known), specs=tuple(dict.fromkeys(_specs(params, "p"))),
                         chain=_specs(params, "chain"),
                         seed=0 if seed is None else _int(seed, "seed", 0, MAX_SEED),
                         repeats=3 if n is None else _int(n, "n", 1, MAX_REPEATS),
-                        run=True if go is None else _flag(go, "go"))
+                        run=True if go is None else _flag(go, "go"),
+                        row=0 if row is None else _int(row, "row", 0, 100_000))
 
 
 def _store(params, known: Known, required: bool) -> str | None:

@@ -152,14 +152,21 @@ if (st.button("Generate & answer", type="primary", key="var_go", disabled=not (m
         "predictions": predictions, "lang": example.lang,
         "table": cv.results_table(rows, predictions, example.lang),
     }
-    st.session_state["var_row"] = 0
+    st.session_state["var_row"] = permalink.first_row()   # 0, or the row a link shows
     st.session_state["var_last_selection"] = []
 
 res = st.session_state.get("var_result")
-permalink.copy_link(*permalink.variants_link(
-    item if source == "Dataset item" else None, example.context, question, models, chosen_ids, params_of, chain,
-    seed, repeats, bool(res and res["signature"] == signature)), key="var_link")
+
+
+def link_box(row: int | None = None) -> None:
+    """This view's copy-link box; ``row``: the row shown in detail (None: no table)."""
+    permalink.copy_link(*permalink.variants_link(
+        item if source == "Dataset item" else None, example.context, question, models, chosen_ids, params_of,
+        chain, seed, repeats, row if res and res["signature"] == signature else None), key="var_link")
+
+
 if not res:
+    link_box()
     st.stop()
 
 if res["signature"] != signature:
@@ -198,6 +205,7 @@ if st.session_state.get("var_row", 0) >= len(rows):
     st.session_state["var_row"] = 0
 i = st.selectbox("Show spans for row", list(range(len(rows))), key="var_row",
                  format_func=lambda k: cv.row_label(k, rows[k]))
+link_box(i)
 row = rows[i]
 st.markdown(f"**Question:** {md_escape(row.example.question)}")
 if row.field:

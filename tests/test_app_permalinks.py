@@ -95,7 +95,7 @@ def test_ask_says_when_a_pasted_context_is_too_long_to_link(tiny_env):
 
 def test_variants_opens_with_the_linked_perturbations_and_generates(tiny_env):
     at = _open("../app.py", _variants=True, v="1", ds="demo.en", id="demo-en-01-q2", m=["tiny-a", "tiny-b"],
-               p=["keyboard_Q:p=0.5", "TUQ"], chain=["TUQ", "keyboard_Q:p=0.5"], seed="7", n="2")
+               p=["keyboard_Q:p=0.5", "TUQ"], chain=["TUQ", "keyboard_Q:p=0.5"], seed="7", n="2", row="3")
     assert not at.exception and not _errors(at)
     assert at.multiselect(key="var_fam_keyboard").value == ["keyboard_Q"]
     assert at.multiselect(key="var_fam_case").value == ["TUQ"]
@@ -108,7 +108,10 @@ def test_variants_opens_with_the_linked_perturbations_and_generates(tiny_env):
     # the view's own link: the same state (the perturbations in the page's family order)
     assert _link_data(at, "var_link")["query"] == (
         "v=1&ds=demo.en&id=demo-en-01-q2&m=tiny-a&m=tiny-b&p=TUQ&p=keyboard_Q%3Ap%3D0.5&chain=TUQ"
-        "&chain=keyboard_Q%3Ap%3D0.5&seed=7&n=2&go=1")
+        "&chain=keyboard_Q%3Ap%3D0.5&seed=7&n=2&go=1&row=3")
+    assert at.selectbox(key="var_row").value == 3   # the row the link shows in detail
+    at.selectbox(key="var_row").set_value(5).run()
+    assert _link_data(at, "var_link")["query"].endswith("&go=1&row=5")
 
 
 def test_heatmaps_opens_the_linked_cell_and_example(sweep_db):
