@@ -3,12 +3,13 @@
     python -m core.sweeps --dataset xquad/xquad.en --perturbations keyboard_Q,DPQ,keyboard_Q+DPQ \\
         --models minilm-squad [--repeats 3 --seed 0 --sample 200] [--backend ray]
     python -m core.sweeps --list | --show NAME [--compare A,B | --repair | --slice wh | --calibration
-        | --curve cer|wer|bleu [--curve-csv OUT] | --backend-vs OTHER [--backend-csv OUT]]
+        | --curve cer|wer|bleu [--curve-csv OUT] | --backend-vs OTHER [--backend-csv OUT] | --report OUT.html]
 
 ``--curve``: F1 against each variant's measured question noise, binned, with bootstrap bands
 seeded by ``--seed`` and each model's break point (:mod:`core.sweeps.curves`). ``--backend-vs``:
 the answers that differ between NAME and OTHER, the same sweep run with another engine backend
-(:mod:`core.sweeps.backend_axis`).
+(:mod:`core.sweeps.backend_axis`). ``--report``: the sweep as one self-contained HTML file and
+Markdown beside it (:mod:`core.reports`).
 
 Re-running the same command resumes an interrupted sweep. ``--perturbations`` takes the spec
 language of :mod:`core.perturb.spec`.
@@ -86,6 +87,9 @@ def _build_parser() -> argparse.ArgumentParser:
                     "and sweep NAME (the same data, perturbations and seed run with another --engine-backend), "
                     "per model and perturbation, with the question noise of flipped and kept rows")
     ap.add_argument("--backend-csv", metavar="OUT", help="with --backend-vs: also write its rows as CSV")
+    ap.add_argument("--report", metavar="OUT.html", help="with --show: write the sweep's report as one self-contained "
+                    "HTML file (heatmap, tables, the papers' views, slices, curves, worst examples; no external "
+                    "request when opened) and Markdown beside it (OUT.md)")
     ap.add_argument("--list-perturbations", action="store_true", help="list registered perturbations and exit")
     cli.add_loader_options(ap, pairing=True)
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -126,7 +130,8 @@ def _check_views(args: argparse.Namespace) -> None:
     """The --show views: one at most, and only with --show."""
     views = [flag for flag, on in (("--compare", args.compare), ("--repair", args.repair),
                                    ("--slice", args.slice), ("--calibration", args.calibration),
-                                   ("--curve", args.curve), ("--backend-vs", args.backend_vs)) if on]
+                                   ("--curve", args.curve), ("--backend-vs", args.backend_vs),
+                                   ("--report", args.report)) if on]
     if args.backend_csv and not args.backend_vs:
         raise cli.CLIError("--backend-csv goes with --show A --backend-vs B")
     if args.curve_csv and not args.curve:
@@ -166,6 +171,12 @@ def _read(args: argparse.Namespace) -> int:
         if out:   # checked before any work: never the database, never a folder
             cli.refuse_inputs({flag: out}, {"--db": args.db})
             cli.writable_file(out, flag)
+    if args.report:
+        from core.reports import markdown_path
+
+        cli.refuse_inputs({"--report": [args.report, markdown_path(args.report)]}, {"--db": args.db})
+        for out in (args.report, markdown_path(args.report)):
+            cli.writable_file(out, "--report")
     with Store(args.db, readonly=True) as store:
         if args.list:
             print(report.format_sweep_list(report.list_sweeps(store)))
@@ -200,6 +211,8 @@ def _read(args: argparse.Namespace) -> int:
             if args.backend_csv:
                 cli.write_text_atomic(args.backend_csv, csv_text(flips))
                 print(f"rows -> {args.backend_csv}")
+        elif args.report:
+            _report(args)
         elif args.calibration:
             from core.sweeps.calibration import calibration_table, format_calibration
 
@@ -207,6 +220,20 @@ def _read(args: argparse.Namespace) -> int:
         else:
             print(report.format_report(store, args.show, metric=args.metric))
     return 0
+
+
+def _report(args: argparse.Namespace) -> None:
+    import shlex
+
+    from core import reports
+
+    command = " ".join([PROG, "--show", shlex.quote(args.show), "--db", shlex.quote(str(args.db)), "--report",
+                        shlex.quote(str(args.report)), "--metric", args.metric, "--seed", str(args.seed)])
+    progress = None if args.quiet else lambda done, total, label: print(f"report {done}/{total}: {label}",
+                                                                          file=sys.stderr, flush=True)
+    html, md = reports.write(args.db, args.show, args.report, metric=args.metric, seed=args.seed, progress=progress,
+                             command=command)
+    print(f"report -> {html} and {md}")
 
 
 def _check_inputs(args: argparse.Namespace, specs: list[PerturbationSpec], model_names: list[str]) -> Dataset:
