@@ -23,6 +23,7 @@ from components.export import csv_download, figure_downloads, file_stem
 from components.frame import page_frame
 from components.heatmap import LAYOUTS, METRICS, VALUES, choose_layout, heatmap_figure
 from components.noise_curves import noise_curve_section
+from components.report_download import report_downloads
 from components.sweep_db_picker import db_path_input, demo_caption, stored_sweeps_or_stop
 from components.text import md_escape
 from core.explore import demo_sweep
@@ -82,6 +83,7 @@ if file_sources:   # how each challenge file was paired with the data set (rule 
 if sweep["done_units"] < sweep["total_units"]:
     st.warning("This sweep is incomplete: the numbers cover the rows stored so far (resume it on the Sweeps "
                "page, or reload this page while it runs).")
+report_downloads(db_path, sweep, version)   # every view below in one file (core.reports)
 
 
 # The slow aggregates come from the sweep's database when they were stored as it finished

@@ -10,6 +10,7 @@ core.render.highlight, as the Heatmaps drill-down marks them.
 """
 from __future__ import annotations
 
+import html
 import math
 from typing import Any
 
@@ -116,12 +117,15 @@ def render_html(rep: Report, report_command: str = "") -> str:
     header = "".join(f"<tr><th>{html_text(k)}</th><td>{html_text(v)}</td></tr>" for k, v in rep.header.items())
     out = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
            f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+           # an empty icon: without it a browser asks the server for /favicon.ico
+           "<link rel='icon' href='data:,'>"
            f"<title>{html_text(title)}</title><style>{CSS}</style></head><body>",
            f"<h1>{html_text(title)}</h1>",
            f"<div class='scroll'><table class='header'><tbody>{header}</tbody></table></div>",
-           f"<p><b>Reproduce the sweep:</b><br><code>{html_text(rep.command)}</code></p>"]
+           # commands are copied: escaped as HTML only (html_text's invisible word joiners would be copied too)
+           f"<p><b>Reproduce the sweep:</b><br><code>{html.escape(rep.command)}</code></p>"]
     if report_command:
-        out.append(f"<p><b>This report:</b><br><code>{html_text(report_command)}</code></p>")
+        out.append(f"<p><b>This report:</b><br><code>{html.escape(report_command)}</code></p>")
     first = True
     for section in rep.sections:
         out.append(f"<h2>{html_text(section.title)}</h2>")
