@@ -38,8 +38,8 @@ def report_downloads(db_path: Path, sweep: dict[str, Any], version, metric: str 
         built = (key, html, md)
         st.session_state["hm_report"] = built
     stem = file_stem("report", sweep["name"])
-    c1, c2, _ = st.columns([1, 1, 2])
-    c1.download_button("⬇ Report (HTML)", built[1].encode("utf-8"), f"{stem}.html", "text/html",
+    row = st.container(horizontal=True)   # side by side where they fit, else one under the other: never cut
+    row.download_button("⬇ Report (HTML)", built[1].encode("utf-8"), f"{stem}.html", "text/html",
                        key="hm_report_html", on_click="ignore")
-    c2.download_button("⬇ Report (Markdown)", built[2].encode("utf-8"), f"{stem}.md", "text/markdown",
+    row.download_button("⬇ Report (Markdown)", built[2].encode("utf-8"), f"{stem}.md", "text/markdown",
                        key="hm_report_md", on_click="ignore")

@@ -6,15 +6,19 @@ server. Chromium opens the report at 1400 and 800 px; the plotly figures must dr
 ``.plotly`` container) with the page no wider than the window, the server must have seen the
 report's own request and nothing else, and every other request the page tries (routed through
 Playwright) must be none.
+
+On Heatmaps, "Build report" shows its progress and then two downloads, whose labels fit at 800 and
+1400 px; the HTML downloaded in the browser is the report of the chosen sweep.
 """
 from __future__ import annotations
 
 import http.server
 import threading
+from pathlib import Path
 
 import pytest
-from browser import CHROMIUM, launch_chromium
-from test_app_heatmaps import LookupEngine
+from browser import CHROMIUM, click_settled, launch_chromium, serve_app
+from test_app_heatmaps import LookupEngine, build_sweep
 
 from core import reports
 from core.datasets import Dataset
@@ -24,6 +28,7 @@ from core.sweeps.run import run_sweep
 from core.types import Answer, QAExample
 
 pytestmark = pytest.mark.e2e
+SHOTS = Path(__file__).resolve().parents[1] / ".pytest_cache"
 
 
 class _Counting(http.server.BaseHTTPRequestHandler):
@@ -100,3 +105,28 @@ def test_report_opens_with_no_request_but_its_own(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed")
+def test_heatmaps_report_downloads_in_the_browser(tmp_path):
+    db = tmp_path / "sweeps.sqlite"
+    build_sweep(db)
+    with serve_app({"QAX_SWEEP_DB": str(db)}) as url, launch_chromium() as browser:
+        for width in (1400, 800):
+            page = browser.new_page(viewport={"width": width, "height": 1000}, accept_downloads=True)
+            page.goto(url + "/heatmaps")
+            click_settled(page.get_by_role("button", name="Build report (HTML and Markdown)"))
+            html_button = page.get_by_role("button", name="Report (HTML)")
+            html_button.wait_for(timeout=120_000)
+            for button in (html_button, page.get_by_role("button", name="Report (Markdown)")):
+                # the whole label is shown: no button narrower than its text
+                assert button.evaluate("b => [b, ...b.querySelectorAll('*')].every("
+                                       "e => e.scrollWidth <= e.clientWidth + 1)"), width
+            page.screenshot(path=str(SHOTS / f"e2e_report_buttons_{width}.png"))
+            with page.expect_download() as download:
+                html_button.click()
+            path = download.value.path()
+            text = open(path, encoding="utf-8").read()
+            assert download.value.suggested_filename == "report_toy-sweep.html"
+            assert "<h1>Sweep report&#58; toy&#45;sweep</h1>" in text and "plotly.js v" in text
+            page.close()
