@@ -143,6 +143,7 @@ def test_cli_report_and_bad_input(toy_db, tmp_path, capsys):
                  ["--show", "toy-sweep", "--report", str(tmp_path)],      # a folder
                  ["--show", "toy-sweep", "--report", "/proc/no/r.html"],  # unwritable
                  ["--report", str(out)],                                  # without --show
+                 ["--show", "toy-sweep", "--report", str(tmp_path / "r.md")],   # the Markdown would be OUT
                  ["--show", "toy-sweep", "--report", str(out), "--curve", "cer"]):
         capsys.readouterr()
         assert main(["--db", str(toy_db), *argv]) == 2, argv
@@ -169,3 +170,32 @@ def test_heatmaps_report_buttons(toy_db, monkeypatch):
     html_text, md_text = built[1], built[2]
     assert "<h1>Sweep report&#58; toy&#45;sweep</h1>" in html_text
     assert "| fake\\-a | 12 | 12 | 80.00 | 93.33 | 5 |" in md_text
+
+
+def test_views_that_apply_noiseqa_and_backend_flips(tmp_path):
+    """keyboard_Q is interface noise: the NoiseQA section appears with Heatmaps' table. A second
+    sweep of the same data and seed answered by another backend (its fingerprint says onnx), whose
+    engine answers q1 "France" instead of "Paris": one clean flip in five for the one model."""
+    from test_app_heatmaps import CLEAN_A, TOY
+
+    from core.sweeps import aggregates
+
+    db = tmp_path / "sweeps.sqlite"
+    for name, answers, fingerprint in (("torch", CLEAN_A, "a1"),
+                                       ("onnx", {**CLEAN_A, "What is the capital of France?": "France"},
+                                        "a1:backend=onnx:fused-v5")):
+        config = SweepConfig("toy", parse_specs("keyboard_Q,TUQ"), ["fake-a"], seed=3, name=name)
+        assert run_sweep(config, {"fake-a": LookupEngine(answers, fingerprint)}, db, dataset=TOY).status == "done"
+    rep = collect(db, "torch")
+    assert rep.header["engine backends"] == "fake-a: torch"
+    assert "--engine-backend torch --name torch" in rep.command
+    noise = _section(rep, "NoiseQA: interface noise")
+    sweep = report.list_sweeps(db)[0]
+    cells = report.cells(db, "torch")
+    rates = aggregates.noise_rates(db, 1, aggregates.version_of(sweep))
+    assert noise.tables[0].rows == views.noiseqa_table(cells, rates)
+    flips = _section(rep, "Backend flips").tables
+    assert [t.title for t in flips] == ["against onnx"]
+    clean = flips[0].rows[0]
+    assert (clean["model"], clean["n"], clean["flips"]) == ("fake-a", 5, 1)
+    assert collect(db, "onnx").header["engine backends"] == "fake-a: onnx"

@@ -251,8 +251,12 @@ def _backend_flips(db, sweep: dict, others: list[dict]) -> Section | None:
 
     section = Section("Backend flips", "Answers that differ between this sweep and another stored sweep of the same "
                       "data, perturbations and seed run with another engine backend.")
-    for other in others:
-        if other["id"] == sweep["id"] or other["dataset"] != sweep["dataset"]:
+    def backends(s: dict) -> dict[str, str]:
+        return {m: engine_backend(fp) for m, fp in s["config"]["models"]}
+
+    for other in others:   # the same data and seed, answered with other backends
+        if (other["id"] == sweep["id"] or other["dataset"] != sweep["dataset"]
+                or other["config"].get("seed") != sweep["config"].get("seed") or backends(other) == backends(sweep)):
             continue
         try:
             rows = backend_flips(db, sweep["id"], other["id"])

@@ -174,7 +174,8 @@ def _read(args: argparse.Namespace) -> int:
     if args.report:
         from core.reports import markdown_path
 
-        cli.refuse_inputs({"--report": [args.report, markdown_path(args.report)]}, {"--db": args.db})
+        cli.refuse_inputs({"--report": args.report, "the Markdown beside --report": markdown_path(args.report)},
+                          {"--db": args.db})
         for out in (args.report, markdown_path(args.report)):
             cli.writable_file(out, "--report")
     with Store(args.db, readonly=True) as store:
