@@ -85,6 +85,7 @@ def _example(k: int, ex: Example) -> str:
                 else md_cell(o["status"] or "not stored"))
         lines.append(f"| {md_cell(o['model'])} | {clean} | {_f1(o['clean_f1'])} | {pert} | {_f1(o['f1'])} |")
     context, _, perturbed = drill.shown_context(r, clean=False)
+    context = context.replace("\r", " ").replace("\n", " ")   # one quoted paragraph; the offsets stay
     span = drill.answer_spans(ex.across, clean=False).get(ex.model)
     where = "perturbed context" if perturbed else "context"
     lines += ["", f"{md_escape(ex.model)}'s perturbed answer in bold in the {where}:", "",
