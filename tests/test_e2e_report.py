@@ -58,7 +58,7 @@ def _hostile_sweep(db, host: str) -> str:
     context = f"Paris is it. {bait}"
     data = Dataset("toy", "en", [QAExample("q1", question, context, (Answer("Paris", 0),))])
     name = f"sweep {bait}"
-    model = f"model <script src='http://{host}/s.js'></script>"
+    model = f"model <script src='http://{host}/s.js'></script><a href='http://{host}/a'>a</a>"
     config = SweepConfig("toy", parse_specs("TUQ,drop_qmark_Q"), [model, "plain"], name=name)
     engines = {model: LookupEngine({question: "Paris"}, "h1"), "plain": LookupEngine({question: "Paris"}, "p1")}
     assert run_sweep(config, engines, db, dataset=data).status == "done"
@@ -97,7 +97,8 @@ def test_report_opens_with_no_request_but_its_own(tmp_path):
                 # the heatmap's markers are drawn: one per (model, perturbation)
                 assert page.locator(".js-plotly-plot").first.locator("path.point").count() == 4
                 assert page.evaluate("document.documentElement.scrollWidth") <= width
-                assert page.locator("a[href], img, iframe, script[src]").count() == 0
+                # no link or image anywhere, SVG included (plotly draws <a> from "<a href>" in a label)
+                assert page.locator("a[href], [*|href]:not(link), img, image, iframe, script[src]").count() == 0
                 assert "[click](http://" in page.inner_text("body").replace("\u2060", "")   # shown literally
                 page.close()
         assert _Counting.hits == ["/report.html", "/report.html"]      # one per width, nothing else

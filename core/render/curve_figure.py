@@ -5,6 +5,8 @@ sweep reports (core/reports/).
 """
 from __future__ import annotations
 
+import html
+
 import plotly.graph_objects as go
 
 from core.render.highlight import color_for
@@ -25,7 +27,8 @@ def bin_label(lo: float, hi: float) -> str:
 
 
 def curve_figure(c: nc.Curves) -> go.Figure:
-    """The curves of ``c`` as a plotly figure (model names are data: plotly escapes trace names).
+    """The curves of ``c`` as a plotly figure. Model names are HTML-escaped: plotly reads a trace name
+    as its pseudo-HTML, so ``<a href=...>`` in one was drawn as a live link in the legend.
 
     >>> from core.sweeps.curves import CurveBin, Curves
     >>> c = Curves("cer", [CurveBin("m", 0, 5, 2, 80.0, 70.0, 90.0), CurveBin("m", 5, 10, 1, 40.0, 40.0, 40.0)],
@@ -42,18 +45,19 @@ def curve_figure(c: nc.Curves) -> go.Figure:
         bins = [b for b in c.bins if b.model == model and b.f1 is not None]
         x = [bin_label(b.lo, b.hi) for b in bins]
         colour = color_for(k)
-        fig.add_scatter(x=x, y=[b.f1 for b in bins], mode="lines+markers", name=model, line=dict(color=colour),
+        name = html.escape(model)
+        fig.add_scatter(x=x, y=[b.f1 for b in bins], mode="lines+markers", name=name, line=dict(color=colour),
                         error_y=dict(type="data", symmetric=False, array=[b.high - b.f1 for b in bins],
                                      arrayminus=[b.f1 - b.low for b in bins]),
                         customdata=[b.n for b in bins], hovertemplate="%{x}: F1 %{y:.1f} (n=%{customdata})")
         if model in c.clean and x:
             fig.add_scatter(x=x, y=[nc.BREAK_FRACTION * c.clean[model]] * len(x), mode="lines",
-                            name=f"{model}: 90% of clean", line=dict(color=colour, dash="dot", width=1))
+                            name=f"{name}: 90% of clean", line=dict(color=colour, dash="dot", width=1))
         bp = c.breaks.get(model)
         hit = [b for b in bins if b.lo == bp]
         if hit:
             fig.add_scatter(x=[bin_label(hit[0].lo, hit[0].hi)], y=[hit[0].f1], mode="markers",
-                            name=f"{model}: break point", marker=dict(symbol="x", size=14, color=colour))
+                            name=f"{name}: break point", marker=dict(symbol="x", size=14, color=colour))
     fig.update_layout(title=f"F1 against measured question noise ({LABELS[c.measure]})",
                       xaxis_title=LABELS[c.measure], yaxis_title="F1 (%)", height=420)
     fig.update_xaxes(type="category")

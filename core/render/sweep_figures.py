@@ -5,9 +5,14 @@
     optionally one panel per facet value (ASR engine);
   * :func:`bucket_figure`: one line per model over similarity buckets (DPR vs question
     similarity, F1 vs question-trap similarity), each point labelled with its count.
+
+Every name from the store (models, categories, facets, perturbations) is HTML-escaped where plotly
+would read it as its pseudo-HTML: a legend entry, an axis category or a hover value holding
+``<a href=...>`` was drawn as a live link (hover templates name the trace by ``%{fullData.name}``).
 """
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,25 +36,26 @@ def breakdown_figure(rows: Sequence[Mapping[str, Any]], category: str, metric: s
     facets = list(dict.fromkeys(r[facet] for r in rows)) if facet else [None]
     models = list(dict.fromkeys(r["model"] for r in rows))
     fig = make_subplots(rows=1, cols=len(facets), shared_yaxes=True,
-                        subplot_titles=[f"{facet}: {f}" for f in facets] if facet else None)
+                        subplot_titles=[html.escape(f"{facet}: {f}") for f in facets] if facet else None)
     for col, f in enumerate(facets, start=1):
         part = [r for r in rows if facet is None or r[facet] == f]
         for k, model in enumerate(models):
             mine = [r for r in part if r["model"] == model]
             if not mine:
                 continue
-            cats = [str(r[category]) for r in mine]
+            cats = [html.escape(str(r[category])) for r in mine]
             fig.add_trace(go.Bar(
-                x=cats, y=[r[metric] for r in mine], name=model, legendgroup=model, showlegend=col == 1,
-                marker_color=color_for(k), offsetgroup=model,
-                customdata=[[r[f"clean {metric}"], r["N"], r.get("perturbation", "")] for r in mine],
-                hovertemplate=(f"<b>{model}</b> · %{{x}}<br>{metric} %{{y:.1f}} (clean %{{customdata[0]:.1f}})"
-                               "<br>N = %{customdata[1]}<br>%{customdata[2]}<extra></extra>")), row=1, col=col)
+                x=cats, y=[r[metric] for r in mine], name=html.escape(model), legendgroup=model,
+                showlegend=col == 1, marker_color=color_for(k), offsetgroup=model,
+                customdata=[[r[f"clean {metric}"], r["N"], html.escape(r.get("perturbation", ""))] for r in mine],
+                hovertemplate=(f"<b>%{{fullData.name}}</b> · %{{x}}<br>{metric} %{{y:.1f}} "
+                               "(clean %{customdata[0]:.1f})<br>N = %{customdata[1]}<br>%{customdata[2]}"
+                               "<extra></extra>")), row=1, col=col)
             fig.add_trace(go.Scatter(
-                x=cats, y=[r[f"clean {metric}"] for r in mine], mode="markers", name=f"{model} (clean)",
+                x=cats, y=[r[f"clean {metric}"] for r in mine], mode="markers", name=html.escape(f"{model} (clean)"),
                 legendgroup=model, showlegend=col == 1, offsetgroup=model,
                 marker=dict(symbol="diamond-open", size=11, color=color_for(k), line=dict(width=2)),
-                hovertemplate=f"<b>{model}</b> · %{{x}}<br>clean {metric} %{{y:.1f}}<extra></extra>"),
+                hovertemplate=f"<b>%{{fullData.name}}</b> · %{{x}}<br>clean {metric} %{{y:.1f}}<extra></extra>"),
                 row=1, col=col)
     fig.update_layout(barmode="group", scattermode="group", title=title, height=420,
                       legend=dict(orientation="h", y=-0.25))
@@ -67,6 +73,8 @@ def bucket_figure(buckets: Mapping[str, Sequence[Mapping[str, Any]]], y_title: s
     [['n=3', ''], ['', ''], ['n=2', '']]
     >>> fig.data[0].cliponaxis   # a label over a point at 100 is not cut off
     False
+    >>> bucket_figure({"<a href='h'>m</a>": same}, "F1", "sim").data[0].name   # plotly would draw a link
+    '&lt;a href=&#x27;h&#x27;&gt;m&lt;/a&gt;'
     """
     if not buckets:
         raise ValueError("no buckets to plot")
@@ -82,11 +90,12 @@ def bucket_figure(buckets: Mapping[str, Sequence[Mapping[str, Any]]], y_title: s
             labelled.add((b["label"], b["n"]))
             labels.append(f"n={b['n']}" if new else "")
         fig.add_trace(go.Scatter(
-            x=[b["label"] for b in bs], y=[b["mean"] for b in bs], mode="lines+markers+text", name=model,
+            x=[html.escape(str(b["label"])) for b in bs], y=[b["mean"] for b in bs], mode="lines+markers+text",
+            name=html.escape(model),
             text=labels, textposition="top center", cliponaxis=False,
             marker=dict(color=color_for(k), size=9), line=dict(color=color_for(k)),
             customdata=[b["n"] for b in bs],
-            hovertemplate=f"<b>{model}</b><br>%{{x}}: %{{y:.1f}}<br>n = %{{customdata}}<extra></extra>"))
+            hovertemplate="<b>%{fullData.name}</b><br>%{x}: %{y:.1f}<br>n = %{customdata}<extra></extra>"))
     fig.update_layout(title=title, height=400, xaxis_title=x_title, yaxis_title=y_title,
                       yaxis_range=[0, 108], legend=dict(orientation="h", y=-0.25))
     return fig
