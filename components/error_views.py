@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pandas as pd
@@ -61,8 +62,9 @@ def repair_section(db_path: Path, sweep_id: int, version, stem: str) -> None:
     fig = go.Figure()
     for setting in dict.fromkeys(df["setting"]):
         part = df[df["setting"] == setting]
-        labels = [f"{r['noise']} · {r['model']}" for _, r in part.iterrows()]
-        fig.add_bar(name=setting, x=labels, y=part["gain"],
+        # store text in plotly labels is escaped: plotly draws "<a href>" in one as a link
+        labels = [html.escape(f"{r['noise']} · {r['model']}") for _, r in part.iterrows()]
+        fig.add_bar(name=html.escape(setting), x=labels, y=part["gain"],
                     error_y=dict(type="data", symmetric=False, array=part["ci95_high"] - part["gain"],
                                  arrayminus=part["gain"] - part["ci95_low"]))
     fig.update_layout(barmode="group", title="Gain in F1 from repairing the question (95% interval)",
@@ -105,9 +107,10 @@ def slices_section(db_path: Path, sweep_id: int, version, stem: str, models: lis
             tr.append("–" if n == 0 or f1 is None or pd.isna(f1) else f"{f1:.1f}<br>N={n}")
         z.append(zr)
         text.append(tr)
-    fig = go.Figure(go.Heatmap(z=z, x=specs, y=groups, text=text, texttemplate="%{text}", colorscale="RdYlGn",
+    fig = go.Figure(go.Heatmap(z=z, x=[html.escape(x) for x in specs], y=[html.escape(g) for g in groups], text=text,
+                               texttemplate="%{text}", colorscale="RdYlGn",
                                zmin=0, zmax=100, colorbar=dict(title="F1")))
-    fig.update_layout(title=f"F1 of {model} by {slices.SLICES[name]} (N per cell)",
+    fig.update_layout(title=html.escape(f"F1 of {model} by {slices.SLICES[name]} (N per cell)"),
                       height=max(320, 60 * len(groups) + 160), yaxis=dict(autorange="reversed"))
     st.plotly_chart(fig, key="hm_slice_fig")
     st.dataframe(mine, hide_index=True, key="hm_slice_table")
@@ -165,7 +168,7 @@ def calibration_section(db_path: Path, sweep_id: int, version, stem: str) -> Non
     for label, key in (("clean", "clean"), ("perturbed", "perturbed")):
         hist.add_histogram(x=[s for s, _ in pts[key]], name=label, xbins=dict(start=0, end=1, size=0.05),
                            opacity=0.6)
-    hist.update_layout(barmode="overlay", title=f"Answer scores, {row['model']}: clean vs {row['spec']}",
+    hist.update_layout(barmode="overlay", title=html.escape(f"Answer scores, {row['model']}: clean vs {row['spec']}"),
                        xaxis_title="score", yaxis_title="questions", height=380)
     st.plotly_chart(hist, key="hm_calib_hist")
     curve = go.Figure()
