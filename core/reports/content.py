@@ -123,6 +123,8 @@ def _header(sweep: dict[str, Any], db: str | Path) -> dict[str, str]:
 
 
 def _heatmap(db, sweep: dict, cells: list, clean: dict, metric: str) -> Section:
+    if not cells:      # a sweep with no model or no spec: what Heatmaps says too
+        return Section("Model × perturbation", "This sweep has no cells.")
     fig, _ = heatmap_figure(cells, metric, "pct", totals=report.penalty_totals(cells, metric), models=sweep["models"])
     return Section(
         "Model × perturbation",
