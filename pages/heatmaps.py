@@ -23,6 +23,7 @@ from components.export import csv_download, figure_downloads, file_stem
 from components.frame import page_frame
 from components.heatmap import LAYOUTS, METRICS, VALUES, choose_layout, heatmap_figure
 from components.noise_curves import noise_curve_section
+from components.rows_table import rows_section
 from components.sweep_db_picker import db_path_input, stored_sweeps_or_stop
 from components.text import md_escape
 from core.explore import demo_sweep
@@ -112,7 +113,7 @@ def clicked_cells() -> list[int]:
 has_n = bool(views.n_parameters(cells))
 has_noise = any(views.interface_of(c.perturbation, c.family) for c in cells)
 has_repair = any("repair_Q" in c.perturbation for c in cells)
-tab_names = (["Heatmap"] + (["Model vs model"] if len(sweep["models"]) >= 2 else [])
+tab_names = (["Heatmap", "Rows"] + (["Model vs model"] if len(sweep["models"]) >= 2 else [])
              + (["Penalty by n"] if has_n else []) + (["NoiseQA"] if has_noise else [])
              + ["DuReader-robust"] + (["Repair"] if has_repair else []) + ["Slices & calibration"]
              + ["Noise curves", "Backend flips", "Translate or answer?"])
@@ -174,6 +175,10 @@ with tabs["Heatmap"]:
     cell_examples(db_path, sweep_id, version, plotted, metric, stem,
                   complete=sweep["done_units"] >= sweep["total_units"])
 
+
+# Every answer as one filterable table, linked to the drill-down, Ask and Variants (components.rows_table).
+with tabs["Rows"]:
+    rows_section(db_path, sweep_id, version, sweep, stem)
 
 # ------------------------------------------------------------------------------------ model vs model
 

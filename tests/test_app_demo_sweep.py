@@ -35,7 +35,7 @@ def test_heatmaps_and_gallery_open_on_the_demo_sweep_then_on_the_users_own(fresh
     assert sweeps[0]["done_units"] == sweeps[0]["total_units"] == 264   # 12 questions x 11 rows x 2 models
     assert at.selectbox(key="hm_sweep").value == sweeps[0]["id"]
     # only the views that apply: no repaired spec in the demo, so no Repair tab
-    assert [t.label for t in at.tabs] == ["Heatmap", "Model vs model", "Penalty by n", "NoiseQA",
+    assert [t.label for t in at.tabs] == ["Heatmap", "Rows", "Model vs model", "Penalty by n", "NoiseQA",
                                           "DuReader-robust", "Slices & calibration", "Noise curves", "Backend flips",
                                           "Translate or answer?"]
     tables = [d.value for d in at.dataframe if "model" in d.value.columns]

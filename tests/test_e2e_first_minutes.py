@@ -84,7 +84,7 @@ def test_a_fresh_clone_builds_the_demo_sweep_in_one_click(tmp_path):
         click_settled(page.get_by_role("button", name="Build the demo sweep"))
         page.get_by_role("tab", name="Heatmap", exact=True).wait_for(timeout=300_000)
         tabs = page.get_by_role("tab").all_inner_texts()
-        assert tabs == ["Heatmap", "Model vs model", "Penalty by n", "NoiseQA", "DuReader-robust",
+        assert tabs == ["Heatmap", "Rows", "Model vs model", "Penalty by n", "NoiseQA", "DuReader-robust",
                         "Slices & calibration", "Noise curves", "Backend flips", "Translate or answer?"]
         assert page.evaluate(CUT_LABELS) == []
         page.screenshot(path=str(tmp_path / "heatmaps_demo.png"))

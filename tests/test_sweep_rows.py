@@ -26,14 +26,19 @@ from core.sweeps.config import SweepConfig
 from core.sweeps.run import run_sweep
 
 
-@pytest.fixture(scope="module")
-def table_db(tmp_path_factory):
-    db = tmp_path_factory.mktemp("rows") / "sweeps.sqlite"
+def build_rows_sweep(db) -> str:
     config = SweepConfig("toy", parse_specs("TUQ,RUQ,DCRQ:n_chars=1..2"), ["fake-a", "fake-b"], repeats=1, seed=1,
                          name="toy-rows")
     run = run_sweep(config, {"fake-a": LookupEngine(ANSWERS_A, "a1"), "fake-b": LookupEngine(ANSWERS_B, "b1")},
                     db, dataset=TOY)
     assert run.status == "done"
+    return run.name
+
+
+@pytest.fixture(scope="module")
+def table_db(tmp_path_factory):
+    db = tmp_path_factory.mktemp("rows") / "sweeps.sqlite"
+    build_rows_sweep(db)
     return db
 
 
@@ -119,7 +124,8 @@ def test_sort_and_pages(table):
     assert list(by_answer["answer"][:3]) == ["three million", "river Thames", "palace"]
     first, pages = rt.page_of(worst, 1, 4)
     last, _ = rt.page_of(worst, 3, 4)
-    assert pages == 3 and len(first) == 4 and list(zip(last["example"], last["model"])) == [("q3", "fake-b"), ("q4", "fake-b")]
+    assert pages == 3 and len(first) == 4
+    assert list(zip(last["example"], last["model"])) == [("q3", "fake-b"), ("q4", "fake-b")]
     with pytest.raises(ValueError, match="no such column"):
         rt.sort_rows(tuq, "colour")
 

@@ -1,0 +1,230 @@
+"""Heatmaps' "Rows" tab: a sweep's answers as one linked table (LIT's data table).
+
+Filters (model, perturbation, slice, changed?, F1 and noise ranges, text), sorting and paging run
+in core (core.sweeps.rows) on the whole table; only the page goes to the browser. Selecting a row
+(its left edge in the table, or the "Row in detail" select box) shows it as the heatmap
+drill-down does (components.cell_drill) with buttons that open it on Ask or Variants
+(components.open_item, as Gallery's do); two rows can be pinned and compared side by side.
+"""
+from __future__ import annotations
+
+import json
+import math
+import zlib
+
+import pandas as pd
+import streamlit as st
+
+from components.cell_drill import example_in_detail
+from components.choice import keep_valid
+from components.edits import edits_html
+from components.export import csv_download, file_stem
+from components.highlight import Mark, color_for, highlight_html
+from components.open_item import open_on
+from components.text import count, html_text, md_escape
+from core.explore.gallery import Finding
+from core.perturb.base import diff_edits
+from core.sweeps import drill
+from core.sweeps import rows as rt
+from core.sweeps.slices import SLICES
+
+__all__ = ["rows_section", "pinned_html", "MAX_PINNED"]
+
+MAX_PINNED = 2
+PAGE_SIZES = (25, 50, 100, 200)
+CHANGED = {"any": None, "changed": True, "unchanged": False}
+SORTABLE = [c for c in rt.COLUMNS if c not in ("question", "perturbed question")]
+_NUMBER = st.column_config.NumberColumn(format="%.1f")
+
+
+@st.cache_resource(show_spinner="Reading the sweep's answers (slices and noise)…", max_entries=4)
+def load_rows(db: str, sid: int, version) -> pd.DataFrame:
+    """The sweep's table, kept once per (sweep, version) and never changed (filters make new frames)."""
+    return rt.sweep_rows(db, sid)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def load_detail(db: str, sid: int, version, key: tuple) -> dict | None:
+    return rt.row_detail(db, sid, key)
+
+
+def _find(table: pd.DataFrame, key: tuple):
+    """The table's row with :func:`core.sweeps.rows.row_key` ``key``, or None."""
+    hit = table[(table["model"] == key[0]) & (table["perturbation id"] == key[1]) & (table["params_json"] == key[2])
+                & (table["example_hash"] == key[3]) & (table["repeat"] == key[4])]
+    return None if hit.empty else hit.iloc[0]
+
+
+def _label(row) -> str:
+    return f"{row['example']} · {row['model']} · {row['perturbation']} · r{row['repeat']}"
+
+
+def _filters(table: pd.DataFrame) -> rt.RowFilter:
+    """The filter widgets; their values as a RowFilter."""
+    c1, c2, c3 = st.columns([3, 3, 2])
+    models = list(dict.fromkeys(table["model"]))
+    perts = list(dict.fromkeys(table["perturbation"]))
+    keep_valid("rows_models", models)
+    keep_valid("rows_perts", perts)
+    picked_models = c1.multiselect("Model", models, key="rows_models", placeholder="all models")
+    picked_perts = c2.multiselect("Perturbation", perts, key="rows_perts", placeholder="all perturbations")
+    changed = c3.radio("Answer", list(CHANGED), horizontal=True, key="rows_changed",
+                       help="Changed: the answer differs from the same model's clean answer to the same question "
+                            "(after SQuAD's EM normalisation, as DPR counts it).")
+    c1, c2, c3 = st.columns([3, 3, 2])
+    slice_name = c1.selectbox("Slice", [None, *rt.SLICE_COLUMNS], key="rows_slice",
+                              format_func=lambda s: "none" if s is None else SLICES[s],
+                              help="The slices of the Slices tab (core.sweeps.slices): keep the rows of some groups.")
+    groups_in = list(dict.fromkeys(table[rt.SLICE_COLUMNS[slice_name]])) if slice_name else []
+    keep_valid("rows_groups", groups_in)
+    groups = c2.multiselect("Groups", groups_in, key="rows_groups", disabled=slice_name is None,
+                            placeholder="all groups" if slice_name else "choose a slice first")
+    text = c3.text_input("Search", key="rows_text", placeholder="questions, answers, id")
+    c1, c2, c3 = st.columns([3, 1, 3])
+    f1 = c1.slider("F1 (%)", 0.0, 100.0, (0.0, 100.0), step=1.0, key="rows_f1")
+    noise = c2.radio("Noise", list(rt.NOISE_COLUMNS), key="rows_noise", format_func=str.upper,
+                     help="The perturbed question's CER or WER against the original, in percent, lower-cased and "
+                          "without punctuation (NoiseQA's Table 3 form, as the noise curves measure it).")
+    top = float(max(100.0, math.ceil(table[rt.NOISE_COLUMNS[noise]].max() if len(table) else 0.0)))
+    lo, hi = st.session_state.get("rows_noise_range", (0.0, top))
+    st.session_state["rows_noise_range"] = (min(max(lo, 0.0), top), min(max(hi, 0.0), top))
+    noise_range = c3.slider(f"{noise.upper()} (%)", 0.0, top, step=0.5, key="rows_noise_range")
+    return rt.RowFilter(models=tuple(picked_models), perturbations=tuple(picked_perts), slice_name=slice_name,
+                        groups=tuple(groups), changed=CHANGED[changed],
+                        f1=None if f1 == (0.0, 100.0) else f1, noise=noise,
+                        noise_range=None if noise_range == (0.0, top) else noise_range, text=text)
+
+
+def _page(shown: pd.DataFrame, n_all: int, stem: str) -> pd.DataFrame:
+    """Sorting and paging widgets, the counts and the CSV of the filtered rows; the page's rows."""
+    c1, c2, c3, c4 = st.columns([3, 2, 2, 2])
+    keep_valid("rows_sort", [None, *SORTABLE])
+    by = c1.selectbox("Sort by", [None, *SORTABLE], key="rows_sort",
+                      format_func=lambda c: "the sweep's order" if c is None else c)
+    descending = c2.toggle("Descending", key="rows_desc")
+    size = c3.selectbox("Rows per page", PAGE_SIZES, index=1, key="rows_size")
+    shown = rt.sort_rows(shown, by, descending)
+    pages = max(1, -(-len(shown) // size))
+    if st.session_state.get("rows_page", 1) > pages:
+        st.session_state["rows_page"] = pages
+    page = c4.number_input("Page", 1, pages, key="rows_page")
+    rows, _ = rt.page_of(shown, page, size)
+    first = (page - 1) * size + 1 if len(shown) else 0
+    st.caption(md_escape(f"Rows {first:,}–{first + len(rows) - 1 if len(rows) else 0:,} of {count(len(shown), 'row')} "
+                         f"that pass the filters ({n_all:,} scored answers in the sweep), page {page} of {pages}."))
+    csv_download(shown[rt.COLUMNS], file_stem("rows", stem), "rows_csv", f"CSV of the {len(shown):,} filtered rows")
+    return rows
+
+
+def _finding(row, detail: dict, dataset: str, page: str) -> Finding:
+    """The row as Gallery's item: Ask gets the perturbed question (in the perturbed context, pasted,
+    when the perturbation changed it); Variants the original question on the data set's item."""
+    changed_context = detail["perturbed_context"] is not None
+    ask = page == "ask"
+    return Finding("row", _label(row), "" if ask and changed_context else dataset, row["example"], detail["lang"],
+                   detail["perturbed_context"] if ask and changed_context else detail["context"],
+                   detail["variant_question"] if ask else detail["original_question"], detail["original_question"],
+                   tuple((detail["perturbed_golds"] or detail["golds"]) if ask else detail["golds"]),
+                   perturbation=row["perturbation id"])
+
+
+def pinned_html(rows: list, details: list[dict]) -> str:
+    """The pinned rows as cards side by side, each: its question with the perturbation's edits
+    marked, its answer (and the clean one), F1, EM, noise, and its span in the context it was asked
+    in, gold underlined. The cards wrap under each other where the page is narrow. All text escaped."""
+    cards = []
+    for k, (row, d) in enumerate(zip(rows, details)):
+        context, gold, perturbed = drill.shown_context(d, clean=False)
+        marks = ([Mark(row["model"], int(row["span start"]), int(row["span end"]), color_for(k))]
+                 if not pd.isna(row["span start"]) and row["span end"] > row["span start"] else [])
+        question = d["original_question"]
+        edits = diff_edits(question, d["variant_question"] or "", "perturbation")
+        cards.append(
+            f'<div class="qax-pinned-card" style="flex:1 1 380px;min-width:0;border:1px solid #ccc;'
+            f'border-left:6px solid {color_for(k)};border-radius:.4rem;padding:.6rem .8rem">'
+            f"<div><b>{k + 1}. {html_text(_label(row))}</b></div>"
+            f"<div>Question (clean → perturbed):</div>{edits_html(question, edits)}"
+            f"<div>Answer: <b>{html_text(row['answer'] or '∅')}</b> · clean: {html_text(row['clean answer'] or '∅')}"
+            f" · {'changed' if row['changed'] else 'unchanged'}</div>"
+            f"<div>F1 {row['F1']:.1f} · EM {row['EM']:.0f} · CER {row['CER %']:.1f} % · WER {row['WER %']:.1f} %</div>"
+            f"<div>{'Perturbed context' if perturbed else 'Context'}, the answer marked, gold underlined:</div>"
+            f"{highlight_html(context, marks, gold)}</div>")
+    return f'<div class="qax-pinned" style="display:flex;flex-wrap:wrap;gap:1rem">{"".join(cards)}</div>'
+
+
+def _detail(db: str, sweep_id: int, version, sweep: dict, table: pd.DataFrame, key: tuple) -> None:
+    """The selected row: open / pin buttons, then the drill-down."""
+    row = _find(table, key)
+    detail = load_detail(db, sweep_id, version, key)
+    if row is None or detail is None:
+        st.info("That row is no longer in this sweep.")
+        return
+    st.subheader(f"Row: {md_escape(_label(row))}")
+    pinned = st.session_state.setdefault("rows_pinned", [])
+    here = [p for p in pinned if p[0] == sweep_id]
+    buttons = st.container(horizontal=True)   # buttons as wide as their labels
+    if buttons.button("Open in Ask", key="rows_open_ask"):
+        open_on("ask", _finding(row, detail, sweep["dataset"], "ask"))
+    if buttons.button("Open in Variants", key="rows_open_variants"):
+        open_on("variants", _finding(row, detail, sweep["dataset"], "variants"))
+    full = len(here) >= MAX_PINNED
+    if buttons.button("Pin", key="rows_pin", disabled=(sweep_id, key) in pinned or full,
+                      help=f"Keep up to {MAX_PINNED} rows to compare them side by side"
+                           + (" (unpin one first)" if full else "")):
+        pinned.append((sweep_id, key))
+        st.rerun()
+    example_in_detail(db, sweep_id, version, key[0], key[1], key[2], detail, "rows", mark="this row")
+
+
+def _pinned(db: str, sweep_id: int, version, table: pd.DataFrame) -> None:
+    """The pinned rows of this sweep side by side, each with Unpin."""
+    pinned = st.session_state.setdefault("rows_pinned", [])
+    here = [p[1] for p in pinned if p[0] == sweep_id]
+    if not here:
+        st.caption(f"Pin up to {MAX_PINNED} rows (select one, then Pin) to see them side by side.")
+        return
+    st.subheader("Pinned rows")
+    found = [(key, _find(table, key), load_detail(db, sweep_id, version, key)) for key in here]
+    found = [(key, row, d) for key, row, d in found if row is not None and d is not None]
+    if len(found) < MAX_PINNED:
+        st.caption("Pin one more row to compare the two side by side.")
+    st.markdown(pinned_html([row for _, row, _ in found], [d for _, _, d in found]), unsafe_allow_html=True)
+    unpins = st.container(horizontal=True)
+    for k, (key, row, _) in enumerate(found):
+        if unpins.button(f"Unpin {k + 1}", key=f"rows_unpin_{k}", help=_label(row)):
+            pinned.remove((sweep_id, key))
+            st.rerun()
+
+
+def rows_section(db_path, sweep_id: int, version, sweep: dict, stem: str) -> None:
+    """The "Rows" tab of a sweep."""
+    st.subheader("Every answer of the sweep")
+    st.caption("One row per scored perturbed answer (rows where the perturbation did not apply hold none). "
+               "Filter and sort here; select a row at its left edge, or pick it below, to see it in detail, "
+               "open it on Ask or Variants, or pin it.")
+    db = str(db_path)
+    table = load_rows(db, sweep_id, version)
+    if table.empty:
+        st.info("This sweep has no scored perturbed answer yet.")
+        return
+    shown = rt.filter_rows(table, _filters(table))
+    rows = _page(shown, len(table), stem)
+    digest = json.dumps([sorted(map(str, st.session_state.get(k) or [])) if isinstance(st.session_state.get(k), list)
+                         else str(st.session_state.get(k)) for k in ("rows_models", "rows_perts", "rows_slice",
+                         "rows_groups", "rows_changed", "rows_text", "rows_f1", "rows_noise", "rows_noise_range",
+                         "rows_sort", "rows_desc", "rows_size", "rows_page")])
+    event = st.dataframe(rows[rt.COLUMNS], key=f"rows_table_{sweep_id}_{zlib.crc32(digest.encode())}", hide_index=True,
+                         on_select="rerun", selection_mode="single-row", width="stretch",
+                         column_config={c: _NUMBER for c in ("F1", "EM", "clean F1", "CER %", "WER %")})
+    keys = [rt.row_key(r) for _, r in rows.iterrows()]
+    picked = list(event.selection.rows) if event is not None else []
+    if picked and picked[0] < len(keys) and picked != st.session_state.get("rows_last_pick"):
+        st.session_state["rows_pick"] = keys[picked[0]]
+    st.session_state["rows_last_pick"] = picked
+    labels = {k: _label(r) for k, (_, r) in zip(keys, rows.iterrows())}
+    keep_valid("rows_pick", [None, *keys])
+    key = st.selectbox("Row in detail", [None, *keys], key="rows_pick",
+                       format_func=lambda k: "none (select a row above)" if k is None else labels[k])
+    _pinned(db, sweep_id, version, table)
+    if key is not None:
+        _detail(db, sweep_id, version, sweep, table, key)
