@@ -61,34 +61,37 @@ def _label(row) -> str:
 
 def _filters(table: pd.DataFrame) -> rt.RowFilter:
     """The filter widgets; their values as a RowFilter."""
-    c1, c2, c3 = st.columns([3, 3, 2])
+    # wrapping rows of fixed-width widgets: side by side where they fit, under each other at 800 px
+    bar = st.container(horizontal=True, wrap=True)
     models = list(dict.fromkeys(table["model"]))
     perts = list(dict.fromkeys(table["perturbation"]))
     keep_valid("rows_models", models)
     keep_valid("rows_perts", perts)
-    picked_models = c1.multiselect("Model", models, key="rows_models", placeholder="all models")
-    picked_perts = c2.multiselect("Perturbation", perts, key="rows_perts", placeholder="all perturbations")
-    changed = c3.radio("Answer", list(CHANGED), horizontal=True, key="rows_changed",
-                       help="Changed: the answer differs from the same model's clean answer to the same question "
-                            "(after SQuAD's EM normalisation, as DPR counts it).")
-    c1, c2, c3 = st.columns([3, 3, 2])
-    slice_name = c1.selectbox("Slice", [None, *rt.SLICE_COLUMNS], key="rows_slice",
-                              format_func=lambda s: "none" if s is None else SLICES[s],
-                              help="The slices of the Slices tab (core.sweeps.slices): keep the rows of some groups.")
+    picked_models = bar.multiselect("Model", models, key="rows_models", placeholder="all models", width=220)
+    picked_perts = bar.multiselect("Perturbation", perts, key="rows_perts", placeholder="all perturbations",
+                                   width=220)
+    changed = bar.radio("Answer", list(CHANGED), horizontal=True, key="rows_changed", width="content",
+                        help="Changed: the answer differs from the same model's clean answer to the same question "
+                             "(after SQuAD's EM normalisation, as DPR counts it).")
+    bar = st.container(horizontal=True, wrap=True)
+    slice_name = bar.selectbox("Slice", [None, *rt.SLICE_COLUMNS], key="rows_slice", width=220,
+                               format_func=lambda s: "none" if s is None else SLICES[s],
+                               help="The slices of the Slices tab (core.sweeps.slices): keep the rows of some groups.")
     groups_in = list(dict.fromkeys(table[rt.SLICE_COLUMNS[slice_name]])) if slice_name else []
     keep_valid("rows_groups", groups_in)
-    groups = c2.multiselect("Groups", groups_in, key="rows_groups", disabled=slice_name is None,
-                            placeholder="all groups" if slice_name else "choose a slice first")
-    text = c3.text_input("Search", key="rows_text", placeholder="questions, answers, id")
-    c1, c2, c3 = st.columns([3, 1, 3])
-    f1 = c1.slider("F1 (%)", 0.0, 100.0, (0.0, 100.0), step=1.0, key="rows_f1")
-    noise = c2.radio("Noise", list(rt.NOISE_COLUMNS), key="rows_noise", format_func=str.upper,
-                     help="The perturbed question's CER or WER against the original, in percent, lower-cased and "
-                          "without punctuation (NoiseQA's Table 3 form, as the noise curves measure it).")
+    groups = bar.multiselect("Groups", groups_in, key="rows_groups", disabled=slice_name is None, width=220,
+                             placeholder="all groups" if slice_name else "choose a slice first")
+    text = bar.text_input("Search the rows", key="rows_text", placeholder="questions, answers, id", width=220)
+    bar = st.container(horizontal=True, wrap=True)
+    f1 = bar.slider("F1 (%)", 0.0, 100.0, (0.0, 100.0), step=1.0, key="rows_f1", format="%.0f", width=220)
+    noise = bar.radio("Noise", list(rt.NOISE_COLUMNS), key="rows_noise", format_func=str.upper, width="content",
+                      help="The perturbed question's CER or WER against the original, in percent, lower-cased and "
+                           "without punctuation (NoiseQA's Table 3 form, as the noise curves measure it).")
     top = float(max(100.0, math.ceil(table[rt.NOISE_COLUMNS[noise]].max() if len(table) else 0.0)))
     lo, hi = st.session_state.get("rows_noise_range", (0.0, top))
     st.session_state["rows_noise_range"] = (min(max(lo, 0.0), top), min(max(hi, 0.0), top))
-    noise_range = c3.slider(f"{noise.upper()} (%)", 0.0, top, step=0.5, key="rows_noise_range")
+    noise_range = bar.slider(f"{noise.upper()} (%)", 0.0, top, step=0.5, key="rows_noise_range", format="%.1f",
+                             width=220)
     return rt.RowFilter(models=tuple(picked_models), perturbations=tuple(picked_perts), slice_name=slice_name,
                         groups=tuple(groups), changed=CHANGED[changed],
                         f1=None if f1 == (0.0, 100.0) else f1, noise=noise,
@@ -97,17 +100,17 @@ def _filters(table: pd.DataFrame) -> rt.RowFilter:
 
 def _page(shown: pd.DataFrame, n_all: int, stem: str) -> pd.DataFrame:
     """Sorting and paging widgets, the counts and the CSV of the filtered rows; the page's rows."""
-    c1, c2, c3, c4 = st.columns([3, 2, 2, 2])
+    bar = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
     keep_valid("rows_sort", [None, *SORTABLE])
-    by = c1.selectbox("Sort by", [None, *SORTABLE], key="rows_sort",
-                      format_func=lambda c: "the sweep's order" if c is None else c)
-    descending = c2.toggle("Descending", key="rows_desc")
-    size = c3.selectbox("Rows per page", PAGE_SIZES, index=1, key="rows_size")
+    by = bar.selectbox("Sort by", [None, *SORTABLE], key="rows_sort", width=240,
+                       format_func=lambda c: "the sweep's order" if c is None else c)
+    descending = bar.toggle("Descending", key="rows_desc")
+    size = bar.selectbox("Rows per page", PAGE_SIZES, index=1, key="rows_size", width=130)
     shown = rt.sort_rows(shown, by, descending)
     pages = max(1, -(-len(shown) // size))
     if st.session_state.get("rows_page", 1) > pages:
         st.session_state["rows_page"] = pages
-    page = c4.number_input("Page", 1, pages, key="rows_page")
+    page = bar.number_input("Page", 1, pages, key="rows_page", width=150)
     rows, _ = rt.page_of(shown, page, size)
     first = (page - 1) * size + 1 if len(shown) else 0
     st.caption(md_escape(f"Rows {first:,}–{first + len(rows) - 1 if len(rows) else 0:,} of {count(len(shown), 'row')} "
