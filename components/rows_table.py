@@ -15,8 +15,8 @@ import zlib
 import pandas as pd
 import streamlit as st
 
+from components import persist
 from components.cell_drill import example_in_detail
-from components.choice import keep_valid
 from components.edits import edits_html
 from components.export import csv_download, file_stem
 from components.highlight import Mark, color_for, highlight_html
@@ -65,8 +65,9 @@ def _filters(table: pd.DataFrame) -> rt.RowFilter:
     bar = st.container(horizontal=True, wrap=True)
     models = list(dict.fromkeys(table["model"]))
     perts = list(dict.fromkeys(table["perturbation"]))
-    keep_valid("rows_models", models)
-    keep_valid("rows_perts", perts)
+    persist.keep("rows_models", models)
+    persist.keep("rows_perts", perts)
+    persist.keep_all(["rows_changed", "rows_slice", "rows_text", "rows_f1", "rows_noise", "rows_desc", "rows_page"])
     picked_models = bar.multiselect("Model", models, key="rows_models", placeholder="all models", width=220)
     picked_perts = bar.multiselect("Perturbation", perts, key="rows_perts", placeholder="all perturbations",
                                    width=220)
@@ -78,16 +79,19 @@ def _filters(table: pd.DataFrame) -> rt.RowFilter:
                                format_func=lambda s: "none" if s is None else SLICES[s],
                                help="The slices of the Slices tab (core.sweeps.slices): keep the rows of some groups.")
     groups_in = list(dict.fromkeys(table[rt.SLICE_COLUMNS[slice_name]])) if slice_name else []
-    keep_valid("rows_groups", groups_in)
+    persist.keep("rows_groups", groups_in)
     groups = bar.multiselect("Groups", groups_in, key="rows_groups", disabled=slice_name is None, width=220,
                              placeholder="all groups" if slice_name else "choose a slice first")
     text = bar.text_input("Search the rows", key="rows_text", placeholder="questions, answers, id", width=220)
     bar = st.container(horizontal=True, wrap=True)
-    f1 = bar.slider("F1 (%)", 0.0, 100.0, (0.0, 100.0), step=1.0, key="rows_f1", format="%.0f", width=220)
+    if st.session_state.get("rows_f1") is None:
+        st.session_state["rows_f1"] = (0.0, 100.0)
+    f1 = bar.slider("F1 (%)", 0.0, 100.0, step=1.0, key="rows_f1", format="%.0f", width=220)
     noise = bar.radio("Noise", list(rt.NOISE_COLUMNS), key="rows_noise", format_func=str.upper, width="content",
                       help="The perturbed question's CER or WER against the original, in percent, lower-cased and "
                            "without punctuation (NoiseQA's Table 3 form, as the noise curves measure it).")
     top = float(max(100.0, math.ceil(table[rt.NOISE_COLUMNS[noise]].max() if len(table) else 0.0)))
+    persist.keep("rows_noise_range")
     lo, hi = st.session_state.get("rows_noise_range", (0.0, top))
     st.session_state["rows_noise_range"] = (min(max(lo, 0.0), top), min(max(hi, 0.0), top))
     noise_range = bar.slider(f"{noise.upper()} (%)", 0.0, top, step=0.5, key="rows_noise_range", format="%.1f",
@@ -101,11 +105,12 @@ def _filters(table: pd.DataFrame) -> rt.RowFilter:
 def _page(shown: pd.DataFrame, n_all: int, stem: str) -> pd.DataFrame:
     """Sorting and paging widgets, the counts and the CSV of the filtered rows; the page's rows."""
     bar = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
-    keep_valid("rows_sort", [None, *SORTABLE])
+    persist.keep("rows_sort", [None, *SORTABLE])
+    persist.keep("rows_size", PAGE_SIZES, default=50)
     by = bar.selectbox("Sort by", [None, *SORTABLE], key="rows_sort", width=240,
                        format_func=lambda c: "the sweep's order" if c is None else c)
     descending = bar.toggle("Descending", key="rows_desc")
-    size = bar.selectbox("Rows per page", PAGE_SIZES, index=1, key="rows_size", width=130)
+    size = bar.selectbox("Rows per page", PAGE_SIZES, key="rows_size", width=130)
     shown = rt.sort_rows(shown, by, descending)
     pages = max(1, -(-len(shown) // size))
     if st.session_state.get("rows_page", 1) > pages:
@@ -225,7 +230,7 @@ def rows_section(db_path, sweep_id: int, version, sweep: dict, stem: str) -> Non
         st.session_state["rows_pick"] = keys[picked[0]]
     st.session_state["rows_last_pick"] = picked
     labels = {k: _label(r) for k, (_, r) in zip(keys, rows.iterrows())}
-    keep_valid("rows_pick", [None, *keys])
+    persist.keep("rows_pick", [None, *keys])
     key = st.selectbox("Row in detail", [None, *keys], key="rows_pick",
                        format_func=lambda k: "none (select a row above)" if k is None else labels[k])
     _pinned(db, sweep_id, version, table)

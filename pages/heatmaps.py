@@ -117,7 +117,8 @@ tab_names = (["Heatmap", "Rows"] + (["Model vs model"] if len(sweep["models"]) >
              + (["Penalty by n"] if has_n else []) + (["NoiseQA"] if has_noise else [])
              + ["DuReader-robust"] + (["Repair"] if has_repair else []) + ["Slices & calibration"]
              + ["Noise curves", "Backend flips", "Translate or answer?"])
-tabs = dict(zip(tab_names, st.tabs(tab_names)))
+# on_change="rerun": each tab knows whether it is shown (``.open``), so a costly one can wait until it is
+tabs = dict(zip(tab_names, st.tabs(tab_names, key="hm_tabs", on_change="rerun")))
 
 # -------------------------------------------------------------------------------------------- heatmap
 with tabs["Heatmap"]:
@@ -178,7 +179,8 @@ with tabs["Heatmap"]:
 
 # Every answer as one filterable table, linked to the drill-down, Ask and Variants (components.rows_table).
 with tabs["Rows"]:
-    rows_section(db_path, sweep_id, version, sweep, stem)
+    if tabs["Rows"].open:   # built only when shown: a large sweep's table takes seconds (slices, noise)
+        rows_section(db_path, sweep_id, version, sweep, stem)
 
 # ------------------------------------------------------------------------------------ model vs model
 

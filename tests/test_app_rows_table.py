@@ -39,10 +39,19 @@ def _pinned(at) -> list[str]:
     return [html.unescape(m.value) for m in at.markdown if 'class="qax-pinned"' in m.value]
 
 
-def test_filter_select_and_pin_two(rows_db):
+def _rows_tab():
+    """The page with its Rows tab open (the tab is built only when shown)."""
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     assert not at.exception, at.exception
     assert [t.label for t in at.tabs][:2] == ["Heatmap", "Rows"]
+    assert not [d for d in at.dataframe if list(d.value.columns) == rt.COLUMNS]   # not built while hidden
+    at.session_state["hm_tabs"] = "Rows"
+    return at.run()
+
+
+def test_filter_select_and_pin_two(rows_db):
+    at = _rows_tab()
+    assert not at.exception, at.exception
     assert len(_rows_frame(at)) == 32
     assert any("Rows 1–32 of 32 rows that pass the filters (32 scored answers" in c.value.replace("\\", "")
                for c in at.caption)
@@ -89,8 +98,14 @@ def test_filter_select_and_pin_two(rows_db):
 
 
 def test_text_search_and_noise_range(rows_db):
-    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at = _rows_tab()
     at.text_input(key="rows_text").set_value("wuerzburg").run()
+    assert list(_rows_frame(at)["perturbation"]) == ["RUQ", "RUQ"]
+    at.session_state["hm_tabs"] = "Heatmap"      # another tab and back: the filter is kept
+    at.run()
+    at.session_state["hm_tabs"] = "Rows"
+    at.run()
+    assert at.text_input(key="rows_text").value == "wuerzburg"
     assert list(_rows_frame(at)["perturbation"]) == ["RUQ", "RUQ"]
     at.text_input(key="rows_text").set_value("").run()
     at.multiselect(key="rows_perts").set_value(["TUQ", "RUQ"])
