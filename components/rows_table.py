@@ -31,16 +31,32 @@ from core.sweeps.slices import SLICES
 __all__ = ["rows_section", "pinned_html", "MAX_PINNED"]
 
 MAX_PINNED = 2
+MAX_TABLES = 4   # sweeps' tables kept in memory at once
 PAGE_SIZES = (25, 50, 100, 200)
 CHANGED = {"any": None, "changed": True, "unchanged": False}
 SORTABLE = [c for c in rt.COLUMNS if c not in ("question", "perturbed question")]
 _NUMBER = st.column_config.NumberColumn(format="%.1f")
 
 
-@st.cache_resource(show_spinner="Reading the sweep's answers (slices and noise)…", max_entries=4)
+@st.cache_resource
+def _shelf() -> dict:
+    """(db, sweep id, version) -> the sweep's table, shared by the sessions of this server (a cache
+    of our own rather than st.cache_resource's, which cannot draw a progress bar while it runs)."""
+    return {}
+
+
 def load_rows(db: str, sid: int, version) -> pd.DataFrame:
-    """The sweep's table, kept once per (sweep, version) and never changed (filters make new frames)."""
-    return rt.sweep_rows(db, sid)
+    """The sweep's table, read once per (sweep, version) with a progress bar, then kept (the last
+    few only) and never changed: filters make new frames."""
+    shelf, key = _shelf(), (db, sid, version)
+    if key not in shelf:
+        bar = st.progress(0.0, text="Reading the rows…")
+        table = rt.sweep_rows(db, sid, lambda f, what: bar.progress(min(1.0, f), text=f"Reading the rows: {what}…"))
+        bar.empty()
+        shelf[key] = table
+        while len(shelf) > MAX_TABLES:
+            shelf.pop(next(iter(shelf)))
+    return shelf[key]
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

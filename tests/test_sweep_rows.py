@@ -88,6 +88,14 @@ def test_one_row_per_scored_answer_with_hand_checked_values(table):
     assert set(dcrq["F1"]) == {0.0} and dcrq["changed"].all() and set(dcrq["answer"]) == {""}
 
 
+def test_progress_is_reported_up_to_the_whole(table_db):
+    seen = []
+    rt.sweep_rows(table_db, "toy-rows", lambda f, what: seen.append((f, what)))
+    assert seen[0] == (0.6, "slicing 5 examples")            # reported once every 200 and at the end
+    assert seen[-1] == (1.0, "measuring the noise of 32 answers")
+    assert [f for f, _ in seen] == sorted(f for f, _ in seen)
+
+
 def test_filters(table):
     def ids(f):
         got = rt.filter_rows(table, f)

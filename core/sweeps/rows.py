@@ -17,7 +17,7 @@ its page to the browser.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,10 +53,16 @@ def _n_param(specs: Sequence[dict[str, Any]]) -> str | None:
     return max(counts, key=lambda p: (counts[p], p == "n_chars"))
 
 
-def sweep_rows(db: Store | str | Path, sweep: int | str) -> pd.DataFrame:
+def sweep_rows(db: Store | str | Path, sweep: int | str,
+               progress: Callable[[float, str], None] | None = None) -> pd.DataFrame:
     """The sweep's scored answers as a table (:data:`COLUMNS` then :data:`KEY_COLUMNS`), in the
     sweep's order: examples, then models, specs and repeats. ``attrs["n_param"]`` names the
-    parameter in the ``n`` column (None when no spec has one)."""
+    parameter in the ``n`` column (None when no spec has one). ``progress(fraction, what)`` is
+    called as the examples are sliced (the slow part: the answer types' tagger) and the rows read."""
+    def tell(done: int, total: int, share: float, start: float, what: str) -> None:
+        if progress is not None and (done % 200 == 0 or done == total):
+            progress(start + share * done / max(1, total), what)
+
     with reading(db) as store:
         sid = store.sweep_id(sweep)
         models = {m: i for i, m in enumerate(store.models(sid))}
@@ -69,14 +75,17 @@ def sweep_rows(db: Store | str | Path, sweep: int | str) -> pd.DataFrame:
             "cer, changed FROM result_rows WHERE sweep_id = ? AND status = 'ok'", (sid,)).fetchall()
     position = {e["hash"]: i for i, e in enumerate(examples)}
     groups = {}
-    for e in examples:
+    for k, e in enumerate(examples, 1):
         answers = json.loads(e["answers_json"])
         groups[e["hash"]] = example_slices(e["question"], e["context"], answers[0][0] if answers else "", e["lang"])
+        tell(k, len(examples), 0.6, 0.0, f"slicing {len(examples):,} examples")
     n_param = _n_param(specs)
     noise: dict[tuple[str, str], tuple[float, float]] = {}
     records = []
-    for r in sorted(rows, key=lambda r: (position.get(r["example_hash"], 0), models.get(r["model"], 0),
-                                         spec_at.get((r["perturbation"], r["params_json"]), (0,))[0], r["repeat"])):
+    for k, r in enumerate(sorted(rows, key=lambda r: (position.get(r["example_hash"], 0), models.get(r["model"], 0),
+                                         spec_at.get((r["perturbation"], r["params_json"]), (0,))[0], r["repeat"])),
+                        1):
+        tell(k, len(rows), 0.4, 0.6, f"measuring the noise of {len(rows):,} answers")
         pair = (r["original_question"], r["variant_question"] or "")
         if pair not in noise:
             noise[pair] = (measured_noise(*pair, "cer"), measured_noise(*pair, "wer"))
