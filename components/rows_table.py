@@ -215,7 +215,7 @@ def _pinned(db: str, sweep_id: int, version, table: pd.DataFrame) -> None:
     st.markdown(pinned_html([row for _, row, _ in found], [d for _, _, d in found]), unsafe_allow_html=True)
     unpins = st.container(horizontal=True)
     for k, (key, row, _) in enumerate(found):
-        if unpins.button(f"Unpin {k + 1}", key=f"rows_unpin_{k}", help=_label(row)):
+        if unpins.button(f"Unpin {k + 1}", key=f"rows_unpin_{k}", help=md_escape(_label(row))):
             pinned.remove((sweep_id, key))
             st.rerun()
 

@@ -112,3 +112,19 @@ def test_text_search_and_noise_range(rows_db):
     at.slider(key="rows_noise_range").set_value((5.0, 10.0)).run()   # RUQ's CER is 6.25 %, TUQ's 0
     assert not at.exception, at.exception
     assert list(_rows_frame(at)["CER %"]) == [6.25, 6.25]
+
+
+def test_pinned_cards_escape_what_the_store_holds():
+    import pandas as pd
+
+    from components.rows_table import pinned_html
+
+    hostile = "![x](http://h/p.png) <img src=x onerror=alert(1)>"
+    row = pd.Series({"example": "<b>q</b>", "model": "m<script>", "perturbation": "[t](http://h)", "repeat": 0,
+                     "span start": 0, "span end": 2, "answer": hostile, "clean answer": "<i>", "changed": True,
+                     "F1": 0.0, "EM": 0.0, "CER %": 1.0, "WER %": 2.0})
+    detail = {"context": hostile, "perturbed_context": None, "golds": ["<i>"], "perturbed_golds": [],
+              "perturbed_gold_starts": [], "original_question": hostile, "variant_question": hostile + "?"}
+    out = pinned_html([row], [detail])
+    assert "<img" not in out and "<script" not in out and "<b>q" not in out and "](" not in out
+    assert "&#60;img" in out and out.count('class="qax-pinned-card"') == 1
