@@ -3,8 +3,8 @@ DuReader views, the German paper's penalty table; every table as CSV, every figu
 
 Numbers come from core.sweeps (report, aggregates, tables: penalties, clean scores, drill-down);
 the figures from components.heatmap; the sections below the heatmap from components.cell_drill
-(a cell's examples), components.paper_views (penalty by n, NoiseQA, DuReader-robust) and
-components.error_views (repair, slices, calibration).
+(a cell's examples), components.rows_table (every answer as one table), components.paper_views
+(penalty by n, NoiseQA, DuReader-robust) and components.error_views (repair, slices, calibration).
 The heatmap is drawn with square scatter markers because Streamlit reports clicks on scatter
 points but not on heatmap cells: clicking a cell selects it, and a select box does the same
 without a mouse.

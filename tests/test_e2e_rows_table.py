@@ -46,7 +46,8 @@ def test_filter_select_pin_two_and_open_on_ask(tmp_path, width):
         search.fill("berlin")
         search.press("Enter")
         page.get_by_text("of 6 rows that pass the filters").first.wait_for(timeout=60_000)
-        page.locator('[data-testid="stRadio"]').filter(has_text="unchanged").get_by_text("changed", exact=True).click()
+        # (click_settled: while the rerun redraws, the old radio can stay beside the new one)
+        click_settled(page.get_by_role("radiogroup", name="Answer").get_by_text("changed", exact=True))
         page.get_by_text("of 5 rows that pass the filters").first.wait_for(timeout=60_000)
         page.wait_for_timeout(1000)
 
@@ -79,6 +80,7 @@ def test_filter_select_pin_two_and_open_on_ask(tmp_path, width):
         assert page.evaluate(CUT_LABELS) == []
 
         # back to the first row, open it on Ask: its perturbed question with the passage pasted
+        page.wait_for_timeout(1000)
         _click_grid_row(page, 0)
         page.get_by_text("Row: q4 · fake-a · TUQ · r0").wait_for(timeout=60_000)
         click_settled(page.get_by_role("button", name="Open in Ask", exact=True))
