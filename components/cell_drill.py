@@ -70,21 +70,28 @@ def cell_examples(db_path, sweep_id: int, version, plotted: list, metric: str, s
     k = st.selectbox("Example in detail", list(range(len(rows))), key="hm_example",
                      format_func=lambda j: f"{j + 1}. {rows[j]['example_id']} r{rows[j]['repeat']} · "
                                            f"F1 loss {100 * rows[j]['f1_loss']:.0f}")
-    r = rows[k]
+    example_in_detail(db_path, sweep_id, version, cell.model, cell.perturbation, cell.params_json, rows[k], "hm")
+
+
+def example_in_detail(db_path, sweep_id: int, version, model: str, perturbation: str, params_json: str,
+                      r: dict, key: str, mark: str = "this cell") -> None:
+    """One row of ``report.cell_examples`` (``model``'s, under the spec): both questions, every model
+    of the sweep's clean and perturbed answer side by side, the spans marked in the context, and
+    "why did it change?"; ``key`` prefixes the widgets' keys (the drill-down's, the rows table's) and
+    ``mark`` names ``model``'s card ("this cell", "this row")."""
     st.markdown(f"**Original question:** {md_escape(r['original_question'])}")
     st.markdown(f"**Perturbed question:** {md_escape(r['variant_question'])}")
     # Every model of the sweep on this example, side by side (the cell is one model's).
-    across = load_across(str(db_path), sweep_id, version, cell.perturbation, cell.params_json,
-                         r["example_hash"], r["repeat"])
+    across = load_across(str(db_path), sweep_id, version, perturbation, params_json, r["example_hash"], r["repeat"])
     for j, (col, o) in enumerate(zip(st.columns(len(across)), across)):
         with col:
-            chosen = " (this cell)" if o["model"] == cell.model else ""
+            chosen = f" ({mark})" if o["model"] == model else ""
             st.markdown(card_header(o["model"], color_for(j), chosen), unsafe_allow_html=True)
             st.text(f"clean: {o['clean_answer'] or '∅'}  (F1 {_f1_text(o['clean_f1'])})")
             st.text(f"perturbed: {o['answer'] or '∅'}  (F1 {_f1_text(o['f1'])})"
                     if o["status"] == "ok" else f"perturbed: {o['status'] or 'not stored'}")
     show = st.radio("Marked in the context", ["perturbed answers", "clean answers"], horizontal=True,
-                    key="hm_show_answers")
+                    key=f"{key}_show_answers")
     clean = show == "clean answers"
     context, gold, perturbed = drill.shown_context(r, clean)
     models = [o["model"] for o in across]
@@ -96,5 +103,5 @@ def cell_examples(db_path, sweep_id: int, version, plotted: list, metric: str, s
     if r.get("status", "ok") == "ok" and predictions_differ(r["clean_answer"] or "", r["answer"] or "",
                                                             r.get("lang") or "en"):
         field = "context" if r["perturbed_context"] else "question"
-        why_changed_expander("hm", [cell.model], r["original_question"], r["context"], r["variant_question"],
+        why_changed_expander(key, [model], r["original_question"], r["context"], r["variant_question"],
                              r["perturbed_context"] or r["context"], None, field, engine_for_state)

@@ -3,8 +3,8 @@ DuReader views, the German paper's penalty table; every table as CSV, every figu
 
 Numbers come from core.sweeps (report, aggregates, tables: penalties, clean scores, drill-down);
 the figures from components.heatmap; the sections below the heatmap from components.cell_drill
-(a cell's examples), components.paper_views (penalty by n, NoiseQA, DuReader-robust) and
-components.error_views (repair, slices, calibration).
+(a cell's examples), components.rows_table (every answer as one table), components.paper_views
+(penalty by n, NoiseQA, DuReader-robust) and components.error_views (repair, slices, calibration).
 The heatmap is drawn with square scatter markers because Streamlit reports clicks on scatter
 points but not on heatmap cells: clicking a cell selects it, and a select box does the same
 without a mouse.
@@ -24,6 +24,7 @@ from components.frame import page_frame
 from components.heatmap import LAYOUTS, METRICS, VALUES, choose_layout, heatmap_figure
 from components.noise_curves import noise_curve_section
 from components.report_download import report_downloads
+from components.rows_table import rows_section
 from components.sweep_db_picker import db_path_input, demo_caption, stored_sweeps_or_stop
 from components.text import md_escape
 from core.explore import demo_sweep
@@ -116,11 +117,12 @@ def clicked_cells() -> list[int]:
 has_n = bool(views.n_parameters(cells))
 has_noise = any(views.interface_of(c.perturbation, c.family) for c in cells)
 has_repair = any("repair_Q" in c.perturbation for c in cells)
-tab_names = (["Heatmap"] + (["Model vs model"] if len(sweep["models"]) >= 2 else [])
+tab_names = (["Heatmap", "Rows"] + (["Model vs model"] if len(sweep["models"]) >= 2 else [])
              + (["Penalty by n"] if has_n else []) + (["NoiseQA"] if has_noise else [])
              + ["DuReader-robust"] + (["Repair"] if has_repair else []) + ["Slices & calibration"]
              + ["Noise curves", "Backend flips", "Translate or answer?"])
-tabs = dict(zip(tab_names, st.tabs(tab_names)))
+# on_change="rerun": each tab knows whether it is shown (``.open``), so a costly one can wait until it is
+tabs = dict(zip(tab_names, st.tabs(tab_names, key="hm_tabs", on_change="rerun")))
 
 # -------------------------------------------------------------------------------------------- heatmap
 with tabs["Heatmap"]:
@@ -178,6 +180,11 @@ with tabs["Heatmap"]:
     cell_examples(db_path, sweep_id, version, plotted, metric, stem,
                   complete=sweep["done_units"] >= sweep["total_units"])
 
+
+# Every answer as one filterable table, linked to the drill-down, Ask and Variants (components.rows_table).
+with tabs["Rows"]:
+    if tabs["Rows"].open:   # built only when shown: a large sweep's table takes seconds (slices, noise)
+        rows_section(db_path, sweep_id, version, sweep, stem)
 
 # ------------------------------------------------------------------------------------ model vs model
 

@@ -17,7 +17,7 @@ from core.perturb.spec import parse_specs
 from core.qa import registry
 from core.sweeps import report
 
-DEMO_TABS = ["Heatmap", "Model vs model", "Penalty by n", "NoiseQA", "DuReader-robust", "Slices & calibration",
+DEMO_TABS = ["Heatmap", "Rows", "Model vs model", "Penalty by n", "NoiseQA", "DuReader-robust", "Slices & calibration",
              "Noise curves", "Backend flips", "Translate or answer?"]
 
 

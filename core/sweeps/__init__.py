@@ -20,6 +20,7 @@ One concept per module:
 ``aggregates``     aggregates stored when a sweep finishes (Heatmaps opens them at once)
 ``calibration``    answer scores clean vs perturbed, abstention
 ``drill``          one example's rows across a sweep's models
+``rows``           every scored answer as one table: filter, sort, page (Heatmaps' Rows tab)
 ``repair``         NoiseQA's question-repair table
 ``slices``         the table per slice (question word, answer type, lengths, overlap, CER)
 ``traps``          trap similarity (DuReader-robust's over-sensitivity views)
