@@ -1,5 +1,5 @@
 """Heatmaps' "Backend flips" section: answers that differ between this sweep and another one run
-with another engine backend (core.sweeps.backend_axis), per model and perturbation, with CSV."""
+with another engine backend (core.sweeps.analysis.backend_axis), per model and perturbation, with CSV."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from components.export import csv_download, file_stem
-from core.sweeps.backend_axis import backend_flips
+from core.sweeps.analysis.backend_axis import backend_flips
 
 
 @st.cache_data(show_spinner="Pairing the two sweeps' answers…", max_entries=8)

@@ -18,8 +18,8 @@ from components.highlight import color_for
 from components.loaders import engine_for_state
 from components.text import md_escape
 from core.metrics import predictions_differ
-from core.sweeps import drill
-from core.sweeps import report as report
+from core.sweeps.analysis import drill
+from core.sweeps.analysis import report as report
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

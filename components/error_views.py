@@ -1,11 +1,11 @@
 """Heatmaps sections for error analysis of a stored sweep (each table and figure exportable):
 
-* :func:`repair_section` - NoiseQA's mitigation table (core.sweeps.repair): per interface and model,
+* :func:`repair_section` - NoiseQA's mitigation table (core.sweeps.analysis.repair): per interface and model,
   clean / noisy / noisy + repair per setting, the gain with its 95% paired-bootstrap interval;
-* :func:`slices_section` - one slice at a time (core.sweeps.slices): a table and a heatmap of F1
+* :func:`slices_section` - one slice at a time (core.sweeps.analysis.slices): a table and a heatmap of F1
   per group x spec with N in every cell, and a cell's examples;
 * :func:`calibration_section` - answer scores clean vs perturbed, F1 against coverage, and the
-  threshold that keeps 90% of clean F1 (core.sweeps.calibration).
+  threshold that keeps 90% of clean F1 (core.sweeps.analysis.calibration).
 """
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import streamlit as st
 
 from components.export import csv_download, figure_downloads, file_stem, json_download
 from components.text import md_escape
-from core.sweeps import calibration as calib
-from core.sweeps import repair as repair
-from core.sweeps import slices as slices
+from core.sweeps.analysis import calibration as calib
+from core.sweeps.analysis import repair as repair
+from core.sweeps.analysis import slices as slices
 
 
 @st.cache_data(show_spinner="Pairing repaired and noisy questions (bootstrap intervals)…", max_entries=8)

@@ -43,7 +43,7 @@ def engine_like_state(name: str, backend: str):
 def engine_loader_like_state():
     """``(name, backend) -> engine`` with the sidebar's settings as they are now: read here, in the
     page's thread, so that a background sweep can load an engine without the session (the resume
-    step of core.sweeps.lifecycle.launch)."""
+    step of core.sweeps.running.lifecycle.launch)."""
     s = st.session_state
     threads, cap = int(s.get("threads", 0)), int(s.get("max_answer_tokens", 30))
     return lambda name, backend: engine(name, threads, cap, _source(name), backend)

@@ -1,4 +1,4 @@
-"""Heatmaps' "F1 against measured noise" section: the noise-level curves of core.sweeps.curves.
+"""Heatmaps' "F1 against measured noise" section: the noise-level curves of core.sweeps.analysis.curves.
 
 One line per model over the noise bins (mean F1, the bootstrap band as error bars), its 90 %-of-
 clean level dotted, its break point marked; the figure (HTML / PNG) and the rows (CSV) export.
@@ -13,7 +13,7 @@ import streamlit as st
 
 from components.export import csv_download, figure_downloads, file_stem
 from components.highlight import color_for
-from core.sweeps import curves as nc
+from core.sweeps.analysis import curves as nc
 
 LABELS = {"cer": "CER (%)", "wer": "WER (%)", "bleu": "BLEU (100 = unchanged)"}
 
@@ -30,7 +30,7 @@ def bin_label(lo: float, hi: float) -> str:
 def curve_figure(c: nc.Curves) -> go.Figure:
     """The curves of ``c`` as a plotly figure (model names are data: plotly escapes trace names).
 
-    >>> from core.sweeps.curves import CurveBin, Curves
+    >>> from core.sweeps.analysis.curves import CurveBin, Curves
     >>> c = Curves("cer", [CurveBin("m", 0, 5, 2, 80.0, 70.0, 90.0), CurveBin("m", 5, 10, 1, 40.0, 40.0, 40.0)],
     ...            {"m": 80.0}, {"m": 5})
     >>> fig = curve_figure(c)

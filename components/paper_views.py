@@ -21,13 +21,13 @@ from components.choice import keep_valid
 from components.export import csv_download, figure_downloads, file_stem
 from components.heatmap import METRICS
 from components.sweep_figures import breakdown_figure, bucket_figure
-from core.sweeps import aggregates
-from core.sweeps import report as report
-from core.sweeps import tables as views
+from core.sweeps.analysis import aggregates
+from core.sweeps.analysis import report as report
+from core.sweeps.analysis import tables as views
 
 
 def stored_version(version) -> str:
-    """The version under which a sweep's aggregates were stored as it finished (core.sweeps.aggregates)."""
+    """The version under which a sweep's aggregates were stored as it finished (core.sweeps.analysis.aggregates)."""
     return aggregates.version_of({"updated_at": version[0], "done_units": version[1]})
 
 

@@ -9,7 +9,7 @@ The browser never names a path. The picker offers
   * on the Sweeps page, "New sweep database": a file NAME only (:func:`core.config.safe_file_name`),
     placed in the first root; the file is created when a sweep starts, never before.
 Whatever is chosen is checked again with :func:`core.config.confine` before use, and reading opens
-read-only (core.sweeps.report), so looking at a database can never change it.
+read-only (core.sweeps.analysis.report), so looking at a database can never change it.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import streamlit as st
 from components.text import md_escape
 from core import config
 from core.io.sqlite_db import sqlite_kind
-from core.sweeps import report as report
+from core.sweeps.analysis import report as report
 from core.sweeps.store import Store, StoreError
 
 STATE_KEY = "sweep_db"

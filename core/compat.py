@@ -21,7 +21,7 @@ What lives here, and who uses it:
   :func:`fingerprint_suffix`, the rule that a setting enters the fingerprint only when it is not
   the value it had before the setting existed, so older fingerprints stay valid.
 
-The old places keep their names (``core.perturb.spec.FORMAT``, ``core.sweeps.resolve.RESEEDED_SALT``,
+The old places keep their names (``core.perturb.spec.FORMAT``, ``core.sweeps.running.resolve.RESEEDED_SALT``,
 ``core.qa.onnx_backend.FINGERPRINT_TAGS``, ``core.sweeps.keys.prediction_key``, ...): they import
 them from here. This module depends on the standard library only.
 
@@ -137,7 +137,7 @@ def variant_key(pid: str, params_json: str, seed: int, repeat: int, ex_hash: str
     """The cache key of one variant: (SWEEP_FORMAT, spec id, resolved params as canonical JSON,
     seed, repeat, example hash, salt). A deterministic spec leaves seed and repeat out: its output
     does not depend on them, so sweeps with other seeds share it. ``salt``: a challenge file's
-    sha256 (core.sweeps.resolve), "" for a registered perturbation."""
+    sha256 (core.sweeps.running.resolve), "" for a registered perturbation."""
     if randomised:
         return sha("variant", SWEEP_FORMAT, pid, params_json, seed, repeat, ex_hash, salt)
     return sha("variant", SWEEP_FORMAT, pid, params_json, "-", 0, ex_hash, salt)

@@ -27,9 +27,9 @@ from components.sweep_db_picker import db_path_input, stored_sweeps_or_stop
 from components.text import md_escape
 from core.explore import demo_sweep
 from core.metrics import METRICS as METRIC_INFO
-from core.sweeps import aggregates as aggregates
-from core.sweeps import report as report
-from core.sweeps import tables as views
+from core.sweeps.analysis import aggregates as aggregates
+from core.sweeps.analysis import report as report
+from core.sweeps.analysis import tables as views
 
 page_frame()
 st.title("Heatmaps")
@@ -83,7 +83,7 @@ if sweep["done_units"] < sweep["total_units"]:
 
 
 # The slow aggregates come from the sweep's database when they were stored as it finished
-# (core.sweeps.aggregates), else they are computed here.
+# (core.sweeps.analysis.aggregates), else they are computed here.
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_cells(db: str, sid: int, version) -> list:
     return aggregates.cells(db, sid, paper_views.stored_version(version))

@@ -9,7 +9,7 @@ from test_app_heatmaps import build_sweep
 
 from core.explore import demo_sweep
 from core.qa import registry
-from core.sweeps import report
+from core.sweeps.analysis import report
 
 
 @pytest.fixture

@@ -341,7 +341,7 @@ def test_the_clis_refuse_a_bad_backend_before_loading_anything(module, capsys):
             else ["--dataset", "demo.en", "--perturbations", "none", "--models", "no-such-model"])
     assert main([*argv, "--backend", "tensorrt"]) == 2
     err = capsys.readouterr().err
-    # core.sweeps's --backend also names where the sweep runs (local or ray, core.sweeps.ray)
+    # core.sweeps's --backend also names where the sweep runs (local or ray, core.sweeps.running.ray)
     where = "local, ray, " if module == "core.sweeps.cli" else ""
     assert f"--backend must be one of {where}{CHOICE_LIST}, got 'tensorrt'" in err
     if module == "core.sweeps.cli":

@@ -57,7 +57,8 @@ def test_the_old_import_places_give_the_same_identities():
     from core.collect import trials
     from core.perturb import spec
     from core.qa import onnx_backend
-    from core.sweeps import config, keys, resolve, store
+    from core.sweeps import config, keys, store
+    from core.sweeps.running import resolve
 
     assert spec.FORMAT is config.FORMAT is compat.FORMAT == compat.SWEEP_FORMAT == "qax-sweep-1"
     assert trials.FORMAT == compat.TRIAL_FORMAT == "qax-trial-1"

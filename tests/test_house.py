@@ -155,9 +155,9 @@ def test_no_module_in_core_uses_another_modules_private_names():
 
 
 # The sweep lifecycle (local or Ray, the stored backend on resume, the aggregates at the end) is
-# core.sweeps.lifecycle.launch: nothing above core.sweeps runs a sweep or stores aggregates itself.
+# core.sweeps.running.lifecycle.launch: nothing above core.sweeps runs a sweep or stores aggregates itself.
 LIFECYCLE_CALLS = ("run_sweep", "run_sweep_ray")
-LIFECYCLE_HOME = "core/sweeps/lifecycle.py"
+LIFECYCLE_HOME = "core/sweeps/running/lifecycle.py"
 
 
 def lifecycle_calls(files: list[Path], root: Path = ROOT) -> list[str]:
@@ -178,7 +178,7 @@ def lifecycle_calls(files: list[Path], root: Path = ROOT) -> list[str]:
 def test_one_lifecycle_entry_point():
     files = [f for f in _python_files("core", "components", "pages", "app.py") if _rel(f) != LIFECYCLE_HOME]
     offenders = lifecycle_calls(files)
-    assert not offenders, f"sweeps run outside core.sweeps.lifecycle.launch: {offenders}"
+    assert not offenders, f"sweeps run outside core.sweeps.running.lifecycle.launch: {offenders}"
 
 
 def test_the_readme_stays_a_front_door():

@@ -248,7 +248,7 @@ class QAEngine:
 
     def fingerprint_with(self, backend: str) -> str:
         """The fingerprint this engine has when ``backend`` answers (computed, nothing exported):
-        how a stored sweep's backend is recognised from its fingerprint (core.sweeps.backends)."""
+        how a stored sweep's backend is recognised from its fingerprint (core.sweeps.running.backends)."""
         if self._weights_digest is None:
             self._weights_digest = self._hash_weights_and_tokenizer()
         h = self._weights_digest.copy()

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.sweeps.report import reading
+from core.sweeps.analysis.report import reading
 from core.sweeps.store import Store
 from core.types import Span
 

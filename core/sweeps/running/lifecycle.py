@@ -1,5 +1,5 @@
 """One sweep's lifecycle, written once for every caller: the command line (``core.sweeps.cli``),
-the Sweeps page and the speech trial (both through :class:`core.sweeps.job.SweepJob`).
+the Sweeps page and the speech trial (both through :class:`core.sweeps.running.job.SweepJob`).
 
 :func:`launch` does, in order:
 
@@ -7,12 +7,12 @@ the Sweeps page and the speech trial (both through :class:`core.sweeps.job.Sweep
    actors load the models by name, so ``engines`` is empty);
 2. **resume with the stored backend**: a resumed sweep's models answer with the engine backend
    the sweep was made with (``stored``: its {model: fingerprint},
-   :func:`core.sweeps.backends.stored_fingerprints`). Here ``load_as(model, backend)`` replaces
-   each engine whose fingerprint differs (:func:`core.sweeps.backends.engines_as_stored`); on Ray
+   :func:`core.sweeps.running.backends.stored_fingerprints`). Here ``load_as(model, backend)`` replaces
+   each engine whose fingerprint differs (:func:`core.sweeps.running.backends.engines_as_stored`); on Ray
    the actors switch. ``on_switched({model: backend})`` hears which models switched;
-3. **run** it (:func:`core.sweeps.run.run_sweep` or :func:`core.sweeps.ray.run_sweep_ray`), with
+3. **run** it (:func:`core.sweeps.running.run.run_sweep` or :func:`core.sweeps.running.ray.run_sweep_ray`), with
    the caller's progress, cancel, start and worker callbacks;
-4. **store the aggregates** of a finished sweep (:func:`core.sweeps.aggregates.store`), so that
+4. **store the aggregates** of a finished sweep (:func:`core.sweeps.analysis.aggregates.store`), so that
    Heatmaps opens it at once; ``on_phase("aggregates")`` says this step has begun.
 
 A cancelled or failed sweep keeps everything committed; launching the same configuration again
@@ -56,11 +56,11 @@ def launch(config: SweepConfig, db: str | Path, *, engines: Mapping[str, Any] | 
     ``ray`` None runs here with ``engines``; ``stored`` (or ``ray.stored``) resumes each model with
     its stored backend, loaded here by ``load_as`` (without it the engines stay as given).
     ``chunk_size`` None keeps the runner's default. ``shutdown``, ``outlive_cluster``: Ray only
-    (core.sweeps.ray.run_sweep_ray). Raises what the run raises (a SweepError names bad input).
+    (core.sweeps.running.ray.run_sweep_ray). Raises what the run raises (a SweepError names bad input).
     """
     sizing = {} if chunk_size is None else {"chunk_size": chunk_size}
     if ray is not None:
-        from core.sweeps.ray import run_sweep_ray
+        from core.sweeps.running.ray import run_sweep_ray
 
         run = run_sweep_ray(config, db, settings=ray.settings, address=ray.address, workers=ray.workers,
                             dataset=dataset, data_dir=data_dir, progress=progress, cancel=cancel,
@@ -68,11 +68,11 @@ def launch(config: SweepConfig, db: str | Path, *, engines: Mapping[str, Any] | 
                             stored=stored if stored is not None else ray.stored, on_switched=on_switched,
                             shutdown=shutdown, outlive_cluster=outlive_cluster, **sizing)
     else:
-        from core.sweeps.run import run_sweep
+        from core.sweeps.running.run import run_sweep
 
         engines = dict(engines or {})
         if stored and load_as is not None:
-            from core.sweeps.backends import engines_as_stored
+            from core.sweeps.running.backends import engines_as_stored
 
             engines, switched = engines_as_stored(engines, stored, load_as)
             if switched and on_switched is not None:
@@ -80,7 +80,7 @@ def launch(config: SweepConfig, db: str | Path, *, engines: Mapping[str, Any] | 
         run = run_sweep(config, engines, db, dataset=dataset, data_dir=data_dir, progress=progress,
                         cancel=cancel, on_start=on_start, **sizing)
     if run.status == "done":   # Heatmaps then opens it from its stored aggregates
-        from core.sweeps import aggregates
+        from core.sweeps.analysis import aggregates
 
         if on_phase is not None:
             on_phase("aggregates")

@@ -4,7 +4,7 @@ Opening Heatmaps on a large sweep computed everything from the result rows: on a
 sweep the NoiseQA noise rates (CER/WER/BLEU over every distinct variant) and the clean
 trap-similarity buckets (spaCy entities over every context) took tens of seconds, the cells and
 the default model-vs-model bootstrap seconds more (benchmarks/heatmaps_open.py measures it).
-:func:`store` computes them when a sweep ends (core.sweeps.job and the sweep CLI call it) and
+:func:`store` computes them when a sweep ends (core.sweeps.running.lifecycle.launch calls it) and
 writes them as JSON into the sweep's own database, table ``sweep_aggregates``, stamped with the
 sweep's version (last update, rows done); :func:`load` returns a stored aggregate only while
 that version still holds, so a resumed or extended sweep is never shown stale numbers: the page
@@ -21,7 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from core.sweeps import report as report
+from core.sweeps.analysis import report as report
 from core.sweeps.store import Store
 
 __all__ = ["NAMES", "version_of", "store", "load", "drop", "cells", "noise_rates", "clean_traps",

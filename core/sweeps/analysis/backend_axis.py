@@ -7,7 +7,7 @@ parameters, repeat, example and variant. A row *flips* when the two answers diff
 language's EM normalisation (core.metrics.predictions_differ, DPR's notion of "different").
 
 Per model and perturbation (and the clean questions): pairs, flips, flip rate, and the mean
-measured question noise (Table 3 CER, core.sweeps.curves.measured_noise) of the flipped rows
+measured question noise (Table 3 CER, core.sweeps.analysis.curves.measured_noise) of the flipped rows
 against the rows that kept their answer: are precision flips concentrated where the question is
 noisy, or spread evenly (an artefact of the arithmetic, not of the noise)?
 """
@@ -17,7 +17,7 @@ from collections import defaultdict
 from typing import Any
 
 from core.metrics import predictions_differ
-from core.sweeps.curves import measured_noise
+from core.sweeps.analysis.curves import measured_noise
 
 CLEAN = "clean"
 
@@ -45,7 +45,7 @@ def _mean(xs: list[float]) -> float | None:
 def backend_flips(db, sweep_a: int | str, sweep_b: int | str) -> list[dict[str, Any]]:
     """Rows {model, spec, n, flips, flip %, CER flipped, CER kept}: the clean questions first,
     then each perturbation in sweep A's order; ValueError when the sweeps share no row."""
-    from core.sweeps.report import reading, sweep_specs
+    from core.sweeps.analysis.report import reading, sweep_specs
 
     with reading(db) as store:
         a, b = store.sweep_id(sweep_a), store.sweep_id(sweep_b)

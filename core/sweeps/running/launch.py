@@ -89,7 +89,7 @@ def resume_config(sweep: Mapping[str, Any]) -> SweepConfig:
 
 def stored_fingerprints(sweep: Mapping[str, Any]) -> dict[str, str]:
     """{model: fingerprint} a stored sweep was made with: resuming it, each model answers with the
-    backend that gives that fingerprint (core.sweeps.backends.engines_as_stored).
+    backend that gives that fingerprint (core.sweeps.running.backends.engines_as_stored).
 
     >>> stored_fingerprints({"config": {"models": [["a", "9320d06fa19f917707c6"]]}})
     {'a': '9320d06fa19f917707c6'}

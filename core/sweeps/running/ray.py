@@ -28,7 +28,7 @@ What runs where
     engine then runs on CUDA with its GPU batch size). Every actor reports its model
     fingerprint; one that differs from the others (other weights on its node) stops the sweep.
     Resuming a stored sweep, each actor answers with the engine backend the sweep was made with
-    (``stored``, core.sweeps.backends), as the local backend does.
+    (``stored``, core.sweeps.running.backends), as the local backend does.
   * A dead actor (killed, its node lost) is replaced on the same node by a new one, which must
     report the same fingerprint, and its request is sent again; Ray itself retries tasks whose
     worker died. Several chunks are in flight at once (2 per worker) so workers do not wait for
@@ -57,10 +57,10 @@ from core.config import repo_root
 from core.datasets import Dataset
 from core.perturb.spec import PerturbationSpec
 from core.sweeps.config import ProgressFn, SweepConfig, SweepError, SweepRun
-from core.sweeps.plan import plan_sweep, resolve_inputs
-from core.sweeps.resolve import resolve_spec
-from core.sweeps.run import execute_plan
-from core.sweeps.runner import ComputeVariants, Predict, Runner, Unit, compute_locally
+from core.sweeps.running.plan import plan_sweep, resolve_inputs
+from core.sweeps.running.resolve import resolve_spec
+from core.sweeps.running.run import execute_plan
+from core.sweeps.running.runner import ComputeVariants, Predict, Runner, Unit, compute_locally
 from core.sweeps.store import Store
 
 __all__ = ["RAY_ADDRESS_ENV", "WorkerState", "connect", "connected_to", "disconnect", "run_sweep_ray", "ModelActor"]
@@ -217,13 +217,13 @@ class ModelActor:
 
     def __init__(self, model: str, settings: dict[str, Any], threads: int, stored: str | None = None):
         """``stored``: the fingerprint a resumed sweep stored for this model; the engine then
-        answers with the backend that gives it (core.sweeps.backends), whatever ``settings`` say."""
+        answers with the backend that gives it (core.sweeps.running.backends), whatever ``settings`` say."""
         import dataclasses
 
         from core.qa.engine import EngineSettings
         from core.qa.registry import load_engine
-        from core.sweeps.backends import engines_as_stored
         from core.sweeps.keys import engine_fingerprint
+        from core.sweeps.running.backends import engines_as_stored
 
         s = EngineSettings(**settings)
         s.threads = threads
@@ -532,19 +532,19 @@ def run_sweep_ray(config: SweepConfig, db: str | Path | Store, *, settings: Any 
                   on_workers: WorkersFn | None = None, stored: Mapping[str, str] | None = None,
                   on_switched: Callable[[dict[str, str]], None] | None = None, shutdown: bool = False,
                   outlive_cluster: bool = False) -> SweepRun:
-    """Run (or resume) a sweep on Ray; the same rows as core.sweeps.run.run_sweep.
+    """Run (or resume) a sweep on Ray; the same rows as core.sweeps.running.run.run_sweep.
 
     Models are loaded by name from the model registry (models.toml) in the actors, with engine
     ``settings`` (an EngineSettings; threads are set per actor). ``address``: the cluster to join
     (default: a local Ray with ``num_cpus``, or the one already initialised in this process).
     ``workers``: lanes of work (default: the cluster's GPUs when it has any, else its CPUs).
     ``on_workers(states)`` gets every worker's :class:`WorkerState` when one changes.
-    ``stored``: a resumed sweep's {model: fingerprint} (core.sweeps.backends.stored_fingerprints):
+    ``stored``: a resumed sweep's {model: fingerprint} (core.sweeps.running.backends.stored_fingerprints):
     each model's actors then answer with the backend the sweep was made with, and
     ``on_switched({model: backend})`` is told which models switched (before the first chunk).
     ``shutdown``: disconnect from Ray at the end (the CLI does; the app keeps its local Ray).
     ``outlive_cluster``: see :func:`connect` (the app's SweepJob sets it; the CLI exits as Ray does).
-    Everything else as :func:`core.sweeps.run.run_sweep`.
+    Everything else as :func:`core.sweeps.running.run.run_sweep`.
     """
     from core.qa.engine import EngineSettings
 

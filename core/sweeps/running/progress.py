@@ -70,7 +70,7 @@ class Eta:
 
 
 def worker_rows(workers: Sequence[Any]) -> list[dict[str, Any]]:
-    """A Ray sweep's workers (core.sweeps.ray.WorkerState) as a table: node, state, calls, and each
+    """A Ray sweep's workers (core.sweeps.running.ray.WorkerState) as a table: node, state, calls, and each
     worker's share of the predictions.
 
     >>> from types import SimpleNamespace as W

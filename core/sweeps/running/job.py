@@ -1,6 +1,6 @@
 """A sweep running on a background thread, so a page can poll its progress and cancel it.
 
-:class:`SweepJob` runs :func:`core.sweeps.lifecycle.launch` (the lifecycle the command line shares:
+:class:`SweepJob` runs :func:`core.sweeps.running.lifecycle.launch` (the lifecycle the command line shares:
 local or Ray, the stored backend on resume, the aggregates at the end): ``start()`` runs it on a daemon thread;
 ``done`` / ``total`` follow its progress callback (result rows committed so far / in the complete
 sweep); ``cancel()`` sets the event run_sweep checks between chunks, so the sweep stops after the
@@ -10,7 +10,7 @@ message of whatever run_sweep raised (a SweepError names the problem).
 
 The thread opens its own database connection (run_sweep is given the path, not a Store), so the
 page's reads never share a connection with the writer; SQLite's WAL mode lets them run together.
-``ray=RayOptions(...)`` runs the sweep on Ray instead (core.sweeps.ray: the models load in its
+``ray=RayOptions(...)`` runs the sweep on Ray instead (core.sweeps.running.ray: the models load in its
 actors, so ``engines`` is empty); ``workers`` then holds each worker's state (node, calls,
 restarts) as the driver reports it, for the page to show.
 
@@ -44,7 +44,7 @@ from typing import Any
 from core.budgets import MAX_RAY_WORKERS, MAX_SWEEPS, MAX_SWEEPS_PER_SESSION, SWEEP_GRACE_S
 from core.datasets import Dataset
 from core.sweeps.config import SweepConfig, SweepRun
-from core.sweeps.lifecycle import RayOptions, launch
+from core.sweeps.running.lifecycle import RayOptions, launch
 
 __all__ = ["SweepJob", "RayOptions", "running_on_this_server", "running_jobs", "reap_abandoned"]
 
@@ -99,7 +99,7 @@ def _stop_ray_after_last_job() -> None:
     global _RAY_STARTED_BY_JOBS
     if not _RAY_STARTED_BY_JOBS or any(j.ray is not None for j in _JOBS):
         return
-    from core.sweeps.ray import connected_to, disconnect
+    from core.sweeps.running.ray import connected_to, disconnect
 
     if connected_to() == "local":
         disconnect()
@@ -107,7 +107,7 @@ def _stop_ray_after_last_job() -> None:
 
 
 class SweepJob:
-    """One sweep launched (core.sweeps.lifecycle.launch) on a background thread (see module doc)."""
+    """One sweep launched (core.sweeps.running.lifecycle.launch) on a background thread (see module doc)."""
 
     def __init__(self, config: SweepConfig, engines: Mapping[str, Any], db: str | Path, *,
                  dataset: Dataset | None = None, data_dir: str | Path | None = None, chunk_size: int = 128,
@@ -129,9 +129,9 @@ class SweepJob:
         self._cancel = threading.Event()
         self._kwargs = dict(dataset=dataset, data_dir=data_dir, chunk_size=chunk_size)
         self._engines = dict(engines)
-        self._resume = dict(stored=stored, load_as=load_as)   # launch's step 2 (core.sweeps.lifecycle)
+        self._resume = dict(stored=stored, load_as=load_as)   # launch's step 2 (core.sweeps.running.lifecycle)
         self.ray = ray
-        self.workers: list = []   # core.sweeps.ray.WorkerState per worker (Ray sweeps)
+        self.workers: list = []   # core.sweeps.running.ray.WorkerState per worker (Ray sweeps)
         self.switched: dict[str, str] = {}   # model -> the stored backend it switched to (a resume)
         self._thread = threading.Thread(target=self._run, name=f"sweep-{config.name or config.dataset}",
                                         daemon=True)
@@ -177,7 +177,7 @@ class SweepJob:
     def _run(self) -> None:
         try:
             if self.ray is not None and self.ray.address is None:
-                from core.sweeps.ray import connected_to
+                from core.sweeps.running.ray import connected_to
 
                 if connected_to() is None:
                     global _RAY_STARTED_BY_JOBS

@@ -9,7 +9,7 @@ the chunk in flight; re-running the same command skips every unit that has its r
 
 A chunk is a generator of steps (:data:`ChunkSteps`): it asks for variants
 (:class:`ComputeVariants`) and model answers (:class:`Predict`) and is sent the answers; the local
-backend answers in this process (:func:`drive`, core.sweeps.run), core.sweeps.ray on a Ray
+backend answers in this process (:func:`drive`, core.sweeps.running.run), core.sweeps.running.ray on a Ray
 cluster. The cache keys are :mod:`core.sweeps.keys`'.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from core.metrics import score_answer
 from core.perturb.spec import canonical_json
 from core.sweeps.config import ProgressFn, SweepRun
 from core.sweeps.keys import answers_json, example_hash, prediction_key
-from core.sweeps.resolve import Outcome, ResolvedSpec
+from core.sweeps.running.resolve import Outcome, ResolvedSpec
 from core.sweeps.store import Store, text_hash
 from core.types import QAExample
 
@@ -103,7 +103,7 @@ class Runner:
     :meth:`chunks` yields each chunk of pending work as a generator of steps: it asks for variants
     (:class:`ComputeVariants`) and model answers (:class:`Predict`) it does not find in the caches,
     and ends by writing the chunk in one transaction. The local backend answers the requests in
-    this process, one chunk after the other (:func:`drive`); core.sweeps.ray answers them on a Ray
+    this process, one chunk after the other (:func:`drive`); core.sweeps.running.ray answers them on a Ray
     cluster with several chunks in flight. Only the process driving the steps writes the store.
     """
 
@@ -177,7 +177,7 @@ class Runner:
     def chunks(self, chunk_size: int, min_chunks: int = 1) -> Iterator[ChunkSteps]:
         """Every chunk of pending work, clean ones first, as steps (see the class doc). The pending
         perturbed units are read from the store when the first perturbed chunk is asked for, and
-        cut into at least ``min_chunks`` chunks when there are that many units (core.sweeps.ray:
+        cut into at least ``min_chunks`` chunks when there are that many units (core.sweeps.running.ray:
         a small sweep of slow perturbations then still keeps every worker busy, and a chunk's
         answers overlap the next chunk's perturbations). Chunks change no row or key."""
         yield from self.clean_chunks(chunk_size)

@@ -1,6 +1,6 @@
-"""Tables for the Heatmaps page built from a stored sweep's cells (core.sweeps.report.Cell).
+"""Tables for the Heatmaps page built from a stored sweep's cells (core.sweeps.analysis.report.Cell).
 
-core.sweeps.report computes the cells (clean vs perturbed scores, % change, band, penalty); this
+core.sweeps.analysis.report computes the cells (clean vs perturbed scores, % change, band, penalty); this
 module arranges them the way the papers report them. Everything returns plain lists of dicts
 (one per table row), so the page turns them into DataFrames and CSV files as they are.
 
@@ -13,7 +13,7 @@ module arranges them the way the papers report them. Everything returns plain li
     and noisy EM and F1, clean measured on the same questions as noisy.
   * :func:`asr_breakdown`: ASR cells by TTS voice and ASR engine (``asr_Q`` parameters).
   * :func:`mt_breakdown`: MT cells by the source language of the translation into English.
-  * :func:`penalty_rows`: core.sweeps.report.penalty_table as rows.
+  * :func:`penalty_rows`: core.sweeps.analysis.report.penalty_table as rows.
 
 Our choices:
   * interface of a spec = its family: "keyboard", "asr", "mt" (the registry's and
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.sweeps.report import Cell
+from core.sweeps.analysis.report import Cell
 from core.sweeps.store import Store
 
 __all__ = ["Column", "INTERFACES", "columns", "cell_rows", "is_file_spec", "kind_of", "interface_of", "trial_file",
@@ -147,7 +147,7 @@ def _models(cell_list: Sequence[Cell]) -> list[str]:
 
 def _rate_columns(rates: Mapping[tuple[str, str], Mapping[str, float]] | None,
                   perturbation: str, params_json: str) -> dict[str, Any]:
-    """NoiseQA Table 3 of a spec from core.sweeps.report.noise_rates: "CER % (Table 3)", "WER %
+    """NoiseQA Table 3 of a spec from core.sweeps.analysis.report.noise_rates: "CER % (Table 3)", "WER %
     (Table 3)" (lower-cased, without punctuation, as the paper computes them), "BLEU", and the raw
     "CER % (raw)", "WER % (raw)" where case and punctuation count (None when unknown)."""
     if rates is None:
@@ -162,7 +162,7 @@ def noiseqa_table(cell_list: Sequence[Cell],
                   rates: Mapping[tuple[str, str], Mapping[str, float]] | None = None) -> list[dict[str, Any]]:
     """Table 4 layout: rows (interface, kind, spec), per model "<model> clean EM" / "clean F1" /
     "noisy EM" / "noisy F1" and "<model> N". Empty when the sweep has no interface noise. With
-    ``rates`` (core.sweeps.report.noise_rates) each row also carries the set's CER, WER and BLEU
+    ``rates`` (core.sweeps.analysis.report.noise_rates) each row also carries the set's CER, WER and BLEU
     against the original questions (Table 3)."""
     models = _models(cell_list)
     by_key = {(c.model, c.perturbation, c.params_json): c for c in cell_list}
@@ -268,7 +268,7 @@ def mt_breakdown(db: Store | str | Path, sweep: int | str, cell_list: Sequence[C
 
 
 def penalty_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
-    """core.sweeps.report.penalty_table -> rows {"model", "<param>=1", ..., "total"}."""
+    """core.sweeps.analysis.report.penalty_table -> rows {"model", "<param>=1", ..., "total"}."""
     param, ns = table["param"], table["ns"]
     rows = []
     for model, per_n in table["rows"].items():
@@ -292,7 +292,7 @@ def penalty_summary(cell_list: Sequence[Cell], clean: Mapping[str, Mapping[str, 
     'cells scored': 1}, {'model': 'b', 'penalty total (F1)': 0, 'penalty total (EM)': 0, 'clean EM': None,
     'clean F1': None, 'cells scored': 0}]
     """
-    from core.sweeps.report import penalty_totals
+    from core.sweeps.analysis.report import penalty_totals
 
     f1, em = penalty_totals(cell_list, "f1"), penalty_totals(cell_list, "em")
     return [{"model": m, "penalty total (F1)": f1.get(m, 0), "penalty total (EM)": em.get(m, 0),

@@ -1,7 +1,7 @@
 """Planning a sweep: its inputs resolved (data, sample, specs), then its identity and size.
 
 :func:`resolve_inputs` loads and samples the data set and resolves every spec
-(:mod:`core.sweeps.resolve`); :func:`plan_sweep` adds the models' fingerprints and gives the
+(:mod:`core.sweeps.running.resolve`); :func:`plan_sweep` adds the models' fingerprints and gives the
 configuration hash, the name and the number of result rows. Both are the same on every backend, so
 a sweep started locally resumes on Ray and back. Examples without a gold answer (or marked
 impossible) cannot be scored and are left out of the sweep (counted in the configuration's
@@ -21,7 +21,7 @@ from core.datasets import Dataset, has_gold, load_dataset, sample_examples
 from core.perturb.spec import FORMAT, PerturbationSpec, SpecError, canonical_json, parse_specs
 from core.sweeps.config import SweepConfig, SweepError
 from core.sweeps.keys import example_hash, sha
-from core.sweeps.resolve import ResolvedSpec, resolve_spec
+from core.sweeps.running.resolve import ResolvedSpec, resolve_spec
 from core.types import QAExample
 
 __all__ = ["SweepInputs", "SweepPlan", "resolve_inputs", "plan_sweep"]

@@ -2,7 +2,7 @@
 
 A sweep is identified by its name (default ``<dataset>-<config hash>``): the same configuration
 resumes, a different configuration under an existing name is an error. Every result lands in one
-SQLite file (:mod:`core.sweeps.store`); the work is done by :class:`core.sweeps.runner.Runner` in
+SQLite file (:mod:`core.sweeps.store`); the work is done by :class:`core.sweeps.running.runner.Runner` in
 chunks, each committed in one transaction, so a killed sweep resumes where it stopped.
 """
 from __future__ import annotations
@@ -18,9 +18,9 @@ from core.datasets import Dataset
 from core.qa.protocol import QAModel
 from core.sweeps.config import DEFAULT_DB, ProgressFn, SweepConfig, SweepError, SweepRun
 from core.sweeps.keys import answers_json, engine_fingerprint
-from core.sweeps.plan import SweepPlan, plan_sweep, resolve_inputs
-from core.sweeps.resolve import ResolvedSpec
-from core.sweeps.runner import ComputeVariants, Predict, Runner, compute_locally, context_tagger, drive, now
+from core.sweeps.running.plan import SweepPlan, plan_sweep, resolve_inputs
+from core.sweeps.running.resolve import ResolvedSpec
+from core.sweeps.running.runner import ComputeVariants, Predict, Runner, compute_locally, context_tagger, drive, now
 from core.sweeps.store import Store, text_hash
 from core.types import QAExample
 

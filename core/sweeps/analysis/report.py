@@ -16,7 +16,7 @@ A model's penalty total is the sum of its cells' penalties.
 DPR (DuReader-robust): the share of (clean, perturbed) prediction pairs that differ under the
 EM normalisation (:func:`core.metrics.dpr.predictions_differ`), by default over the
 paraphrase-family specs; against question similarity = token F1 between original and perturbed
-question (:func:`core.sweeps.traps.question_similarity`), bucketed.
+question (:func:`core.sweeps.analysis.traps.question_similarity`), bucketed.
 """
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ from core.metrics.dpr import bucket_by, predictions_differ
 from core.metrics.paired import paired_difference
 from core.metrics.penalty import band, pct_change, penalty
 from core.metrics.text_distance import noise_summary, table3_summary
+from core.sweeps.analysis.traps import find_trap, question_similarity
 from core.sweeps.store import Store, effective_status
-from core.sweeps.traps import find_trap, question_similarity
 
 __all__ = [
     "Cell", "DEFAULT_EDGES", "list_sweeps", "sweep_specs", "clean_scores", "cells", "penalty_totals",
@@ -395,7 +395,7 @@ def dpr_by_similarity(db: Store | str | Path, sweep: int | str, edges: Sequence[
 def f1_by_trap_similarity(db: Store | str | Path, sweep: int | str, edges: Sequence[float] = DEFAULT_EDGES,
                           perturbation: str | None = None,
                           params: dict | str | None = None) -> dict[str, Any]:
-    """F1 (percent) bucketed by question-trap similarity (over-stability; see :mod:`core.sweeps.traps`).
+    """F1 (percent) bucketed by question-trap similarity (over-stability; see :mod:`core.sweeps.analysis.traps`).
 
     Clean predictions by default; with ``perturbation`` (and ``params``) that spec's rows, the
     trap being looked up in the context the model saw, against the question it was asked.
