@@ -95,7 +95,7 @@ def _build_parser() -> argparse.ArgumentParser:
 def _backends(args: argparse.Namespace) -> tuple[str, str]:
     """(where the sweep runs, the forward pass) from --backend and --engine-backend. --backend
     named the forward pass before the Ray backend existed: those names still mean it."""
-    from core.qa.onnx_backend import CHOICES as BACKENDS
+    from core.qa.backends.selection import CHOICES as BACKENDS
 
     where, engine = args.backend, args.engine_backend
     if where in BACKENDS:

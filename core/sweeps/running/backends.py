@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from core.qa.onnx_backend import BACKENDS
+from core.qa.backends.selection import BACKENDS
 from core.qa.protocol import QAModel, fingerprint_of
 
 

@@ -1,7 +1,7 @@
 """Outlier channels kept in fp32 before int8: the first step of the ``onnx-int8`` backend's recipe.
 
 Dynamic int8 quantises a MatMul's input with one scale per tensor (ONNX Runtime's) or per token
-(core.qa.int8_per_token, the backend's since). The inputs of a transformer's FFN output
+(core.qa.backends.int8_per_token, the backend's since). The inputs of a transformer's FFN output
 projections (after GELU) carry a few channels whose magnitude dwarfs the rest (MPNet, on 40
 SQuAD-train questions: 50-97 in layers 6-10 against a median channel maximum of 1.2-1.6), so that
 one scale, whether the tensor's or the token's, crushes every other channel: MPNet lost 2.0
@@ -33,7 +33,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-CALIBRATION = Path(__file__).resolve().parents[2] / "assets" / "calibration" / "en.json"
+CALIBRATION = Path(__file__).resolve().parents[3] / "assets" / "calibration" / "en.json"
 FACTOR = 3.0
 MAX_CHANNELS = 16
 GELU_OPS = {"Gelu", "BiasGelu", "FastGelu", "QuickGelu"}

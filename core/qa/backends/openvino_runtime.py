@@ -1,5 +1,5 @@
 """OpenVINO forward passes for the QA engine: ``openvino`` (bf16) and ``openvino-int8`` (NNCF
-post-training int8), behind the same callable as core.qa.onnx_backend's backends.
+post-training int8), behind the same callable as core.qa.backends's backends.
 
 Why OpenVINO: its CPU plugin runs bf16 and int8 matrix products in this CPU's AMX tiles through
 oneDNN, with attention, LayerNorm and GELU as fused kernels of its own. Issue 47's roofline put the
@@ -12,7 +12,7 @@ bf16 would be slower than fp32 and the answers would differ from this machine's 
 tag (core.compat.FINGERPRINT_TAGS).
 
 Files, per set of weights, under ``<cache>/openvino/<weights digest>/<recipe>/`` (the digest is the
-ONNX export folder's, core.qa.onnx_backend.weights_digest; the recipe folder changes with
+ONNX export folder's, core.qa.backends.onnx_runtime.weights_digest; the recipe folder changes with
 IR_RECIPE, so a new recipe never reuses an old graph):
 - ``model.xml``/``.bin``: the torch model converted with ``openvino.convert_model`` (fp32 weights,
   dynamic batch and sequence axes: the engine pads each batch only to its own longest window);
@@ -45,7 +45,7 @@ IR_RECIPE = "ir-v1"
 FP32_FILE, INT8_FILE = "model.xml", "model-int8-ffn-out-bf16.xml"
 # The FFN output projections (the MatMuls fed by GELU, in the converted graph's torch module names:
 # BERT, MPNet and XLM-R alike) are left out of int8 and run in bf16: their inputs carry the outlier
-# channels core.qa.int8_split describes. On 122 windows of 120 SQuAD-train questions (minilm-squad,
+# channels core.qa.backends.int8_split describes. On 122 windows of 120 SQuAD-train questions (minilm-squad,
 # the front of the shuffle, not the calibration's) the logit MSE against torch fp32 fell from 0.0106
 # (everything int8) to 0.0041, start/end argmax agreement from 96.7% to 97.1%; bf16 alone: 0.00023.
 FFN_OUTPUT_KEPT = r".*encoder\.layer\.\d+\.output\.dense/aten::linear/MatMul"
@@ -72,14 +72,14 @@ def openvino_unavailable(backend: str, device) -> str | None:
             import nncf  # noqa: F401
         except ImportError as e:
             return f"nncf (the int8 calibration) is not installed ({e}): {PIP_HINT}"
-    from core.qa.onnx_backend import bf16_unavailable
+    from core.qa.backends.torch_eager import bf16_unavailable
 
     return bf16_unavailable(device)
 
 
 def ir_dir(model) -> Path:
     from core.config import cache_dir
-    from core.qa.onnx_backend import weights_digest
+    from core.qa.backends.onnx_runtime import weights_digest
 
     return cache_dir() / "openvino" / weights_digest(model) / IR_RECIPE
 
@@ -209,7 +209,7 @@ class OpenVinoForward:
     inputs are dynamic) and returns float32 (start, end) logits.
 
     The thread count is fixed when a model is compiled, so there is one compiled model per count
-    asked for, as in onnx_backend.OnnxForward; infer requests are not thread-safe, so each call
+    asked for, as in onnx_runtime.OnnxForward; infer requests are not thread-safe, so each call
     takes one from a free list (Streamlit sessions share one engine)."""
 
     def __init__(self, path: Path, name: str, threads: int | None = None):

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.qa.int8_split import GELU_OPS
+from core.qa.backends.int8_split import GELU_OPS
 
 MS_DOMAIN = "com.microsoft"
 MIN_OUTPUT_WIDTH = 16
@@ -95,7 +95,7 @@ def reference_matmul(x: np.ndarray, w: np.ndarray, floor: float | None = None) -
 
 def gelu_floors(graph) -> dict[str, float]:
     """{tensor: floor} for the tensors known to be >= -floor: a GELU op's outputs, and a GELU output
-    times a constant whose values lie in [0, 1] (core.qa.int8_split's outlier mask)."""
+    times a constant whose values lie in [0, 1] (core.qa.backends.int8_split's outlier mask)."""
     from onnx import numpy_helper
 
     consts = {i.name: i for i in graph.initializer}

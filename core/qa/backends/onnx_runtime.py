@@ -1,15 +1,10 @@
-"""Forward passes for the QA engine: eager PyTorch (fp32, or bf16 weights where the hardware
-computes in bf16), or ONNX Runtime (fp32, or int8).
-
-Only the forward pass differs between backends: windows, batching and the span decoding
-(core.qa.decode) are the engine's and are shared, so a backend can change speed and logits but
-never how an answer is read off them.
+"""The ONNX Runtime backends (``onnx``: fp32, ``onnx-int8``): the export, its cache and the sessions.
 
 The ONNX model is exported once per set of weights, lazily, into
 ``<cache>/onnx/<weights digest>/`` (``model.onnx``; for int8 ``model-int8-per-token.onnx``, made
 from a second fusion of the export in which attention keeps its query, key and value projections
-as MatMuls, after core.qa.int8_split has kept the outlier channels of the FFN output projections
-in fp32 and core.qa.int8_per_token has quantised every weight MatMul with one scale per token),
+as MatMuls, after core.qa.backends.int8_split has kept the outlier channels of the FFN output projections
+in fp32 and core.qa.backends.int8_per_token has quantised every weight MatMul with one scale per token),
 under a file lock so two processes (the app and a sweep) starting together do not write the same
 files; later loads only open the files. A LoRA model is exported as the registry hands it over:
 already merged into a plain model.
@@ -28,24 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-from core.compat import FINGERPRINT_TAGS  # noqa: F401 (its old import place: engine, registry, tests)
-
 log = logging.getLogger(__name__)
 
-# openvino and openvino-int8: core.qa.openvino_backend
-BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8", "openvino", "openvino-int8")
-# The setting that means "this model's default": the fastest backend whose XQuAD-en F1 is within
-# 0.5 of torch fp32's, as measured and recorded in its model card (benchmarks/qa_throughput.py
-# --compare-backends --card); torch for a model without that record.
-DEFAULT = "default"
-CHOICES = (DEFAULT, *BACKENDS)
 # Part of the export folder's name: a change in how we export must not reuse old files.
 # 2: int8 weights quantised per channel. 3: traced with padding in the example batch.
 # 4: eager attention, fused by onnxruntime's transformer optimizer; int8 made from the fused graph.
 # 5: residual adds and LayerNorms left apart, not fused into SkipLayerNormalization (see _fuse).
 EXPORT_VERSION = 5
-# FINGERPRINT_TAGS (a backend's recipe in the prediction cache key) is a stored identity: it lives in
-# core.compat with the reasons for each tag, and is importable from here as before.
 # onnxruntime's own fusion of Add + LayerNormalization into SkipLayerNormalization, made when a
 # session opens; kept off for the reason in _fuse.
 SESSION_DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
@@ -53,111 +37,6 @@ INT8_FILE = "model-int8-per-token.onnx"
 # The logit a per-window run leaves at a padded position: far below any real one, still finite.
 PAD_LOGIT = -1e4
 OPSET = 17
-
-
-class BackendUnavailable(RuntimeError):
-    """A backend that cannot run here (onnxruntime missing, export or session failed); the engine
-    answers with torch instead and keeps this message."""
-
-
-def check_backend(value) -> str:
-    """``value`` when it names a backend or "default", else ValueError naming the choices.
-
-    >>> check_backend("onnx-int8"), check_backend("default")
-    ('onnx-int8', 'default')
-    >>> check_backend("tensorrt")
-    Traceback (most recent call last):
-    ...
-    ValueError: must be one of default, torch, torch-bf16, onnx, onnx-int8, openvino, openvino-int8, got 'tensorrt'
-    """
-    if not isinstance(value, str) or value not in CHOICES:
-        raise ValueError(f"must be one of {', '.join(CHOICES)}, got {value!r}")
-    return value
-
-
-class TorchForward:
-    """The model's own forward pass (CPU or GPU) under inference mode; with ``bf16`` on a copy of
-    the model whose weights are bfloat16.
-
-    Why bf16: this machine's CPU (a Xeon with AMX) multiplies bf16 matrices in its AMX tiles, and
-    oneDNN, under torch, uses them: MiniLM's forward passes took 5.68 ms a question against 14.14
-    in fp32 (2.49x; 2 threads, batches of 8, 160 XQuAD-en questions, rounds alternated), with a
-    logit MSE of 0.00023 against fp32 and 99.6% of start and end argmaxes the same on SQuAD-train
-    windows, where per-token int8 (ONNX Runtime) has 0.0039 and 97.5%. Without
-    native bf16 (AVX512-BF16 or AMX) the arithmetic is emulated and slower than fp32, so the
-    backend is then unavailable (``bf16_unavailable``) and torch fp32 answers."""
-
-    def __init__(self, model, device, bf16: bool = False):
-        import copy
-
-        import torch
-
-        self.device, self.name = device, "torch-bf16" if bf16 else "torch"
-        # a copy: the fp32 model stays the engine's (its fingerprint, an ONNX export, torch fp32)
-        self.model = copy.deepcopy(model).to(device=device, dtype=torch.bfloat16).eval() if bf16 else model
-
-    def __call__(self, enc: dict, threads: int) -> tuple[np.ndarray, np.ndarray]:
-        import torch
-
-        if self.device.type == "cpu" and torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)  # the engine puts the count back after its call
-        with torch.inference_mode():
-            out = self.model(**{k: torch.as_tensor(v).to(self.device) for k, v in enc.items()})
-        return out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()
-
-
-def bf16_unavailable(device) -> str | None:
-    """Why bf16 arithmetic would not be native on ``device`` (None when it is): on a CPU it needs
-    AVX512-BF16 or AMX, on a GPU one that computes in bf16 (Ampere and later)."""
-    import torch
-
-    if device.type == "cuda":
-        return None if torch.cuda.is_bf16_supported() else "this GPU does not compute in bf16"
-    if device.type != "cpu":
-        return f"no bf16 backend for {device.type}"
-    # torch.cpu's capability checks are private; a torch without them says no
-    checks = [getattr(torch.cpu, n, None) for n in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
-    try:
-        native = any(c() for c in checks if callable(c))
-    except Exception:  # a failed probe means "not known to be native"
-        native = False
-    return None if native else ("this CPU has no native bf16 arithmetic (AVX512-BF16 or AMX): "
-                                "emulated, bf16 would be slower than fp32")
-
-
-def backend_unavailable(backend: str, device) -> str | None:
-    """Why ``backend`` cannot run on ``device`` here (None when it can), without building it."""
-    if backend == "torch-bf16":
-        return bf16_unavailable(device)
-    if backend in ("onnx", "onnx-int8"):
-        try:
-            import onnxruntime  # noqa: F401
-        except ImportError as e:
-            return f"onnxruntime is not installed ({e}): pip install onnxruntime==1.31.1"
-    if backend in ("openvino", "openvino-int8"):
-        from core.qa.openvino_backend import openvino_unavailable
-
-        return openvino_unavailable(backend, device)
-    return None
-
-
-# A backend may be a model's default only when its F1 is at most this far below torch fp32's.
-F1_TOLERANCE = 0.5
-
-
-def choose_default(backends: dict[str, dict], tolerance: float = F1_TOLERANCE) -> str:
-    """Issue 27's rule: the fastest backend whose F1 is within ``tolerance`` of torch's (torch
-    itself qualifies), from measured ``{name: {"f1", "questions_per_second"}}``.
-
-    >>> choose_default({"torch": {"f1": 80.0, "questions_per_second": 50},
-    ...                 "onnx": {"f1": 80.0, "questions_per_second": 75},
-    ...                 "onnx-int8": {"f1": 78.9, "questions_per_second": 150}})
-    'onnx'
-    """
-    floor = backends["torch"]["f1"] - tolerance
-    ok = [name for name, b in backends.items() if b["f1"] >= floor]
-    return max(ok, key=lambda name: backends[name]["questions_per_second"])
-
 
 class OnnxForward:
     """onnxruntime InferenceSessions over an exported model; takes the same numpy batch.
@@ -171,7 +50,7 @@ class OnnxForward:
     question gets one answer on the Ask page and in a sweep. With ONNX Runtime's per-tensor int8
     this was needed: one activation scale per batch made a window's answer depend on its batch
     neighbours and their padding (on 400 XQuAD-en questions, minilm-squad: 44 best spans differed
-    between batches of 1 and 8). The per-token recipe (core.qa.int8_per_token) keeps rows apart by
+    between batches of 1 and 8). The per-token recipe (core.qa.backends.int8_per_token) keeps rows apart by
     itself; running alone still pads nothing, and on this 2-core machine the windows go to
     ``threads`` concurrent runs of the one-thread session (ONNX Runtime's ``run`` is thread-safe
     and releases the GIL), without a multi-threaded run's per-op synchronisation."""
@@ -361,13 +240,13 @@ def _fuse(raw: Path, target: Path, config, multi_head: bool = False) -> None:
 def _quantize(raw: Path, target: Path, config, tokenizer) -> None:
     """The int8 graph at ``target`` from the raw export at ``raw``: fused with MultiHeadAttention
     (:func:`_fuse`), its FFN output projections' outlier channels split off in fp32
-    (core.qa.int8_split, calibrated with ``tokenizer`` on the project's calibration text), then
-    every other weight MatMul quantised per token (core.qa.int8_per_token). Its temporary files
+    (core.qa.backends.int8_split, calibrated with ``tokenizer`` on the project's calibration text), then
+    every other weight MatMul quantised per token (core.qa.backends.int8_per_token). Its temporary files
     are removed whatever happens."""
     import onnx
 
-    from core.qa.int8_per_token import quantize_per_token
-    from core.qa.int8_split import split_for_int8
+    from core.qa.backends.int8_per_token import quantize_per_token
+    from core.qa.backends.int8_split import split_for_int8
 
     fused = target.with_name(target.stem + ".fused.partial.onnx")
     split = target.with_name(target.stem + ".split.partial.onnx")
@@ -435,26 +314,3 @@ def model_input_names(tokenizer, model) -> list[str]:
     names = [n for n in getattr(tokenizer, "model_input_names", ["input_ids", "attention_mask"]) if n in params]
     return names if "input_ids" in names else ["input_ids", *names]
 
-
-def make_forward(backend: str, model, tokenizer, device, threads: int | None = None):
-    """The forward strategy for ``backend``; raises BackendUnavailable (with the reason) when it
-    cannot run here (no native bf16, no onnxruntime or openvino, a failed export). torch is always
-    available."""
-    check_backend(backend)
-    missing = backend_unavailable(backend, device)
-    if missing:
-        raise BackendUnavailable(missing)
-    if backend in ("torch", "torch-bf16"):
-        return TorchForward(model, device, bf16=backend == "torch-bf16")
-    if backend in ("openvino", "openvino-int8"):
-        from core.qa.openvino_backend import make_openvino_forward
-
-        try:
-            return make_openvino_forward(backend, model, tokenizer, model_input_names(tokenizer, model), threads)
-        except Exception as e:  # conversion, calibration or compilation: torch answers instead
-            raise BackendUnavailable(f"{backend} conversion or compilation failed ({type(e).__name__}: {e})") from e
-    try:
-        path = ensure_export(model, model_input_names(tokenizer, model), backend, tokenizer=tokenizer)
-        return OnnxForward(path, backend, threads, per_window=backend == "onnx-int8")
-    except Exception as e:  # export or session errors of any kind: torch answers instead
-        raise BackendUnavailable(f"{backend} export or session failed ({type(e).__name__}: {e})") from e
