@@ -3,24 +3,20 @@ with another engine backend (core.sweeps.analysis.backend_axis), per model and p
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from components.export import csv_download, file_stem
-from core.sweeps.analysis.backend_axis import backend_flips
+from components.loaders import stored_sweep
+from core.sweeps.analysis import aggregates
+from core.sweeps.analysis.stored import StoredSweep
 
 
-@st.cache_data(show_spinner="Pairing the two sweeps' answers…", max_entries=8)
-def _flips(db: str, a: int, b: int, version) -> list[dict]:
-    return backend_flips(db, a, b)
-
-
-def backend_flips_section(db_path: Path, sweep: Mapping[str, Any], sweeps: Sequence[Mapping[str, Any]],
-                          version, stem: str) -> None:
-    others = [s for s in sweeps if s["id"] != sweep["id"]]
+def backend_flips_section(sweep: StoredSweep, sweeps: Sequence[Mapping[str, Any]], stem: str) -> None:
+    """``sweeps``: the database's sweeps (core.sweeps.analysis.report.list_sweeps rows) to compare with."""
+    others = [s for s in sweeps if s["id"] != sweep.id]
     if not others:
         return
     with st.expander("Backend flips: this sweep against another backend's"):
@@ -32,7 +28,8 @@ def backend_flips_section(db_path: Path, sweep: Mapping[str, Any], sweeps: Seque
         other = st.selectbox("Other sweep", list(by_id), format_func=lambda i: by_id[i]["name"],
                              key="hm_backend_other")
         try:
-            rows = _flips(str(db_path), sweep["id"], other, (version, by_id[other].get("updated_at")))
+            with st.spinner("Pairing the two sweeps' answers…"):
+                rows = sweep.backend_flips(stored_sweep(str(sweep.db), other, aggregates.version_of(by_id[other])))
         except ValueError as e:
             st.info(str(e))
             return

@@ -1,8 +1,9 @@
 """Heatmaps' drill-down: a cell's examples (largest F1 loss first), and one of them answered by
 every model of the sweep side by side, the spans marked in the clean or the perturbed context.
 
-Numbers and spans come from core.sweeps (``report.cell_examples``, ``drill``); the cards, the
-legend and the marked context from components.answers.
+Numbers and spans come from the sweep's read handle (core.sweeps.analysis.stored.StoredSweep:
+``cell_examples``, ``example_across_models``) and core.sweeps.analysis.drill's row helpers; the
+cards, the legend and the marked context from components.answers.
 """
 from __future__ import annotations
 
@@ -19,22 +20,16 @@ from components.loaders import engine_for_state
 from components.text import md_escape
 from core.metrics import predictions_differ
 from core.sweeps.analysis import drill
-from core.sweeps.analysis import report as report
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def load_across(db: str, sid: int, version, perturbation: str, params_json: str, example_hash: str, repeat: int):
-    return drill.example_across_models(db, sid, perturbation, params_json, example_hash, repeat)
+from core.sweeps.analysis.stored import StoredSweep
 
 
 def _f1_text(x) -> str:
     return "–" if x is None else f"{100 * x:.0f}"
 
 
-def cell_examples(db_path, sweep_id: int, version, plotted: list, metric: str, stem: str,
-                  complete: bool = True) -> None:
-    """The "A cell's examples" section for the cells drawn on the heatmap (``plotted``);
-    ``complete``: every row of the sweep is stored (else an empty cell may just not be run yet)."""
+def cell_examples(sweep: StoredSweep, plotted: list, metric: str, stem: str) -> None:
+    """The "A cell's examples" section for the cells drawn on the heatmap (``plotted``); an empty
+    cell of an incomplete sweep may just not be run yet, and says so."""
     st.subheader("A cell's examples")
 
     def cell_label(i: int) -> str:
@@ -43,7 +38,7 @@ def cell_examples(db_path, sweep_id: int, version, plotted: list, metric: str, s
 
     i = st.selectbox("Cell", list(range(len(plotted))), key="hm_cell", format_func=cell_label)
     cell = plotted[i]
-    rows = report.cell_examples(db_path, sweep_id, cell.model, cell.perturbation, cell.params_json)
+    rows = sweep.cell_examples(cell.model, cell.perturbation, cell.params_json)
     pen = getattr(cell, f"{metric}_penalty")
     st.caption(md_escape(
         f"{cell.model} under {cell.label} ({cell.family}, changes the {cell.field}): {METRICS[metric]} "
@@ -54,7 +49,7 @@ def cell_examples(db_path, sweep_id: int, version, plotted: list, metric: str, s
         f"{cell.n} examples and {cell.n_repeats} repeat(s), {cell.n_not_applicable} rows where it did not apply. "
         "Sorted by F1 loss (clean F1 − perturbed F1), largest first."))
     if not rows:
-        if complete or cell.n_not_applicable:
+        if sweep.complete or cell.n_not_applicable:
             st.info("The perturbation applied to no example of this sweep for this model: nothing to show.")
         else:
             st.info("This cell's rows are not stored yet: the sweep stopped before them (resume it on the "
@@ -63,8 +58,8 @@ def cell_examples(db_path, sweep_id: int, version, plotted: list, metric: str, s
     ex_df = pd.DataFrame(drill.example_rows(rows))
     st.dataframe(ex_df, hide_index=True, key="hm_examples", width="stretch")
     csv_download(ex_df, file_stem("examples", stem, cell.model, cell.label), "hm_examples_csv")
-    if st.session_state.get("hm_example_of") != (sweep_id, i):  # another cell: start at its largest loss
-        st.session_state["hm_example_of"] = (sweep_id, i)
+    if st.session_state.get("hm_example_of") != (sweep.id, i):  # another cell: start at its largest loss
+        st.session_state["hm_example_of"] = (sweep.id, i)
         st.session_state["hm_example"] = 0
     keep_valid("hm_example", list(range(len(rows))))
     k = st.selectbox("Example in detail", list(range(len(rows))), key="hm_example",
@@ -74,8 +69,7 @@ def cell_examples(db_path, sweep_id: int, version, plotted: list, metric: str, s
     st.markdown(f"**Original question:** {md_escape(r['original_question'])}")
     st.markdown(f"**Perturbed question:** {md_escape(r['variant_question'])}")
     # Every model of the sweep on this example, side by side (the cell is one model's).
-    across = load_across(str(db_path), sweep_id, version, cell.perturbation, cell.params_json,
-                         r["example_hash"], r["repeat"])
+    across = sweep.example_across_models(cell.perturbation, cell.params_json, r["example_hash"], r["repeat"])
     for j, (col, o) in enumerate(zip(st.columns(len(across)), across)):
         with col:
             chosen = " (this cell)" if o["model"] == cell.model else ""

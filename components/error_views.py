@@ -9,8 +9,6 @@
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -20,31 +18,13 @@ from components.text import md_escape
 from core.sweeps.analysis import calibration as calib
 from core.sweeps.analysis import repair as repair
 from core.sweeps.analysis import slices as slices
+from core.sweeps.analysis.stored import StoredSweep
 
 
-@st.cache_data(show_spinner="Pairing repaired and noisy questions (bootstrap intervals)…", max_entries=8)
-def _repair_rows(db: str, sid: int, version) -> list:
-    return repair.repair_table(db, sid)
-
-
-@st.cache_data(show_spinner="Slicing the sweep…", max_entries=16)
-def _slice_cells(db: str, sid: int, version, name: str) -> list:
-    return [c.as_dict() for c in slices.slice_cells(db, sid, name)]
-
-
-@st.cache_data(show_spinner="Reading answer scores…", max_entries=8)
-def _calibration(db: str, sid: int, version) -> list:
-    return calib.calibration_table(db, sid)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def _samples(db: str, sid: int, version, model: str, perturbation: str, params_json: str) -> dict:
-    return calib.score_samples(db, sid, model, perturbation, params_json)
-
-
-def repair_section(db_path: Path, sweep_id: int, version, stem: str) -> None:
+def repair_section(sweep: StoredSweep, stem: str) -> None:
     st.subheader("NoiseQA: question repair")
-    rows = _repair_rows(str(db_path), sweep_id, version)
+    with st.spinner("Pairing repaired and noisy questions (bootstrap intervals)…"):
+        rows = sweep.repair_table()
     if not rows:
         st.info("This sweep has no repaired spec. Chain repair_Q after a noise to measure NoiseQA's mitigation, "
                 "e.g. `keyboard_Q,keyboard_Q+repair_Q:mode=content|entities|all` or "
@@ -78,10 +58,11 @@ def repair_section(db_path: Path, sweep_id: int, version, stem: str) -> None:
     figure_downloads(fig, file_stem("repair", stem), "hm_repair")
 
 
-def slices_section(db_path: Path, sweep_id: int, version, stem: str, models: list[str]) -> None:
+def slices_section(sweep: StoredSweep, stem: str) -> None:
     st.subheader("Slices: where do the models lose?")
     name = st.selectbox("Slice by", list(slices.SLICES), format_func=slices.SLICES.get, key="hm_slice")
-    cells = _slice_cells(str(db_path), sweep_id, version, name)
+    with st.spinner("Slicing the sweep…"):
+        cells = [c.as_dict() for c in sweep.slice_cells(name)]
     if not cells:
         st.info("No scored rows to slice yet.")
         return
@@ -124,7 +105,7 @@ def slices_section(db_path: Path, sweep_id: int, version, stem: str, models: lis
     pick = c2.selectbox("Column", list(range(len(options))), key=f"hm_slice_col_{name}",
                         format_func=lambda i: f"{options[i]['spec']} (N={options[i]['N']})")
     chosen = options[pick]
-    rows = slices.slice_examples(db_path, sweep_id, name, group, model, chosen["perturbation"], chosen["params"])
+    rows = sweep.slice_examples(name, group, model, chosen["perturbation"], chosen["params"])
     shown = []
     for r in rows:
         if chosen["perturbation"] == "":
@@ -142,9 +123,10 @@ def slices_section(db_path: Path, sweep_id: int, version, stem: str, models: lis
     csv_download(sdf, file_stem("slice-examples", name, group, stem), "hm_slice_examples_csv")
 
 
-def calibration_section(db_path: Path, sweep_id: int, version, stem: str) -> None:
+def calibration_section(sweep: StoredSweep, stem: str) -> None:
     st.subheader("Confidence and abstention")
-    rows = _calibration(str(db_path), sweep_id, version)
+    with st.spinner("Reading answer scores…"):
+        rows = sweep.calibration_table()
     if not rows:
         st.info("No scored rows yet.")
         return
@@ -160,7 +142,7 @@ def calibration_section(db_path: Path, sweep_id: int, version, stem: str) -> Non
     pick = st.selectbox("Distributions and coverage curve for", list(range(len(options))), key="hm_calib_pick",
                         format_func=lambda i: f"{options[i]['model']} · {options[i]['spec']}")
     row = options[pick]
-    pts = _samples(str(db_path), sweep_id, version, row["model"], row["perturbation"], row["params"])
+    pts = sweep.score_samples(row["model"], row["perturbation"], row["params"])
     hist = go.Figure()
     for label, key in (("clean", "clean"), ("perturbed", "perturbed")):
         hist.add_histogram(x=[s for s, _ in pts[key]], name=label, xbins=dict(start=0, end=1, size=0.05),

@@ -5,8 +5,6 @@ clean level dotted, its break point marked; the figure (HTML / PNG) and the rows
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -14,6 +12,7 @@ import streamlit as st
 from components.export import csv_download, figure_downloads, file_stem
 from components.highlight import color_for
 from core.sweeps.analysis import curves as nc
+from core.sweeps.analysis.stored import StoredSweep
 
 LABELS = {"cer": "CER (%)", "wer": "WER (%)", "bleu": "BLEU (100 = unchanged)"}
 
@@ -63,12 +62,7 @@ def curve_figure(c: nc.Curves) -> go.Figure:
     return fig
 
 
-@st.cache_data(show_spinner="Measuring every variant's noise (bootstrap bands)…", max_entries=8)
-def _curves(db: str, sid: int, version, measure: str, seed: int) -> nc.Curves:
-    return nc.sweep_curves(db, sid, measure, seed=seed)
-
-
-def noise_curve_section(db_path: Path, sweep_id: int, version, stem: str) -> None:
+def noise_curve_section(sweep: StoredSweep, stem: str) -> None:
     st.subheader("F1 against measured noise")
     st.caption("Each question variant placed at its measured noise against the original question (NoiseQA's "
                "Table 3 form: CER / WER lower-cased without punctuation, sentence BLEU), binned; per model the "
@@ -78,7 +72,8 @@ def noise_curve_section(db_path: Path, sweep_id: int, version, stem: str) -> Non
     measure = c1.radio("Noise", list(nc.MEASURES), format_func=lambda m: m.upper(), horizontal=True,
                        key="hm_curve_measure")
     seed = int(c2.number_input("Bootstrap seed", min_value=0, value=0, step=1, key="hm_curve_seed"))
-    c = _curves(str(db_path), sweep_id, version, measure, seed)
+    with st.spinner("Measuring every variant's noise (bootstrap bands)…"):
+        c = sweep.curves(measure, seed)
     if not any(b.n for b in c.bins):
         st.info("No scored question variants in this sweep yet.")
         return

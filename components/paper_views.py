@@ -7,8 +7,9 @@
 * :func:`dureader_section` - DuReader-robust's over-sensitivity (DPR per model and against question
   similarity) and over-stability (F1 against question-trap similarity).
 
-The numbers come from core.sweeps (report, aggregates, tables); every table has its CSV and every
-figure its HTML/PNG export.
+The numbers come from the sweep's read handle (core.sweeps.analysis.stored.StoredSweep) and the
+tables built from them (core.sweeps.analysis.tables); every table has its CSV and every figure its
+HTML/PNG export.
 """
 from __future__ import annotations
 
@@ -21,32 +22,14 @@ from components.choice import keep_valid
 from components.export import csv_download, figure_downloads, file_stem
 from components.heatmap import METRICS
 from components.sweep_figures import breakdown_figure, bucket_figure
-from core.sweeps.analysis import aggregates
-from core.sweeps.analysis import report as report
 from core.sweeps.analysis import tables as views
+from core.sweeps.analysis.stored import StoredSweep
 
 
-def stored_version(version) -> str:
-    """The version under which a sweep's aggregates were stored as it finished (core.sweeps.analysis.aggregates)."""
-    return aggregates.version_of({"updated_at": version[0], "done_units": version[1]})
-
-
-@st.cache_data(show_spinner="Measuring CER / WER / BLEU of the noisy questions…", max_entries=16)
-def load_noise_rates(db: str, sid: int, version) -> dict:
-    return aggregates.noise_rates(db, sid, stored_version(version))
-
-
-@st.cache_data(show_spinner="Finding trap sentences…", max_entries=16)
-def load_traps(db: str, sid: int, version, perturbation: str | None, params_json: str | None) -> dict:
-    if perturbation is None:
-        return aggregates.clean_traps(db, sid, stored_version(version))
-    return report.f1_by_trap_similarity(db, sid, perturbation=perturbation, params=params_json)
-
-
-def penalty_by_n_section(db_path, sweep_id: int, cells: list, metric: str, stem: str) -> None:
+def penalty_by_n_section(sweep: StoredSweep, metric: str, stem: str) -> None:
     """The German paper's table: each model's penalty summed over the specs with n = 1, 2, ..."""
     st.subheader("Penalty by number of perturbed words / characters")
-    params_present = views.n_parameters(cells)
+    params_present = views.n_parameters(sweep.cells())
     if not params_present:
         st.info("This sweep has no perturbation with an n_words or n_chars parameter (the German paper's "
                 "character- and word-level perturbations, e.g. DCRQ with n_chars 1..4).")
@@ -54,7 +37,7 @@ def penalty_by_n_section(db_path, sweep_id: int, cells: list, metric: str, stem:
         keep_valid("hm_n_param", params_present)
         param = st.radio("n counts", params_present, horizontal=True, key="hm_n_param") \
             if len(params_present) > 1 else params_present[0]
-        ptable = report.penalty_table(db_path, sweep_id, param=param, metric=metric)
+        ptable = sweep.penalty_table(param=param, metric=metric)
         pen_df = pd.DataFrame(views.penalty_rows(ptable))
         st.caption(f"Sum of the {METRICS[metric]} penalties of each model's cells whose spec has {param} = n "
                    f"(specs per n: {', '.join(f'{n}: {k}' for n, k in ptable['cells'].items())}).")
@@ -62,10 +45,12 @@ def penalty_by_n_section(db_path, sweep_id: int, cells: list, metric: str, stem:
         csv_download(pen_df, file_stem("penalty-by-n", stem, param, metric), "hm_penalty_n_csv")
 
 
-def noiseqa_section(db_path, sweep_id: int, version, cells: list, metric: str, stem: str) -> None:
+def noiseqa_section(sweep: StoredSweep, metric: str, stem: str) -> None:
     """NoiseQA's Tables 3 and 4 and the ASR / MT breakdowns (see module doc)."""
     st.subheader("NoiseQA: interface noise")
-    noise_rates = load_noise_rates(str(db_path), sweep_id, version)
+    cells = sweep.cells()
+    with st.spinner("Measuring CER / WER / BLEU of the noisy questions…"):
+        noise_rates = sweep.noise_rates()
     noise_rows = views.noiseqa_table(cells, noise_rates)
     if not noise_rows:
         st.info("This sweep has no interface-noise perturbation (keyboard, ASR or MT family: keyboard_Q, misspell_Q, "
@@ -90,7 +75,7 @@ def noiseqa_section(db_path, sweep_id: int, version, cells: list, metric: str, s
             csv_download(asr_df, file_stem("asr", stem), "hm_asr_csv")
             figure_downloads(asr_fig, file_stem("asr", stem, metric), "hm_asr")
 
-        mt_rows = views.mt_breakdown(db_path, sweep_id, cells)
+        mt_rows = sweep.mt_breakdown()
         if not mt_rows:
             st.info("This sweep has no machine-translation perturbation (backtranslate_Q or a translation challenge "
                     "file): no per-source-language plot.")
@@ -103,10 +88,10 @@ def noiseqa_section(db_path, sweep_id: int, version, cells: list, metric: str, s
             figure_downloads(mt_fig, file_stem("mt", stem, metric), "hm_mt")
 
 
-def dureader_section(db_path, sweep_id: int, version, stem: str) -> None:
+def dureader_section(sweep: StoredSweep, stem: str) -> None:
     """DuReader-robust's DPR and trap-similarity views (see module doc)."""
     st.subheader("DuReader-robust: over-sensitivity and over-stability")
-    specs = report.sweep_specs(db_path, sweep_id)
+    specs = sweep.specs()
     families = list(dict.fromkeys(s["family"] for s in specs))
     keep_valid("hm_dpr_families", families)
     dpr_families = st.multiselect(
@@ -118,7 +103,7 @@ def dureader_section(db_path, sweep_id: int, version, stem: str) -> None:
         st.info("No family chosen" + ("" if "paraphrase" in families else
                                       " (this sweep has no paraphrase-family perturbation)") + ": no DPR.")
     else:
-        dpr_rows = report.dpr_table(db_path, sweep_id, families=dpr_families)
+        dpr_rows = sweep.dpr_table(dpr_families)
         if not dpr_rows:
             st.info("No scored pair in the chosen families.")
         else:
@@ -126,7 +111,7 @@ def dureader_section(db_path, sweep_id: int, version, stem: str) -> None:
             st.markdown("**DPR per model** (“(all)” pools the model's pairs)")
             st.dataframe(dpr_df, hide_index=True, key="hm_dpr")
             csv_download(dpr_df, file_stem("dpr", stem), "hm_dpr_csv")
-            sim = report.dpr_by_similarity(db_path, sweep_id, families=dpr_families)
+            sim = sweep.dpr_by_similarity(dpr_families)
             sim_fig = bucket_figure(sim, "DPR (%)", "similarity of perturbed to original question (token F1)",
                                     title="DPR against question similarity")
             st.plotly_chart(sim_fig, key="hm_dpr_fig")
@@ -142,7 +127,8 @@ def dureader_section(db_path, sweep_id: int, version, stem: str) -> None:
                             help="A trap = a context sentence with an entity of the answer's type that is not the "
                                  "answer; similarity = token F1 between the trap sentence and the question.")
     pert, pj = (None, None) if trap_key == "clean" else json.loads(trap_key)
-    traps = load_traps(str(db_path), sweep_id, version, pert, pj)
+    with st.spinner("Finding trap sentences…"):
+        traps = sweep.traps(pert, pj)
     st.caption(f"{traps['with_trap']} examples have a trap sentence, {traps['without_trap']} none (only those with "
                f"one are plotted); trap found by: {', '.join(f'{k} {v}' for k, v in traps['methods'].items()) or '-'}.")
     if traps["buckets"]:

@@ -1,7 +1,9 @@
 """Heatmaps: browse a stored sweep: model x perturbation heatmap with drill-down, NoiseQA and
 DuReader views, the German paper's penalty table; every table as CSV, every figure as HTML/PNG.
 
-Numbers come from core.sweeps (report, aggregates, tables: penalties, clean scores, drill-down);
+Numbers come from one read handle of the chosen sweep (core.sweeps.analysis.stored.StoredSweep,
+cached per database, sweep and version by components.loaders.stored_sweep) and the tables built
+from them (core.sweeps.analysis.tables);
 the figures from components.heatmap; the sections below the heatmap from components.cell_drill
 (a cell's examples), components.paper_views (penalty by n, NoiseQA, DuReader-robust) and
 components.error_views (repair, slices, calibration).
@@ -65,15 +67,16 @@ persist.keep_all(["hm_metric", "hm_value", "hm_layout"])
 keep_valid("hm_sweep", newest_first)
 sweep_id = st.selectbox("Sweep", newest_first, key="hm_sweep",
                         format_func=lambda i: f"{by_id[i]['name']} · {by_id[i]['dataset']}")
-sweep = by_id[sweep_id]
+# One read handle for every view below; a new version (rows added) is a new handle.
+stored = loaders.stored_sweep(str(db_path), sweep_id, aggregates.version_of(by_id[sweep_id]))
+sweep = stored.info
 stem = file_stem(sweep["name"])
-version = (sweep["updated_at"], sweep["done_units"])  # cache key: changes whenever rows are added
 st.caption(md_escape(
     f"{sweep['dataset']} · {sweep['n_examples']} examples · models {', '.join(sweep['models'])} · "
     f"{len(sweep['perturbations'])} perturbation specs · repeats {sweep['config'].get('repeats')} · "
     f"seed {sweep['config'].get('seed')} · {sweep['done_units']:,}/{sweep['total_units']:,} result rows · "
     f"status {sweep['status']} · updated {sweep['updated_at']}"))
-file_sources = [f"{sp['label']}: {sp['source']}" for sp in report.sweep_specs(db_path, sweep_id)
+file_sources = [f"{sp['label']}: {sp['source']}" for sp in stored.specs()
                 if sp["perturbation"].startswith("file:")]
 if file_sources:   # how each challenge file was paired with the data set (rule and counts)
     st.caption(md_escape("Challenge files: " + " · ".join(file_sources)))
@@ -81,22 +84,16 @@ if sweep["done_units"] < sweep["total_units"]:
     st.warning("This sweep is incomplete: the numbers cover the rows stored so far (resume it on the Sweeps "
                "page, or reload this page while it runs).")
 
-
-# The slow aggregates come from the sweep's database when they were stored as it finished
-# (core.sweeps.analysis.aggregates), else they are computed here.
-@st.cache_data(show_spinner=False, max_entries=16)
-def load_cells(db: str, sid: int, version) -> list:
-    return aggregates.cells(db, sid, paper_views.stored_version(version))
-
-
-cells = load_cells(str(db_path), sweep_id, version)
+# The cells come from the sweep's database when they were stored as it finished
+# (core.sweeps.analysis.aggregates), else the handle computes them.
+cells = stored.cells()
 if not cells:
     st.info("This sweep has no cells.")
     st.stop()
 
 # ------------------------------------------------------------------------------------- clean scores
 
-clean = report.clean_scores(db_path, sweep_id)
+clean = stored.clean_scores()
 clean_df = pd.DataFrame(views.clean_rows(clean))
 
 def clicked_cells() -> list[int]:
@@ -171,17 +168,10 @@ with tabs["Heatmap"]:
     csv_download(cells_df, file_stem("cells", stem), "hm_cells_csv", "CSV of all cells")
 
     # ------------------------------------------------------------------------------------ drill-down
-    cell_examples(db_path, sweep_id, version, plotted, metric, stem,
-                  complete=sweep["done_units"] >= sweep["total_units"])
+    cell_examples(stored, plotted, metric, stem)
 
 
 # ------------------------------------------------------------------------------------ model vs model
-
-@st.cache_data(show_spinner="Resampling examples (paired bootstrap)…", max_entries=16)
-def load_differences(db: str, sid: int, version, model_a: str, model_b: str) -> list:
-    return aggregates.model_differences(db, sid, paper_views.stored_version(version), model_a, model_b)
-
-
 if "Model vs model" in tabs:
     with tabs["Model vs model"]:
         st.subheader("Model vs model: which differences are real?")
@@ -192,7 +182,8 @@ if "Model vs model" in tabs:
         c1, c2 = st.columns(2)
         model_a = c1.selectbox("Model A", sweep["models"], index=0, key="hm_diff_a")
         model_b = c2.selectbox("Model B", [m for m in sweep["models"] if m != model_a], index=0, key="hm_diff_b")
-        diff_df = pd.DataFrame(load_differences(str(db_path), sweep_id, version, model_a, model_b))
+        with st.spinner("Resampling examples (paired bootstrap)…"):
+            diff_df = pd.DataFrame(stored.model_differences(model_a, model_b))
         st.dataframe(diff_df.drop(columns=["perturbation", "params_json"]), hide_index=True, key="hm_diff")
         d1, d2, _ = st.columns([1, 1, 6])
         with d1:
@@ -205,29 +196,29 @@ if "Model vs model" in tabs:
 
 if "Penalty by n" in tabs:
     with tabs["Penalty by n"]:
-        paper_views.penalty_by_n_section(db_path, sweep_id, cells, metric, stem)
+        paper_views.penalty_by_n_section(stored, metric, stem)
 if "NoiseQA" in tabs:
     with tabs["NoiseQA"]:
-        paper_views.noiseqa_section(db_path, sweep_id, version, cells, metric, stem)
+        paper_views.noiseqa_section(stored, metric, stem)
 with tabs["DuReader-robust"]:
-    paper_views.dureader_section(db_path, sweep_id, version, stem)
+    paper_views.dureader_section(stored, stem)
 
 # ------------------------------------------------------------------------------------ error analysis
 # NoiseQA's repair table, slices, confidence and abstention (components.error_views).
 if "Repair" in tabs:
     with tabs["Repair"]:
-        error_views.repair_section(db_path, sweep_id, version, stem)
+        error_views.repair_section(stored, stem)
 with tabs["Slices & calibration"]:
-    error_views.slices_section(db_path, sweep_id, version, stem, sweep["models"])
-    error_views.calibration_section(db_path, sweep_id, version, stem)
+    error_views.slices_section(stored, stem)
+    error_views.calibration_section(stored, stem)
 
 # F1 against each variant's measured noise, with break points (components.noise_curves).
 with tabs["Noise curves"]:
-    noise_curve_section(db_path, sweep_id, version, stem)
+    noise_curve_section(stored, stem)
 
 # Answers that change between this sweep and one run with another engine backend (components.backend_flips).
 with tabs["Backend flips"]:
-    backend_flips_section(db_path, sweep, sweeps, version, stem)
+    backend_flips_section(stored, sweeps, stem)
 
 # ------------------------------------------------------------- translate or answer in the language?
 # Not a view of this sweep: XQuAD's parallel questions by route (components.route_view).

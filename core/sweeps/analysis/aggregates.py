@@ -7,8 +7,8 @@ the default model-vs-model bootstrap seconds more (benchmarks/heatmaps_open.py m
 :func:`store` computes them when a sweep ends (core.sweeps.running.lifecycle.launch calls it) and
 writes them as JSON into the sweep's own database, table ``sweep_aggregates``, stamped with the
 sweep's version (last update, rows done); :func:`load` returns a stored aggregate only while
-that version still holds, so a resumed or extended sweep is never shown stale numbers: the page
-computes them live again until the next :func:`store`.
+that version still holds, so a resumed or extended sweep is never shown stale numbers: the read
+handle (core.sweeps.analysis.stored.StoredSweep) computes them live again until the next :func:`store`.
 
 Reading is read-only (the page never writes); JSON, never pickle, so a database file can hold
 no code.
@@ -16,7 +16,6 @@ no code.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,7 @@ from typing import Any
 from core.sweeps.analysis import report as report
 from core.sweeps.store import Store
 
-__all__ = ["NAMES", "version_of", "store", "load", "drop", "cells", "noise_rates", "clean_traps",
-           "model_differences"]
+__all__ = ["NAMES", "version_of", "store", "load", "drop"]
 
 
 
@@ -87,28 +85,3 @@ def load(db: str | Path, sweep_id: int, version: str, name: str) -> Any | None:
     if row is None or row[0] != version:
         return None
     return json.loads(row[1])
-
-
-def _stored_or(compute: Callable[[], Any], decode: Callable[[Any], Any], db, sweep_id, version, name):
-    value = load(db, sweep_id, version, name)
-    return compute() if value is None else decode(value)
-
-
-def cells(db: str | Path, sweep_id: int, version: str) -> list[report.Cell]:
-    return _stored_or(lambda: report.cells(db, sweep_id), lambda v: [report.Cell(**c) for c in v],
-                      db, sweep_id, version, "cells")
-
-
-def noise_rates(db: str | Path, sweep_id: int, version: str) -> dict:
-    return _stored_or(lambda: report.noise_rates(db, sweep_id), lambda v: {tuple(k): r for k, r in v},
-                      db, sweep_id, version, "noise_rates")
-
-
-def clean_traps(db: str | Path, sweep_id: int, version: str) -> dict:
-    return _stored_or(lambda: report.f1_by_trap_similarity(db, sweep_id, perturbation=None, params=None),
-                      lambda v: v, db, sweep_id, version, "traps:clean")
-
-
-def model_differences(db: str | Path, sweep_id: int, version: str, model_a: str, model_b: str) -> list:
-    return _stored_or(lambda: report.model_differences(db, sweep_id, model_a, model_b), lambda v: v,
-                      db, sweep_id, version, f"differences:{json.dumps([model_a, model_b])}")

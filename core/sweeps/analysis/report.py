@@ -257,16 +257,16 @@ def penalty_totals(cell_list: Sequence[Cell], metric: str = "f1") -> dict[str, i
 
 
 def penalty_table(db: Store | str | Path, sweep: int | str, param: str | None = None,
-                  metric: str = "f1") -> dict[str, Any]:
+                  metric: str = "f1", cell_list: Sequence[Cell] | None = None) -> dict[str, Any]:
     """The German paper's penalty table over n: {"param", "ns", "rows": {model: {n: total}},
     "cells": {n: number of specs with that n}}.
 
     A spec's n is the value of its parameter ``param`` ("n_words" or "n_chars"); by default the one
     of those two with more distinct values across the sweep's specs. Specs without the parameter
     are left out. The total for (model, n) is the sum of the penalties of that model's cells
-    whose spec has that n.
+    whose spec has that n. ``cell_list``: the sweep's cells when already read (not read again).
     """
-    cell_list = cells(db, sweep)
+    cell_list = cells(db, sweep) if cell_list is None else cell_list
     if param is None:
         counts = {p: len({c.params[p] for c in cell_list if p in c.params}) for p in ("n_words", "n_chars")}
         param = max(counts, key=lambda p: (counts[p], p == "n_chars"))
