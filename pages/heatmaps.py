@@ -4,9 +4,9 @@ DuReader views, the German paper's penalty table; every table as CSV, every figu
 Numbers come from one read handle of the chosen sweep (core.sweeps.analysis.stored.StoredSweep,
 cached per database, sweep and version by components.loaders.stored_sweep) and the tables built
 from them (core.sweeps.analysis.tables);
-the figures from components.heatmap; the sections below the heatmap from components.cell_drill
-(a cell's examples), components.paper_views (penalty by n, NoiseQA, DuReader-robust) and
-components.error_views (repair, slices, calibration).
+the figures from components.heatmaps.heatmap; the sections below the heatmap from components.heatmaps.cell_drill
+(a cell's examples), components.heatmaps.paper_views (penalty by n, NoiseQA, DuReader-robust) and
+components.heatmaps.error_views (repair, slices, calibration).
 The heatmap is drawn with square scatter markers because Streamlit reports clicks on scatter
 points but not on heatmap cells: clicking a cell selects it, and a select box does the same
 without a mouse.
@@ -16,15 +16,16 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import error_views, loaders, paper_views, persist, route_view
-from components.backend_flips import backend_flips_section
-from components.cell_drill import cell_examples
+from components import loaders, persist
 from components.choice import keep_valid
 from components.demo_sweep import offer_demo_sweep
 from components.export import csv_download, figure_downloads, file_stem
 from components.frame import page_frame
-from components.heatmap import LAYOUTS, METRICS, VALUES, choose_layout, heatmap_figure
-from components.noise_curves import noise_curve_section
+from components.heatmaps import error_views, paper_views, route_view
+from components.heatmaps.backend_flips import backend_flips_section
+from components.heatmaps.cell_drill import cell_examples
+from components.heatmaps.heatmap import LAYOUTS, METRICS, VALUES, choose_layout, heatmap_figure
+from components.heatmaps.noise_curves import noise_curve_section
 from components.sweep_db_picker import db_path_input, stored_sweeps_or_stop
 from components.text import md_escape
 from core.explore import demo_sweep
@@ -192,7 +193,7 @@ if "Model vs model" in tabs:
                            file_name=f"{file_stem('model-differences', stem, model_a, model_b)}.json",
                            mime="application/json", key="hm_diff_json")
 
-# ------------------------------------------------------------------- the papers' views (components.paper_views)
+# ------------------------------------------------------------ the papers' views (components.heatmaps.paper_views)
 
 if "Penalty by n" in tabs:
     with tabs["Penalty by n"]:
@@ -204,7 +205,7 @@ with tabs["DuReader-robust"]:
     paper_views.dureader_section(stored, stem)
 
 # ------------------------------------------------------------------------------------ error analysis
-# NoiseQA's repair table, slices, confidence and abstention (components.error_views).
+# NoiseQA's repair table, slices, confidence and abstention (components.heatmaps.error_views).
 if "Repair" in tabs:
     with tabs["Repair"]:
         error_views.repair_section(stored, stem)
@@ -212,15 +213,15 @@ with tabs["Slices & calibration"]:
     error_views.slices_section(stored, stem)
     error_views.calibration_section(stored, stem)
 
-# F1 against each variant's measured noise, with break points (components.noise_curves).
+# F1 against each variant's measured noise, with break points (components.heatmaps.noise_curves).
 with tabs["Noise curves"]:
     noise_curve_section(stored, stem)
 
-# Answers that change between this sweep and one run with another engine backend (components.backend_flips).
+# Answers that change between this sweep and one run with another engine backend (components.heatmaps.backend_flips).
 with tabs["Backend flips"]:
     backend_flips_section(stored, sweeps, stem)
 
 # ------------------------------------------------------------- translate or answer in the language?
-# Not a view of this sweep: XQuAD's parallel questions by route (components.route_view).
+# Not a view of this sweep: XQuAD's parallel questions by route (components.heatmaps.route_view).
 with tabs["Translate or answer?"]:
     route_view.render(loaders.multilingual_models())

@@ -21,7 +21,7 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.heatmap import (
+from components.heatmaps.heatmap import (
     BAND_COLOURS,
     MAX_ACROSS,
     NO_SCORE_COLOUR,

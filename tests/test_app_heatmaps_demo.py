@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_app_heatmaps import PAGE, _chart_spec, _frame, build_sweep
 
-from components.heatmap import heatmap_figure
+from components.heatmaps.heatmap import heatmap_figure
 from core.sweeps.analysis import aggregates as aggregates
 from core.sweeps.analysis import report as report
 

@@ -1,7 +1,7 @@
 """Every metric is declared once (core.metrics.declared) and the app's labels come from there."""
 import pytest
 
-from components import heatmap
+from components.heatmaps import heatmap
 from core.metrics import METRICS, Metric
 from core.models import cards
 

@@ -14,7 +14,7 @@ from components.answers import card_header, legend, spans_in_context
 from components.attribution import why_changed_expander
 from components.choice import keep_valid
 from components.export import csv_download, file_stem
-from components.heatmap import METRICS, format_value
+from components.heatmaps.heatmap import METRICS, format_value
 from components.highlight import color_for
 from components.loaders import engine_for_state
 from components.text import md_escape
