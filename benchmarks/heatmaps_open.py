@@ -74,8 +74,12 @@ def build(db: Path, sample: int) -> str:
 
 
 def open_page(db: Path) -> float:
+    import streamlit as st
     from streamlit.testing.v1 import AppTest
 
+    # a first visitor's open: no cached read handle (components.loaders.stored_sweep) or data left over
+    st.cache_data.clear()
+    st.cache_resource.clear()
     os.environ["QAX_SWEEP_DB"] = str(db)
     at = AppTest.from_file(str(ROOT / "pages" / "heatmaps.py"), default_timeout=600)
     t0 = time.perf_counter()

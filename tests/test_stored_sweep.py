@@ -21,7 +21,8 @@ def test_the_handle_resolves_the_sweep_once_by_name_or_id(db):
     by_name = StoredSweep(db, "toy-sweep")
     (row,) = report.list_sweeps(db)
     assert by_name.id == row["id"] and by_name.name == "toy-sweep" and by_name.models == ["fake-a", "fake-b"]
-    assert by_name.version == aggregates.version_of(row) == f"{row['updated_at']}|80"  # 2 models x 5 examples x 8 rows each
+    # 80 rows: 2 models x 5 examples x (clean + 7 perturbed rows: 5 specs, two of them repeated twice)
+    assert by_name.version == aggregates.version_of(row) == f"{row['updated_at']}|80"
     assert by_name.complete and StoredSweep(db, row["id"]).name == "toy-sweep"
     with pytest.raises(KeyError, match="no sweep 'nope'.*known sweeps: toy-sweep"):
         StoredSweep(db, "nope")
