@@ -186,7 +186,7 @@ if "Model vs model" in tabs:
         with st.spinner("Resampling examples (paired bootstrap)…"):
             diff_df = pd.DataFrame(stored.model_differences(model_a, model_b))
         st.dataframe(diff_df.drop(columns=["perturbation", "params_json"]), hide_index=True, key="hm_diff")
-        d1, d2, _ = st.columns([1, 1, 6])
+        d1, d2, _ = st.columns([1, 1, 2])   # wide enough for "⬇ JSON" at 800 px
         with d1:
             csv_download(diff_df, file_stem("model-differences", stem, model_a, model_b), "hm_diff_csv")
         d2.download_button("⬇ JSON", diff_df.to_json(orient="records", indent=1),

@@ -160,11 +160,11 @@ def calibration_section(sweep: StoredSweep, stem: str) -> None:
     curve.update_layout(title="F1 of the answered questions against coverage (abstaining below a threshold)",
                         xaxis_title="coverage (% answered)", yaxis_title="answered F1 (%)", height=380)
     st.plotly_chart(curve, key="hm_calib_curve")
-    c1, c2 = st.columns(2)
-    with c1:
-        figure_downloads(hist, file_stem("scores", row["model"], row["spec"], stem), "hm_calib_hist_dl")
-    with c2:
-        figure_downloads(curve, file_stem("coverage", row["model"], row["spec"], stem), "hm_calib_curve_dl")
+    # one row per figure: two downloads side by side inside half a page are cut off at 800 px
+    st.caption("Score histogram:")
+    figure_downloads(hist, file_stem("scores", row["model"], row["spec"], stem), "hm_calib_hist_dl")
+    st.caption("Coverage curve:")
+    figure_downloads(curve, file_stem("coverage", row["model"], row["spec"], stem), "hm_calib_curve_dl")
     curve_df = pd.DataFrame([{"set": k, **p} for k in ("clean", "perturbed") for p in calib.coverage_curve(pts[k])])
     csv_download(curve_df, file_stem("coverage", row["model"], row["spec"], stem), "hm_calib_curve_csv",
                  "CSV (coverage curves)")

@@ -83,8 +83,6 @@ def noise_curve_section(sweep: StoredSweep, stem: str) -> None:
     st.dataframe(pd.DataFrame([{"model": m, "clean F1": round(c.clean[m], 1) if m in c.clean else None,
                                 "break point": "none" if bp is None else f"{unit} {bp:g}"}
                                for m, bp in c.breaks.items()]), hide_index=True, key="hm_curve_breaks")
-    d1, d2 = st.columns(2)
-    with d1:
-        figure_downloads(fig, file_stem("noise_curve", measure, stem), "hm_curve_dl")
-    with d2:
-        csv_download(pd.DataFrame(c.rows()), file_stem("noise_curve", measure, stem), "hm_curve_csv")
+    # the figure's two downloads get the page's width (inside half of it they are cut off at 800 px)
+    figure_downloads(fig, file_stem("noise_curve", measure, stem), "hm_curve_dl")
+    csv_download(pd.DataFrame(c.rows()), file_stem("noise_curve", measure, stem), "hm_curve_csv")
