@@ -19,7 +19,7 @@ from components.text import html_text, md_escape
 from core.collect import beat_store
 from core.explore import demo_sweep
 from core.explore import gallery as cg
-from core.sweeps import report as report
+from core.sweeps.analysis import report as report
 
 page_frame()
 st.title("Gallery")

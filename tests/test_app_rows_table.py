@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_sweep_rows import build_rows_sweep
 
-from core.sweeps import rows as rt
+from core.sweeps.analysis import rows as rt
 
 PAGE = "../pages/heatmaps.py"
 
@@ -117,7 +117,7 @@ def test_text_search_and_noise_range(rows_db):
 def test_pinned_cards_escape_what_the_store_holds():
     import pandas as pd
 
-    from components.rows_table import pinned_html
+    from components.heatmaps.rows_table import pinned_html
 
     hostile = "![x](http://h/p.png) <img src=x onerror=alert(1)>"
     row = pd.Series({"example": "<b>q</b>", "model": "m<script>", "perturbation": "[t](http://h)", "repeat": 0,

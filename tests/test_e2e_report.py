@@ -24,7 +24,7 @@ from core import reports
 from core.datasets import Dataset
 from core.perturb.spec import parse_specs
 from core.sweeps.config import SweepConfig
-from core.sweeps.run import run_sweep
+from core.sweeps.running.run import run_sweep
 from core.types import Answer, QAExample
 
 pytestmark = pytest.mark.e2e

@@ -19,11 +19,11 @@ from core import reports
 from core.datasets import Dataset
 from core.perturb.spec import parse_specs
 from core.reports.content import collect, engine_backend
-from core.sweeps import report as report
-from core.sweeps import tables as views
+from core.sweeps.analysis import report as report
+from core.sweeps.analysis import tables as views
 from core.sweeps.cli import main
 from core.sweeps.config import SweepConfig
-from core.sweeps.run import run_sweep
+from core.sweeps.running.run import run_sweep
 from core.types import Answer, QAExample
 
 PAGE = "../pages/heatmaps.py"
@@ -178,7 +178,7 @@ def test_views_that_apply_noiseqa_and_backend_flips(tmp_path):
     engine answers q1 "France" instead of "Paris": one clean flip in five for the one model."""
     from test_app_heatmaps import CLEAN_A, TOY
 
-    from core.sweeps import aggregates
+    from core.sweeps.analysis import aggregates
 
     db = tmp_path / "sweeps.sqlite"
     for name, answers, fingerprint in (("torch", CLEAN_A, "a1"),

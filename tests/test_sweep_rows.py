@@ -1,4 +1,4 @@
-"""A sweep's answers as one table (core.sweeps.rows), on a toy sweep whose every row is worked out by hand.
+"""A sweep's answers as one table (core.sweeps.analysis.rows), on a toy sweep whose every row is worked out by hand.
 
 Two lookup-table engines (those of test_app_heatmaps) answer the five-question toy set:
 
@@ -21,9 +21,9 @@ import pytest
 from test_app_heatmaps import ANSWERS_A, ANSWERS_B, TOY, LookupEngine
 
 from core.perturb.spec import parse_specs
-from core.sweeps import rows as rt
+from core.sweeps.analysis import rows as rt
 from core.sweeps.config import SweepConfig
-from core.sweeps.run import run_sweep
+from core.sweeps.running.run import run_sweep
 
 
 def build_rows_sweep(db) -> str:
@@ -79,7 +79,7 @@ def test_one_row_per_scored_answer_with_hand_checked_values(table):
     assert pd.isna(a5["seed"]) and pd.isna(a5["n"]) and a5["repeat"] == 0   # deterministic, no n
     b4 = _get(table, "q4", "fake-a", "TUQ")
     assert (b4["answer"], b4["clean answer"], b4["F1"]) == ("Berlin", "three million", 0.0)
-    # slices: core.sweeps.slices' groups of the original example; the edit size of the variant
+    # slices: core.sweeps.analysis.slices' groups of the original example; the edit size of the variant
     assert (b4["question word"], b4["answer type"], b4["word overlap"], b4["question length"]) == (
         "how many/much", "number", "<50%", "1-6")          # {people, berlin} of 6 question words
     assert a5["edit size"] == "5-10%" and b4["edit size"] == ">20%"   # raw CER 2/33; every letter upper-cased

@@ -1,6 +1,6 @@
-"""The noise-level curves of :mod:`core.sweeps.curves` as a plotly figure (no streamlit import):
+"""The noise-level curves of :mod:`core.sweeps.analysis.curves` as a plotly figure (no streamlit import):
 one line per model over the noise bins (mean F1, the bootstrap band as error bars), its 90 %-of-
-clean level dotted, its break point marked. Drawn by Heatmaps (components/noise_curves.py) and the
+clean level dotted, its break point marked. Drawn by Heatmaps (components/heatmaps/noise_curves.py) and the
 sweep reports (core/reports/).
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import html
 import plotly.graph_objects as go
 
 from core.render.highlight import color_for
-from core.sweeps import curves as nc
+from core.sweeps.analysis import curves as nc
 
 __all__ = ["LABELS", "bin_label", "curve_figure"]
 
@@ -30,7 +30,7 @@ def curve_figure(c: nc.Curves) -> go.Figure:
     """The curves of ``c`` as a plotly figure. Model names are HTML-escaped: plotly reads a trace name
     as its pseudo-HTML, so ``<a href=...>`` in one was drawn as a live link in the legend.
 
-    >>> from core.sweeps.curves import CurveBin, Curves
+    >>> from core.sweeps.analysis.curves import CurveBin, Curves
     >>> c = Curves("cer", [CurveBin("m", 0, 5, 2, 80.0, 70.0, 90.0), CurveBin("m", 5, 10, 1, 40.0, 40.0, 40.0)],
     ...            {"m": 80.0}, {"m": 5})
     >>> fig = curve_figure(c)

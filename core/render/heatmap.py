@@ -15,7 +15,7 @@ that they are on screen where the reading starts.
 Cells are coloured by the German paper's bands of the percentage change (SEEDS.md §4,
 core.metrics.penalty.BANDS) of the chosen metric, whatever value the cells show (% change, the
 perturbed score or the absolute drop): the colour always means the band, so the penalty written
-in each cell matches its colour. Columns are grouped by family (core.sweeps.tables.columns), with
+in each cell matches its colour. Columns are grouped by family (core.sweeps.analysis.tables.columns), with
 family names above the plot and thin lines between families. Each y label carries the model's
 penalty total. Trace 0 holds the cells; point i is ``plotted[i]`` of :func:`heatmap_figure`'s
 result, and its customdata starts with i, so a selection maps back to its cell (an optional
@@ -33,8 +33,8 @@ import plotly.graph_objects as go
 
 from core.metrics import METRICS as ANSWER_METRICS
 from core.metrics.penalty import BANDS
-from core.sweeps.report import Cell
-from core.sweeps.tables import columns
+from core.sweeps.analysis.report import Cell
+from core.sweeps.analysis.tables import columns
 
 __all__ = ["BAND_COLOURS", "NO_SCORE_COLOUR", "VALUES", "METRICS", "LAYOUTS", "MAX_ACROSS", "cell_value",
            "format_value", "cell_colour", "grid_size", "choose_layout", "heatmap_figure"]
@@ -149,7 +149,7 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
     """The heatmap figure and the cells in marker order (marker i shows ``plotted[i]``).
 
     ``totals``: {model: penalty total} written into the model labels (pass
-    core.sweeps.report.penalty_totals for the same metric). ``models``: model order (default: the
+    core.sweeps.analysis.report.penalty_totals for the same metric). ``models``: model order (default: the
     order of first appearance in ``cell_list``). ``highlight``: the index (in
     marker order) of a cell to outline, the one whose examples the page shows. ``layout``: one of
     :data:`LAYOUTS` (:func:`choose_layout`).

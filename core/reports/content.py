@@ -23,9 +23,9 @@ from core.perturb.spec import PerturbationSpec
 from core.render.curve_figure import curve_figure
 from core.render.heatmap import METRICS, heatmap_figure
 from core.render.sweep_figures import breakdown_figure, bucket_figure
-from core.sweeps import aggregates, drill, report
-from core.sweeps import curves as noise_curves
-from core.sweeps import tables as views
+from core.sweeps.analysis import aggregates, drill, report
+from core.sweeps.analysis import curves as noise_curves
+from core.sweeps.analysis import tables as views
 
 __all__ = ["Table", "Section", "Example", "Report", "ProgressFn", "WORST_EXAMPLES", "engine_backend", "sweep_command",
            "collect"]
@@ -51,11 +51,11 @@ class Section:
 @dataclass
 class Example:
     """One of the worst rows: the cell's model lost ``f1_loss`` (0..1) under ``spec``; ``across``
-    is every model's answer on it (core.sweeps.drill.example_across_models)."""
+    is every model's answer on it (core.sweeps.analysis.drill.example_across_models)."""
 
     model: str
     spec: str
-    row: dict[str, Any]              # core.sweeps.report.cell_examples' row
+    row: dict[str, Any]              # core.sweeps.analysis.report.cell_examples' row
     across: list[dict[str, Any]]
 
 
@@ -207,7 +207,7 @@ def _dureader(db, sid: int, version: str) -> Section:
 
 
 def _repair(db, sid: int, cells: list) -> Section | None:
-    from core.sweeps.repair import repair_table
+    from core.sweeps.analysis.repair import repair_table
 
     if not any("repair_Q" in c.perturbation for c in cells):
         return None
@@ -216,8 +216,8 @@ def _repair(db, sid: int, cells: list) -> Section | None:
 
 
 def _slices(db, sid: int) -> Section:
-    from core.sweeps.calibration import calibration_table
-    from core.sweeps.slices import SLICES, slice_cells
+    from core.sweeps.analysis.calibration import calibration_table
+    from core.sweeps.analysis.slices import SLICES, slice_cells
 
     tables = []
     for name, label in SLICES.items():
@@ -249,7 +249,7 @@ def _curves(db, sid: int, seed: int) -> Section:
 
 
 def _backend_flips(db, sweep: dict, others: list[dict]) -> Section | None:
-    from core.sweeps.backend_axis import backend_flips
+    from core.sweeps.analysis.backend_axis import backend_flips
 
     section = Section("Backend flips", "Answers that differ between this sweep and another stored sweep of the same "
                       "data, perturbations and seed run with another engine backend.")

@@ -17,7 +17,7 @@ from typing import Any
 from core.render.highlight import Mark, color_for, highlight_html, legend_html
 from core.render.text import html_text
 from core.reports.content import Example, Report, Table
-from core.sweeps import drill
+from core.sweeps.analysis import drill
 
 __all__ = ["render_html", "format_cell"]
 

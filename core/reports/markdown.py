@@ -15,7 +15,7 @@ from typing import Any
 
 from core.render.text import md_escape
 from core.reports.content import Example, Report, Table
-from core.sweeps import drill
+from core.sweeps.analysis import drill
 
 __all__ = ["render_markdown", "md_cell", "md_table"]
 
