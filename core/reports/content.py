@@ -23,9 +23,10 @@ from core.perturb.spec import PerturbationSpec
 from core.render.curve_figure import curve_figure
 from core.render.heatmap import METRICS, heatmap_figure
 from core.render.sweep_figures import breakdown_figure, bucket_figure
-from core.sweeps.analysis import aggregates, drill, report
 from core.sweeps.analysis import curves as noise_curves
+from core.sweeps.analysis import drill, report
 from core.sweeps.analysis import tables as views
+from core.sweeps.analysis.stored import StoredSweep
 
 __all__ = ["Table", "Section", "Example", "Report", "ProgressFn", "WORST_EXAMPLES", "engine_backend", "sweep_command",
            "collect"]
@@ -136,11 +137,11 @@ def _heatmap(db, sweep: dict, cells: list, clean: dict, metric: str) -> Section:
         [fig])
 
 
-def _model_vs_model(db, sweep: dict, version: str) -> Section | None:
-    models = sweep["models"]
+def _model_vs_model(stored: StoredSweep) -> Section | None:
+    models = stored.models
     if len(models) < 2:
         return None
-    rows = aggregates.model_differences(db, sweep["id"], version, models[0], models[1])
+    rows = stored.model_differences(models[0], models[1])
     return Section("Model vs model",
                    f"{models[1]} − {models[0]} in F1 points on the examples both were scored on, with a 95% "
                    "paired-bootstrap interval over those examples (2,000 resamples, seed 0).",
@@ -161,10 +162,11 @@ def _penalty_by_n(db, sid: int, cells: list, metric: str) -> Section | None:
                    "Each model's penalties summed over the specs with n = 1, 2, …", tables)
 
 
-def _noiseqa(db, sid: int, version: str, cells: list, metric: str) -> Section | None:
+def _noiseqa(stored: StoredSweep, cells: list, metric: str) -> Section | None:
+    db, sid = stored.db, stored.id
     if not any(views.interface_of(c.perturbation, c.family) for c in cells):
         return None
-    rates = aggregates.noise_rates(db, sid, version)
+    rates = stored.noise_rates()
     section = Section("NoiseQA: interface noise",
                       "Clean vs noisy EM / F1 (Table 4 layout) with each noisy set's CER / WER / BLEU (Table 3).",
                       [Table("Clean vs noisy", views.noiseqa_table(cells, rates))])
@@ -182,8 +184,9 @@ def _noiseqa(db, sid: int, version: str, cells: list, metric: str) -> Section | 
     return section
 
 
-def _dureader(db, sid: int, version: str) -> Section:
-    specs = report.sweep_specs(db, sid)
+def _dureader(stored: StoredSweep) -> Section:
+    db, sid = stored.db, stored.id
+    specs = stored.specs()
     section = Section("DuReader-robust: over-sensitivity and over-stability",
                       "DPR = share of (original, paraphrased) question pairs whose predictions differ (the "
                       "paraphrase family, as Heatmaps counts it by default); F1 against the similarity of a trap "
@@ -195,7 +198,7 @@ def _dureader(db, sid: int, version: str) -> Section:
         section.tables.append(Table("DPR by question similarity", views.bucket_rows(sim, "DPR %")))
         section.figures.append(bucket_figure(sim, "DPR (%)", "similarity of perturbed to original question "
                                              "(token F1)", title="DPR against question similarity"))
-    traps = aggregates.clean_traps(db, sid, version)
+    traps = stored.traps()
     if traps["buckets"]:
         section.tables.append(Table(f"F1 by question-trap similarity (clean questions; {traps['with_trap']} "
                                     f"with a trap sentence, {traps['without_trap']} without)",
@@ -296,18 +299,16 @@ def collect(db: str | Path, sweep: int | str, metric: str = "f1", seed: int = 0,
     bootstrap seed. ``progress(done, total, label)`` is called before each step. A sweep name not
     in ``db`` raises KeyError (from the store)."""
     sweeps = report.list_sweeps(db)
-    with report.reading(db) as store:
-        sid = store.sweep_id(sweep)
-    info = next(s for s in sweeps if s["id"] == sid)
-    version = aggregates.version_of(info)
-    cells = aggregates.cells(db, sid, version)
-    clean = report.clean_scores(db, sid)
+    stored = StoredSweep(db, sweep)   # the read handle Heatmaps uses: the same numbers
+    sid, info = stored.id, stored.info
+    cells = stored.cells()
+    clean = stored.clean_scores()
     steps: list[tuple[str, Callable[[], Any]]] = [
         ("heatmap", lambda: _heatmap(db, info, cells, clean, metric)),
-        ("model vs model", lambda: _model_vs_model(db, info, version)),
+        ("model vs model", lambda: _model_vs_model(stored)),
         ("penalty by n", lambda: _penalty_by_n(db, sid, cells, metric)),
-        ("NoiseQA", lambda: _noiseqa(db, sid, version, cells, metric)),
-        ("DuReader-robust", lambda: _dureader(db, sid, version)),
+        ("NoiseQA", lambda: _noiseqa(stored, cells, metric)),
+        ("DuReader-robust", lambda: _dureader(stored)),
         ("repair", lambda: _repair(db, sid, cells)),
         ("slices", lambda: _slices(db, sid)),
         ("noise curves", lambda: _curves(db, sid, seed)),
