@@ -3,7 +3,7 @@
     python benchmarks/backend_fidelity.py --model minilm-squad --pairs 120
     python benchmarks/backend_fidelity.py --model mpnet-squad-v2 --pairs 60 --json out.json
 
-Every available backend (core.qa.onnx_backend.BACKENDS) computes the start and end logits of the
+Every available backend (core.qa.backends.selection.BACKENDS) computes the start and end logits of the
 same windows through the engine's own forward pass (``QAEngine._forward``, batches of 8); each is
 compared with torch fp32 over the windows' real tokens: the mean squared logit error and how often
 the start and end argmax agree. This is the figure a recipe is chosen on (benchmarks/
@@ -44,10 +44,11 @@ def logit_error(ref: list, got: list, lengths: list[int]) -> dict[str, float]:
 
 @cli.command("benchmarks/backend_fidelity.py")
 def main(argv: list[str] | None = None) -> dict:
+    from core.compat import FINGERPRINT_TAGS
     from core.qa import registry
+    from core.qa.backends.selection import BACKENDS
     from core.qa.engine import EngineSettings, QAEngine
     from core.qa.features import build_windows
-    from core.qa.onnx_backend import BACKENDS, FINGERPRINT_TAGS
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from int8_sensitivity import training_pairs

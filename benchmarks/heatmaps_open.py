@@ -7,7 +7,7 @@ computing its aggregates live versus reading the ones stored when the sweep fini
    because the page's cost depends on the rows stored, not on who answered them.
 2. Opens pages/heatmaps.py in Streamlit's AppTest, as a first visitor does (Streamlit's caches
    empty): once with no stored aggregates (everything computed from the result rows), once after
-   core.sweeps.aggregates.store() has stored them (what a sweep does when it finishes).
+   core.sweeps.analysis.aggregates.store() has stored them (what a sweep does when it finishes).
 3. Prints the rows, the two wall times, and the machine's load average.
 
     python benchmarks/heatmaps_open.py                     # ~64k result rows (900 questions)
@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from core import cli  # noqa: E402  (the project on the path first)
 from core.perturb.spec import parse_specs  # noqa: E402
-from core.sweeps import aggregates as sweep_aggregates  # noqa: E402
+from core.sweeps.analysis import aggregates as sweep_aggregates  # noqa: E402
 from core.sweeps.config import SweepConfig  # noqa: E402
-from core.sweeps.run import run_sweep  # noqa: E402
+from core.sweeps.running.run import run_sweep  # noqa: E402
 from core.types import Prediction, Span  # noqa: E402
 
 PERTURBATIONS = "TUQ,TLQ,drop_qmark_Q,keyboard_Q,DCRQ:n_chars=1..4,DRQ:n_words=1..3"
@@ -74,8 +74,12 @@ def build(db: Path, sample: int) -> str:
 
 
 def open_page(db: Path) -> float:
+    import streamlit as st
     from streamlit.testing.v1 import AppTest
 
+    # a first visitor's open: no cached read handle (components.loaders.stored_sweep) or data left over
+    st.cache_data.clear()
+    st.cache_resource.clear()
     os.environ["QAX_SWEEP_DB"] = str(db)
     at = AppTest.from_file(str(ROOT / "pages" / "heatmaps.py"), default_timeout=600)
     t0 = time.perf_counter()
@@ -101,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     sweep_aggregates.store(db, name)
     stored_in = time.perf_counter() - t0
     stored = open_page(db)
-    from core.sweeps.report import list_sweeps
+    from core.sweeps.analysis.report import list_sweeps
 
     [sweep] = [s for s in list_sweeps(db) if s["name"] == name]
     figures = {"result_rows": sweep["done_units"], "examples": sweep["n_examples"], "models": len(sweep["models"]),

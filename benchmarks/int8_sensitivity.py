@@ -3,10 +3,10 @@
     python benchmarks/int8_sensitivity.py --model mpnet-squad-lora --pairs 60
     python benchmarks/int8_sensitivity.py --model minilm-squad --pairs 120 --json out.json
 
-The model's fused fp32 export (core.qa.onnx_backend, the ``onnx`` backend's file) is quantised with
+The model's fused fp32 export (core.qa.backends, the ``onnx`` backend's file) is quantised with
 ONNX Runtime's dynamic int8 (one activation scale per tensor, int8 weights per channel: the
-``onnx-int8`` recipe before core.qa.int8_per_token, and the study that found the outlier channels
-core.qa.int8_split keeps in fp32), once with every node quantised and once per group with that
+``onnx-int8`` recipe before core.qa.backends.int8_per_token, and the study that found the outlier channels
+core.qa.backends.int8_split keeps in fp32), once with every node quantised and once per group with that
 group left in fp32. Groups: every layer (all its
 weight MatMuls, or its fused Attention op) and every role across layers (``attention/attn/q``,
 ``intermediate/dense``, ``output/dense``, ...). For each file it reports, against the fp32 file on
@@ -73,7 +73,7 @@ def training_pairs(n_pairs: int, seed: int) -> list[tuple[str, str]]:
 
 
 def training_batches(tokenizer, input_names: list[str], n_pairs: int, seed: int, batch: int = 16) -> list[dict]:
-    from core.qa.int8_split import window_batches
+    from core.qa.backends.int8_split import window_batches
 
     return window_batches(tokenizer, training_pairs(n_pairs, seed), input_names, batch)
 
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> dict:
     import onnx
 
     from core.qa import registry
-    from core.qa.onnx_backend import ensure_export, model_input_names
+    from core.qa.backends.onnx_runtime import ensure_export, model_input_names
 
     ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad")

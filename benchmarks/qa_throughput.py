@@ -10,7 +10,7 @@ sorts windows by length, pads each batch dynamically and runs under torch.infere
 loop calls the engine once per question. Prints both figures, the speed-up, and checks that both
 give the same answers.
 
-``--compare-backends`` times every backend that runs here (core.qa.onnx_backend) on the same
+``--compare-backends`` times every backend that runs here (core.qa.backends) on the same
 questions, one model load shared by all, interleaved per chunk of questions (every backend
 answers each chunk, in rotated order) so that a neighbour's load on the shared cores falls on
 every backend alike; prints q/s, CPU ms, the speed-up over torch, the F1 against the gold answers
@@ -132,7 +132,7 @@ def backend_list(text: str | None) -> tuple[str, ...]:
     ...
     core.cli.CLIError: --backends: 'tensorrt' is not one of torch, torch-bf16, onnx, onnx-int8, openvino, openvino-int8
     """
-    from core.qa.onnx_backend import BACKENDS
+    from core.qa.backends.selection import BACKENDS
 
     if text is None:
         return BACKENDS
@@ -146,11 +146,13 @@ def backend_list(text: str | None) -> tuple[str, ...]:
 def compare_backends(args) -> int:
     import torch
 
+    from core.compat import FINGERPRINT_TAGS
     from core.datasets import load_dataset
     from core.metrics import corpus_scorer
     from core.qa import registry
+    from core.qa.backends.selection import F1_TOLERANCE, choose_default
+    from core.qa.backends.torch_eager import bf16_unavailable
     from core.qa.engine import EngineSettings, QAEngine
-    from core.qa.onnx_backend import F1_TOLERANCE, FINGERPRINT_TAGS, bf16_unavailable, choose_default
     from core.qa.roofline import BACKEND_PRECISION, detect_peak
 
     ds = load_dataset(args.dataset)

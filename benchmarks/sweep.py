@@ -1,7 +1,7 @@
 """Sweep benchmark: XQuAD-en x 10 perturbations x 2 models, cold vs warm vs a naive loop.
 
 In one run, on the same examples, perturbations, seeds and models:
-  1. cold:  ``core.sweeps.run.run_sweep`` into a fresh database (perturbs, predicts in batched chunks,
+  1. cold:  ``core.sweeps.running.run.run_sweep`` into a fresh database (perturbs, predicts in batched chunks,
             writes every row);
   2. warm:  the same configuration again as a NEW sweep name in the same database, so every
             variant and prediction comes from the cache (must make zero model calls) and only
@@ -40,8 +40,8 @@ from core.metrics import score_answer
 from core.perturb.spec import parse_specs
 from core.sweeps.config import SweepConfig
 from core.sweeps.keys import example_hash
-from core.sweeps.resolve import resolve_spec
-from core.sweeps.run import run_sweep
+from core.sweeps.running.resolve import resolve_spec
+from core.sweeps.running.run import run_sweep
 from core.sweeps.store import Store
 
 DEFAULT_PERTURBATIONS = ("keyboard_Q,misspell_Q,TLQ,DPQ,drop_function_Q,DCRQ,SCRQ,DRQ,SwapRQ,"

@@ -113,7 +113,7 @@ def child(args) -> None:
     from core.datasets import load_dataset
     from core.qa.engine import EngineSettings
     from core.sweeps.config import SweepConfig
-    from core.sweeps.run import run_sweep
+    from core.sweeps.running.run import run_sweep
 
     if args.cores:   # this process and every Ray process it starts run on these cores only
         os.sched_setaffinity(0, range(args.cores))
@@ -136,7 +136,7 @@ def child(args) -> None:
         run = run_sweep(config, engines, args.db, dataset=dataset, chunk_size=args.chunk_size, on_start=started)
         worker_states = []
     else:
-        from core.sweeps.ray import run_sweep_ray
+        from core.sweeps.running.ray import run_sweep_ray
 
         states: list = []
         run = run_sweep_ray(config, args.db, address=args.address, workers=args.workers, dataset=dataset,
@@ -147,7 +147,7 @@ def child(args) -> None:
     end, cpu = time.perf_counter(), time.process_time()
     use = cpu_use(marks["snapshot"], cpu_snapshot(), os.getpid())   # before Ray's processes end
     if args.backend != "local":
-        from core.sweeps.ray import disconnect
+        from core.sweeps.running.ray import disconnect
 
         disconnect()
     # this process's CPU during the sweep: for Ray, the driver's own cost (plan, look-ups,
@@ -208,8 +208,8 @@ def stages(args) -> dict:
     from core.qa.registry import load_engine
     from core.sweeps.config import SweepConfig
     from core.sweeps.keys import example_hash
-    from core.sweeps.resolve import registry_spec as _registry_spec
-    from core.sweeps.run import run_sweep
+    from core.sweeps.running.resolve import registry_spec as _registry_spec
+    from core.sweeps.running.run import run_sweep
 
     dataset = load_dataset(args.dataset)
     examples = sample_examples([e for e in dataset.examples if e.answers], args.text_sample, 0)

@@ -1,4 +1,4 @@
-"""A sweep running in the background (core.sweeps.job.SweepJob): its progress bar and its Cancel.
+"""A sweep running in the background (core.sweeps.running.job.SweepJob): its progress bar and its Cancel.
 
 Shared by the Sweeps page and the speech trial's scoring, which both run ``run_sweep`` on a
 background thread and poll it from an auto-refreshing fragment: the bar names the sweep and says
@@ -22,8 +22,8 @@ from components.text import md_escape
 from core.budgets import BudgetError
 from core.explore.answers import load_engines
 from core.sweeps.config import SweepConfig
-from core.sweeps.job import RayOptions, SweepJob, reap_abandoned
-from core.sweeps.progress import Eta, format_seconds, worker_rows
+from core.sweeps.running.job import RayOptions, SweepJob, reap_abandoned
+from core.sweeps.running.progress import Eta, format_seconds, worker_rows
 
 
 def job_name(job: SweepJob) -> str:
@@ -107,7 +107,7 @@ def start_sweep(state_key: str, key: str, config: SweepConfig, ds: Any, db_path:
     """Load the models here (on Ray, its actors load them), start ``config`` as a SweepJob kept in
     ``st.session_state[state_key]``, and rerun the page so it polls it. A model that fails to load
     is reported and nothing starts. ``stored``: a resumed sweep's {model: fingerprint}; each model
-    then answers with the backend it was made with, whatever the sidebar says (core.sweeps.backends)."""
+    then answers with the backend it was made with, whatever the sidebar says (core.sweeps.running.backends)."""
     engines: dict = {}
     if ray is None:
         engines, errors = load_engines(list(config.models), loaders.engine_for_state)
@@ -115,7 +115,7 @@ def start_sweep(state_key: str, key: str, config: SweepConfig, ds: Any, db_path:
             st.error(md_escape(e))
         if errors:
             return
-    # the job's lifecycle (core.sweeps.lifecycle.launch) switches the backends: the models
+    # the job's lifecycle (core.sweeps.running.lifecycle.launch) switches the backends: the models
     # that switched are named in the result's banner
     job = start_job(SweepJob(config, engines, db_path, dataset=ds, data_dir=data_dir, chunk_size=chunk_size,
                              ray=ray, stored=stored, load_as=loaders.engine_loader_like_state(),
@@ -126,7 +126,7 @@ def start_sweep(state_key: str, key: str, config: SweepConfig, ds: Any, db_path:
 
 def start_job(job: SweepJob) -> SweepJob | None:
     """Start ``job`` (owned by this session: cancelled once no browser follows it, see
-    core.sweeps.job.reap_abandoned), or say why the server refuses it (the sweep budgets) and
+    core.sweeps.running.job.reap_abandoned), or say why the server refuses it (the sweep budgets) and
     return None."""
     try:
         job.start()

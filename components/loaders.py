@@ -1,13 +1,17 @@
-"""Cached loaders: one copy of each model and dataset per server process."""
+"""Cached loaders: one copy of each model, dataset and stored sweep's read handle per server process."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from core import datasets
 from core.qa import registry
 from core.qa.engine import EngineSettings
+
+if TYPE_CHECKING:   # imported when first used: the analysis modules are not every page's
+    from core.sweeps.analysis.stored import StoredSweep
 
 
 @st.cache_resource(show_spinner="Loading model…")
@@ -43,7 +47,7 @@ def engine_like_state(name: str, backend: str):
 def engine_loader_like_state():
     """``(name, backend) -> engine`` with the sidebar's settings as they are now: read here, in the
     page's thread, so that a background sweep can load an engine without the session (the resume
-    step of core.sweeps.lifecycle.launch)."""
+    step of core.sweeps.running.lifecycle.launch)."""
     s = st.session_state
     threads, cap = int(s.get("threads", 0)), int(s.get("max_answer_tokens", 30))
     return lambda name, backend: engine(name, threads, cap, _source(name), backend)
@@ -102,3 +106,13 @@ def multilingual_models() -> list[str]:
     languages (a registry error leaves none)."""
     installed, _, _ = model_entries()
     return [m.name for m in installed if len(m.languages) > 1]
+
+
+@st.cache_resource(show_spinner="Reading the sweep…", max_entries=16)
+def stored_sweep(db: str, sweep: int | str, version: str) -> StoredSweep:
+    """The read handle of ``sweep`` in the database ``db``, shared by every view and session while
+    the sweep's ``version`` (:func:`core.sweeps.analysis.aggregates.version_of`) holds: a sweep that
+    grew gets a new handle, never the old numbers."""
+    from core.sweeps.analysis.stored import StoredSweep
+
+    return StoredSweep(db, sweep)

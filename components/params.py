@@ -5,7 +5,8 @@ sweep runs (:func:`sweep_form`, then :func:`combinations`: one spec per combinat
 the same box: the perturbation's id and description, then up to three columns of widgets, each
 with the declaration's help text. The widget follows the declaration: a checkbox for a bool, a
 number field for an int (a range slider in a sweep when it is bounded), a slider for a bounded
-float, a choice for a str with choices (several in a sweep), a text field otherwise.
+float, each moving by the declaration's step (:attr:`core.perturb.base.Param.widget_step`), a
+choice for a str with choices (several in a sweep), a text field otherwise.
 
 A parameter naming a model, file or folder (``mlm_model``) is never typed in a browser, which
 could make the server load any folder or hub id: the box shows the server's setting instead and
@@ -24,10 +25,6 @@ from components.text import md_escape
 from core.perturb.base import Param, Perturbation
 
 
-def _float_step(param: Param) -> float:
-    return 0.01 if param.max - param.min <= 2 else 0.1
-
-
 def value_widget(param: Param, label: str, key: str) -> Any:
     """A widget for one value of ``param``; returns the value chosen."""
     hint = param.help or None
@@ -35,12 +32,12 @@ def value_widget(param: Param, label: str, key: str) -> Any:
         return st.checkbox(label, value=param.default, key=key, help=hint)
     if param.type is int:
         return int(st.number_input(label, min_value=param.min, max_value=param.max, value=param.default,
-                                   step=1, key=key, help=hint))
+                                   step=int(param.widget_step), key=key, help=hint))
     if param.type is float:
         if param.min is not None:
             return float(st.slider(label, float(param.min), float(param.max), param.default,
-                                   step=_float_step(param), key=key, help=hint))
-        return float(st.number_input(label, value=param.default, key=key, help=hint))
+                                   step=float(param.widget_step), key=key, help=hint))
+        return float(st.number_input(label, value=param.default, step=float(param.widget_step), key=key, help=hint))
     if param.choices is not None:
         options = list(param.choices)
         return st.selectbox(label, options, index=options.index(param.default), key=key, help=hint)
@@ -53,8 +50,8 @@ def values_widget(param: Param, label: str, key: str) -> list:
     hint = param.help or None
     if param.type is int and param.sweep_values:
         lo, hi = st.slider(f"{label} (range: one spec per value)", int(param.min), int(param.max),
-                           (param.default, param.default), key=key, help=hint)
-        return list(range(lo, hi + 1))
+                           (param.default, param.default), step=int(param.widget_step), key=key, help=hint)
+        return list(range(lo, hi + 1, int(param.widget_step)))
     if param.choices is not None:
         picked = st.multiselect(f"{label} (one spec per value)", list(param.choices), default=[param.default],
                                 key=key, help=hint)

@@ -21,7 +21,7 @@ DEFAULTS = {
     "data_dir": None,  # filled from QAX_DATA_DIR / ../shared/data on first run
     "threads": 0,
     "max_answer_tokens": 30,
-    "backend": "default",  # core.qa.onnx_backend.CHOICES: "default" = each model's card's choice
+    "backend": "default",  # core.qa.backends.selection.CHOICES: "default" = each model's card's choice
     "uploaded_datasets": {},  # name -> Dataset parsed from uploads (kept across pages)
 }
 
@@ -91,7 +91,7 @@ def sidebar_settings() -> None:
             if st.session_state["max_answer_tokens"] != DEFAULTS["max_answer_tokens"]:
                 st.caption(f"Answers capped at {st.session_state['max_answer_tokens']} tokens (default "
                            f"{DEFAULTS['max_answer_tokens']}).")
-            from core.qa.onnx_backend import CHOICES
+            from core.qa.backends.selection import CHOICES
 
             if st.session_state.get("backend") not in CHOICES:
                 st.session_state["backend"] = DEFAULTS["backend"]

@@ -1,6 +1,6 @@
 """The Sweeps page's list of stored sweeps, with Resume for an unfinished one.
 
-The table and the notes come from core.sweeps.launch (a sweep still running elsewhere, or
+The table and the notes come from core.sweeps.running.launch (a sweep still running elsewhere, or
 interrupted because its process is gone: core.sweeps.store.effective_status decides which).
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ import streamlit as st
 from components.choice import keep_valid
 from components.job_progress import follow
 from components.text import md_escape
-from core.sweeps import launch
-from core.sweeps.job import running_on_this_server
+from core.sweeps.running import launch
+from core.sweeps.running.job import running_on_this_server
 
 
 def stored_sweeps(sweeps: Sequence[Mapping[str, Any]], job: Any, resume_disabled: bool,

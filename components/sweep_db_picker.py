@@ -12,7 +12,7 @@ The browser never names a path. The picker offers
     from the cache. It is chosen by itself while no database in the roots holds a sweep, so a fresh
     clone opens on something real; the user's own sweeps replace it as soon as there are any.
 Whatever is chosen is checked again with :func:`core.config.confine` before use, and reading opens
-read-only (core.sweeps.report), so looking at a database can never change it.
+read-only (core.sweeps.analysis.report), so looking at a database can never change it.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from components.text import md_escape
 from core import config
 from core.explore import demo_sweep
 from core.io.sqlite_db import sqlite_kind
-from core.sweeps import report as report
+from core.sweeps.analysis import report as report
 from core.sweeps.store import Store, StoreError
 
 STATE_KEY = "sweep_db"

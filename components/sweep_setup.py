@@ -21,10 +21,10 @@ from core.datasets import DatasetError
 from core.perturb import registry
 from core.perturb.spec import FILE_PREFIX, PerturbationSpec, SpecError, chain_steps, parse_specs
 from core.sweeps.config import SweepError
-from core.sweeps.job import RayOptions
-from core.sweeps.launch import cli_only_params
-from core.sweeps.ray import RAY_ADDRESS_ENV
-from core.sweeps.resolve import pair_file, resolve_spec
+from core.sweeps.running.job import RayOptions
+from core.sweeps.running.launch import cli_only_params
+from core.sweeps.running.ray import RAY_ADDRESS_ENV
+from core.sweeps.running.resolve import pair_file, resolve_spec
 
 
 def typed_specs(key: str) -> list[PerturbationSpec]:
@@ -105,7 +105,7 @@ def run_on_picker(key: str) -> None:
     c1, c2 = st.columns([3, 1])
     where = c1.radio("Run on", where_options, key=f"{key}_where", horizontal=True,
                      help="This process: the models answer here, one chunk after the other. Ray: perturbations "
-                          "run as Ray tasks and each worker loads one copy of every model (core.sweeps.ray); "
+                          "run as Ray tasks and each worker loads one copy of every model (core.sweeps.running.ray); "
                           "same rows, same caches, resumable either way.")
     if where != WHERE[0]:
         persist.keep(f"{key}_workers")   # kept only where it is drawn: see components/persist.py

@@ -3,7 +3,7 @@
 Per-speaker F1 as NoiseQA's Table 10 reports it: a sweep of the clean questions and of each ASR
 engine's transcripts (``file:`` specs paired with the original by question id), stored in the
 trial's folder (``sweep.sqlite``). It runs in the background like the Sweeps page's sweeps
-(core.sweeps.job.SweepJob, components.job_progress): a progress bar, Cancel, and the page stays
+(core.sweeps.running.job.SweepJob, components.job_progress): a progress bar, Cancel, and the page stays
 responsive; the table (with its CSV) stays on the page across reruns, per trial.
 """
 from __future__ import annotations
@@ -18,11 +18,11 @@ from components.pickers import language_mismatch_note, model_picker
 from components.text import md_escape
 from core.collect import trial_sets, trials
 from core.explore.answers import load_engines
+from core.sweeps.analysis.report import cells
 from core.sweeps.config import SweepConfig
-from core.sweeps.job import SweepJob
-from core.sweeps.report import cells
+from core.sweeps.running.job import SweepJob
 
-JOB = "trial_job"   # the scoring sweep running in the background (core.sweeps.job.SweepJob)
+JOB = "trial_job"   # the scoring sweep running in the background (core.sweeps.running.job.SweepJob)
 
 
 def score_panel(trial: trials.Trial, paths: dict[str, str]) -> None:

@@ -21,9 +21,10 @@ What lives here, and who uses it:
   :func:`fingerprint_suffix`, the rule that a setting enters the fingerprint only when it is not
   the value it had before the setting existed, so older fingerprints stay valid.
 
-The old places keep their names (``core.perturb.spec.FORMAT``, ``core.sweeps.resolve.RESEEDED_SALT``,
-``core.qa.onnx_backend.FINGERPRINT_TAGS``, ``core.sweeps.keys.prediction_key``, ...): they import
-them from here. This module depends on the standard library only.
+The old places keep their names (``core.perturb.spec.FORMAT``, ``core.sweeps.running.resolve.RESEEDED_SALT``,
+``core.sweeps.keys.prediction_key``, ...): they import them from here; the backends' fingerprint
+tags are imported from here by their users (core.qa.registry, the tests). This module depends on
+the standard library only.
 
 >>> variant_key("DPQ", "{}", 0, 1, "e" * 64, randomised=False) == variant_key("DPQ", "{}", 7, 3, "e" * 64,
 ...                                                                        randomised=False)
@@ -68,15 +69,15 @@ RESEEDED_SALT = ":rng=chain"
 # Per-channel int8 against per-tensor on XQuAD-en: MiniLM F1 71.1 against 69.1 (torch 72.6, 160
 # questions), MPNet 86.1 against 72.5 (torch 91.0, 48 questions), at the same speed. The fused
 # graph (export 4) gives torch's spans; its int8 quantises the fused Attention ops too. Since the
-# outlier split (core.qa.int8_split; its own file name, model-int8-outliers.onnx): MPNet's XQuAD-en
+# outlier split (core.qa.backends.int8_split; its own file name, model-int8-outliers.onnx): MPNet's XQuAD-en
 # F1 80.55 against 78.94 for the plain int8 recipe (fp32 80.93, all 1,190 questions).
 # per-window: each window runs alone (OnnxForward.per_window); before, an int8 answer depended on
 # the other windows of its batch (44 of 400 XQuAD-en best spans differed between batches of 1 and 8).
-# per-token (core.qa.int8_per_token; its own file, INT8_FILE): one activation scale per token instead
+# per-token (core.qa.backends.int8_per_token; its own file, INT8_FILE): one activation scale per token instead
 # of one per tensor, query/key/value projections included, GELU outputs shifted and unsigned; a
 # quarter of the logit error (minilm-squad on SQuAD-train windows: MSE 0.0039 against 0.0171).
 # torch-bf16: the model's weights cast to bfloat16, every op in bf16 (TorchForward).
-# openvino, openvino-int8 (core.qa.openvino_backend): converted from torch, bf16 inference precision;
+# openvino, openvino-int8 (core.qa.backends.openvino_runtime): converted from torch, bf16 inference precision;
 # int8 by NNCF's post-training transformer preset, calibrated on 128 SQuAD-train questions, the FFN
 # output projections left in bf16 (logit MSE 0.0041 against 0.0106 with them in int8).
 FINGERPRINT_TAGS = {"torch": "torch", "torch-bf16": "torch-bf16:weights", "onnx": "onnx:fused-v5",
@@ -137,7 +138,7 @@ def variant_key(pid: str, params_json: str, seed: int, repeat: int, ex_hash: str
     """The cache key of one variant: (SWEEP_FORMAT, spec id, resolved params as canonical JSON,
     seed, repeat, example hash, salt). A deterministic spec leaves seed and repeat out: its output
     does not depend on them, so sweeps with other seeds share it. ``salt``: a challenge file's
-    sha256 (core.sweeps.resolve), "" for a registered perturbation."""
+    sha256 (core.sweeps.running.resolve), "" for a registered perturbation."""
     if randomised:
         return sha("variant", SWEEP_FORMAT, pid, params_json, seed, repeat, ex_hash, salt)
     return sha("variant", SWEEP_FORMAT, pid, params_json, "-", 0, ex_hash, salt)

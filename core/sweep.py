@@ -12,8 +12,8 @@ from core.perturb.spec import PerturbationSpec, chain_steps, parse_specs, spec_l
 from core.sweeps.cli import main
 from core.sweeps.config import FORMAT, SweepConfig, SweepError, SweepRun
 from core.sweeps.keys import engine_fingerprint, example_hash
-from core.sweeps.resolve import pair_file, resolve_spec
-from core.sweeps.run import run_sweep
+from core.sweeps.running.resolve import pair_file, resolve_spec
+from core.sweeps.running.run import run_sweep
 
 __all__ = [
     "FORMAT", "SweepError", "PerturbationSpec", "SweepConfig", "SweepRun", "parse_specs", "chain_steps",

@@ -9,19 +9,17 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import loaders, permalink, persist
+from components import permalink, persist
 from components.demo_sweep import offer_demo_sweep
 from components.export import csv_download, json_download
 from components.frame import page_frame
-from components.pickers import DEMO_LANGS
-from components.state import current_data_dir
+from components.open_item import open_on
 from components.sweep_db_picker import db_picker, demo_caption
 from components.text import html_text, md_escape
 from core.collect import beat_store
 from core.explore import demo_sweep
 from core.explore import gallery as cg
-from core.perturb import registry
-from core.sweeps import report as report
+from core.sweeps.analysis import report as report
 
 page_frame()
 st.title("Gallery")
@@ -69,57 +67,11 @@ found = findings(str(choice.path) if sweeps else None, tuple(picked),
                  tuple((by_id[i]["updated_at"], by_id[i]["done_units"]) for i in picked), (n_attempts,))
 
 
-def _dataset_item(name: str, example_id: str):
-    """(dataset, index) of ``example_id`` in the data set the pickers call ``name``, or None."""
-    try:
-        if name in DEMO_LANGS:
-            ds = loaders.demo(DEMO_LANGS[name])
-        else:
-            d = current_data_dir()
-            infos = {i.name: i for i in loaders.discovered(str(d))} if d else {}
-            if name not in infos:
-                return None
-            ds = loaders.dataset(str(infos[name].path), str(d))
-    except Exception:  # the data set moved or broke: open with the passage pasted instead
-        return None
-    for k, ex in enumerate(ds.examples):
-        if ex.id == example_id:
-            return ds, k
-    return None
-
-
-def open_on(page: str, f: cg.Finding) -> None:
-    """Fill ``page``'s inputs with the finding and go there."""
-    prefix = "ask" if page == "ask" else "var"
-    item = _dataset_item(f.dataset, f.example_id) if f.dataset else None
-    values: dict = {f"{prefix}_question": f.question if page == "ask" else f.original_question}
-    if item is not None:
-        ds, k = item
-        values |= {f"{prefix}_source": "Dataset item", f"{prefix}_dataset": f.dataset, f"{prefix}_item": k,
-                   f"{prefix}_item_id": (ds.name, ds.examples[k].id)}
-    else:
-        values |= {f"{prefix}_source": "Paste a context" if page == "ask" else "Type a question and context",
-                   f"{prefix}_context": f.context}
-    if page == "ask":
-        # a flipped or a player's question is not the item's own: score it against the gold
-        values["ask_gold"] = f.golds[0] if f.golds and (f.kind != "disagree" or item is None) else ""
-        st.session_state.pop("ask_result", None)
-    else:
-        st.session_state.pop("var_result", None)
-        if f.perturbation:
-            try:
-                values[f"var_fam_{registry.get(f.perturbation).family}"] = [f.perturbation]
-            except KeyError:
-                pass
-    persist.hand_over(values)
-    st.switch_page("pages/ask.py" if page == "ask" else "pages/variants.py")
-
-
 found, linked = permalink.linked_first(link, found)   # the linked example first, its tab open
-tab_labels = {kind: f"{label} ({len(found[kind])})" for kind, label in KINDS.items()}
-# open on the linked example's kind, else on the first kind that has examples, not on an empty one
-tabs = st.tabs(list(tab_labels.values()), default=tab_labels[linked.kind] if linked else
-               next((tab_labels[k] for k in KINDS if found[k]), tab_labels["disagree"]))
+tab_labels = [f"{label} ({len(found[kind])})" for kind, label in KINDS.items()]
+# open on the first kind that has examples, not on an empty one
+tabs = st.tabs(tab_labels, default=tab_labels[list(KINDS).index(linked.kind)] if linked else
+               next((t for t, k in zip(tab_labels, KINDS) if found[k]), tab_labels[0]))
 for tab, kind in zip(tabs, KINDS):
     with tab:
         if not found[kind]:

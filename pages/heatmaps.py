@@ -1,10 +1,13 @@
 """Heatmaps: browse a stored sweep: model x perturbation heatmap with drill-down, NoiseQA and
 DuReader views, the German paper's penalty table; every table as CSV, every figure as HTML/PNG.
 
-Numbers come from core.sweeps (report, aggregates, tables: penalties, clean scores, drill-down);
-the figures from components.heatmap; the sections below the heatmap from components.cell_drill
-(a cell's examples), components.paper_views (penalty by n, NoiseQA, DuReader-robust) and
-components.error_views (repair, slices, calibration).
+Numbers come from one read handle of the chosen sweep (core.sweeps.analysis.stored.StoredSweep,
+cached per database, sweep and version by components.loaders.stored_sweep) and the tables built
+from them (core.sweeps.analysis.tables);
+the figures from components.heatmaps.heatmap; the sections below the heatmap from components.heatmaps.cell_drill
+(a cell's examples), components.heatmaps.rows_table (every answer as one table),
+components.heatmaps.paper_views (penalty by n, NoiseQA, DuReader-robust) and
+components.heatmaps.error_views (repair, slices, calibration).
 The heatmap is drawn with square scatter markers because Streamlit reports clicks on scatter
 points but not on heatmap cells: clicking a cell selects it, and a select box does the same
 without a mouse.
@@ -14,22 +17,25 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import error_views, loaders, paper_views, permalink, persist, route_view
-from components.backend_flips import backend_flips_section
-from components.cell_drill import cell_examples
+from components import loaders, permalink, persist
 from components.choice import keep_valid
 from components.demo_sweep import offer_demo_sweep
 from components.export import csv_download, figure_downloads, file_stem
 from components.frame import page_frame
-from components.heatmap import LAYOUTS, METRICS, VALUES, choose_layout, heatmap_figure
-from components.noise_curves import noise_curve_section
+from components.heatmaps import error_views, paper_views, route_view
+from components.heatmaps.backend_flips import backend_flips_section
+from components.heatmaps.cell_drill import cell_examples
+from components.heatmaps.heatmap import LAYOUTS, METRICS, VALUES, choose_layout, heatmap_figure
+from components.heatmaps.noise_curves import noise_curve_section
+from components.heatmaps.report_download import report_downloads
+from components.heatmaps.rows_table import rows_section
 from components.sweep_db_picker import db_path_input, demo_caption, stored_sweeps_or_stop
 from components.text import md_escape
 from core.explore import demo_sweep
 from core.metrics import METRICS as METRIC_INFO
-from core.sweeps import aggregates as aggregates
-from core.sweeps import report as report
-from core.sweeps import tables as views
+from core.sweeps.analysis import aggregates as aggregates
+from core.sweeps.analysis import report as report
+from core.sweeps.analysis import tables as views
 
 page_frame()
 st.title("Heatmaps")
@@ -69,38 +75,34 @@ persist.keep_all(["hm_metric", "hm_value", "hm_layout"])
 keep_valid("hm_sweep", newest_first)
 sweep_id = st.selectbox("Sweep", newest_first, key="hm_sweep",
                         format_func=lambda i: f"{by_id[i]['name']} · {by_id[i]['dataset']}")
-sweep = by_id[sweep_id]
+# One read handle for every view below; a new version (rows added) is a new handle.
+stored = loaders.stored_sweep(str(db_path), sweep_id, aggregates.version_of(by_id[sweep_id]))
+sweep = stored.info
 stem = file_stem(sweep["name"])
-version = (sweep["updated_at"], sweep["done_units"])  # cache key: changes whenever rows are added
 st.caption(md_escape(
     f"{sweep['dataset']} · {sweep['n_examples']} examples · models {', '.join(sweep['models'])} · "
     f"{len(sweep['perturbations'])} perturbation specs · repeats {sweep['config'].get('repeats')} · "
     f"seed {sweep['config'].get('seed')} · {sweep['done_units']:,}/{sweep['total_units']:,} result rows · "
     f"status {sweep['status']} · updated {sweep['updated_at']}"))
-file_sources = [f"{sp['label']}: {sp['source']}" for sp in report.sweep_specs(db_path, sweep_id)
+file_sources = [f"{sp['label']}: {sp['source']}" for sp in stored.specs()
                 if sp["perturbation"].startswith("file:")]
 if file_sources:   # how each challenge file was paired with the data set (rule and counts)
     st.caption(md_escape("Challenge files: " + " · ".join(file_sources)))
 if sweep["done_units"] < sweep["total_units"]:
     st.warning("This sweep is incomplete: the numbers cover the rows stored so far (resume it on the Sweeps "
                "page, or reload this page while it runs).")
+report_downloads(stored)   # every view below in one file (core.reports)
 
-
-# The slow aggregates come from the sweep's database when they were stored as it finished
-# (core.sweeps.aggregates), else they are computed here.
-@st.cache_data(show_spinner=False, max_entries=16)
-def load_cells(db: str, sid: int, version) -> list:
-    return aggregates.cells(db, sid, paper_views.stored_version(version))
-
-
-cells = load_cells(str(db_path), sweep_id, version)
+# The cells come from the sweep's database when they were stored as it finished
+# (core.sweeps.analysis.aggregates), else the handle computes them.
+cells = stored.cells()
 if not cells:
     st.info("This sweep has no cells.")
     st.stop()
 
 # ------------------------------------------------------------------------------------- clean scores
 
-clean = report.clean_scores(db_path, sweep_id)
+clean = stored.clean_scores()
 clean_df = pd.DataFrame(views.clean_rows(clean))
 
 def clicked_cells() -> list[int]:
@@ -116,11 +118,13 @@ def clicked_cells() -> list[int]:
 has_n = bool(views.n_parameters(cells))
 has_noise = any(views.interface_of(c.perturbation, c.family) for c in cells)
 has_repair = any("repair_Q" in c.perturbation for c in cells)
-tab_names = (["Heatmap"] + (["Model vs model"] if len(sweep["models"]) >= 2 else [])
+tab_names = (["Heatmap", "Rows"] + (["Model vs model"] if len(sweep["models"]) >= 2 else [])
              + (["Penalty by n"] if has_n else []) + (["NoiseQA"] if has_noise else [])
              + ["DuReader-robust"] + (["Repair"] if has_repair else []) + ["Slices & calibration"]
              + ["Noise curves", "Backend flips", "Translate or answer?"])
-tabs = dict(zip(tab_names, st.tabs(tab_names, default=permalink.tab(link, tab_names))))
+# on_change="rerun": each tab knows whether it is shown (``.open``), so a costly one can wait until it is
+tabs = dict(zip(tab_names, st.tabs(tab_names, key="hm_tabs", on_change="rerun",
+                                   default=permalink.tab(link, tab_names))))
 
 # -------------------------------------------------------------------------------------------- heatmap
 with tabs["Heatmap"]:
@@ -178,17 +182,15 @@ with tabs["Heatmap"]:
     # ------------------------------------------------------------------------------------ drill-down
     permalink.copy_link(*permalink.heatmap_link(db_choice, sweep, plotted, metric), key="hm_link",
                         label="🔗 Copy link to this cell")
-    cell_examples(db_path, sweep_id, version, plotted, metric, stem,
-                  complete=sweep["done_units"] >= sweep["total_units"])
+    cell_examples(stored, plotted, metric, stem)
 
+
+# Every answer as one filterable table, linked to the drill-down, Ask and Variants (components.heatmaps.rows_table).
+with tabs["Rows"]:
+    if tabs["Rows"].open:   # built only when shown: a large sweep's table takes seconds (slices, noise)
+        rows_section(stored, stem)
 
 # ------------------------------------------------------------------------------------ model vs model
-
-@st.cache_data(show_spinner="Resampling examples (paired bootstrap)…", max_entries=16)
-def load_differences(db: str, sid: int, version, model_a: str, model_b: str) -> list:
-    return aggregates.model_differences(db, sid, paper_views.stored_version(version), model_a, model_b)
-
-
 if "Model vs model" in tabs:
     with tabs["Model vs model"]:
         st.subheader("Model vs model: which differences are real?")
@@ -199,44 +201,45 @@ if "Model vs model" in tabs:
         c1, c2 = st.columns(2)
         model_a = c1.selectbox("Model A", sweep["models"], index=0, key="hm_diff_a")
         model_b = c2.selectbox("Model B", [m for m in sweep["models"] if m != model_a], index=0, key="hm_diff_b")
-        diff_df = pd.DataFrame(load_differences(str(db_path), sweep_id, version, model_a, model_b))
+        with st.spinner("Resampling examples (paired bootstrap)…"):
+            diff_df = pd.DataFrame(stored.model_differences(model_a, model_b))
         st.dataframe(diff_df.drop(columns=["perturbation", "params_json"]), hide_index=True, key="hm_diff")
-        d1, d2, _ = st.columns([1, 1, 6])
+        d1, d2, _ = st.columns([1, 1, 2])   # wide enough for "⬇ JSON" at 800 px
         with d1:
             csv_download(diff_df, file_stem("model-differences", stem, model_a, model_b), "hm_diff_csv")
         d2.download_button("⬇ JSON", diff_df.to_json(orient="records", indent=1),
                            file_name=f"{file_stem('model-differences', stem, model_a, model_b)}.json",
                            mime="application/json", key="hm_diff_json")
 
-# ------------------------------------------------------------------- the papers' views (components.paper_views)
+# ------------------------------------------------------------ the papers' views (components.heatmaps.paper_views)
 
 if "Penalty by n" in tabs:
     with tabs["Penalty by n"]:
-        paper_views.penalty_by_n_section(db_path, sweep_id, cells, metric, stem)
+        paper_views.penalty_by_n_section(stored, metric, stem)
 if "NoiseQA" in tabs:
     with tabs["NoiseQA"]:
-        paper_views.noiseqa_section(db_path, sweep_id, version, cells, metric, stem)
+        paper_views.noiseqa_section(stored, metric, stem)
 with tabs["DuReader-robust"]:
-    paper_views.dureader_section(db_path, sweep_id, version, stem)
+    paper_views.dureader_section(stored, stem)
 
 # ------------------------------------------------------------------------------------ error analysis
-# NoiseQA's repair table, slices, confidence and abstention (components.error_views).
+# NoiseQA's repair table, slices, confidence and abstention (components.heatmaps.error_views).
 if "Repair" in tabs:
     with tabs["Repair"]:
-        error_views.repair_section(db_path, sweep_id, version, stem)
+        error_views.repair_section(stored, stem)
 with tabs["Slices & calibration"]:
-    error_views.slices_section(db_path, sweep_id, version, stem, sweep["models"])
-    error_views.calibration_section(db_path, sweep_id, version, stem)
+    error_views.slices_section(stored, stem)
+    error_views.calibration_section(stored, stem)
 
-# F1 against each variant's measured noise, with break points (components.noise_curves).
+# F1 against each variant's measured noise, with break points (components.heatmaps.noise_curves).
 with tabs["Noise curves"]:
-    noise_curve_section(db_path, sweep_id, version, stem)
+    noise_curve_section(stored, stem)
 
-# Answers that change between this sweep and one run with another engine backend (components.backend_flips).
+# Answers that change between this sweep and one run with another engine backend (components.heatmaps.backend_flips).
 with tabs["Backend flips"]:
-    backend_flips_section(db_path, sweep, sweeps, version, stem)
+    backend_flips_section(stored, sweeps, stem)
 
 # ------------------------------------------------------------- translate or answer in the language?
-# Not a view of this sweep: XQuAD's parallel questions by route (components.route_view).
+# Not a view of this sweep: XQuAD's parallel questions by route (components.heatmaps.route_view).
 with tabs["Translate or answer?"]:
     route_view.render(loaders.multilingual_models())

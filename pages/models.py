@@ -13,6 +13,7 @@ import streamlit as st
 from components.export import csv_download, file_stem, json_download
 from components.frame import page_frame
 from components.text import md_escape
+from core.metrics import METRICS
 from core.models import cards as model_cards
 from core.models import leaderboard
 from core.models.cards import render_card_markdown
@@ -149,6 +150,12 @@ else:
         csv_download(tidy, "models_evaluations", key="models_tidy_csv", label="CSV (full table)")
     with c3:
         json_download(rows, "models_evaluations", key="models_tidy_json", label="JSON (full table)")
+
+# Where each metric comes from (as evaluate's metric cards cite theirs): the declarations, not prose here
+with st.expander("Metrics: what each measures, and its sources"):
+    metric_sources = pd.DataFrame([m.source for m in METRICS.values()])
+    st.dataframe(metric_sources, hide_index=True, width="stretch")
+    csv_download(metric_sources, "metrics_sources", key="models_metrics_csv", label="CSV (metrics and sources)")
 
 # ------------------------------------------------------------------------------------- capabilities
 st.subheader("Capabilities (behaviour tests)")

@@ -1,7 +1,7 @@
 """Sweeps: evaluate models x perturbations over a data set, store every prediction, resume.
 
-The engine is core.sweeps.run.run_sweep (caching, transactional chunks, resume); this page gathers the
-configuration, runs the sweep on a background thread (core.sweeps.job.SweepJob) so the page stays
+The engine is core.sweeps.running.run.run_sweep (caching, transactional chunks, resume); this page gathers the
+configuration, runs the sweep on a background thread (core.sweeps.running.job.SweepJob) so the page stays
 responsive, polls its progress with an auto-refreshing fragment, offers Cancel, and lists the
 sweeps stored in the database with a Resume for the unfinished ones. Results are browsed on the
 Heatmaps page.
@@ -17,7 +17,7 @@ A sweep whose process died is listed as interrupted (core.sweeps.store.effective
 for resume like a cancelled one.
 
 Where a sweep runs: this process, a Ray started on this machine, or the Ray cluster named by the
-server's QAX_RAY_ADDRESS (core.sweeps.ray; an address is never typed in the browser), with a
+server's QAX_RAY_ADDRESS (core.sweeps.running.ray; an address is never typed in the browser), with a
 worker count; a Ray sweep shows each worker's node, state, calls and restarts while it runs.
 """
 from __future__ import annotations
@@ -39,11 +39,11 @@ from core import budgets, config
 from core.datasets import DatasetError, has_gold, load_dataset, sample_examples
 from core.perturb import registry
 from core.perturb.spec import PerturbationSpec
-from core.sweeps import launch
+from core.sweeps.analysis.repair import SETTINGS, repair_specs
 from core.sweeps.config import SweepConfig, SweepError
-from core.sweeps.job import SweepJob
-from core.sweeps.progress import readable_name
-from core.sweeps.repair import SETTINGS, repair_specs
+from core.sweeps.running import launch
+from core.sweeps.running.job import SweepJob
+from core.sweeps.running.progress import readable_name
 
 page_frame()
 st.title("Sweeps")

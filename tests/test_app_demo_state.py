@@ -255,7 +255,7 @@ def test_sweep_progress_under_start_moves_often_names_the_sweep_and_says_time_le
     import time
 
     from core.qa.engine import QAEngine
-    from core.sweeps.job import SweepJob
+    from core.sweeps.running.job import SweepJob
 
     monkeypatch.setenv("QAX_SWEEP_DB", str(tmp_path / "sweeps.sqlite"))
     allowed, original = threading.Semaphore(0), QAEngine.predict

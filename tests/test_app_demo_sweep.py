@@ -15,9 +15,9 @@ from components.sweep_db_picker import DEMO
 from core.explore import demo_sweep
 from core.perturb.spec import parse_specs
 from core.qa import registry
-from core.sweeps import report
+from core.sweeps.analysis import report
 
-DEMO_TABS = ["Heatmap", "Model vs model", "Penalty by n", "NoiseQA", "DuReader-robust", "Slices & calibration",
+DEMO_TABS = ["Heatmap", "Rows", "Model vs model", "Penalty by n", "NoiseQA", "DuReader-robust", "Slices & calibration",
              "Noise curves", "Backend flips", "Translate or answer?"]
 
 

@@ -9,7 +9,7 @@ from test_error_analysis import EXAMPLES, FILE, NOISY, TABLE, TOY, TableEngine
 
 from core.datasets import Dataset
 from core.sweeps.config import SweepConfig
-from core.sweeps.run import run_sweep
+from core.sweeps.running.run import run_sweep
 from core.types import QAExample
 
 

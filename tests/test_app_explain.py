@@ -67,7 +67,7 @@ def test_heatmap_drill_down_why_did_it_change(tiny_env, tmp_path, monkeypatch):
 
     from core.perturb.spec import parse_specs
     from core.sweeps.config import SweepConfig
-    from core.sweeps.run import run_sweep
+    from core.sweeps.running.run import run_sweep
 
     db = tmp_path / "sweeps.sqlite"
     # the sweep's answers come from a lookup table; the expander explains the registered tiny-a itself

@@ -18,7 +18,7 @@ from core.collect import beat, beat_store
 from core.explore import gallery as cg
 from core.perturb.spec import parse_specs
 from core.sweeps.config import SweepConfig
-from core.sweeps.run import run_sweep
+from core.sweeps.running.run import run_sweep
 
 APP = "../app.py"
 Q1 = "What is the capital of France?"

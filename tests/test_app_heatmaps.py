@@ -21,7 +21,7 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.heatmap import (
+from components.heatmaps.heatmap import (
     BAND_COLOURS,
     MAX_ACROSS,
     NO_SCORE_COLOUR,
@@ -32,10 +32,10 @@ from components.heatmap import (
 )
 from core.datasets import Dataset
 from core.perturb.spec import parse_specs
-from core.sweeps import report as report
-from core.sweeps import tables as views
+from core.sweeps.analysis import report as report
+from core.sweeps.analysis import tables as views
 from core.sweeps.config import SweepConfig
-from core.sweeps.run import run_sweep
+from core.sweeps.running.run import run_sweep
 from core.types import Answer, Prediction, QAExample, Span
 
 PAGE = "../pages/heatmaps.py"
@@ -194,7 +194,7 @@ def test_more_columns_than_fit_across_are_drawn_down_the_page(sweep_db):
 
 
 def test_cell_without_scores_is_grey():
-    from core.sweeps.report import Cell
+    from core.sweeps.analysis.report import Cell
 
     empty = Cell("m", "RUQ", {}, "{}", "RUQ", "character", "question", 0, 0, 5, *([None] * 13))
     fig, _ = heatmap_figure([empty])
@@ -368,7 +368,7 @@ def test_mt_and_asr_breakdowns_from_files_and_params(tmp_path):
 
 
 def test_asr_breakdown_reads_voice_and_engine():
-    from core.sweeps.report import Cell
+    from core.sweeps.analysis.report import Cell
 
     def asr_cell(model, voice, engine, f1):
         params = {"voice": voice, "engine": engine}

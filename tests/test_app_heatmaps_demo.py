@@ -1,5 +1,5 @@
 """Heatmaps in a live demo (issue #26): readable in a window 800 px wide, and a large sweep's first
-open served from the aggregates stored when it finished (core.sweeps.aggregates).
+open served from the aggregates stored when it finished (core.sweeps.analysis.aggregates).
 
 The toy sweep and its hand-computed cells are tests/test_app_heatmaps.py's.
 """
@@ -12,9 +12,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_app_heatmaps import PAGE, _chart_spec, _frame, build_sweep
 
-from components.heatmap import heatmap_figure
-from core.sweeps import aggregates as aggregates
-from core.sweeps import report as report
+from components.heatmaps.heatmap import heatmap_figure
+from core.sweeps.analysis import aggregates as aggregates
+from core.sweeps.analysis import report as report
 
 
 @pytest.fixture

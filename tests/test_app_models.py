@@ -61,7 +61,16 @@ def test_shipped_registry_and_measured_figures_from_the_cards():
     labels = [b.label for b in at.get("download_button")]
     for expected in ("⬇ CSV", "⬇ CSV (EM matrix)", "⬇ CSV (full table)", "⬇ JSON (full table)", "⬇ model_card.json"):
         assert expected in labels, labels
-    assert [shown(e.label) for e in at.expander][1:3] == ["minilm-squad: installed", "minilm-squad-noise: installed"]
+    assert [shown(e.label) for e in at.expander][2:4] == ["minilm-squad: installed", "minilm-squad-noise: installed"]
+
+    # every declared metric listed with its paper and implementation, as the declarations hold them
+    assert shown(at.expander[1].label) == "Metrics: what each measures, and its sources"
+    sources = at.dataframe[4].value.set_index("metric")
+    assert sorted(sources.index) == sorted(["EM", "F1", "DPR", "% change", "penalty", "CER", "WER", "BLEU"])
+    assert sources.loc["F1", "citation"].startswith("Rajpurkar, Zhang, Lopyrev and Liang (2016)")
+    assert sources.loc["WER", "reference"] == "https://github.com/jitsi/jiwer"
+    assert sources.loc["DPR", "better"] == "lower is better"
+    assert "⬇ CSV (metrics and sources)" in labels
 
 
 def test_model_without_card_malformed_card_and_bad_registry(monkeypatch, tmp_path, tiny_qa_dir):

@@ -5,7 +5,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_app_heatmaps import PAGE, build_sweep
 
-from core.sweeps.curves import sweep_curves
+from core.sweeps.analysis.curves import sweep_curves
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.datasets import demo_dataset, sample_examples
-from core.sweeps import report as report
+from core.sweeps.analysis import report as report
 
 PAGE = "../pages/sweeps.py"
 
@@ -165,7 +165,7 @@ def test_sweep_job_reports_errors_and_results(tmp_path):
     fills done/total and result."""
     from core.datasets import Dataset
     from core.sweeps.config import SweepConfig
-    from core.sweeps.job import SweepJob
+    from core.sweeps.running.job import SweepJob
     from core.types import Answer, Prediction, QAExample, Span
 
     class Echo:
@@ -270,7 +270,7 @@ def test_a_reloaded_page_follows_its_sweep_still_running_on_this_server(env, mon
     finally:
         gate.set()
         assert job.wait(120)
-    from core.sweeps.job import running_on_this_server
+    from core.sweeps.running.job import running_on_this_server
     assert running_on_this_server(env, "before-reload") is None   # a finished job is forgotten
 
 
@@ -278,7 +278,7 @@ def _preparing_ray_job():
     from types import SimpleNamespace
 
     from components.job_progress import running_job
-    from core.sweeps.job import RayOptions
+    from core.sweeps.running.job import RayOptions
 
     job = SimpleNamespace(result=None, name="on-ray", config=SimpleNamespace(name="on-ray", dataset="demo.en"),
                           phase="sweep", total=0, done=0, fraction=0.0, ray=RayOptions(), cancel_requested=False)

@@ -2,7 +2,7 @@
 
 Its live cepstral mean normalisation used to carry over from one utterance to the next, so the
 transcript of a question depended on the clips decoded before it: a sweep resumed after a kill,
-or spread over Ray workers (core.sweeps.ray), heard some questions differently from a straight
+or spread over Ray workers (core.sweeps.running.ray), heard some questions differently from a straight
 local run (on the demo set, "that was the best known keeper ..." from a fresh decoder, "it was ..." or "what
 was ..." after other clips). core.speech.asr resets the feature state before each clip.
 """

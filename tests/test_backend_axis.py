@@ -1,4 +1,4 @@
-"""The backend as an axis (core.sweeps.backend_axis): two sweeps, one per backend, paired row by row."""
+"""The backend as an axis (core.sweeps.analysis.backend_axis): two sweeps, one per backend, paired row by row."""
 import contextlib
 import csv
 import io
@@ -7,10 +7,10 @@ import pytest
 from test_app_heatmaps import ANSWERS_A, TOY, LookupEngine
 
 from core.perturb.spec import parse_specs
-from core.sweeps.backend_axis import backend_flips
+from core.sweeps.analysis.backend_axis import backend_flips
+from core.sweeps.analysis.curves import measured_noise
 from core.sweeps.config import SweepConfig
-from core.sweeps.curves import measured_noise
-from core.sweeps.run import run_sweep
+from core.sweeps.running.run import run_sweep
 from core.types import Prediction, Span
 
 

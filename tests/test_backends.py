@@ -10,7 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from core.qa import onnx_backend
+from core import compat
+from core.qa.backends import onnx_runtime, selection, torch_eager
 from core.qa.engine import EngineSettings, QAEngine, SettingsError
 from core.qa.features import build_windows
 
@@ -89,7 +90,7 @@ def test_onnx_int8_logits_and_answers_stay_close_to_torch(make):
     for i, w in enumerate(windows):
         n = len(w.input_ids)
         assert np.abs(q_start[i, :n] - t_start[i, :n]).max() < 0.2 and np.abs(q_end[i, :n] - t_end[i, :n]).max() < 0.2
-        assert (q_start[i, n:] == onnx_backend.PAD_LOGIT).all()
+        assert (q_start[i, n:] == onnx_runtime.PAD_LOGIT).all()
     from core.metrics.squad import squad_scores
 
     torch_text = {str(i): [p.text] for i, p in enumerate(torch_eng.predict(QS, CS, n_best=1))}
@@ -99,7 +100,7 @@ def test_onnx_int8_logits_and_answers_stay_close_to_torch(make):
 
 def test_an_int8_answer_does_not_depend_on_the_other_windows_of_its_batch(make):
     """The int8 backend runs each window alone, so its logits are the same bit for bit alone, in any
-    batch and on any threads. Its per-token scales (core.qa.int8_per_token) would keep a window's
+    batch and on any threads. Its per-token scales (core.qa.backends.int8_per_token) would keep a window's
     logits apart from its neighbours' even in one padded run, where per-tensor int8 moved them."""
     eng = make("onnx-int8")
     windows = build_windows(eng.tokenizer, QS, CS, max_length=384, stride=128)
@@ -112,7 +113,7 @@ def test_an_int8_answer_does_not_depend_on_the_other_windows_of_its_batch(make):
     assert spans(eng.predict(QS, CS)) == spans(make("onnx-int8", batch_size=1).predict(QS, CS))
     # one run over the padded batch: each row's own tokens still get its lone logits
     impl = eng._forward_impl
-    batched = onnx_backend.OnnxForward(impl.path, "onnx-int8", threads=1, per_window=False)
+    batched = onnx_runtime.OnnxForward(impl.path, "onnx-int8", threads=1, per_window=False)
     enc = dict(eng.tokenizer.pad([{"input_ids": w.input_ids, **w.extra} for w in windows],
                                  padding=True, return_tensors="np"))
     b_start, b_end = batched(enc, 1)
@@ -136,7 +137,7 @@ def test_a_per_window_run_reads_each_rows_own_tokens_whichever_side_is_padded(ma
     assert np.array_equal(r_start[0, :n], l_start[0, pad:]) and np.array_equal(r_end[0, :n], l_end[0, pad:])
     assert np.array_equal(r_start[1], l_start[1])
     # padded positions hold no logit a span could be read from
-    assert (r_start[0, n:] == onnx_backend.PAD_LOGIT).all() and (l_end[0, :pad] == onnx_backend.PAD_LOGIT).all()
+    assert (r_start[0, n:] == onnx_runtime.PAD_LOGIT).all() and (l_end[0, :pad] == onnx_runtime.PAD_LOGIT).all()
 
 
 def test_the_export_keeps_residual_adds_and_layernorms_apart(make, cache):
@@ -152,20 +153,20 @@ def test_the_export_keeps_residual_adds_and_layernorms_apart(make, cache):
     opts = ort.SessionOptions()
     opts.optimized_model_filepath = str(cache / "optimized.onnx")
     ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"],
-                         disabled_optimizers=onnx_backend.SESSION_DISABLED_OPTIMIZERS)
+                         disabled_optimizers=onnx_runtime.SESSION_DISABLED_OPTIMIZERS)
     assert "SkipLayerNormalization" not in {n.op_type for n in onnx.load(str(cache / "optimized.onnx")).graph.node}
 
 
 def test_the_int8_file_quantises_every_projection_per_token(make, cache):
     """The int8 graph: attention fused as MultiHeadAttention so that its query, key and value
-    projections are MatMuls, and every weight MatMul per-token int8 (core.qa.int8_per_token) but
+    projections are MatMuls, and every weight MatMul per-token int8 (core.qa.backends.int8_per_token) but
     the QA head's; none of ONNX Runtime's per-tensor ops (DynamicQuantizeMatMul, QAttention)."""
     import onnx
 
-    from core.qa.int8_per_token import MIN_OUTPUT_WIDTH
+    from core.qa.backends.int8_per_token import MIN_OUTPUT_WIDTH
 
     model = make("onnx-int8").model
-    path = next((cache / "onnx").glob(f"*/{onnx_backend.INT8_FILE}"))
+    path = next((cache / "onnx").glob(f"*/{onnx_runtime.INT8_FILE}"))
     graph = onnx.load(str(path)).graph
     ops = [n.op_type for n in graph.node]
     layers = model.config.num_hidden_layers
@@ -184,14 +185,14 @@ def test_the_int8_file_quantises_every_projection_per_token(make, cache):
 def test_export_happens_once_then_is_only_opened(make, cache, monkeypatch):
     make("onnx-int8")  # both files exist after this
     files = sorted((cache / "onnx").glob("*/*.onnx"))
-    assert [f.name for f in files] == [onnx_backend.INT8_FILE, "model.onnx"]
+    assert [f.name for f in files] == [onnx_runtime.INT8_FILE, "model.onnx"]
     stamps = [f.stat().st_mtime_ns for f in files]
 
     def no_second_export(*args, **kwargs):
         raise AssertionError("exported again")
 
-    monkeypatch.setattr(onnx_backend, "_export", no_second_export)
-    monkeypatch.setattr(onnx_backend, "_quantize", no_second_export)
+    monkeypatch.setattr(onnx_runtime, "_export", no_second_export)
+    monkeypatch.setattr(onnx_runtime, "_quantize", no_second_export)
     for backend in ("onnx", "onnx-int8"):
         assert make(backend).backend_name == backend
     assert [f.stat().st_mtime_ns for f in files] == stamps
@@ -203,22 +204,22 @@ def test_torch_exports_once_for_both_files_and_once_more_only_for_a_later_int8(m
     as MultiHeadAttention); only an int8 asked for after the fp32 file exists exports again.
     The raw export is not left behind."""
     model, tok = model_and_tokenizer
-    names = onnx_backend.model_input_names(tok, model)
+    names = onnx_runtime.model_input_names(tok, model)
     exports = []
-    real_export = onnx_backend._export
+    real_export = onnx_runtime._export
 
     def counted(*args, **kwargs):
         exports.append(args[-1])
         return real_export(*args, **kwargs)
 
-    monkeypatch.setattr(onnx_backend, "_export", counted)
-    onnx_backend.ensure_export(model, names, "onnx-int8", folder=tmp_path / "both", tokenizer=tok)
+    monkeypatch.setattr(onnx_runtime, "_export", counted)
+    onnx_runtime.ensure_export(model, names, "onnx-int8", folder=tmp_path / "both", tokenizer=tok)
     assert len(exports) == 1
-    onnx_backend.ensure_export(model, names, "onnx", folder=tmp_path / "later")
-    onnx_backend.ensure_export(model, names, "onnx-int8", folder=tmp_path / "later", tokenizer=tok)
+    onnx_runtime.ensure_export(model, names, "onnx", folder=tmp_path / "later")
+    onnx_runtime.ensure_export(model, names, "onnx-int8", folder=tmp_path / "later", tokenizer=tok)
     assert len(exports) == 3
     for folder in ("both", "later"):
-        assert sorted(f.name for f in (tmp_path / folder).glob("*.onnx")) == [onnx_backend.INT8_FILE, "model.onnx"]
+        assert sorted(f.name for f in (tmp_path / folder).glob("*.onnx")) == [onnx_runtime.INT8_FILE, "model.onnx"]
 
 
 def test_changed_threads_make_a_session_with_those_threads(make):
@@ -267,8 +268,8 @@ def test_fingerprint_has_the_backend_only_when_it_is_not_torch(make):
     h.update(f"{max_length}:{stride}:{s.max_answer_tokens}:{s.top_k}".encode())
     assert engine_fingerprint(torch_eng) == h.hexdigest()[:20]
     # the cache never serves one backend's answer for another
-    prints = {b: engine_fingerprint(make(b)) for b in onnx_backend.BACKENDS}
-    assert len(set(prints.values())) == len(onnx_backend.BACKENDS)
+    prints = {b: engine_fingerprint(make(b)) for b in selection.BACKENDS}
+    assert len(set(prints.values())) == len(selection.BACKENDS)
 
 
 def test_a_new_quantisation_recipe_gets_a_new_cache_key(make, monkeypatch):
@@ -276,7 +277,7 @@ def test_a_new_quantisation_recipe_gets_a_new_cache_key(make, monkeypatch):
 
     eng = make("onnx-int8")
     before = engine_fingerprint(eng)
-    monkeypatch.setitem(onnx_backend.FINGERPRINT_TAGS, "onnx-int8", "onnx-int8:some-other-recipe")
+    monkeypatch.setitem(compat.FINGERPRINT_TAGS, "onnx-int8", "onnx-int8:some-other-recipe")
     assert engine_fingerprint(eng) != before
 
 
@@ -311,7 +312,7 @@ def test_failed_export_falls_back_to_torch_with_a_message(make, tmp_path, monkey
     def broken(*args, **kwargs):
         raise RuntimeError("exporter exploded")
 
-    monkeypatch.setattr(onnx_backend, "_export", broken)
+    monkeypatch.setattr(onnx_runtime, "_export", broken)
     with caplog.at_level(logging.WARNING):
         eng = make("onnx")
     _assert_fell_back(eng, torch_preds, "exporter exploded", caplog)
@@ -341,7 +342,7 @@ def test_the_clis_refuse_a_bad_backend_before_loading_anything(module, capsys):
             else ["--dataset", "demo.en", "--perturbations", "none", "--models", "no-such-model"])
     assert main([*argv, "--backend", "tensorrt"]) == 2
     err = capsys.readouterr().err
-    # core.sweeps's --backend also names where the sweep runs (local or ray, core.sweeps.ray)
+    # core.sweeps's --backend also names where the sweep runs (local or ray, core.sweeps.running.ray)
     where = "local, ray, " if module == "core.sweeps.cli" else ""
     assert f"--backend must be one of {where}{CHOICE_LIST}, got 'tensorrt'" in err
     if module == "core.sweeps.cli":
@@ -386,7 +387,7 @@ def test_default_backend_is_the_one_the_models_card_records(tiny_qa_dir, cache, 
     (carded / "model_card.json").write_text('{"backends": {"default": "tensorrt"}}')
     assert registry.get_entry("carded", toml).default_backend() == "torch"
     # a choice measured with another recipe than today's means torch until measured again
-    tag = onnx_backend.FINGERPRINT_TAGS["onnx"]
+    tag = compat.FINGERPRINT_TAGS["onnx"]
     for recipe, backend in (("onnx:an-older-export", "torch"), (tag, "onnx")):
         (carded / "model_card.json").write_text(json.dumps(
             {"backends": {"default": "onnx", "backends": {"onnx": {"recipe": recipe}}}}))
@@ -418,7 +419,7 @@ def test_sidebar_backend_reaches_the_engine_that_answers(tiny_registry, cache, m
     monkeypatch.setattr(registry, "_cache", {})
     at = AppTest.from_file("../app.py", default_timeout=120).run()
     assert at.selectbox(key="backend_pick").value == "default"  # the tiny model has no card: torch
-    assert at.selectbox(key="backend_pick").options == ["default (each model's)", *onnx_backend.BACKENDS]
+    assert at.selectbox(key="backend_pick").options == ["default (each model's)", *selection.BACKENDS]
     at.selectbox(key="backend_pick").set_value("onnx").run()
     at.button(key="ask_go").click().run()
     assert not at.exception
@@ -436,13 +437,13 @@ def _shipped(name):
     entry = registry.get_entry(name)
     if not entry.is_installed():
         pytest.skip(f"{name} is not installed: {entry.status()}")
-    return {b: registry.load_engine(name, EngineSettings(backend=b, threads=1)) for b in onnx_backend.BACKENDS}
+    return {b: registry.load_engine(name, EngineSettings(backend=b, threads=1)) for b in selection.BACKENDS}
 
 
 def _native_bf16() -> bool:
     import torch
 
-    return onnx_backend.bf16_unavailable(torch.device("cpu")) is None
+    return torch_eager.bf16_unavailable(torch.device("cpu")) is None
 
 
 NATIVE_BF16 = _native_bf16()
@@ -494,7 +495,7 @@ def test_int8_sensitivity_groups_every_quantisable_node_and_scores_its_error(mod
 
     monkeypatch.setenv("QAX_CACHE_DIR", str(cache))
     model, tok = model_and_tokenizer
-    src = onnx_backend.ensure_export(model, onnx_backend.model_input_names(tok, model), "onnx")
+    src = onnx_runtime.ensure_export(model, onnx_runtime.model_input_names(tok, model), "onnx")
     graph = onnx.load(str(src), load_external_data=False).graph
     groups = sens.node_groups(graph)
     weights = {i.name for i in graph.initializer}
@@ -518,7 +519,7 @@ def test_int8_sensitivity_groups_every_quantisable_node_and_scores_its_error(mod
 
 
 def test_outlier_split_is_exact_in_fp32_and_finds_a_planted_outlier(model_and_tokenizer, tmp_path):
-    """core.qa.int8_split: the split graph computes the fp32 graph's logits (the decomposition is
+    """core.qa.backends.int8_split: the split graph computes the fp32 graph's logits (the decomposition is
     exact before quantisation), and a channel made 60x larger than the rest is found on the
     calibration text and kept fp32 in the int8 file."""
     import copy
@@ -526,11 +527,11 @@ def test_outlier_split_is_exact_in_fp32_and_finds_a_planted_outlier(model_and_to
     import onnx
     import torch
 
-    from core.qa import int8_split
+    from core.qa.backends import int8_split
 
     model, tok = model_and_tokenizer
-    names = onnx_backend.model_input_names(tok, model)
-    fp32 = onnx_backend.ensure_export(model, names, "onnx", folder=tmp_path / "plain")
+    names = onnx_runtime.model_input_names(tok, model)
+    fp32 = onnx_runtime.ensure_export(model, names, "onnx", folder=tmp_path / "plain")
     graph = onnx.load(str(fp32))
     projections = int8_split.gelu_projections(graph.graph)
     assert len(projections) == model.config.num_hidden_layers  # one FFN output projection per layer
@@ -554,7 +555,7 @@ def test_outlier_split_is_exact_in_fp32_and_finds_a_planted_outlier(model_and_to
     with torch.no_grad():  # channel 7 of layer 1's FFN: 60x its weights and bias
         layer.weight[7] *= 60.0
         layer.bias[7] = layer.bias[7].abs() * 60.0 + 30.0
-    fp32_planted = onnx_backend.ensure_export(planted, names, "onnx", folder=tmp_path / "planted")
+    fp32_planted = onnx_runtime.ensure_export(planted, names, "onnx", folder=tmp_path / "planted")
     found = int8_split.split_for_int8(fp32_planted, tmp_path / "planted-split.onnx", tok)
     assert len(found) >= 1 and any("layer.1/" in n for n in found)
     maxima = int8_split.channel_maxima(onnx.load(str(fp32_planted)),
@@ -604,7 +605,7 @@ def test_a_card_choosing_bf16_gives_way_where_bf16_is_not_native(tiny_qa_dir, tm
     carded.mkdir()
     for f in tiny_qa_dir.iterdir():
         (carded / f.name).symlink_to(f)
-    tags = onnx_backend.FINGERPRINT_TAGS
+    tags = compat.FINGERPRINT_TAGS
     measured = {"torch": {"f1": 80.0, "questions_per_second": 40, "recipe": tags["torch"]},
                 "torch-bf16": {"f1": 80.1, "questions_per_second": 120, "recipe": tags["torch-bf16"]},
                 "onnx": {"f1": 80.0, "questions_per_second": 45, "recipe": tags["onnx"]},

@@ -101,7 +101,7 @@ def test_the_sweeps_page_refuses_the_hostile_spec_at_once(monkeypatch, tiny_regi
 def test_repeats_over_the_budget_are_refused_by_the_cli_and_the_sweep(tmp_path, tiny_registry):
     from core.datasets import demo_dataset
     from core.sweeps.config import SweepConfig, SweepError
-    from core.sweeps.plan import resolve_inputs
+    from core.sweeps.running.plan import resolve_inputs
 
     with pytest.raises(SweepError, match=r"asks for 101 repeats; the limit is 100 \(the server's QAX_MAX_REPEATS\)"):
         resolve_inputs(SweepConfig("demo", ["TUQ"], ["tiny-a"], repeats=101), dataset=demo_dataset("en"))
@@ -155,7 +155,7 @@ def test_a_megabyte_sweep_name_or_beat_question_is_refused(tmp_path):
     from core.collect import beat, beat_store
     from core.datasets import demo_dataset
     from core.sweeps.config import SweepConfig, SweepError
-    from core.sweeps.plan import resolve_inputs
+    from core.sweeps.running.plan import resolve_inputs
 
     ds = demo_dataset("en")
     with pytest.raises(SweepError, match="the sweep name has 1,048,576 characters; the limit is 200"):
@@ -183,7 +183,7 @@ class _Blocked:
         while not self.release.is_set() and not job.cancel_requested:
             _time.sleep(0.01)
         job.finished_at = _time.monotonic()
-        from core.sweeps import job as job_mod
+        from core.sweeps.running import job as job_mod
 
         with job_mod._RUNNING_LOCK:
             job_mod._JOBS.discard(job)
@@ -191,14 +191,14 @@ class _Blocked:
 
 def _job(owner):
     from core.sweeps.config import SweepConfig
-    from core.sweeps.job import SweepJob
+    from core.sweeps.running.job import SweepJob
 
     return SweepJob(SweepConfig("demo", ["TUQ"], ["tiny-a"]), {}, "unused.sqlite", owner=owner)
 
 
 def test_concurrent_sweeps_are_bounded_per_server_and_per_session(monkeypatch):
     from core.budgets import BudgetError
-    from core.sweeps.job import SweepJob, running_jobs
+    from core.sweeps.running.job import SweepJob, running_jobs
 
     blocked = _Blocked()
     monkeypatch.setattr(SweepJob, "_run", lambda self: blocked(self))
@@ -223,7 +223,7 @@ def test_concurrent_sweeps_are_bounded_per_server_and_per_session(monkeypatch):
 
 
 def test_a_sweep_whose_sessions_have_gone_is_cancelled_after_the_grace_period(monkeypatch):
-    from core.sweeps.job import SweepJob, reap_abandoned
+    from core.sweeps.running.job import SweepJob, reap_abandoned
 
     blocked = _Blocked()
     monkeypatch.setattr(SweepJob, "_run", lambda self: blocked(self))

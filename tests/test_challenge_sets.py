@@ -135,9 +135,9 @@ class FakeEngine:
 
 
 def test_sweep_pairs_a_shifted_file_by_position_and_refuses_one_that_does_not_pair(original, tmp_path, monkeypatch):
+    from core.sweeps.analysis.report import sweep_specs
     from core.sweeps.config import SweepConfig, SweepError
-    from core.sweeps.report import sweep_specs
-    from core.sweeps.run import run_sweep
+    from core.sweeps.running.run import run_sweep
 
     squad_file(tmp_path / "para.json", paraphrased(ORIGINAL))
     rows = paraphrased(ORIGINAL)
@@ -163,7 +163,7 @@ def test_sweep_pairs_a_shifted_file_by_position_and_refuses_one_that_does_not_pa
 def test_a_sweep_whose_pairing_is_unchanged_keeps_its_configuration_hash(original, tmp_path):
     """Options at their defaults are not stored: sweeps from before them keep their hashes."""
     from core.sweeps.config import SweepConfig
-    from core.sweeps.run import run_sweep
+    from core.sweeps.running.run import run_sweep
     from core.sweeps.store import Store
 
     nq = squad_file(tmp_path / "noisy.json", [(i, q.lower(), a, c) for i, q, a, c in ORIGINAL])

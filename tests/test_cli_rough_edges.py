@@ -98,7 +98,7 @@ def test_a_sweep_store_on_a_read_only_mount_can_be_listed(tmp_path):
     mount (a private mount namespace), listed by the CLI."""
     from core.datasets import Dataset
     from core.sweeps.config import SweepConfig
-    from core.sweeps.run import run_sweep
+    from core.sweeps.running.run import run_sweep
     from core.types import Answer, Prediction, QAExample, Span
 
     class Echo:

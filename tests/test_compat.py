@@ -56,13 +56,12 @@ def test_every_prediction_key_of_the_old_store(old_store):
 def test_the_old_import_places_give_the_same_identities():
     from core.collect import trials
     from core.perturb import spec
-    from core.qa import onnx_backend
-    from core.sweeps import config, keys, resolve, store
+    from core.sweeps import config, keys, store
+    from core.sweeps.running import resolve
 
     assert spec.FORMAT is config.FORMAT is compat.FORMAT == compat.SWEEP_FORMAT == "qax-sweep-1"
     assert trials.FORMAT == compat.TRIAL_FORMAT == "qax-trial-1"
     assert resolve.RESEEDED_SALT == ":rng=chain"
-    assert onnx_backend.FINGERPRINT_TAGS is compat.FINGERPRINT_TAGS
     assert (spec.variant_key, spec.key_rng, spec.step_rng, spec.sha, spec.example_hash, spec.canonical_json) == (
         compat.variant_key, compat.key_rng, compat.step_rng, compat.sha, compat.example_hash, compat.canonical_json)
     assert keys.prediction_key is compat.prediction_key and store.text_hash is compat.text_hash

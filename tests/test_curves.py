@@ -1,4 +1,4 @@
-"""Noise-level curves (core.sweeps.curves): bins, bootstrap bands, break points, the CLI and CSV."""
+"""Noise-level curves (core.sweeps.analysis.curves): bins, bootstrap bands, break points, the CLI and CSV."""
 import contextlib
 import csv
 import io
@@ -8,7 +8,7 @@ from pathlib import Path
 import jiwer
 import pytest
 
-from core.sweeps.curves import break_points, curve, measured_noise, sweep_curves
+from core.sweeps.analysis.curves import break_points, curve, measured_noise, sweep_curves
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "sweep_v1.sql"
 POINTS = [("a", 0.0, 1.0), ("a", 1.0, 0.5), ("a", 3.0, 0.0), ("a", 12.0, 0.0),

@@ -84,7 +84,7 @@ def test_a_fresh_clone_opens_on_the_demo_sweep(tmp_path):
             page.get_by_role("tab", name="Heatmap", exact=True).wait_for(timeout=120_000)
             assert page.get_by_text("Showing the bundled demo sweep").count() == 1
             tabs = page.get_by_role("tab").all_inner_texts()
-            assert tabs == ["Heatmap", "Model vs model", "Penalty by n", "NoiseQA", "DuReader-robust",
+            assert tabs == ["Heatmap", "Rows", "Model vs model", "Penalty by n", "NoiseQA", "DuReader-robust",
                             "Slices & calibration", "Noise curves", "Backend flips", "Translate or answer?"]
             page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)   # the heatmap itself
             assert page.evaluate(CUT_LABELS) == []

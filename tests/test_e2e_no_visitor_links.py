@@ -40,7 +40,7 @@ def test_hostile_strings_are_never_links(counting_server, tiny_registry, tmp_pat
     from core.qa import registry
     from core.qa.engine import EngineSettings
     from core.sweeps.config import SweepConfig
-    from core.sweeps.run import run_sweep
+    from core.sweeps.running.run import run_sweep
 
     assert os.path.exists(CHROMIUM), "Debian chromium is required (the test command installs it)"
     port, hits = counting_server

@@ -104,7 +104,7 @@ def test_hostile_text_causes_no_request_on_any_page(counting_server, tiny_regist
     from core.qa import registry
     from core.qa.engine import EngineSettings
     from core.sweeps.config import SweepConfig
-    from core.sweeps.run import run_sweep
+    from core.sweeps.running.run import run_sweep
 
     assert os.path.exists(CHROMIUM), "Debian chromium is required (the test command installs it)"
     port, hits = counting_server

@@ -15,13 +15,13 @@ from core.perturb import registry
 from core.perturb.base import NotApplicable
 from core.perturb.repair import repair_question, repair_with_context, spellcheck
 from core.perturb.spec import SpecError, parse_specs
-from core.sweeps.calibration import calibration_table, coverage_curve, score_samples
+from core.sweeps.analysis.calibration import calibration_table, coverage_curve, score_samples
+from core.sweeps.analysis.repair import repair_table
+from core.sweeps.analysis.slices import SliceError, slice_cells, slice_examples
 from core.sweeps.cli import main
 from core.sweeps.config import SweepConfig
-from core.sweeps.repair import repair_table
-from core.sweeps.resolve import resolve_spec
-from core.sweeps.run import run_sweep
-from core.sweeps.slices import SliceError, slice_cells, slice_examples
+from core.sweeps.running.resolve import resolve_spec
+from core.sweeps.running.run import run_sweep
 from core.types import Answer, Prediction, QAExample, Span
 
 CTX0 = "Peyton Manning was the quarterback of the Denver Broncos. The Broncos won Super Bowl 50 in February 2016."

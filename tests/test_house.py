@@ -7,7 +7,13 @@
   friends, :data:`ARGUMENT_TABLES`) and a function its module's docstring argues for with a line
   ``Long function <name>: <reason>``;
 * ``core/`` imports no Streamlit (except the cached loaders of :data:`STREAMLIT_IN_CORE`) and
-  nothing from ``pages/`` or ``components/``: the layers are pages -> components -> core.
+  nothing from ``pages/`` or ``components/``: the layers are pages -> components -> core;
+* no module in ``core/`` uses another module's private name;
+* core.sweeps is two subpackages: ``analysis`` never imports ``running``, and ``running`` imports
+  from ``analysis`` only :data:`RUNNING_USES_OF_ANALYSIS` (the aggregates stored as a sweep ends);
+  the modules that moved there left nothing behind at their old paths;
+* one lifecycle entry point (core.sweeps.running.lifecycle.launch) runs sweeps;
+* the README stays a front door.
 
 Each test names every offender with its size, so a failure says what to split.
 """
@@ -155,9 +161,9 @@ def test_no_module_in_core_uses_another_modules_private_names():
 
 
 # The sweep lifecycle (local or Ray, the stored backend on resume, the aggregates at the end) is
-# core.sweeps.lifecycle.launch: nothing above core.sweeps runs a sweep or stores aggregates itself.
+# core.sweeps.running.lifecycle.launch: nothing above core.sweeps runs a sweep or stores aggregates itself.
 LIFECYCLE_CALLS = ("run_sweep", "run_sweep_ray")
-LIFECYCLE_HOME = "core/sweeps/lifecycle.py"
+LIFECYCLE_HOME = "core/sweeps/running/lifecycle.py"
 
 
 def lifecycle_calls(files: list[Path], root: Path = ROOT) -> list[str]:
@@ -178,9 +184,79 @@ def lifecycle_calls(files: list[Path], root: Path = ROOT) -> list[str]:
 def test_one_lifecycle_entry_point():
     files = [f for f in _python_files("core", "components", "pages", "app.py") if _rel(f) != LIFECYCLE_HOME]
     offenders = lifecycle_calls(files)
-    assert not offenders, f"sweeps run outside core.sweeps.lifecycle.launch: {offenders}"
+    assert not offenders, f"sweeps run outside core.sweeps.running.lifecycle.launch: {offenders}"
 
 
 def test_the_readme_stays_a_front_door():
     n = len((ROOT / "README.md").read_text(encoding="utf-8").splitlines())
     assert n <= 250, f"README.md has {n} lines: move detail to docs/ (docs/results/ for measurements)"
+
+
+# core.sweeps: analysis reads a stored sweep however it ran; running fills the store and, at the end,
+# stores the aggregates (core.sweeps.analysis.aggregates.store through lifecycle.launch).
+RUNNING_USES_OF_ANALYSIS = frozenset({"core.sweeps.analysis.aggregates"})
+MOVED_AWAY = ("core/sweeps/report.py", "core/sweeps/run.py", "core/sweeps/runner.py", "core/sweeps/ray.py",
+              "core/sweeps/job.py", "core/sweeps/lifecycle.py", "core/sweeps/aggregates.py", "core/sweeps/tables.py",
+              "core/sweeps/rows.py", "core/qa/onnx_backend.py", "core/qa/openvino_backend.py", "core/qa/int8_split.py",
+              "core/qa/int8_per_token.py", "components/heatmap.py", "components/paper_views.py",
+              "components/rows_table.py", "components/report_download.py")
+
+
+def imported_targets(tree: ast.Module) -> set[str]:
+    """Every dotted name a module imports: ``import a.b`` gives a.b, ``from a import b`` a.b (b
+    may be a module or a name in a)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out |= {f"{node.module}.{a.name}" for a in node.names}
+    return out
+
+
+def crossings(files: list[Path], forbidden: str, allowed: frozenset[str] = frozenset(),
+              root: Path = ROOT) -> list[str]:
+    """``path imports name`` for each import under the package ``forbidden`` that is not in (or
+    under) one of ``allowed``."""
+    out = []
+    for path in files:
+        for name in sorted(imported_targets(_tree(path))):
+            if (name == forbidden or name.startswith(forbidden + ".")) and not any(
+                    name == a or name.startswith(a + ".") for a in allowed):
+                out.append(f"{_rel(path, root)} imports {name}")
+    return out
+
+
+def test_the_crossing_check_sees_both_import_forms(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("from core.sweeps.running import run\nimport core.sweeps.running.plan\n"
+                   "from core.sweeps.analysis.aggregates import store\nfrom core.sweeps import store as s\n")
+    assert crossings([src], "core.sweeps.running", root=tmp_path) == [
+        "m.py imports core.sweeps.running.plan", "m.py imports core.sweeps.running.run"]
+    assert crossings([src], "core.sweeps.analysis", RUNNING_USES_OF_ANALYSIS, root=tmp_path) == []
+
+
+def test_analysis_never_imports_running():
+    offenders = crossings(_python_files("core/sweeps/analysis"), "core.sweeps.running")
+    assert not offenders, f"a stored sweep is read the same however it ran: {offenders}"
+
+
+def test_running_imports_analysis_only_for_the_stored_aggregates():
+    offenders = crossings(_python_files("core/sweeps/running"), "core.sweeps.analysis", RUNNING_USES_OF_ANALYSIS)
+    assert not offenders, f"running reaches into analysis beyond {sorted(RUNNING_USES_OF_ANALYSIS)}: {offenders}"
+
+
+def test_moved_modules_left_no_shims_behind():
+    assert not [p for p in MOVED_AWAY if (ROOT / p).exists()]
+    assert (ROOT / "core/sweeps/running/lifecycle.py").is_file() and (ROOT / "core/qa/backends/selection.py").is_file()
+
+
+def test_launch_is_defined_once():
+    homes = [f"{_rel(path)}:{node.lineno}" for path in _python_files("core", "components", "pages")
+             for node in ast.walk(_tree(path)) if isinstance(node, ast.FunctionDef) and node.name == "launch"]
+    assert homes == [f"{LIFECYCLE_HOME}:{_launch_line()}"], homes
+
+
+def _launch_line() -> int:
+    tree = _tree(ROOT / LIFECYCLE_HOME)
+    return next(n.lineno for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "launch")

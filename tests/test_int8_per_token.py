@@ -1,4 +1,4 @@
-"""core.qa.int8_per_token: each token of a MatMul's input is quantised with its own scale, the
+"""core.qa.backends.int8_per_token: each token of a MatMul's input is quantised with its own scale, the
 graph computes what the numpy reference says (hand-checked values included), a loud token no
 longer costs the quiet ones their precision, and the int8 backend's file is built this way."""
 import doctest
@@ -6,7 +6,7 @@ import doctest
 import numpy as np
 import pytest
 
-from core.qa import int8_per_token
+from core.qa.backends import int8_per_token
 
 ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from core.qa import onnx_backend, openvino_backend
+from core.qa.backends import openvino_runtime, selection, torch_eager
 from core.qa.engine import EngineSettings, QAEngine
 from core.qa.features import build_windows
 
@@ -15,7 +15,7 @@ pytest.importorskip("openvino")
 # every test here converts a model (10 s for MiniLM) or calibrates one (about a minute)
 pytestmark = pytest.mark.slow
 
-NATIVE_BF16 = onnx_backend.bf16_unavailable(__import__("torch").device("cpu")) is None
+NATIVE_BF16 = torch_eager.bf16_unavailable(__import__("torch").device("cpu")) is None
 NEEDS_BF16 = pytest.mark.skipif(not NATIVE_BF16, reason="this CPU has no native bf16 (AVX512-BF16 or AMX)")
 CONTEXT = "The eiffel tower was completed in 1889 . it is in paris , the capital of france ."
 QS = ["when was the eiffel tower completed ?", "what is the capital of france ?", "where is the eiffel tower ?"]
@@ -117,11 +117,11 @@ def test_calibration_takes_squad_train_questions_apart_from_the_fidelity_benchma
     from int8_sensitivity import training_pairs
 
     try:
-        calibration = openvino_backend.squad_train_pairs(openvino_backend.CALIBRATION_PAIRS)
+        calibration = openvino_runtime.squad_train_pairs(openvino_runtime.CALIBRATION_PAIRS)
     except FileNotFoundError as e:
         pytest.skip(str(e))
     assert len(calibration) == 128
-    judged = set(training_pairs(400, openvino_backend.CALIBRATION_SEED))
+    judged = set(training_pairs(400, openvino_runtime.CALIBRATION_SEED))
     assert not judged & set(calibration)
 
 
@@ -130,14 +130,14 @@ def test_the_ir_is_converted_once_and_the_compiled_model_read_from_the_cache(tin
     first = tiny("openvino")
     assert first.backend_name == "openvino"
     folder = first._forward_impl.path.parent
-    assert folder.parent.parent == cache / "openvino" and folder.name == openvino_backend.IR_RECIPE
+    assert folder.parent.parent == cache / "openvino" and folder.name == openvino_runtime.IR_RECIPE
     blobs = sorted(p.name for p in (folder / "compiled").iterdir())
     assert blobs  # OpenVINO wrote the compiled model
 
     def no_second_conversion(*args, **kwargs):
         raise AssertionError("converted again")
 
-    monkeypatch.setattr(openvino_backend, "_convert", no_second_conversion)
+    monkeypatch.setattr(openvino_runtime, "_convert", no_second_conversion)
     second = tiny("openvino")
     assert second.backend_name == "openvino" and second.backend_message is None
     assert second._forward_impl.loaded_from_cache == {1: True}  # not compiled again
@@ -172,10 +172,10 @@ def test_missing_openvino_falls_back_to_torch_with_the_install_line(tiny, monkey
 def test_without_native_bf16_or_on_a_gpu_the_reason_is_said(monkeypatch):
     import torch
 
-    assert "run on the CPU, not on cuda" in onnx_backend.backend_unavailable("openvino", torch.device("cuda"))
+    assert "run on the CPU, not on cuda" in selection.backend_unavailable("openvino", torch.device("cuda"))
     for probe in ("_is_amx_tile_supported", "_is_avx512_bf16_supported"):
         monkeypatch.setattr(torch.cpu, probe, lambda: False, raising=False)
-    assert "no native bf16" in onnx_backend.backend_unavailable("openvino-int8", torch.device("cpu"))
+    assert "no native bf16" in selection.backend_unavailable("openvino-int8", torch.device("cpu"))
 
 
 def test_both_backends_have_their_own_recipe_in_the_cache_key():

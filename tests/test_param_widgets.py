@@ -50,3 +50,18 @@ def test_every_perturbation_draws_both_forms():
             if mode == "variants":
                 # with nothing touched, every widget hands back the declared default
                 assert result == {n: prm.default for n, prm in p.config_spec().items()}, p.id
+
+
+def test_widgets_move_by_the_declared_step():
+    """LIT's Scalar.step: a probability moves by 0.05, a word frequency by 100, and a range of ints
+    with a step runs one spec per step."""
+    assert registry.get("keyboard_Q").config_spec()["p"].widget_step == 0.05
+    at = AppTest.from_function(_forms, args=("keyboard_Q", "variants"), default_timeout=60).run()
+    assert not at.exception
+    (p_slider,) = [s for s in at.slider if s.label == "keyboard_Q · p"]
+    assert p_slider.proto.step == 0.05
+    at = AppTest.from_function(_forms, args=("paraphrase_lexical_Q", "variants"), default_timeout=60).run()
+    (freq,) = [n for n in at.number_input if n.label == "paraphrase_lexical_Q · min_frequency"]
+    assert freq.proto.step == 100 and freq.value == 500
+    freq.increment().run()
+    assert at.session_state["result"]["min_frequency"] == 600

@@ -2,7 +2,7 @@
 import torch
 
 from core.qa import prepare
-from core.qa.onnx_backend import bf16_unavailable
+from core.qa.backends.torch_eager import bf16_unavailable
 
 
 def test_prepares_the_models_whose_card_chooses_onnx_and_only_those():

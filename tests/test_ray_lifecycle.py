@@ -20,7 +20,7 @@ SCRIPT = r"""
 import json, sys, time
 import psutil
 from core.sweeps.config import SweepConfig
-from core.sweeps.job import RayOptions, SweepJob
+from core.sweeps.running.job import RayOptions, SweepJob
 me = psutil.Process()
 job = SweepJob(SweepConfig("demo.en", ["TUQ"], ["tiny-a"], sample=2), {}, sys.argv[1], chunk_size=4,
                ray=RayOptions(workers=1), owner="tab-1").start()
@@ -62,7 +62,7 @@ def test_a_local_ray_started_by_an_app_sweep_is_stopped_when_it_ends(tiny_regist
 def test_workers_are_bounded_by_the_cpus(monkeypatch, tmp_path):
     from core.budgets import BudgetError
     from core.sweeps.config import SweepConfig
-    from core.sweeps.job import RayOptions, SweepJob
+    from core.sweeps.running.job import RayOptions, SweepJob
 
     monkeypatch.delenv("QAX_MAX_RAY_WORKERS", raising=False)
     cpus = os.cpu_count() or 1

@@ -16,9 +16,9 @@ from streamlit.testing.v1 import AppTest
 
 from core import config
 from core.datasets import Dataset, DatasetError, load_dataset, resolve_data_file
-from core.sweeps import report as report
+from core.sweeps.analysis import report as report
 from core.sweeps.config import SweepConfig, SweepError
-from core.sweeps.run import run_sweep
+from core.sweeps.running.run import run_sweep
 from core.sweeps.store import Store, StoreError
 from core.types import Answer, Prediction, QAExample, Span
 

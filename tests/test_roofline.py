@@ -54,7 +54,7 @@ def test_zen4_runs_avx512_on_a_256_bit_datapath_at_its_reported_clock(monkeypatc
 
 
 def test_every_backend_has_a_precision():
-    from core.qa.onnx_backend import BACKENDS
+    from core.qa.backends.selection import BACKENDS
 
     assert set(roofline.BACKEND_PRECISION) == set(BACKENDS)
 

@@ -71,7 +71,7 @@ def test_cli_refuses_english_or_a_bad_language_in_one_line(capsys):
 
 
 def test_stored_results_table_reads_cli_rows(tmp_path, monkeypatch):
-    from components import route_view
+    from components.heatmaps import route_view
 
     monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path))
     row = routes.summarise("es", {"translate": [0.0, 1.0], "native": [1.0, 1.0]})

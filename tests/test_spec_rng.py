@@ -24,7 +24,7 @@ from core.perturb.spec import (
     rng_for,
 )
 from core.sweeps.config import SweepConfig
-from core.sweeps.run import run_sweep
+from core.sweeps.running.run import run_sweep
 from core.types import Prediction, Span
 
 SEED, REPEATS = 11, 3
@@ -172,7 +172,7 @@ def test_a_chain_with_a_deterministic_first_step_is_seeded_by_repeat():
     cache keys are new, so no variant stored by the old code is reused."""
     from core.perturb import registry
     from core.perturb.spec import sha
-    from core.sweeps.resolve import resolve_spec
+    from core.sweeps.running.resolve import resolve_spec
 
     ex = EXAMPLES[0]
     assert rng_for(SEED, ex, "TLQ+keyboard_Q", 0).random() != rng_for(SEED, ex, "TLQ+keyboard_Q", 1).random()

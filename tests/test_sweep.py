@@ -24,11 +24,11 @@ import pytest
 
 from core.datasets import Dataset, DatasetError, demo_dataset, load_dataset, sample_examples
 from core.perturb.spec import PerturbationSpec, SpecError, parse_specs
-from core.sweeps import report as report
+from core.sweeps.analysis import report as report
+from core.sweeps.analysis.traps import find_trap, sentence_spans
 from core.sweeps.config import SweepConfig, SweepError
-from core.sweeps.run import run_sweep
+from core.sweeps.running.run import run_sweep
 from core.sweeps.store import Store, StoreError
-from core.sweeps.traps import find_trap, sentence_spans
 from core.types import Answer, Prediction, QAExample, Span
 
 REPO = Path(__file__).resolve().parents[1]
@@ -450,7 +450,7 @@ from core.datasets import demo_dataset
 from core.qa.engine import EngineSettings, QAEngine
 from core.perturb.spec import parse_specs
 from core.sweeps.config import SweepConfig
-from core.sweeps.run import run_sweep
+from core.sweeps.running.run import run_sweep
 
 model_dir, db, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
 engine = QAEngine(AutoModelForQuestionAnswering.from_pretrained(model_dir),

@@ -1,4 +1,4 @@
-"""A stored sweep resumes with the backend it was made with (core.sweeps.backends): the default
+"""A stored sweep resumes with the backend it was made with (core.sweeps.running.backends): the default
 backend may have changed since (the model card's choice), and a non-torch backend is part of the
 prediction cache key, so resuming with another would be another configuration."""
 import pytest
@@ -7,9 +7,9 @@ from core.datasets import demo_dataset
 from core.perturb.spec import parse_specs
 from core.qa import registry
 from core.qa.engine import EngineSettings
-from core.sweeps.backends import backend_for, engines_as_stored, stored_fingerprints
 from core.sweeps.config import SweepConfig, SweepError
-from core.sweeps.run import run_sweep
+from core.sweeps.running.backends import backend_for, engines_as_stored, stored_fingerprints
+from core.sweeps.running.run import run_sweep
 
 pytest.importorskip("onnxruntime")
 

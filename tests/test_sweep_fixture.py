@@ -89,8 +89,8 @@ def test_old_store_shows_the_same_table(tmp_path):
 def test_old_store_resumes_reusing_every_stored_unit(tmp_path, engine):
     from core.qa import registry
     from core.qa.engine import EngineSettings
-    from core.sweeps.backends import engines_as_stored, stored_fingerprints
-    from core.sweeps.run import run_sweep
+    from core.sweeps.running.backends import engines_as_stored, stored_fingerprints
+    from core.sweeps.running.run import run_sweep
 
     db = restore(tmp_path / "old.sqlite")
     stored = {t: rows(db, t) for t in TABLES}
@@ -120,7 +120,7 @@ def test_old_store_resumes_reusing_every_stored_unit(tmp_path, engine):
 
 
 def test_uninterrupted_sweep_matches_the_old_code(tmp_path, engine):
-    from core.sweeps.run import run_sweep
+    from core.sweeps.running.run import run_sweep
 
     db = tmp_path / "new.sqlite"
     run = run_sweep(config(), {MODEL: engine}, db, chunk_size=7)

@@ -6,7 +6,7 @@ units and the tiny model of tests/conftest.py. It is killed before its first chu
 and 5 chunks (in the clean phase and in the perturbed one), resumed each time by the same
 command, and finally finished; its rows must equal those of an uninterrupted run, none lost or
 duplicated. After every kill the sweep lists as interrupted (its owner process is gone), not as
-running, in core.sweeps.report, ``--list`` and the Sweeps page, which resumes it.
+running, in core.sweeps.analysis.report, ``--list`` and the Sweeps page, which resumes it.
 
 (tests/test_sweep.py kills a run_sweep worker once mid-sweep; this file covers the CLI, several
 kill points and how a killed sweep is shown.)
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.sweeps import report as report
+from core.sweeps.analysis import report as report
 from core.sweeps.store import SCHEMA, STALE_AFTER_S, Store, effective_status, process_identity
 
 REPO = Path(__file__).resolve().parents[1]

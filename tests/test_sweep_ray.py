@@ -1,4 +1,4 @@
-"""Sweeps on Ray (core.sweeps.ray): the same rows as the local backend, a killed model actor
+"""Sweeps on Ray (core.sweeps.running.ray): the same rows as the local backend, a killed model actor
 and a SIGKILLed driver both end in the complete, identical sweep, and the Sweeps page runs one.
 
 One local Ray (num_cpus=2) serves the whole file; the CLI runs join it with --address. The
@@ -22,9 +22,9 @@ import pytest
 pytest.importorskip("ray")
 
 from core.datasets import demo_dataset
-from core.sweeps import report as report
+from core.sweeps.analysis import report as report
 from core.sweeps.config import SweepConfig
-from core.sweeps.run import run_sweep
+from core.sweeps.running.run import run_sweep
 from core.sweeps.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -87,7 +87,7 @@ def env(tiny_registry, tmp_path_factory, data_dir):
 @pytest.fixture(scope="module")
 def cluster(env):
     """One local Ray with 2 CPUs for the file; yields its address for the CLI drivers."""
-    from core.sweeps import ray as sweep_ray
+    from core.sweeps.running import ray as sweep_ray
 
     ray = sweep_ray.connect(num_cpus=2)
     yield ray.get_runtime_context().gcs_address
@@ -120,7 +120,7 @@ def _same_sweep(db: Path, reference: Path, name: str = "s") -> None:
 
 
 def test_ray_sweep_gives_the_rows_of_the_local_backend(cluster, local_db, data_dir, tmp_path):
-    from core.sweeps.ray import run_sweep_ray
+    from core.sweeps.running.ray import run_sweep_ray
 
     seen: list = []
     db = tmp_path / "ray.sqlite"
@@ -141,7 +141,7 @@ def test_ray_sweep_gives_the_rows_of_the_local_backend(cluster, local_db, data_d
 def test_a_model_actor_killed_mid_sweep_is_replaced_and_the_sweep_completes(cluster, local_db, data_dir, tmp_path):
     import ray
 
-    from core.sweeps.ray import run_sweep_ray
+    from core.sweeps.running.ray import run_sweep_ray
 
     states: list = []
     killed: list[str] = []
@@ -165,7 +165,7 @@ def test_a_model_actor_killed_mid_sweep_is_replaced_and_the_sweep_completes(clus
 SLOW_RAY_CLI = """
 import sys, time
 sys.path.insert(0, {repo!r})
-import core.sweeps.ray as sweep_ray
+import core.sweeps.running.ray as sweep_ray
 
 delay = float(sys.argv[1])
 
@@ -271,7 +271,7 @@ def test_sweeps_page_runs_a_ray_sweep_and_shows_its_workers(cluster, env, local_
 def test_a_sweep_smaller_than_a_chunk_is_cut_so_every_worker_has_work(cluster, local_db, data_dir, tmp_path):
     """One chunk of 256 would hold the whole sweep: its units are cut into at least
     CHUNKS_PER_WORKER x workers chunks (so answers overlap perturbations), with the same rows."""
-    from core.sweeps.ray import CHUNKS_PER_WORKER, run_sweep_ray
+    from core.sweeps.running.ray import CHUNKS_PER_WORKER, run_sweep_ray
 
     commits: list[int] = []
     db = tmp_path / "cut.sqlite"
@@ -291,8 +291,8 @@ def onnx_sweep(cluster, tmp_path_factory):
     torch): (config, db, its stored fingerprints)."""
     pytest.importorskip("onnxruntime")
     from core.qa.engine import EngineSettings
-    from core.sweeps.backends import stored_fingerprints
-    from core.sweeps.ray import run_sweep_ray
+    from core.sweeps.running.backends import stored_fingerprints
+    from core.sweeps.running.ray import run_sweep_ray
 
     config = SweepConfig("demo.en", ["TUQ"], ["tiny-a"], sample=4, name="kept")
     db = tmp_path_factory.mktemp("backend") / "backend.sqlite"
@@ -303,8 +303,8 @@ def onnx_sweep(cluster, tmp_path_factory):
 
 def test_a_stored_sweep_resumes_on_ray_with_the_backend_it_was_made_with(onnx_sweep):
     from core.sweeps.config import SweepError
-    from core.sweeps.job import RayOptions, SweepJob
-    from core.sweeps.ray import run_sweep_ray
+    from core.sweeps.running.job import RayOptions, SweepJob
+    from core.sweeps.running.ray import run_sweep_ray
 
     config, db, made, stored = onnx_sweep
     with pytest.raises(SweepError, match="different configuration"):
@@ -329,15 +329,15 @@ def test_the_cli_resumes_a_named_sweep_on_ray_with_its_backend(onnx_sweep, clust
 
 def test_the_apps_ray_driver_outlives_its_cluster_the_clis_does_not(monkeypatch):
     """Ray's driver exits its process 60 s after losing the cluster's GCS; the app's server must
-    not (core.sweeps.ray.RECONNECT_ENV). connect(outlive_cluster=True) sets the reconnect timeout
+    not (core.sweeps.running.ray.RECONNECT_ENV). connect(outlive_cluster=True) sets the reconnect timeout
     before ray.init starts the core worker, keeps a value the user set, and the CLI's connect
     leaves Ray's default. The app's SweepJob asks for it."""
     import inspect
 
     import ray as ray_module
 
-    from core.sweeps import job
-    from core.sweeps import ray as sweep_ray
+    from core.sweeps.running import job
+    from core.sweeps.running import ray as sweep_ray
 
     seen = []
     monkeypatch.setattr(ray_module, "is_initialized", lambda: False)

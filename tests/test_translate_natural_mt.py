@@ -7,9 +7,9 @@ import pytest
 
 from core import translate
 from core.datasets import Dataset, load_squad
+from core.sweeps.analysis.report import cells
 from core.sweeps.config import SweepConfig
-from core.sweeps.report import cells
-from core.sweeps.run import run_sweep
+from core.sweeps.running.run import run_sweep
 from core.translate import natural_mt
 from core.types import Answer, Prediction, QAExample, Span
 

@@ -113,7 +113,7 @@ def perturber(spec_text: str) -> Callable[[QAExample, random.Random], QAExample 
     """The ``perturb`` spec as a function (example, rng) -> perturbed example, or None when it does not apply."""
     from core.perturb import registry
     from core.perturb.spec import SpecError, parse_specs
-    from core.sweeps.resolve import resolve_spec
+    from core.sweeps.running.resolve import resolve_spec
 
     try:
         specs = parse_specs(spec_text)

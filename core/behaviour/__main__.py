@@ -74,8 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 read_card(entry.local_dir())   # a broken card fails now, not after the run
             except ValueError as e:
                 raise cli.CLIError(f"{name}: its model card cannot be read: {e}") from None
+    from core.qa.backends.selection import check_backend
     from core.qa.engine import EngineSettings
-    from core.qa.onnx_backend import check_backend
 
     try:
         backend = check_backend(args.backend)

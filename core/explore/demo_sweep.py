@@ -2,7 +2,7 @@
 that Heatmaps and Gallery show something real on a fresh clone (issue 43).
 
 It is an ordinary sweep in the chosen database, run with the public sweep API
-(core.sweeps.run.run_sweep), named :data:`DEMO_NAME` so the pages can label it as a demo and put the
+(core.sweeps.running.run.run_sweep), named :data:`DEMO_NAME` so the pages can label it as a demo and put the
 user's own sweeps before it. Its models are the English default's models whose card measured their
 CPU time (core.qa.registry.models_for_language; a model measured on a GPU only may be slow here):
 with the shipped models, mpnet-squad-v2 and minilm-squad-v2, a strong and a small model. Its
@@ -38,7 +38,7 @@ SHIPPED_DUMP = config.repo_root() / "assets" / "demo" / "demo-sweep.sql"
 
 
 def is_demo(sweep: dict) -> bool:
-    """A stored sweep (core.sweeps.report.list_sweeps) that is the demo sweep."""
+    """A stored sweep (core.sweeps.analysis.report.list_sweeps) that is the demo sweep."""
     return sweep.get("name") == DEMO_NAME
 
 
@@ -67,7 +67,7 @@ def build_demo_sweep(db: str | Path, engine_for: Callable[[str], object], models
     from core import datasets
     from core.perturb.spec import parse_specs
     from core.sweeps.config import SweepConfig
-    from core.sweeps.lifecycle import launch
+    from core.sweeps.running.lifecycle import launch
 
     demo = datasets.demo_dataset("en")
     config = SweepConfig("demo.en", parse_specs(DEMO_SPECS), list(models), repeats=DEMO_REPEATS, seed=0,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rapidfuzz.distance import Levenshtein
 
-from core.sweeps.report import reading
+from core.sweeps.analysis.report import reading
 
 __all__ = ["Finding", "RIGHT", "disagreements", "one_keystroke_flips", "beaten", "find_all", "export_rows"]
 
@@ -32,7 +32,7 @@ RIGHT = 0.5   # F1 at or above which an answer counts as right
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str                      # "disagree" | "flip" | "beaten"
+    kind: str                      # "disagree" | "flip" | "beaten" (or "row": a sweep row opened from Heatmaps)
     title: str                     # one line for the list
     dataset: str                   # the data set name as the pickers offer it ("" for Beat the AI)
     example_id: str

@@ -28,9 +28,12 @@ from core.metrics.declared import Metric
 __all__ = ["predictions_differ", "different_prediction_rate", "bucket_by"]
 
 
+DPR_CITATION = ('Tang et al. (2021), "DuReader_robust: A Chinese Dataset Towards Evaluating Robustness and '
+                'Generalization of Machine Reading Comprehension in Real-World Applications", ACL-IJCNLP 2021')
 DECLARED = (
     Metric("dpr", "DPR", "lower", "%", "Different Prediction Rate: the share of question pairs whose "
-           "predictions differ (DuReader-robust)"),
+           "predictions differ (DuReader-robust)", citation=DPR_CITATION,
+           reference="https://aclanthology.org/2021.acl-short.120; SEEDS.md §3 (over-sensitivity)"),
 )
 
 

@@ -44,11 +44,14 @@ BANDS: tuple[tuple[str, float, bool, float, bool, int], ...] = (
 )
 
 
+GERMAN_CITATION = 'Satheesh et al. (2024), "German extractive QA robustness" (SEEDS.md §4)'
 DECLARED = (
     Metric("pct_change", "% change", "zero", "%", "percentage change of the metric from clean to perturbed "
-           "input; the paper penalises a change either way (Satheesh et al. 2024)"),
+           "input; the paper penalises a change either way (Satheesh et al. 2024)", citation=GERMAN_CITATION,
+           reference="SEEDS.md §4 (reporting); core/metrics/penalty.py"),
     Metric("penalty", "penalty", "lower", "points", "penalty of a heatmap cell by its band of % change, "
-           "summed over cells (Satheesh et al. 2024)"),
+           "summed over cells (Satheesh et al. 2024)", citation=GERMAN_CITATION,
+           reference="SEEDS.md §4 (the band table); core/metrics/penalty.py"),
 )
 
 

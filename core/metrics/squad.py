@@ -53,11 +53,15 @@ __all__ = [
     "squad_scores",
 ]
 
+# Where EM and F1 come from (Hugging Face evaluate's metrics/squad cites the same paper and script)
+SQUAD_CITATION = ('Rajpurkar, Zhang, Lopyrev and Liang (2016), "SQuAD: 100,000+ Questions for Machine '
+                  'Comprehension of Text", EMNLP 2016')
+SQUAD_REFERENCE = "https://rajpurkar.github.io/SQuAD-explorer/ (the official evaluate-v1.1.py); SEEDS.md, Scoring"
 DECLARED = (
     Metric("em", "EM", "higher", "%", "exact match: the share of questions whose normalised answer equals a "
-           "gold answer (SQuAD v1.1)"),
+           "gold answer (SQuAD v1.1)", citation=SQUAD_CITATION, reference=SQUAD_REFERENCE),
     Metric("f1", "F1", "higher", "%", "token F1 between the normalised answer and the best gold answer, "
-           "averaged over questions (SQuAD v1.1)"),
+           "averaged over questions (SQuAD v1.1)", citation=SQUAD_CITATION, reference=SQUAD_REFERENCE),
 )
 
 _PUNCTUATION = frozenset(string.punctuation)

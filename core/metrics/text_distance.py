@@ -50,13 +50,19 @@ __all__ = ["cer", "wer", "corpus_cer", "corpus_wer", "bleu", "noise_summary", "a
            "corpus_wer_normalised", "table3_summary"]
 
 
+# Where the noise measures come from (Hugging Face evaluate's wer, cer and sacrebleu cite these)
+WER_CITATION = ('Morris, Maier and Green (2004), "From WER and RIL to MER and WIL: improved evaluation '
+                'measures for connected speech recognition", Interspeech 2004')
+JIWER = "https://github.com/jitsi/jiwer"
+BLEU_CITATION = ('Papineni, Roukos, Ward and Zhu (2002), "BLEU: a Method for Automatic Evaluation of Machine '
+                 'Translation", ACL 2002; Post (2018), "A Call for Clarity in Reporting BLEU Scores", WMT 2018')
 DECLARED = (
     Metric("cer", "CER", "lower", "%", "character error rate of the noisy question against the original "
-           "(jiwer: edits / characters of the original)"),
+           "(jiwer: edits / characters of the original)", citation=WER_CITATION, reference=JIWER),
     Metric("wer", "WER", "lower", "%", "word error rate of the noisy question against the original "
-           "(jiwer: edits / words of the original)"),
+           "(jiwer: edits / words of the original)", citation=WER_CITATION, reference=JIWER),
     Metric("bleu", "BLEU", "higher", "0-100", "corpus BLEU of the noisy questions against the originals "
-           "(sacreBLEU)"),
+           "(sacreBLEU)", citation=BLEU_CITATION, reference="https://github.com/mjpost/sacrebleu"),
 )
 
 

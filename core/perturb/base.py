@@ -100,7 +100,9 @@ class Param:
     """One declared parameter of a perturbation (LIT's ``config_spec`` entry).
 
     ``type`` is taken from ``default`` (bool, int, float or str). A number may have inclusive
-    bounds ``min``/``max``; a str may be one of ``choices``. ``help`` is shown beside its widget.
+    bounds ``min``/``max`` and a ``step`` (LIT's ``Scalar.step``: how far its slider or number
+    field moves per notch; :attr:`widget_step` gives the one used, declared or not); a str may be
+    one of ``choices``. ``help`` is shown beside its widget.
     The declaration is the one source for validation (:meth:`validate`), the Variants page's
     widget and the values the Sweeps page offers (:attr:`sweep_values`).
 
@@ -117,6 +119,14 @@ class Param:
     ((1, 2, 3, 4), ())
     >>> Param("mlm_model", "").names_a_resource
     True
+    >>> Param("min_frequency", 500, min=0, max=10**9, step=100).widget_step, Param("n", 2).widget_step
+    (100, 1)
+    >>> Param("p", 0.25, min=0.0, max=1.0).widget_step, Param("t", 5.0, min=0.0, max=10.0).widget_step
+    (0.01, 0.1)
+    >>> Param("p", 0.25, min=0.0, max=1.0, step=2.0)
+    Traceback (most recent call last):
+    ...
+    TypeError: parameter 'p': step must be a number above 0 and at most max - min, got 2.0
     """
 
     name: str
@@ -125,6 +135,7 @@ class Param:
     min: float | None = None
     max: float | None = None
     choices: tuple | None = None
+    step: float | None = None
 
     def __post_init__(self) -> None:
         if type(self.default) not in PARAM_TYPES:
@@ -138,7 +149,19 @@ class Param:
             raise TypeError(f"parameter {self.name!r}: give both min and max, or neither")
         if self.min is not None and (self.type not in (int, float) or self.min > self.max):
             raise TypeError(f"parameter {self.name!r}: min <= max bounds are for numbers")
+        if self.step is not None:
+            self._check_step()
         self.validate(self.default, f"parameter {self.name!r} default")
+
+    def _check_step(self) -> None:
+        """A step is for numbers: above 0, whole for an int, no wider than the bounds."""
+        if self.type not in (int, float):
+            raise TypeError(f"parameter {self.name!r}: a step is for numbers")
+        number = isinstance(self.step, (int, float)) and not isinstance(self.step, bool)
+        whole = self.type is float or isinstance(self.step, int)
+        if not (number and whole and self.step > 0 and (self.min is None or self.step <= self.max - self.min)):
+            raise TypeError(f"parameter {self.name!r}: step must be a{' whole' if self.type is int else ''} number "
+                            f"above 0 and at most max - min, got {self.step!r}")
 
     @property
     def type(self) -> type:
@@ -152,6 +175,19 @@ class Param:
         return None if self.min is None else (self.min, self.max)
 
     @property
+    def widget_step(self) -> float | int | None:
+        """The step a widget moves by: the declared ``step``, else 1 for an int, 0.01 for a float
+        bounded within 2 (probabilities, similarities), 0.1 for a wider one, 0.01 unbounded; None
+        for a bool or str."""
+        if self.type not in (int, float):
+            return None
+        if self.step is not None:
+            return self.step
+        if self.type is int:
+            return 1
+        return 0.1 if self.min is not None and self.max - self.min > 2 else 0.01
+
+    @property
     def sweep_values(self) -> tuple:
         """The values a sweep offers to pick several of: every int in the bounds (at most
         :data:`MAX_SWEEP_INTS` of them), or the choices; () when one value is set (bools, floats,
@@ -160,11 +196,13 @@ class Param:
 
         >>> Param("min_frequency", 500, min=0, max=10**9).sweep_values
         ()
+        >>> Param("senses", 1, min=1, max=9, step=4).sweep_values
+        (1, 5, 9)
         """
         if self.choices is not None:
             return self.choices
-        if self.type is int and self.min is not None and self.max - self.min < MAX_SWEEP_INTS:
-            return tuple(range(int(self.min), int(self.max) + 1))
+        if self.type is int and self.min is not None and (self.max - self.min) // self.widget_step < MAX_SWEEP_INTS:
+            return tuple(range(int(self.min), int(self.max) + 1, int(self.widget_step)))
         return ()
 
     @property

@@ -363,7 +363,7 @@ def rng_for(seed: int, example: QAExample, spec: PerturbationSpec | str, repeat:
     step is randomised: ``keyboard_Q+repair_Q`` draws keyboard_Q's own numbers, and the repeats of
     ``TLQ+keyboard_Q`` differ (before issue 25 a deterministic first step made every repeat of
     its chain draw the same numbers). ``salt``: a ``file:`` first step's key salt
-    (:func:`core.sweeps.resolve.file_spec`; it only matters for the steps after it).
+    (:func:`core.sweeps.running.resolve.file_spec`; it only matters for the steps after it).
     ``catalogue``: id -> Perturbation (default: the registry).
 
     >>> from core.types import Answer, QAExample

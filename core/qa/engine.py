@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 from core.compat import fingerprint_suffix
+from core.qa.backends.selection import BackendUnavailable, check_backend, make_forward
 from core.qa.decode import best_spans, has_word, window_candidates
 from core.qa.features import build_windows
-from core.qa.onnx_backend import BackendUnavailable, check_backend, make_forward
 from core.qa.threads import Slot
 from core.types import Prediction
 
@@ -109,9 +109,9 @@ class EngineSettings:
     # None: the process-wide policy (core.qa.threads: every core when answering alone, one thread
     # beside other askers or a sweep; QAX_THREADS sets the budget). A number: always that many.
     threads: int | None = None
-    # How the forward pass runs (core.qa.onnx_backend): "torch", "torch-bf16" (bf16 weights, where
+    # How the forward pass runs (core.qa.backends): "torch", "torch-bf16" (bf16 weights, where
     # the CPU computes in bf16), "onnx" (ONNX Runtime fp32), "onnx-int8" (per-token int8),
-    # "openvino" (bf16) and "openvino-int8" (NNCF int8; core.qa.openvino_backend), or "default":
+    # "openvino" (bf16) and "openvino-int8" (NNCF int8; core.qa.backends.openvino_runtime), or "default":
     # the model's own default, measured by the rule and recorded in its card (the engine's
     # ``default_backend``; torch without a card). A backend that cannot run here falls back to
     # torch; ``backend_name`` says which one answered.
@@ -248,7 +248,7 @@ class QAEngine:
 
     def fingerprint_with(self, backend: str) -> str:
         """The fingerprint this engine has when ``backend`` answers (computed, nothing exported):
-        how a stored sweep's backend is recognised from its fingerprint (core.sweeps.backends)."""
+        how a stored sweep's backend is recognised from its fingerprint (core.sweeps.running.backends)."""
         if self._weights_digest is None:
             self._weights_digest = self._hash_weights_and_tokenizer()
         h = self._weights_digest.copy()

@@ -1,7 +1,7 @@
 """Export, ahead of time, the ONNX or OpenVINO files of every installed model whose card chooses one.
 
 ``python -m core.qa.prepare`` (run by ``./run.sh setup``) loads each such model once, which exports
-its ONNX graph into the cache (core.qa.onnx_backend.ensure_export) unless the files are already
+its ONNX graph into the cache (core.qa.backends.onnx_runtime.ensure_export) unless the files are already
 there. Why: without it the first question a fresh server is asked waits for the export (about
 10 s for MiniLM, a minute for MPNet), which is the hot path issue #27 keeps exports off. A model
 added later is still exported lazily on its first use, so this step is an optimisation, never a

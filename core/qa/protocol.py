@@ -10,7 +10,7 @@ A sweep, the Ask page or an evaluation needs three things from a model and nothi
   user).
 
 :class:`core.qa.engine.QAEngine` implements it (and computes its own fingerprint); test doubles and
-remote stand-ins (``core.sweeps.ray``'s actors) implement it with a few lines. Nothing outside an
+remote stand-ins (``core.sweeps.running.ray``'s actors) implement it with a few lines. Nothing outside an
 implementation reaches into its weights or tokenizer.
 """
 from __future__ import annotations

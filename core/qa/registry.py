@@ -133,7 +133,8 @@ class ModelEntry:
         to the card's other measured backends that can run here."""
         import torch
 
-        from core.qa.onnx_backend import BACKENDS, FINGERPRINT_TAGS, backend_unavailable, choose_default
+        from core.compat import FINGERPRINT_TAGS
+        from core.qa.backends.selection import BACKENDS, backend_unavailable, choose_default
 
         try:
             card = self.model_card() or {}

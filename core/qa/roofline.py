@@ -26,7 +26,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-# The precision each backend's matrix products are computed in (core.qa.onnx_backend.BACKENDS).
+# The precision each backend's matrix products are computed in (core.qa.backends.selection.BACKENDS).
 BACKEND_PRECISION = {"torch": "fp32", "torch-bf16": "bf16", "onnx": "fp32", "onnx-int8": "int8",
                      "openvino": "bf16", "openvino-int8": "int8"}
 

@@ -3,12 +3,13 @@
     python -m core.sweeps --dataset xquad/xquad.en --perturbations keyboard_Q,DPQ,keyboard_Q+DPQ \\
         --models minilm-squad [--repeats 3 --seed 0 --sample 200] [--backend ray]
     python -m core.sweeps --list | --show NAME [--compare A,B | --repair | --slice wh | --calibration
-        | --curve cer|wer|bleu [--curve-csv OUT] | --backend-vs OTHER [--backend-csv OUT]]
+        | --curve cer|wer|bleu [--curve-csv OUT] | --backend-vs OTHER [--backend-csv OUT] | --report OUT.html]
 
 ``--curve``: F1 against each variant's measured question noise, binned, with bootstrap bands
-seeded by ``--seed`` and each model's break point (:mod:`core.sweeps.curves`). ``--backend-vs``:
+seeded by ``--seed`` and each model's break point (:mod:`core.sweeps.analysis.curves`). ``--backend-vs``:
 the answers that differ between NAME and OTHER, the same sweep run with another engine backend
-(:mod:`core.sweeps.backend_axis`).
+(:mod:`core.sweeps.analysis.backend_axis`). ``--report``: the sweep as one self-contained HTML file and
+Markdown beside it (:mod:`core.reports`).
 
 Re-running the same command resumes an interrupted sweep. ``--perturbations`` takes the spec
 language of :mod:`core.perturb.spec`.
@@ -26,7 +27,7 @@ from core.budgets import MAX_REPEATS, BudgetError
 from core.datasets import Dataset, load_dataset
 from core.perturb.spec import PerturbationSpec, parse_specs
 from core.sweeps.config import DEFAULT_DB, SweepConfig
-from core.sweeps.resolve import resolve_spec
+from core.sweeps.running.resolve import resolve_spec
 from core.sweeps.store import Store
 
 __all__ = ["main", "PROG"]
@@ -57,7 +58,7 @@ def _build_parser() -> argparse.ArgumentParser:
                          "alone, one beside other askers; QAX_THREADS sets the budget)")
     ap.add_argument("--backend", default="local", metavar="{local,ray}",
                     help="where the sweep runs: local (this process, the default) or ray (a Ray cluster, see "
-                         "--address and --workers; core.sweeps.ray). A forward-pass name (torch, torch-bf16, "
+                         "--address and --workers; core.sweeps.running.ray). A forward-pass name (torch, torch-bf16, "
                          "onnx, onnx-int8) is still accepted here and means --engine-backend")
     ap.add_argument("--engine-backend", default=None,
                     help="forward pass: default (each model's, chosen by the rule and recorded in its card), "
@@ -86,6 +87,9 @@ def _build_parser() -> argparse.ArgumentParser:
                     "and sweep NAME (the same data, perturbations and seed run with another --engine-backend), "
                     "per model and perturbation, with the question noise of flipped and kept rows")
     ap.add_argument("--backend-csv", metavar="OUT", help="with --backend-vs: also write its rows as CSV")
+    ap.add_argument("--report", metavar="OUT.html", help="with --show: write the sweep's report as one self-contained "
+                    "HTML file (heatmap, tables, the papers' views, slices, curves, worst examples; no external "
+                    "request when opened) and Markdown beside it (OUT.md)")
     ap.add_argument("--list-perturbations", action="store_true", help="list registered perturbations and exit")
     cli.add_loader_options(ap, pairing=True)
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -95,7 +99,7 @@ def _build_parser() -> argparse.ArgumentParser:
 def _backends(args: argparse.Namespace) -> tuple[str, str]:
     """(where the sweep runs, the forward pass) from --backend and --engine-backend. --backend
     named the forward pass before the Ray backend existed: those names still mean it."""
-    from core.qa.onnx_backend import CHOICES as BACKENDS
+    from core.qa.backends.selection import CHOICES as BACKENDS
 
     where, engine = args.backend, args.engine_backend
     if where in BACKENDS:
@@ -126,7 +130,8 @@ def _check_views(args: argparse.Namespace) -> None:
     """The --show views: one at most, and only with --show."""
     views = [flag for flag, on in (("--compare", args.compare), ("--repair", args.repair),
                                    ("--slice", args.slice), ("--calibration", args.calibration),
-                                   ("--curve", args.curve), ("--backend-vs", args.backend_vs)) if on]
+                                   ("--curve", args.curve), ("--backend-vs", args.backend_vs),
+                                   ("--report", args.report)) if on]
     if args.backend_csv and not args.backend_vs:
         raise cli.CLIError("--backend-csv goes with --show A --backend-vs B")
     if args.curve_csv and not args.curve:
@@ -136,7 +141,7 @@ def _check_views(args: argparse.Namespace) -> None:
     if len(views) > 1:
         raise cli.CLIError(f"choose one of {', '.join(views)}")
     if args.slice:
-        from core.sweeps.slices import SLICES
+        from core.sweeps.analysis.slices import SLICES
 
         if args.slice not in SLICES:
             raise cli.CLIError(f"unknown slice {args.slice!r}; slices: {', '.join(SLICES)}")
@@ -153,7 +158,7 @@ def _list_perturbations() -> None:
 def _read(args: argparse.Namespace) -> int:
     """--list and --show: reading never writes (an old store is not upgraded, a foreign file is
     refused untouched)."""
-    from core.sweeps import report
+    from core.sweeps.analysis import report
 
     if Path(args.db).is_dir():
         raise cli.CLIError(f"{args.db} is a folder, not a sweep database")
@@ -166,6 +171,13 @@ def _read(args: argparse.Namespace) -> int:
         if out:   # checked before any work: never the database, never a folder
             cli.refuse_inputs({flag: out}, {"--db": args.db})
             cli.writable_file(out, flag)
+    if args.report:
+        from core.reports import markdown_path
+
+        cli.refuse_inputs({"--report": args.report, "the Markdown beside --report": markdown_path(args.report)},
+                          {"--db": args.db})
+        for out in (args.report, markdown_path(args.report)):
+            cli.writable_file(out, "--report")
     with Store(args.db, readonly=True) as store:
         if args.list:
             print(report.format_sweep_list(report.list_sweeps(store)))
@@ -175,16 +187,16 @@ def _read(args: argparse.Namespace) -> int:
                 raise cli.CLIError("--compare takes two model names, A,B")
             print(report.format_differences(report.model_differences(store, args.show, *models), *models))
         elif args.repair:
-            from core.sweeps.repair import format_repair_table, repair_table
+            from core.sweeps.analysis.repair import format_repair_table, repair_table
 
             print(format_repair_table(repair_table(store, args.show)))
         elif args.slice:
-            from core.sweeps.slices import format_slice, slice_cells
+            from core.sweeps.analysis.slices import format_slice, slice_cells
 
             print(format_slice(slice_cells(store, args.show, args.slice), args.slice, metric=args.metric))
         elif args.curve:
             from core.io.csv_export import csv_text
-            from core.sweeps.curves import format_curves, sweep_curves
+            from core.sweeps.analysis.curves import format_curves, sweep_curves
 
             curves = sweep_curves(store, args.show, args.curve, seed=args.seed)
             print(format_curves(curves))
@@ -193,20 +205,36 @@ def _read(args: argparse.Namespace) -> int:
                 print(f"curve rows -> {args.curve_csv}")
         elif args.backend_vs:
             from core.io.csv_export import csv_text
-            from core.sweeps.backend_axis import backend_flips, format_flips
+            from core.sweeps.analysis.backend_axis import backend_flips, format_flips
 
             flips = backend_flips(store, args.show, args.backend_vs)
             print(format_flips(flips, args.show, args.backend_vs))
             if args.backend_csv:
                 cli.write_text_atomic(args.backend_csv, csv_text(flips))
                 print(f"rows -> {args.backend_csv}")
+        elif args.report:
+            _report(args)
         elif args.calibration:
-            from core.sweeps.calibration import calibration_table, format_calibration
+            from core.sweeps.analysis.calibration import calibration_table, format_calibration
 
             print(format_calibration(calibration_table(store, args.show)))
         else:
             print(report.format_report(store, args.show, metric=args.metric))
     return 0
+
+
+def _report(args: argparse.Namespace) -> None:
+    import shlex
+
+    from core import reports
+
+    command = " ".join([PROG, "--show", shlex.quote(args.show), "--db", shlex.quote(str(args.db)), "--report",
+                        shlex.quote(str(args.report)), "--metric", args.metric, "--seed", str(args.seed)])
+    progress = None if args.quiet else lambda done, total, label: print(f"report {done}/{total}: {label}",
+                                                                          file=sys.stderr, flush=True)
+    html, md = reports.write(args.db, args.show, args.report, metric=args.metric, seed=args.seed, progress=progress,
+                             command=command)
+    print(f"report -> {html} and {md}")
 
 
 def _check_inputs(args: argparse.Namespace, specs: list[PerturbationSpec], model_names: list[str]) -> Dataset:
@@ -252,9 +280,9 @@ def _progress_bar(quiet: bool):
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    """Run (or resume) the sweep the flags describe (core.sweeps.lifecycle.launch: it also stores
+    """Run (or resume) the sweep the flags describe (core.sweeps.running.lifecycle.launch: it also stores
     the aggregates), then print its table."""
-    from core.sweeps import report
+    from core.sweeps.analysis import report
 
     missing = [flag for flag, value in (("--dataset", args.dataset), ("--perturbations", args.perturbations),
                                         ("--models", args.models)) if not value]
@@ -275,8 +303,8 @@ def _sweep(args: argparse.Namespace) -> int:
     model_names = [m.strip() for m in args.models.split(",") if m.strip()]
     dataset = _check_inputs(args, specs, model_names)
     from core.qa.registry import load_engine  # lazy: torch and transformers load here
-    from core.sweeps.backends import stored_fingerprints
-    from core.sweeps.lifecycle import RayOptions, launch
+    from core.sweeps.running.backends import stored_fingerprints
+    from core.sweeps.running.lifecycle import RayOptions, launch
 
     # Each engine is loaded with these settings (the registry caches per settings) instead of
     # changing the settings of a shared cached engine after the fact. On Ray the actors load them.

@@ -156,7 +156,7 @@ def statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
-# Created on the first write of aggregates (core.sweeps.aggregates), so older stores need no upgrade.
+# Created on the first write of aggregates (core.sweeps.analysis.aggregates), so older stores need no upgrade.
 AGGREGATES_TABLE = """CREATE TABLE IF NOT EXISTS sweep_aggregates (
     sweep_id INTEGER NOT NULL, name TEXT NOT NULL, version TEXT NOT NULL, json TEXT NOT NULL,
     PRIMARY KEY (sweep_id, name))"""

@@ -62,7 +62,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from core.compat import text_hash  # noqa: F401 (its old import place: core.sweeps.run, runner)
+from core.compat import text_hash  # noqa: F401 (its old import place: core.sweeps.running.run, runner)
 from core.io.sqlite_db import SQLiteFile, sqlite_kind, table_names
 from core.perturb.spec import canonical_json  # noqa: F401  (re-exported: the stored JSON's form)
 from core.sweeps.schema import ADDED_COLUMNS, AGGREGATES_TABLE, SCHEMA, SCHEMA_VERSION, SIGNATURE, TABLES, statements
@@ -549,7 +549,7 @@ class Store(SQLiteFile):
             "BETWEEN length(rr.original_question) - 1 AND length(rr.original_question) + 1",
             (sweep_id, right, right)).fetchall()
 
-    # ------------------------------------------------------------ aggregates (core.sweeps.aggregates)
+    # ------------------------------------------------------------ aggregates (core.sweeps.analysis.aggregates)
 
     def replace_aggregates(self, sweep_id: int, rows: Sequence[tuple[str, str, str]]) -> None:
         """Store a sweep's aggregates, (name, version, json) each, replacing the ones it had."""

@@ -40,7 +40,7 @@ class _KeyboardWordClass(Perturbation):
     family = "artefact"
     field = "question"
     randomised = True
-    parameters = (Param("p", 0.25, "probability that a word of the class gets a typo", min=0.0, max=1.0),)
+    parameters = (Param("p", 0.25, "probability that a word of the class gets a typo", min=0.0, max=1.0, step=0.05),)
     source = SOURCE
     word_class: str
 

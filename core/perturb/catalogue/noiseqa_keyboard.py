@@ -43,7 +43,7 @@ class KeyboardQ(Perturbation):
     randomised = True
     description = ("NoiseQA keyboard noise: 1 in 4 words gets one letter replaced by a row-wise keyboard "
                    "neighbour (QWERTY; QWERTZ for German, AZERTY for French)")
-    parameters = (Param("p", 0.25, "probability that a word gets one keyboard typo", min=0.0, max=1.0),)
+    parameters = (Param("p", 0.25, "probability that a word gets one keyboard typo", min=0.0, max=1.0, step=0.05),)
     source = SOURCE
 
     def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
@@ -87,7 +87,7 @@ class MisspellQ(Perturbation):
     randomised = True
     description = "Replace words by common human misspellings (Wikipedia list, typing errors only)"
     parameters = (Param("p", 1.0, "probability that a word with a known misspelling is misspelt",
-                        min=0.0, max=1.0),)
+                        min=0.0, max=1.0, step=0.05),)
     source = "NoiseQA (Ravichander et al. 2021); Wikipedia list of common misspellings"
 
     def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:

@@ -206,7 +206,8 @@ class ParaphraseLexical(Perturbation):
         Param("threshold", 0.9, "the least cosine similarity to the original question a synonym must keep",
               min=-1.0, max=1.0),
         Param("senses", 1, "synonyms come from this many of the word's most frequent WordNet senses", min=1, max=50),
-        Param("min_frequency", 500, "the least word frequency (pyspellchecker) a synonym needs", min=0, max=10**9),
+        Param("min_frequency", 500, "the least word frequency (pyspellchecker) a synonym needs", min=0, max=10**9,
+              step=100),
     )
     source = SOURCE + ", non-adversarial (synonym substitution)"
 

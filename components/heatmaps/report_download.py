@@ -1,0 +1,45 @@
+"""Heatmaps' report downloads: the chosen sweep as a self-contained HTML report and as Markdown
+(core.reports, the same report as ``python -m core.sweeps --show NAME --report OUT.html``).
+
+Building it runs every view of the sweep (slices, bootstrap bands: seconds to minutes on a large
+sweep), so it is built on request with a progress bar, kept for this sweep version in the session,
+and then offered as two downloads.
+"""
+from __future__ import annotations
+
+import shlex
+
+import streamlit as st
+
+from components.export import file_stem
+from core import config, reports
+from core.sweeps.analysis.stored import StoredSweep
+
+
+def report_downloads(stored: StoredSweep, metric: str = "f1") -> None:
+    """A "Build report" button, then "Report (HTML)" and "Report (Markdown)" downloads."""
+    db_path, sweep = stored.db, stored.info
+    key = (str(db_path), sweep["id"], stored.version, metric)
+    built = st.session_state.get("hm_report")
+    if built is None or built[0] != key:
+        if not st.button("Build report (HTML and Markdown)", key="hm_report_build",
+                         help="Every view of this sweep in one file to hand on: the heatmap, its tables, the "
+                              "papers' views, slices, noise curves and the worst examples with their spans. The "
+                              "HTML opens offline: it makes no request."):
+            return
+        bar = st.progress(0.0, text="Building the report…")
+        out = f"{file_stem('report', sweep['name'])}.html"
+        command = " ".join(["python -m core.sweeps", "--show", shlex.quote(sweep["name"]), "--db",
+                            shlex.quote(config.shown_path(db_path)), "--report", shlex.quote(out), "--metric", metric])
+        html, md = reports.build(db_path, sweep["id"], metric=metric, command=command,
+                                 progress=lambda done, total, label: bar.progress(
+                                     done / total, text=f"Building the report: {label} ({done}/{total})"))
+        bar.empty()
+        built = (key, html, md)
+        st.session_state["hm_report"] = built
+    stem = file_stem("report", sweep["name"])
+    row = st.container(horizontal=True)   # side by side where they fit, else one under the other: never cut
+    row.download_button("⬇ Report (HTML)", built[1].encode("utf-8"), f"{stem}.html", "text/html",
+                       key="hm_report_html", on_click="ignore")
+    row.download_button("⬇ Report (Markdown)", built[2].encode("utf-8"), f"{stem}.md", "text/markdown",
+                       key="hm_report_md", on_click="ignore")

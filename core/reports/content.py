@@ -1,0 +1,329 @@
+"""What a sweep report holds, collected from the stored sweep's public read functions: the same
+numbers the Heatmaps page shows, computed by the same core functions (core.sweeps: report,
+aggregates, tables, slices, repair, calibration, curves, backend_axis, drill) and drawn by the same
+figure builders (core.render), never recomputed another way.
+
+A :class:`Report` is renderer-neutral: a header, the command that reproduces the sweep, sections
+(each a title, a note, tables as lists of dicts and plotly figures) in the order of the Heatmaps
+tabs, a section only where its tab would show something for this sweep, and the worst examples
+with every model's clean and perturbed span. core.reports.html and core.reports.markdown render it.
+"""
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+
+from core.compat import FINGERPRINT_TAGS, UNHASHED_BACKEND
+from core.perturb.spec import PerturbationSpec
+from core.render.curve_figure import curve_figure
+from core.render.heatmap import METRICS, heatmap_figure
+from core.render.sweep_figures import breakdown_figure, bucket_figure
+from core.sweeps.analysis import curves as noise_curves
+from core.sweeps.analysis import drill, report
+from core.sweeps.analysis import tables as views
+from core.sweeps.analysis.stored import StoredSweep
+
+__all__ = ["Table", "Section", "Example", "Report", "ProgressFn", "WORST_EXAMPLES", "engine_backend", "sweep_command",
+           "collect"]
+
+WORST_EXAMPLES = 8          # the report's examples: the largest F1 losses over every cell
+ProgressFn = Callable[[int, int, str], None]   # (steps done, steps in all, what runs now)
+
+
+@dataclass
+class Table:
+    title: str
+    rows: list[dict[str, Any]]
+
+
+@dataclass
+class Section:
+    title: str
+    note: str = ""
+    tables: list[Table] = field(default_factory=list)
+    figures: list[go.Figure] = field(default_factory=list)
+
+
+@dataclass
+class Example:
+    """One of the worst rows: the cell's model lost ``f1_loss`` (0..1) under ``spec``; ``across``
+    is every model's answer on it (core.sweeps.analysis.drill.example_across_models)."""
+
+    model: str
+    spec: str
+    row: dict[str, Any]              # core.sweeps.analysis.report.cell_examples' row
+    across: list[dict[str, Any]]
+
+
+@dataclass
+class Report:
+    header: dict[str, str]           # label -> value, in order
+    command: str                     # the sweep command that reproduces the rows
+    sections: list[Section]
+    examples: list[Example]
+    metric: str = "f1"
+
+
+def engine_backend(fingerprint: str) -> str:
+    """The engine backend a stored model fingerprint was answered with (core.compat: a backend enters
+    the fingerprint as ``:backend=TAG`` except the unhashed one).
+
+    >>> engine_backend("abc"), engine_backend("abc:long_from=4000:backend=onnx:fused-v5")
+    ('torch', 'onnx')
+    >>> engine_backend("x:backend=future-thing")
+    'future-thing'
+    """
+    _, found, tag = fingerprint.partition(":backend=")
+    if not found:
+        return UNHASHED_BACKEND
+    return next((name for name, t in sorted(FINGERPRINT_TAGS.items(), key=lambda kv: -len(kv[1]))
+                 if tag == t or tag.startswith(t + ":")), tag)
+
+
+def sweep_command(config: dict[str, Any], name: str, db: str | Path) -> str:
+    """The ``python -m core.sweeps`` command that makes (or resumes) this sweep, shell-quoted.
+
+    >>> sweep_command({"dataset": "demo.en", "specs": [["DCRQ", '{"n_chars":1}', 2, ""], ["TUQ", "{}", 1, ""]],
+    ...                "models": [["m", "fp"]], "repeats": 2, "seed": 0, "sample": None}, "my sweep", "s.sqlite")
+    "python -m core.sweeps --dataset demo.en --perturbations DCRQ:n_chars=1,TUQ --models m --repeats 2 --seed 0 \
+--engine-backend torch --name 'my sweep' --db s.sqlite"
+    """
+    import json
+
+    specs = ",".join(PerturbationSpec.make(pid, json.loads(params)).text for pid, params, *_ in config["specs"])
+    models = [m for m, _ in config["models"]]
+    parts = ["python -m core.sweeps", "--dataset", config["dataset"], "--perturbations", specs,
+             "--models", ",".join(models), "--repeats", str(config["repeats"]), "--seed", str(config["seed"])]
+    if config.get("sample") is not None:
+        parts += ["--sample", str(config["sample"])]
+    for key, flag in (("pair_by", "--pair-by"), ("on_ambiguous", "--on-ambiguous"), ("lang", "--lang")):
+        if config.get(key) is not None:
+            parts += [flag, str(config[key])]
+    backends = {engine_backend(fp) for _, fp in config["models"]}
+    if len(backends) == 1:   # mixed: each model's default backend made them (no one flag says so)
+        parts += ["--engine-backend", backends.pop()]
+    parts += ["--name", name, "--db", str(db)]
+    return " ".join(parts[:1] + [shlex.quote(p) for p in parts[1:]])
+
+
+def _header(sweep: dict[str, Any], db: str | Path) -> dict[str, str]:
+    config = sweep["config"]
+    backends = {m: engine_backend(fp) for m, fp in config["models"]}
+    return {"sweep": sweep["name"], "dataset": sweep["dataset"], "database": str(db),
+            "examples": str(sweep["n_examples"]), "models": ", ".join(sweep["models"]),
+            "engine backends": ", ".join(f"{m}: {b}" for m, b in backends.items()),
+            "perturbation specs": ", ".join(sweep["perturbations"]),
+            "repeats · seed": f"{config.get('repeats')} · {config.get('seed')}",
+            "result rows": f"{sweep['done_units']:,} of {sweep['total_units']:,} ({sweep['status']})",
+            "created · updated": f"{sweep['created_at']} · {sweep['updated_at']}"}
+
+
+def _heatmap(db, sweep: dict, cells: list, clean: dict, metric: str) -> Section:
+    if not cells:      # a sweep with no model or no spec: what Heatmaps says too
+        return Section("Model × perturbation", "This sweep has no cells.")
+    fig, _ = heatmap_figure(cells, metric, "pct", totals=report.penalty_totals(cells, metric), models=sweep["models"])
+    return Section(
+        "Model × perturbation",
+        f"% change of {METRICS[metric]} against the clean questions, coloured by the German paper's bands; each "
+        "cell's second line is its penalty, each model's label its penalty total (Σ; lower = more robust).",
+        [Table("Penalty total per model", views.penalty_summary(cells, clean, sweep["models"])),
+         Table("Clean scores (all examples of the sweep)", views.clean_rows(clean)),
+         Table("Every cell: F1 / EM, N examples, repeats", views.cell_rows(cells, sweep["models"]))],
+        [fig])
+
+
+def _model_vs_model(stored: StoredSweep) -> Section | None:
+    models = stored.models
+    if len(models) < 2:
+        return None
+    rows = stored.model_differences(models[0], models[1])
+    return Section("Model vs model",
+                   f"{models[1]} − {models[0]} in F1 points on the examples both were scored on, with a 95% "
+                   "paired-bootstrap interval over those examples (2,000 resamples, seed 0).",
+                   [Table(f"{models[1]} − {models[0]}", rows)])
+
+
+def _penalty_by_n(db, sid: int, cells: list, metric: str) -> Section | None:
+    params = views.n_parameters(cells)
+    if not params:
+        return None
+    tables = []
+    for param in params:
+        table = report.penalty_table(db, sid, param=param, metric=metric)
+        tables.append(Table(f"{METRICS[metric]} penalty by {param} (specs per n: "
+                            f"{', '.join(f'{n}: {k}' for n, k in table['cells'].items())})",
+                            views.penalty_rows(table)))
+    return Section("Penalty by number of perturbed words / characters",
+                   "Each model's penalties summed over the specs with n = 1, 2, …", tables)
+
+
+def _noiseqa(stored: StoredSweep, cells: list, metric: str) -> Section | None:
+    db, sid = stored.db, stored.id
+    if not any(views.interface_of(c.perturbation, c.family) for c in cells):
+        return None
+    rates = stored.noise_rates()
+    section = Section("NoiseQA: interface noise",
+                      "Clean vs noisy EM / F1 (Table 4 layout) with each noisy set's CER / WER / BLEU (Table 3).",
+                      [Table("Clean vs noisy", views.noiseqa_table(cells, rates))])
+    asr = views.asr_breakdown(cells, rates)
+    if asr:
+        section.tables.append(Table("ASR noise per voice and engine", asr))
+        section.figures.append(breakdown_figure(asr, "voice", METRICS[metric], facet="engine",
+                                                title=f"ASR noise: {METRICS[metric]} per voice and ASR engine"))
+    mt = views.mt_breakdown(db, sid, cells)
+    if mt:
+        section.tables.append(Table("MT noise per source language", mt))
+        section.figures.append(breakdown_figure(mt, "source language", METRICS[metric],
+                                                title=f"MT noise: {METRICS[metric]} per language translated "
+                                                      "into English"))
+    return section
+
+
+def _dureader(stored: StoredSweep) -> Section:
+    db, sid = stored.db, stored.id
+    specs = stored.specs()
+    section = Section("DuReader-robust: over-sensitivity and over-stability",
+                      "DPR = share of (original, paraphrased) question pairs whose predictions differ (the "
+                      "paraphrase family, as Heatmaps counts it by default); F1 against the similarity of a trap "
+                      "sentence to the clean question.")
+    dpr = report.dpr_table(db, sid, families=("paraphrase",))
+    if dpr:
+        section.tables.append(Table("DPR per model (“(all)” pools the model's pairs)", views.dpr_rows(dpr, specs)))
+        sim = report.dpr_by_similarity(db, sid, families=("paraphrase",))
+        section.tables.append(Table("DPR by question similarity", views.bucket_rows(sim, "DPR %")))
+        section.figures.append(bucket_figure(sim, "DPR (%)", "similarity of perturbed to original question "
+                                             "(token F1)", title="DPR against question similarity"))
+    traps = stored.traps()
+    if traps["buckets"]:
+        section.tables.append(Table(f"F1 by question-trap similarity (clean questions; {traps['with_trap']} "
+                                    f"with a trap sentence, {traps['without_trap']} without)",
+                                    views.bucket_rows(traps["buckets"], "F1 %")))
+        section.figures.append(bucket_figure(traps["buckets"], "F1 (%)", "similarity of trap sentence to question "
+                                             "(token F1)", title="F1 against question-trap similarity (clean)"))
+    return section if section.tables else Section(section.title, "No paraphrase pair and no trap sentence in "
+                                                  "this sweep.")
+
+
+def _repair(db, sid: int, cells: list) -> Section | None:
+    from core.sweeps.analysis.repair import repair_table
+
+    if not any("repair_Q" in c.perturbation for c in cells):
+        return None
+    return Section("NoiseQA: question repair", "Noisy and repaired F1 on the same questions; gain with its 95% "
+                   "paired-bootstrap interval.", [Table("Repair", repair_table(db, sid))])
+
+
+def _slices(db, sid: int) -> Section:
+    from core.sweeps.analysis.calibration import calibration_table
+    from core.sweeps.analysis.slices import SLICES, slice_cells
+
+    tables = []
+    for name, label in SLICES.items():
+        rows = [{k: v for k, v in c.as_dict().items() if k not in ("perturbation", "params")}
+                for c in slice_cells(db, sid, name)]
+        if rows:
+            tables.append(Table(f"F1 by {label} (N per cell)", rows))
+    tables.append(Table("Answer scores and abstention (calibration)", calibration_table(db, sid)))
+    return Section("Slices & calibration", "Every slice of the Heatmaps tab, every model and spec.", tables)
+
+
+def _curves(db, sid: int, seed: int) -> Section:
+    section = Section("F1 against measured noise",
+                      "Each question variant at its measured noise against the original question, binned; per model "
+                      f"the mean F1 of each bin with a 95% bootstrap band (seed {seed}) and its break point: the "
+                      "first bin whose F1 is below 90% of clean.")
+    for measure in noise_curves.MEASURES:
+        c = noise_curves.sweep_curves(db, sid, measure, seed=seed)
+        if not any(b.n for b in c.bins):
+            continue
+        unit = "BLEU" if measure == "bleu" else f"{measure.upper()} %"
+        section.figures.append(curve_figure(c))
+        section.tables.append(Table(f"{measure.upper()}: break points",
+                                    [{"model": m, "clean F1": round(c.clean[m], 1) if m in c.clean else None,
+                                      "break point": "none" if bp is None else f"{unit} {bp:g}"}
+                                     for m, bp in c.breaks.items()]))
+        section.tables.append(Table(f"{measure.upper()}: bins", c.rows()))
+    return section if section.figures else Section(section.title, "No scored question variant in this sweep.")
+
+
+def _backend_flips(db, sweep: dict, others: list[dict]) -> Section | None:
+    from core.sweeps.analysis.backend_axis import backend_flips
+
+    section = Section("Backend flips", "Answers that differ between this sweep and another stored sweep of the same "
+                      "data, perturbations and seed run with another engine backend.")
+    def backends(s: dict) -> dict[str, str]:
+        return {m: engine_backend(fp) for m, fp in s["config"]["models"]}
+
+    for other in others:   # the same data and seed, answered with other backends
+        if (other["id"] == sweep["id"] or other["dataset"] != sweep["dataset"]
+                or other["config"].get("seed") != sweep["config"].get("seed") or backends(other) == backends(sweep)):
+            continue
+        try:
+            rows = backend_flips(db, sweep["id"], other["id"])
+        except ValueError:      # no shared row: not the same sweep under another backend
+            continue
+        section.tables.append(Table(f"against {other['name']}", rows))
+    return section if section.tables else None
+
+
+def worst_examples(db, sid: int, cells: list, k: int = WORST_EXAMPLES) -> list[Example]:
+    """The ``k`` rows with the largest F1 loss over every cell (a row shared by several models is
+    shown once, at its worst), each with every model's answers on it."""
+    pool = []
+    for c in cells:
+        for r in report.cell_examples(db, sid, c.model, c.perturbation, c.params_json, limit=k):
+            if r["f1_loss"] is not None and r["f1_loss"] > 0:
+                pool.append((c, r))
+    pool.sort(key=lambda cr: -cr[1]["f1_loss"])      # stable: ties keep the sweep's order
+    seen, out = set(), []
+    for c, r in pool:
+        key = (c.perturbation, c.params_json, r["example_hash"], r["repeat"])
+        if key in seen:
+            continue
+        seen.add(key)
+        across = drill.example_across_models(db, sid, c.perturbation, c.params_json, r["example_hash"], r["repeat"])
+        out.append(Example(c.model, c.label, r, across))
+        if len(out) == k:
+            break
+    return out
+
+
+def collect(db: str | Path, sweep: int | str, metric: str = "f1", seed: int = 0,
+            progress: ProgressFn | None = None) -> Report:
+    """Everything the report shows for ``sweep`` in ``db`` (read-only). ``seed``: the curves'
+    bootstrap seed. ``progress(done, total, label)`` is called before each step. A sweep name not
+    in ``db`` raises KeyError (from the store)."""
+    sweeps = report.list_sweeps(db)
+    stored = StoredSweep(db, sweep)   # the read handle Heatmaps uses: the same numbers
+    sid, info = stored.id, stored.info
+    cells = stored.cells()
+    clean = stored.clean_scores()
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        ("heatmap", lambda: _heatmap(db, info, cells, clean, metric)),
+        ("model vs model", lambda: _model_vs_model(stored)),
+        ("penalty by n", lambda: _penalty_by_n(db, sid, cells, metric)),
+        ("NoiseQA", lambda: _noiseqa(stored, cells, metric)),
+        ("DuReader-robust", lambda: _dureader(stored)),
+        ("repair", lambda: _repair(db, sid, cells)),
+        ("slices", lambda: _slices(db, sid)),
+        ("noise curves", lambda: _curves(db, sid, seed)),
+        ("backend flips", lambda: _backend_flips(db, info, sweeps)),
+        ("worst examples", lambda: worst_examples(db, sid, cells)),
+    ]
+    sections, examples = [], []
+    for i, (label, step) in enumerate(steps):
+        if progress:
+            progress(i, len(steps), label)
+        result = step()
+        if isinstance(result, list):
+            examples = result
+        elif result is not None:
+            sections.append(result)
+    if progress:
+        progress(len(steps), len(steps), "done")
+    return Report(_header(info, db), sweep_command(info["config"], info["name"], db), sections, examples, metric)

@@ -1,0 +1,343 @@
+"""Slices of a stored sweep: where do the models lose? (LIT's slices, for QA robustness.)
+
+A slice groups the sweep's examples by one property and recomputes each cell (model x spec) per
+group, with N per cell, so "keyboard noise costs 12 F1" becomes "... and 25 on who-questions with
+a date answer". Slices (name: what groups the examples):
+
+  wh       the question word: what, which, who, when, where, why, how many/much, how, other
+           (English and German question words; the first one found in the question)
+  answer   the gold answer's type from the spaCy tagger of core.perturb.nlp: person, place,
+           organisation, other name, date, number, other (no entity labels for the language:
+           number / other name / other from POS tags)
+  qlen     question length in words (1-6, 7-10, 11-15, 16+)
+  clen     context length in words (1-99, 100-149, 150-199, 200+)
+  overlap  lexical overlap: the share of the question's distinct words (lower-cased) that occur in
+           the context (<50%, 50-70%, 70-90%, 90%+)
+  cer      the perturbation's edit size, CER of the perturbed field against the original
+           (unchanged, <=5%, 5-10%, 10-20%, >20%); a per-variant property, so clean has none
+
+Our choices: the first five are properties of the ORIGINAL example (the question as written, not
+as perturbed), so an example sits in the same group for every spec and the groups are comparable
+across columns; only ``cer`` depends on the variant. The answer type is read from the answer text
+alone (the first gold answer). A cell's clean F1 is measured on the same examples as its perturbed
+F1 (those of the group the perturbation applied to), as in core.sweeps.analysis.report.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.perturb.nlp import WORD_RE, analyse
+from core.sweeps.analysis.report import cell_examples, reading, sweep_specs
+from core.sweeps.store import Store
+
+__all__ = ["SLICES", "SliceError", "wh_word", "answer_type", "length_bucket", "overlap_bucket", "cer_bucket",
+           "example_slices", "slice_cells", "slice_examples", "format_slice"]
+
+SLICES = {"wh": "question word", "answer": "answer type", "qlen": "question length (words)",
+          "clen": "context length (words)", "overlap": "question-context word overlap",
+          "cer": "edit size (CER of the perturbed field)"}
+QLEN_EDGES = (6, 10, 15)
+CLEN_EDGES = (99, 149, 199)
+OVERLAP_EDGES = (0.5, 0.7, 0.9)
+CER_EDGES = (0.05, 0.10, 0.20)
+
+# Multi-word question words first, so "how many" wins over "how"; German after English.
+_WH = [("how many", "how many/much"), ("how much", "how many/much"), ("what", "what"), ("which", "which"),
+       ("who", "who"), ("whom", "who"), ("whose", "who"), ("when", "when"), ("where", "where"),
+       ("why", "why"), ("how", "how"),
+       ("wie viele", "how many/much"), ("wie viel", "how many/much"), ("wieviele", "how many/much"),
+       ("was", "what"), ("welche", "which"), ("welcher", "which"), ("welches", "which"), ("welchen", "which"),
+       ("welchem", "which"), ("wer", "who"), ("wen", "who"), ("wem", "who"), ("wessen", "who"),
+       ("wann", "when"), ("wo", "where"), ("wohin", "where"), ("woher", "where"), ("warum", "why"),
+       ("weshalb", "why"), ("wieso", "why"), ("wie", "how")]
+WH_ORDER = ("what", "which", "who", "when", "where", "why", "how many/much", "how", "other")
+ANSWER_ORDER = ("person", "place", "organisation", "other name", "date", "number", "other")
+_ENTITY_TYPES = {"PER": "person", "PERSON": "person", "LOC": "place", "GPE": "place", "FAC": "place",
+                 "ORG": "organisation", "DATE": "date", "TIME": "date", "CARDINAL": "number",
+                 "QUANTITY": "number", "PERCENT": "number", "MONEY": "number", "ORDINAL": "number"}
+
+
+class SliceError(ValueError):
+    """An unknown slice name."""
+
+
+def wh_word(question: str) -> str:
+    """The question word group of ``question`` (the earliest question word in it).
+
+    >>> wh_word("How many points did the Panthers score?"), wh_word("In which year?"), wh_word("Name it.")
+    ('how many/much', 'which', 'other')
+    >>> wh_word("Wie viele Tore fielen?"), wh_word("Wann begann der Krieg?")
+    ('how many/much', 'when')
+    """
+    lowered = question.lower()
+    best: tuple[int, int, str] | None = None
+    for phrase, group in _WH:
+        m = re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", lowered)
+        if m and (best is None or (m.start(), -len(phrase)) < (best[0], best[1])):
+            best = (m.start(), -len(phrase), group)
+    return best[2] if best else "other"
+
+
+def answer_type(answer: str, lang: str) -> str:
+    """person / place / organisation / other name / date / number / other (see module doc).
+
+    >>> answer_type("Peyton Manning", "en"), answer_type("February 7, 2016", "en"), answer_type("gold", "en")
+    ('person', 'date', 'other')
+    >>> answer_type("24", "de")
+    'number'
+    """
+    tokens = analyse(answer, lang).tokens
+    labels = [t.ent for t in tokens if t.ent]
+    if labels:
+        label = max(dict.fromkeys(labels), key=labels.count)   # most frequent, first on ties
+        return _ENTITY_TYPES.get(label, "other name")
+    words = [t for t in tokens if any(ch.isalnum() for ch in t.text)]
+    if words and all(t.pos == "NUM" or t.text.replace(",", "").replace(".", "").isdigit() for t in words):
+        return "number"
+    if any(t.pos == "PROPN" for t in words):
+        return "other name"
+    return "other"
+
+
+def length_bucket(n_words: int, edges: Sequence[int]) -> str:
+    """"1-6", "7-10", ..., "16+" for ``edges`` (6, 10, 15).
+
+    >>> [length_bucket(n, (6, 10, 15)) for n in (1, 6, 7, 15, 16)]
+    ['1-6', '1-6', '7-10', '11-15', '16+']
+    """
+    low = 1
+    for edge in edges:
+        if n_words <= edge:
+            return f"{low}-{edge}"
+        low = edge + 1
+    return f"{low}+"
+
+
+def overlap_bucket(share: float) -> str:
+    """"<50%", "50-70%", "70-90%", "90%+".
+
+    >>> [overlap_bucket(x) for x in (0.0, 0.5, 0.75, 0.9, 1.0)]
+    ['<50%', '50-70%', '70-90%', '90%+', '90%+']
+    """
+    if share < OVERLAP_EDGES[0]:
+        return "<50%"
+    if share < OVERLAP_EDGES[1]:
+        return "50-70%"
+    if share < OVERLAP_EDGES[2]:
+        return "70-90%"
+    return "90%+"
+
+
+def cer_bucket(cer: float | None, changed: bool | None = True) -> str:
+    """"unchanged", "<=5%", "5-10%", "10-20%", ">20%" (CER as a fraction).
+
+    >>> [cer_bucket(x) for x in (0.0, 0.05, 0.07, 0.2, 0.5)]
+    ['unchanged', '<=5%', '5-10%', '10-20%', '>20%']
+    """
+    if cer is None:
+        return "unknown"
+    if not changed or cer == 0:
+        return "unchanged"
+    if cer <= CER_EDGES[0]:
+        return "<=5%"
+    if cer <= CER_EDGES[1]:
+        return "5-10%"
+    if cer <= CER_EDGES[2]:
+        return "10-20%"
+    return ">20%"
+
+
+def _words(text: str) -> list[str]:
+    return WORD_RE.findall(text)
+
+
+def example_slices(question: str, context: str, answer: str, lang: str) -> dict[str, str]:
+    """The group of an original example in each example slice (all but ``cer``).
+
+    >>> example_slices("Who won?", "Denver won the game.", "Denver", "en")["overlap"]
+    '50-70%'
+    """
+    q_words = {w.lower() for w in _words(question)}
+    c_words = {w.lower() for w in _words(context)}
+    share = len(q_words & c_words) / len(q_words) if q_words else 0.0
+    return {"wh": wh_word(question), "answer": answer_type(answer, lang),
+            "qlen": length_bucket(len(_words(question)), QLEN_EDGES),
+            "clen": length_bucket(len(_words(context)), CLEN_EDGES), "overlap": overlap_bucket(share)}
+
+
+def _order(slice_name: str) -> list[str]:
+    if slice_name == "wh":
+        return list(WH_ORDER)
+    if slice_name == "answer":
+        return list(ANSWER_ORDER)
+    if slice_name == "qlen":
+        return [length_bucket(e, QLEN_EDGES) for e in (*QLEN_EDGES, QLEN_EDGES[-1] + 1)]
+    if slice_name == "clen":
+        return [length_bucket(e, CLEN_EDGES) for e in (*CLEN_EDGES, CLEN_EDGES[-1] + 1)]
+    if slice_name == "overlap":
+        return ["<50%", "50-70%", "70-90%", "90%+"]
+    return ["unchanged", "<=5%", "5-10%", "10-20%", ">20%", "unknown"]
+
+
+def _check(slice_name: str) -> None:
+    if slice_name not in SLICES:
+        raise SliceError(f"unknown slice {slice_name!r}; slices: {', '.join(SLICES)}")
+
+
+def _example_groups(store: Store, sid: int, slice_name: str) -> dict[str, str]:
+    """{example hash: group} for an example slice."""
+    out = {}
+    for r in store.examples_in_order(sid):
+        answers = json.loads(r["answers_json"])
+        answer = answers[0][0] if answers else ""
+        if slice_name == "answer":
+            out[r["hash"]] = answer_type(answer, r["lang"])
+        elif slice_name == "wh":
+            out[r["hash"]] = wh_word(r["question"])
+        else:
+            out[r["hash"]] = example_slices(r["question"], r["context"], answer, r["lang"])[slice_name]
+    return out
+
+
+@dataclass
+class SliceCell:
+    """One (group, model, spec) cell of a slice; scores in percent."""
+
+    group: str
+    model: str
+    perturbation: str          # "" for the clean column
+    params_json: str
+    label: str
+    n: int                     # distinct examples scored in this cell
+    clean_f1: float | None
+    f1: float | None
+    f1_drop: float | None
+    clean_em: float | None
+    em: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"slice group": self.group, "model": self.model, "spec": self.label, "perturbation": self.perturbation,
+                "params": self.params_json, "N": self.n, "clean F1": _r(self.clean_f1), "F1": _r(self.f1),
+                "F1 drop": _r(self.f1_drop), "clean EM": _r(self.clean_em), "EM": _r(self.em)}
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 2)
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return math.fsum(xs) / len(xs)
+
+
+def slice_cells(db: Store | str | Path, sweep: int | str, slice_name: str) -> list[SliceCell]:
+    """Every (group, model, spec) cell of ``slice_name``, plus a clean column (label "clean") for the
+    example slices. Groups in their natural order, only those with at least one example; a spec's
+    F1 per example is averaged over its repeats first (as its cell is)."""
+    _check(slice_name)
+    with reading(db) as store:
+        sid = store.sweep_id(sweep)
+        models = store.models(sid)
+        specs = sweep_specs(store, sid)
+        clean = {(r["model"], r["example_hash"]): (r["em"], r["f1"]) for r in store.clean_scores(sid)}
+        groups = None if slice_name == "cer" else _example_groups(store, sid, slice_name)
+        # (group, model, perturbation, params_json) -> example -> [(em, f1), ...]
+        scored: dict[tuple, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
+        for r in store.scored_with_noise(sid):
+            group = cer_bucket(r["cer"], r["changed"]) if groups is None else groups.get(r["example_hash"])
+            if group is not None:
+                scored[(group, r["model"], r["perturbation"], r["params_json"])][r["example_hash"]].append(
+                    (r["em"], r["f1"]))
+    out: list[SliceCell] = []
+    present = {k[0] for k in scored} | (set(groups.values()) if groups else set())
+    for group in [g for g in _order(slice_name) if g in present]:
+        for model in models:
+            if groups is not None:
+                hashes = [h for h, g in groups.items() if g == group and (model, h) in clean]
+                ems = [clean[(model, h)][0] for h in hashes]
+                f1s = [clean[(model, h)][1] for h in hashes]
+                out.append(SliceCell(group, model, "", "", "clean", len(hashes),
+                                     100 * _mean(f1s) if f1s else None, 100 * _mean(f1s) if f1s else None,
+                                     0.0 if f1s else None, 100 * _mean(ems) if ems else None,
+                                     100 * _mean(ems) if ems else None))
+            for s in specs:
+                per_ex = scored.get((group, model, s["perturbation"], s["params_json"]), {})
+                hashes = [h for h in per_ex if (model, h) in clean]
+                if not hashes:
+                    out.append(SliceCell(group, model, s["perturbation"], s["params_json"], s["label"], 0,
+                                         None, None, None, None, None))
+                    continue
+                f1 = 100 * _mean([_mean([f for _, f in per_ex[h]]) for h in hashes])
+                em = 100 * _mean([_mean([e for e, _ in per_ex[h]]) for h in hashes])
+                c_f1 = 100 * _mean([clean[(model, h)][1] for h in hashes])
+                c_em = 100 * _mean([clean[(model, h)][0] for h in hashes])
+                out.append(SliceCell(group, model, s["perturbation"], s["params_json"], s["label"], len(hashes),
+                                     c_f1, f1, c_f1 - f1, c_em, em))
+    return out
+
+
+def slice_examples(db: Store | str | Path, sweep: int | str, slice_name: str, group: str, model: str,
+                   perturbation: str, params_json: str, limit: int | None = None) -> list[dict[str, Any]]:
+    """The examples behind one slice cell (core.sweeps.analysis.report.cell_examples rows of that group),
+    largest F1 loss first. For the clean column (``perturbation`` ""), the group's examples with
+    their clean answers."""
+    _check(slice_name)
+    with reading(db) as store:
+        sid = store.sweep_id(sweep)
+        if perturbation == "":
+            if slice_name == "cer":
+                return []
+            groups = _example_groups(store, sid, slice_name)
+            rows = [dict(r) for r in store.clean_answers(sid, model) if groups.get(r["example_hash"]) == group]
+            for r in rows:
+                r["golds"] = [a[0] for a in json.loads(r.pop("answers_json"))]
+            return rows[:limit] if limit else rows
+        rows = cell_examples(store, sid, model, perturbation, params_json)
+        if slice_name == "cer":
+            keep = [r for r in rows if cer_bucket(r.get("cer"), r.get("changed")) == group]
+        else:
+            groups = _example_groups(store, sid, slice_name)
+            keep = [r for r in rows if groups.get(r["example_hash"]) == group]
+    return keep[:limit] if limit else keep
+
+
+def format_slice(cell_list: Sequence[SliceCell], slice_name: str, metric: str = "f1") -> str:
+    """A slice as plain text: per model, one row per group, one column per spec, "F1 (N)".
+
+    >>> print(format_slice([SliceCell("who", "m", "", "", "clean", 2, 50.0, 50.0, 0.0, 50.0, 50.0),
+    ...                     SliceCell("who", "m", "TLQ", "{}", "TLQ", 2, 50.0, 25.0, 25.0, 50.0, 0.0)], "wh"))
+    slice: question word (wh); F1 (N), clean measured on the same examples as each column
+    model m
+    group  clean     TLQ
+    who    50.0 (2)  25.0 (2)
+    """
+    _check(slice_name)
+    key = "f1" if metric == "f1" else "em"
+    lines = [f"slice: {SLICES[slice_name]} ({slice_name}); {key.upper()} (N), clean measured on the same "
+             "examples as each column"]
+    for model in dict.fromkeys(c.model for c in cell_list):
+        mine = [c for c in cell_list if c.model == model]
+        labels = list(dict.fromkeys(c.label for c in mine))
+        groups = list(dict.fromkeys(c.group for c in mine))
+        table = {(c.group, c.label): c for c in mine}
+        texts = [[_cell_text(table.get((g, lab)), key) for lab in labels] for g in groups]
+        widths = [max(len(lab), *(len(row[i]) for row in texts)) for i, lab in enumerate(labels)]
+        gw = max(len("group"), *(len(g) for g in groups)) if groups else len("group")
+        lines.append(f"model {model}")
+        lines.append(f"{'group':<{gw}}  " + "  ".join(f"{lab:<{w}}" for lab, w in zip(labels, widths)).rstrip())
+        for g, row in zip(groups, texts):
+            lines.append(f"{g:<{gw}}  " + "  ".join(f"{t:<{w}}" for t, w in zip(row, widths)).rstrip())
+    return "\n".join(lines)
+
+
+def _cell_text(c: SliceCell | None, key: str) -> str:
+    if c is None or c.n == 0:
+        return "- (0)"
+    value = c.f1 if key == "f1" else c.em
+    return f"{value:.1f} ({c.n})"
