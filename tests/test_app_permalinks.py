@@ -188,3 +188,9 @@ def test_the_bundled_demo_sweep_is_linked_by_its_store_name(sweep_db):
     assert any("bundled demo sweep" in i.value for i in at.info)
     query = _link_data(at, "hm_link")["query"]
     assert query.startswith("v=1&db=bundled-demo&sweep=demo+%C2%B7+demo.en+%28bundled%29&tab=Heatmap&model=")
+
+
+def test_heatmaps_link_to_another_tab_opens_without_a_complaint(sweep_db):
+    at = _open("../pages/heatmaps.py", v="1", db="sweeps.sqlite", sweep="toy-sweep", tab="Model vs model")
+    assert not at.exception and not _errors(at)
+    assert at.selectbox(key="hm_diff_a").value == "fake-a"   # that tab's content is drawn
