@@ -98,14 +98,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"forward passes over {n} questions ({len(timed)} windows), fastest of {args.rounds} rounds; "
           f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")
     best = {s: min(v) for s, v in rounds.items()}
+    timed_lengths = [len(w.input_ids) for w in timed]
+    timed_counts = {s: count_padding(timed_lengths, size, s, max_length) for s in STRATEGIES}
     for s in STRATEGIES:
         print(f"{s:<11} {best[s]:7.2f} s  {1000 * best[s] / n:6.1f} ms/question  "
+              f"{100 * timed_counts[s].share:5.1f}% padding  "
               f"{best['max_length'] / best[s]:5.2f}x max_length  (rounds: {', '.join(f'{x:.2f}' for x in rounds[s])})")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "model": args.model, "backend": engine.backend_name, "dataset": args.dataset, "batch_size": size,
             "max_length": max_length, "windows": len(every), "counts": {s: c.as_dict() for s, c in counts.items()},
-            "timed_questions": n, "seconds": rounds, "load_average": [load_before[0], load_after[0]]}, indent=2))
+            "timed_questions": n, "timed_counts": {s: c.as_dict() for s, c in timed_counts.items()},
+            "seconds": rounds, "load_average": [load_before[0], load_after[0]]}, indent=2))
     return 0
 
 
