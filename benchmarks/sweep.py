@@ -18,6 +18,13 @@ before the cold run and before the naive loop.
     python benchmarks/sweep.py                                  # full XQuAD-en (1,190 questions)
     python benchmarks/sweep.py --sample 30 --models minilm-squad,minilm-squad-noise
     python benchmarks/sweep.py --sample 30 --json out.json
+    python benchmarks/sweep.py --sample 120 --compare-cold torch:1,default:1,default:2   # cold sweeps side by side
+
+``--compare-cold BACKEND:PROCESSES,...`` times only cold sweeps, one per setup (an engine backend
+and the worker processes answering, core.sweeps.running.processes), each into a fresh database through
+core.sweeps.running.lifecycle.launch (the pool's start, spawning and loading the models, is in the time),
+``--rounds`` rounds with the setups in rotated order; prints each setup's fastest round, its
+speed-up over the first setup, its mean F1 per model and the load average.
 
 Models come from the model registry (models.toml, or QAX_MODELS_TOML). Cost at full size on CPU:
 ~26k predictions per mode and model; the naive loop is the slow part (one forward pass per
@@ -98,8 +105,13 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--engine-backend", default="default",
                     help="default (each model's, from its card), torch, torch-bf16, onnx or onnx-int8")
     ap.add_argument("--skip-naive", action="store_true", help="leave out the naive loop")
+    ap.add_argument("--compare-cold", default=None, metavar="BACKEND:N,...",
+                    help="time cold sweeps of these setups side by side (engine backend: worker processes) and stop")
+    ap.add_argument("--rounds", type=cli.positive_int, default=2, help="with --compare-cold: rounds")
     ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = ap.parse_args(argv)
+    if args.compare_cold:
+        return compare_cold(args)
 
     import torch
 
@@ -203,6 +215,90 @@ def main(argv: list[str] | None = None) -> dict:
     if args.json:
         cli.write_text_atomic(args.json, json.dumps(results, indent=2))
     return results
+
+
+def cold_setups(text: str) -> list[tuple[str, int]]:
+    """``torch:1,default:2`` -> [("torch", 1), ("default", 2)]; one line and exit 2 when malformed."""
+    from core.qa.backends.selection import check_backend
+
+    setups = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        backend, _, n = part.partition(":")
+        try:
+            check_backend(backend)
+            processes = int(n or "1")
+        except ValueError as e:
+            raise SystemExit(f"--compare-cold: {part!r} is not BACKEND:PROCESSES ({e})") from None
+        if processes < 1:
+            raise SystemExit(f"--compare-cold: {part!r}: processes must be at least 1")
+        setups.append((backend, processes))
+    if not setups:
+        raise SystemExit("--compare-cold names no setup")
+    return setups
+
+
+def compare_cold(args) -> dict:
+    import os
+
+    from core.perturb import nlp, registry
+    from core.qa.engine import EngineSettings
+    from core.qa.registry import load_engine
+    from core.sweeps.keys import engine_fingerprint
+    from core.sweeps.running.lifecycle import launch
+
+    setups = cold_setups(args.compare_cold)
+    model_names = [m.strip() for m in args.models.split(",") if m.strip()]
+    specs = parse_specs(args.perturbations)
+    dataset = load_dataset(args.dataset)
+    engines = {}
+    for backend in dict.fromkeys(b for b, _ in setups):
+        engines[backend] = {m: load_engine(m, EngineSettings(backend=backend, batch_size=args.batch_size,
+                                                             threads=args.threads)) for m in model_names}
+        for e in engines[backend].values():
+            engine_fingerprint(e)   # the weights' hash, once per engine, outside the timings
+    spec_objects = [resolve_spec(s, args.repeats, registry.get, dataset) for s in specs]
+    first = next(ex for ex in dataset.examples if ex.answers)
+    for spec in spec_objects:   # the NLP backends load outside the timings
+        spec.make(first, spec.rng(example_hash(first), args.seed, 0))
+    for by_model in engines.values():
+        for e in by_model.values():
+            e.answer(first.question, first.context, n_best=1)
+    seconds = {k: [] for k in range(len(setups))}
+    runs, f1 = {}, {}
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for k in [(k + r) % len(setups) for k in range(len(setups))]:
+                backend, processes = setups[k]
+                db = Path(tmp) / f"cold-{r}-{k}.sqlite"
+                config = SweepConfig(args.dataset, specs, model_names, repeats=args.repeats, seed=args.seed,
+                                     sample=args.sample, name="bench-cold")
+                nlp.analyse.cache_clear()
+                t0 = time.perf_counter()
+                runs[k] = launch(config, db, engines=engines[backend], dataset=dataset, chunk_size=args.chunk_size,
+                                 processes=processes)
+                seconds[k].append(time.perf_counter() - t0)
+                f1[k] = sweep_mean_f1(db, "bench-cold")
+                print(f"round {r + 1}: {backend} x{processes}: {seconds[k][-1]:.1f} s", file=sys.stderr, flush=True)
+    load_after = os.getloadavg()
+    base = min(seconds[0])
+    print(f"cold sweeps: {args.dataset}, sample={args.sample or 'all'}, {len(specs)} perturbations x "
+          f"{args.repeats}, models {', '.join(model_names)}, {runs[0].predictions_computed} predictions each; "
+          f"fastest of {args.rounds} rounds; load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")
+    out = {"load_average": [load_before[0], load_after[0]], "setups": []}
+    for k, (backend, processes) in enumerate(setups):
+        best = min(seconds[k])
+        answered = {m: e.backend_name for m, e in engines[backend].items()}
+        print(f"{backend:>10} ({', '.join(sorted(set(answered.values())))}) x{processes} process(es): "
+              f"{best:7.1f} s  {runs[k].predictions_computed / best:7.1f} pred/s  {base / best:5.2f}x  "
+              f"mean F1 {', '.join(f'{m} {v:.2f}' for m, v in f1[k].items())}  "
+              f"(rounds: {', '.join(f'{x:.1f}' for x in seconds[k])})")
+        out["setups"].append({"backend": backend, "answered_with": answered, "processes": processes,
+                              "seconds": seconds[k], "predictions": runs[k].predictions_computed,
+                              "speedup": round(base / best, 3), "mean_f1": f1[k]})
+    if args.json:
+        cli.write_text_atomic(args.json, json.dumps(out, indent=2))
+    return out
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ SLOW_FILES = (
     "test_speech.py", "test_asr_fresh_state.py",         # TTS and ASR
     "test_agreement_models.py",                          # a trial spoken, transcribed and answered
     "test_sweep_kill.py",                                # killed and restarted sweep processes
+    "test_sweep_processes.py",                           # sweeps answered by spawned worker processes
     "test_reliability_cli.py",                           # every command line started as a process
     "test_param_widgets.py",                             # every perturbation's form drawn by AppTest
 )

@@ -20,6 +20,7 @@ from core.compat import fingerprint_suffix
 from core.qa.backends.selection import BackendUnavailable, check_backend, make_forward
 from core.qa.decode import best_spans, has_word, window_candidates
 from core.qa.features import build_windows
+from core.qa.padding import PaddingCount
 from core.qa.threads import Slot
 from core.types import Prediction
 
@@ -200,6 +201,9 @@ class QAEngine:
         self.backend_message: str | None = None  # why a requested backend fell back to torch
         # sha256 state after the weights and the tokenizer, hashed once (fingerprint())
         self._weights_digest = None
+        # real and padding tokens of every batch this engine ran (core.qa.padding; always on, a
+        # sum per batch): how much of the forward passes' work was padding
+        self.padding = PaddingCount()
         self.resolve_backend()
 
     def resolve_backend(self) -> str:
@@ -370,4 +374,5 @@ class QAEngine:
         ``threads`` CPU threads (None: the setting, else the policy's count for one caller)."""
         features = [{"input_ids": w.input_ids, **w.extra} for w in batch]
         enc = self.tokenizer.pad(features, padding=True, return_tensors="np")
+        self.padding.add([len(w.input_ids) for w in batch], int(enc["input_ids"].shape[1]))
         return self._forward_impl(dict(enc), threads or self.settings.threads or Slot().threads())

@@ -68,6 +68,9 @@ def _build_parser() -> argparse.ArgumentParser:
                                                     "--head`, or auto); default: start a local Ray")
     ap.add_argument("--workers", type=int, default=None, help="with --backend ray: workers (one actor per model "
                                                               "each; default: the cluster's GPUs, else its CPUs)")
+    ap.add_argument("--processes", type=int, default=None,
+                    help="local sweeps: worker processes answering (one thread each; core.sweeps.running.processes). "
+                         "Default: this machine's measurement (python -m core.sweeps.running.processes --calibrate), else 1")
     ap.add_argument("--metric", choices=("f1", "em"), default="f1", help="metric of the printed table")
     ap.add_argument("--list", action="store_true", help="list the sweeps stored in --db and exit")
     ap.add_argument("--show", metavar="NAME", help="print the table of a stored sweep and exit")
@@ -116,6 +119,10 @@ def _backends(args: argparse.Namespace) -> tuple[str, str]:
                  if value is not None]
         if given:
             raise cli.CLIError(f"{' and '.join(given)} go with --backend ray")
+    elif args.processes is not None:
+        raise cli.CLIError("--processes goes with --backend local (on Ray, --workers)")
+    if args.processes is not None and args.processes < 1:
+        raise cli.CLIError(f"--processes must be at least 1, got {args.processes}")
     if args.workers is not None and args.workers < 1:
         raise cli.CLIError(f"--workers must be at least 1, got {args.workers}")
     return where, engine or "default"
@@ -305,6 +312,7 @@ def _sweep(args: argparse.Namespace) -> int:
     from core.qa.registry import load_engine  # lazy: torch and transformers load here
     from core.sweeps.running.backends import stored_fingerprints
     from core.sweeps.running.lifecycle import RayOptions, launch
+    from core.sweeps.running.processes import default_processes
 
     # Each engine is loaded with these settings (the registry caches per settings) instead of
     # changing the settings of a shared cached engine after the fact. On Ray the actors load them.
@@ -322,6 +330,7 @@ def _sweep(args: argparse.Namespace) -> int:
                      load_as=lambda model, backend: load_engine(model, dataclasses.replace(settings, backend=backend)),
                      on_switched=lambda switched: _say_switched(switched, args.name), dataset=dataset,
                      data_dir=args.data_dir, progress=progress, chunk_size=args.chunk_size, shutdown=True,
+                     processes=args.processes or default_processes(),
                      # the bar's line ends before the aggregates are stored
                      on_phase=lambda phase: close_bar())
     except KeyboardInterrupt:

@@ -112,7 +112,8 @@ class SweepJob:
     def __init__(self, config: SweepConfig, engines: Mapping[str, Any], db: str | Path, *,
                  dataset: Dataset | None = None, data_dir: str | Path | None = None, chunk_size: int = 128,
                  ray: RayOptions | None = None, stored: Mapping[str, str] | None = None,
-                 load_as: Callable[[str, str], Any] | None = None, owner: str | None = None):
+                 load_as: Callable[[str, str], Any] | None = None, owner: str | None = None,
+                 processes: int | None = None):
         self.config = config
         self.owners: set[str] = {owner} if owner else set()   # browser sessions following it
         self.abandoned_since: float | None = None   # when its last owner session went (reap_abandoned)
@@ -127,7 +128,11 @@ class SweepJob:
         self.started_at: float | None = None
         self.finished_at: float | None = None
         self._cancel = threading.Event()
-        self._kwargs = dict(dataset=dataset, data_dir=data_dir, chunk_size=chunk_size)
+        if processes is None and ray is None:   # the measured default (core.sweeps.running.processes)
+            from core.sweeps.running.processes import default_processes
+
+            processes = default_processes()
+        self._kwargs = dict(dataset=dataset, data_dir=data_dir, chunk_size=chunk_size, processes=processes or 1)
         self._engines = dict(engines)
         self._resume = dict(stored=stored, load_as=load_as)   # launch's step 2 (core.sweeps.running.lifecycle)
         self.ray = ray

@@ -20,6 +20,7 @@ resumes it.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -50,13 +51,15 @@ def launch(config: SweepConfig, db: str | Path, *, engines: Mapping[str, Any] | 
            on_start: Callable[[SweepRun], None] | None = None, on_workers: Callable[[list], None] | None = None,
            on_switched: Callable[[dict[str, str]], None] | None = None,
            on_phase: Callable[[str], None] | None = None,
-           shutdown: bool = False, outlive_cluster: bool = False) -> SweepRun:
+           shutdown: bool = False, outlive_cluster: bool = False, processes: int = 1) -> SweepRun:
     """Run (or resume) ``config`` into the sweep store ``db``: the four steps of the module doc.
 
     ``ray`` None runs here with ``engines``; ``stored`` (or ``ray.stored``) resumes each model with
     its stored backend, loaded here by ``load_as`` (without it the engines stay as given).
     ``chunk_size`` None keeps the runner's default. ``shutdown``, ``outlive_cluster``: Ray only
-    (core.sweeps.running.ray.run_sweep_ray). Raises what the run raises (a SweepError names bad input).
+    (core.sweeps.running.ray.run_sweep_ray). ``processes`` > 1: a local sweep's models answer in that many
+    worker processes of one thread (core.sweeps.running.processes; the same rows), when every model is a
+    registry model's engine (else here). Raises what the run raises (a SweepError names bad input).
     """
     sizing = {} if chunk_size is None else {"chunk_size": chunk_size}
     if ray is not None:
@@ -77,8 +80,12 @@ def launch(config: SweepConfig, db: str | Path, *, engines: Mapping[str, Any] | 
             engines, switched = engines_as_stored(engines, stored, load_as)
             if switched and on_switched is not None:
                 on_switched(switched)
-        run = run_sweep(config, engines, db, dataset=dataset, data_dir=data_dir, progress=progress,
-                        cancel=cancel, on_start=on_start, **sizing)
+        from core.sweeps.running.processes import poolable, pooled_engines
+
+        with pooled_engines(engines, processes) if processes > 1 and poolable(engines) \
+                else _as_given(engines) as answering:
+            run = run_sweep(config, answering, db, dataset=dataset, data_dir=data_dir, progress=progress,
+                            cancel=cancel, on_start=on_start, **sizing)
     if run.status == "done":   # Heatmaps then opens it from its stored aggregates
         from core.sweeps.analysis import aggregates
 
@@ -86,3 +93,8 @@ def launch(config: SweepConfig, db: str | Path, *, engines: Mapping[str, Any] | 
             on_phase("aggregates")
         aggregates.store(db, run.sweep_id)
     return run
+
+
+@contextlib.contextmanager
+def _as_given(engines):
+    yield engines
