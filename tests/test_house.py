@@ -195,11 +195,11 @@ def test_the_readme_stays_a_front_door():
 # core.sweeps: analysis reads a stored sweep however it ran; running fills the store and, at the end,
 # stores the aggregates (core.sweeps.analysis.aggregates.store through lifecycle.launch).
 RUNNING_USES_OF_ANALYSIS = frozenset({"core.sweeps.analysis.aggregates"})
-MOVED_AWAY = ("core/sweeps/analysis/report.py", "core/sweeps/running/run.py", "core/sweeps/running/runner.py", "core/sweeps/running/ray.py",
-              "core/sweeps/running/job.py", "core/sweeps/running/lifecycle.py", "core/sweeps/analysis/aggregates.py", "core/sweeps/analysis/tables.py",
-              "core/sweeps/analysis/rows.py", "core/qa/onnx_backend.py", "core/qa/openvino_backend.py", "core/qa/int8_split.py",
-              "core/qa/int8_per_token.py", "components/heatmaps/heatmap.py", "components/heatmaps/paper_views.py",
-              "components/heatmaps/rows_table.py", "components/heatmaps/report_download.py")
+MOVED_AWAY = ("core/sweeps/report.py", "core/sweeps/run.py", "core/sweeps/runner.py", "core/sweeps/ray.py",
+              "core/sweeps/job.py", "core/sweeps/lifecycle.py", "core/sweeps/aggregates.py", "core/sweeps/tables.py",
+              "core/sweeps/rows.py", "core/qa/onnx_backend.py", "core/qa/openvino_backend.py", "core/qa/int8_split.py",
+              "core/qa/int8_per_token.py", "components/heatmap.py", "components/paper_views.py",
+              "components/rows_table.py", "components/report_download.py")
 
 
 def imported_targets(tree: ast.Module) -> set[str]:

@@ -70,7 +70,8 @@ def _build_parser() -> argparse.ArgumentParser:
                                                               "each; default: the cluster's GPUs, else its CPUs)")
     ap.add_argument("--processes", type=int, default=None,
                     help="local sweeps: worker processes answering (one thread each; core.sweeps.running.processes). "
-                         "Default: this machine's measurement (python -m core.sweeps.running.processes --calibrate), else 1")
+                         "Default: this machine's measurement (python -m core.sweeps.running.processes "
+                         "--calibrate), else 1")
     ap.add_argument("--metric", choices=("f1", "em"), default="f1", help="metric of the printed table")
     ap.add_argument("--list", action="store_true", help="list the sweeps stored in --db and exit")
     ap.add_argument("--show", metavar="NAME", help="print the table of a stored sweep and exit")
