@@ -138,15 +138,21 @@ def private_imports(files: list[Path], root: Path = ROOT) -> list[str]:
     return out
 
 
+PROJECT_PACKAGES = ("core", "components", "pages")
+
+
 def private_calls(files: list[Path], root: Path = ROOT) -> list[str]:
     """``path:line module._name`` for every use of a private attribute of an imported module
     (``report._store``, ``runner._tick()``): the owner's name for it, not another module's."""
     out = []
     for path in files:
         tree = _tree(path)
+        # the project's modules only: the standard library's documented os._exit is public
         modules = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                   and (node.level or (node.module or "").split(".")[0] in PROJECT_PACKAGES)
                    for a in node.names} | {a.asname or a.name.split(".")[0] for node in ast.walk(tree)
-                                           if isinstance(node, ast.Import) for a in node.names}
+                                           if isinstance(node, ast.Import) for a in node.names
+                                           if a.name.split(".")[0] in PROJECT_PACKAGES}
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
                     and node.attr.startswith("_") and not node.attr.startswith("__")):
