@@ -64,6 +64,18 @@ def pytest_runtest_setup(item):
         pytest.skip(f"not in the data directory {root}: {', '.join(missing)}")
 
 
+@pytest.fixture
+def sweep_db(tmp_path, monkeypatch):
+    """The toy sweep of tests/test_app_heatmaps.py (two lookup models, hand-checked scores) in a
+    fresh database that the pages open (QAX_SWEEP_DB). A file that needs another sweep defines its own."""
+    from test_app_heatmaps import build_sweep
+
+    db = tmp_path / "sweeps.sqlite"
+    build_sweep(db)
+    monkeypatch.setenv("QAX_SWEEP_DB", str(db))
+    return db
+
+
 @pytest.fixture(scope="session")
 def tiny_qa_dir(tmp_path_factory):
     from tiny_model import build_tiny_qa

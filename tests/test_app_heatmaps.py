@@ -104,14 +104,6 @@ def build_sweep(db) -> str:
     return run.name
 
 
-@pytest.fixture
-def sweep_db(tmp_path, monkeypatch):
-    db = tmp_path / "sweeps.sqlite"
-    build_sweep(db)
-    monkeypatch.setenv("QAX_SWEEP_DB", str(db))
-    return db
-
-
 # --------------------------------------------------------------------------------- figure builder
 
 

@@ -8,21 +8,12 @@ from __future__ import annotations
 import json
 import sqlite3
 
-import pytest
 from streamlit.testing.v1 import AppTest
-from test_app_heatmaps import PAGE, _chart_spec, _frame, build_sweep
+from test_app_heatmaps import PAGE, _chart_spec, _frame
 
 from components.heatmaps.heatmap import heatmap_figure
 from core.sweeps.analysis import aggregates as aggregates
 from core.sweeps.analysis import report as report
-
-
-@pytest.fixture
-def sweep_db(tmp_path, monkeypatch):
-    db = tmp_path / "sweeps.sqlite"
-    build_sweep(db)
-    monkeypatch.setenv("QAX_SWEEP_DB", str(db))
-    return db
 
 
 def test_heatmap_fits_beside_the_sidebar_of_an_800px_window(sweep_db):

@@ -1,19 +1,10 @@
 """Heatmaps' "F1 against measured noise" section (AppTest) on the toy sweep of test_app_heatmaps."""
 import json
 
-import pytest
 from streamlit.testing.v1 import AppTest
-from test_app_heatmaps import PAGE, build_sweep
+from test_app_heatmaps import PAGE
 
 from core.sweeps.analysis.curves import sweep_curves
-
-
-@pytest.fixture
-def sweep_db(tmp_path, monkeypatch):
-    db = tmp_path / "sweeps.sqlite"
-    build_sweep(db)
-    monkeypatch.setenv("QAX_SWEEP_DB", str(db))
-    return db
 
 
 def test_heatmaps_noise_curve_section_draws_core_curves(sweep_db):

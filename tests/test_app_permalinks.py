@@ -5,21 +5,12 @@ from __future__ import annotations
 import pytest
 from rendered import shown
 from streamlit.testing.v1 import AppTest
-from test_app_heatmaps import build_sweep
 
 
 @pytest.fixture
 def tiny_env(monkeypatch, tiny_registry):
     monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-
-
-@pytest.fixture
-def sweep_db(tmp_path, monkeypatch):
-    db = tmp_path / "sweeps.sqlite"
-    build_sweep(db)
-    monkeypatch.setenv("QAX_SWEEP_DB", str(db))
-    return db
 
 
 def _open(page: str, **params) -> AppTest:

@@ -31,6 +31,7 @@ import platform
 import sys
 import threading
 import time
+import types
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,23 @@ def _worker(conn, loads: dict[str, tuple[str, dict]], parent: int) -> None:
 
 # ------------------------------------------------------------------------------ driver side
 
+_MAIN_SWAP = threading.Lock()
+
+
+@contextlib.contextmanager
+def _without_main_script():
+    """While a worker starts, ``__main__`` is an empty module. A spawned child re-runs the parent's
+    main script when that module names a file; the worker needs nothing from it (its target lives
+    here), and the script may be a Streamlit page (AppTest leaves the page as ``__main__``), which
+    must not run again in a worker."""
+    with _MAIN_SWAP:
+        main = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            sys.modules["__main__"] = main
+
 class WorkerPool:
     """N worker processes, each with every model loaded; :meth:`predict` shares a request out."""
 
@@ -96,7 +114,8 @@ class WorkerPool:
             mine, theirs = ctx.Pipe()
             p = ctx.Process(target=_worker, args=(theirs, dict(loads), os.getpid()), daemon=True,
                             name="qax-sweep-worker")
-            p.start()
+            with _without_main_script():
+                p.start()
             theirs.close()
             self.conns.append(mine)
             self.procs.append(p)
