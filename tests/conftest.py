@@ -29,6 +29,8 @@ SLOW_FILES = (
     "test_sweep_processes.py",                           # sweeps answered by spawned worker processes
     "test_reliability_cli.py",                           # every command line started as a process
     "test_param_widgets.py",                             # every perturbation's form drawn by AppTest
+    "test_explain.py",                                   # integrated gradients on the shipped models
+    "test_fonts.py",                                     # kaleido's PNG export in Chromium
 )
 
 
