@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from stored_rows import rows_done
 
 from core.datasets import Dataset, DatasetError, demo_dataset, load_dataset, sample_examples
 from core.perturb.spec import PerturbationSpec, SpecError, parse_specs
@@ -469,18 +470,6 @@ print("finished")
 KILL_SPECS = "TLQ,keyboard_Q,DCRQ"
 
 
-def _rows_done(db: Path) -> int:
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            return conn.execute("SELECT (SELECT COUNT(*) FROM clean_results) + (SELECT COUNT(*) FROM results)"
-                                ).fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
-
-
 def test_resume_after_sigkill_gives_the_same_numbers(tmp_path, tiny_dir):
     db = tmp_path / "killed.sqlite"
     script = tmp_path / "worker.py"
@@ -489,7 +478,7 @@ def test_resume_after_sigkill_gives_the_same_numbers(tmp_path, tiny_dir):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
-        while _rows_done(db) <= 12:   # the clean phase (12 rows) and one perturbed chunk committed
+        while rows_done(db) <= 12:   # the clean phase (12 rows) and one perturbed chunk committed
             assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
             assert time.monotonic() < deadline, "the worker never committed a chunk"
             time.sleep(0.05)
@@ -501,7 +490,7 @@ def test_resume_after_sigkill_gives_the_same_numbers(tmp_path, tiny_dir):
             proc.wait()
     assert proc.returncode == -signal.SIGKILL
     total = 12 * (1 + 1 + 2 + 2)
-    killed_at = _rows_done(db)
+    killed_at = rows_done(db)
     assert 12 < killed_at < total
     [killed] = report.list_sweeps(db)
     # it never got to say otherwise, but its process is gone: listed as interrupted, not running

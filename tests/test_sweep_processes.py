@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from stored_rows import rows_done
 
 from core.perturb.spec import parse_specs
 from core.sweeps.config import SweepConfig
@@ -123,18 +124,6 @@ def test_cancelled_pooled_sweep_resumes_to_the_same_rows(env, tmp_path):
     assert_same_rows(db, tmp_path / "straight.sqlite")
 
 
-def _done(db: Path) -> int:
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            return conn.execute("SELECT (SELECT COUNT(*) FROM clean_results) + (SELECT COUNT(*) FROM results)"
-                                ).fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
-
-
 def test_cli_sweep_with_processes_killed_resumes_and_leaves_no_worker(env, tmp_path):
     db = tmp_path / "killed.sqlite"
     cmd = [sys.executable, "-m", "core.sweeps", *ARGS, "--db", str(db), "--processes", "2"]
@@ -142,7 +131,7 @@ def test_cli_sweep_with_processes_killed_resumes_and_leaves_no_worker(env, tmp_p
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 240
-        while _done(db) < 2 * CHUNK:
+        while rows_done(db) < 2 * CHUNK:
             assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
             assert time.monotonic() < deadline, "the sweep never got there"
             time.sleep(0.05)
@@ -154,7 +143,7 @@ def test_cli_sweep_with_processes_killed_resumes_and_leaves_no_worker(env, tmp_p
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
-    killed_at = _done(db)
+    killed_at = rows_done(db)
     assert 2 * CHUNK <= killed_at < TOTAL
     _, alive = psutil.wait_procs(children, timeout=30)   # the workers see their driver gone and exit
     assert alive == [], [(p.cmdline(), p.status()) for p in alive]
