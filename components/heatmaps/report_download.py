@@ -31,7 +31,7 @@ def report_downloads(stored: StoredSweep, metric: str = "f1") -> None:
         out = f"{file_stem('report', sweep['name'])}.html"
         command = " ".join(["python -m core.sweeps", "--show", shlex.quote(sweep["name"]), "--db",
                             shlex.quote(config.shown_path(db_path)), "--report", shlex.quote(out), "--metric", metric])
-        html, md = reports.build(db_path, sweep["id"], metric=metric, command=command,
+        html, md = reports.build(db_path, sweep["id"], metric=metric, command=command, stored=stored,
                                  progress=lambda done, total, label: bar.progress(
                                      done / total, text=f"Building the report: {label} ({done}/{total})"))
         bar.empty()

@@ -13,6 +13,7 @@ from core.io.outputs import write_text_atomic
 from core.reports.content import ProgressFn, collect
 from core.reports.html import render_html
 from core.reports.markdown import render_markdown
+from core.sweeps.analysis.stored import StoredSweep
 
 __all__ = ["build", "write", "markdown_path"]
 
@@ -27,9 +28,10 @@ def markdown_path(out: str | Path) -> Path:
 
 
 def build(db: str | Path, sweep: int | str, metric: str = "f1", seed: int = 0, progress: ProgressFn | None = None,
-          command: str = "") -> tuple[str, str]:
-    """(HTML, Markdown) of the report on ``sweep`` in ``db``; ``command``: the one that made it."""
-    rep = collect(db, sweep, metric=metric, seed=seed, progress=progress)
+          command: str = "", stored: StoredSweep | None = None) -> tuple[str, str]:
+    """(HTML, Markdown) of the report on ``sweep`` in ``db``; ``command``: the one that made it;
+    ``stored``: that sweep's read handle when the caller has one (its cached views are reused)."""
+    rep = collect(db, sweep, metric=metric, seed=seed, progress=progress, stored=stored)
     return render_html(rep, command), render_markdown(rep, command)
 
 

@@ -148,13 +148,13 @@ def _model_vs_model(stored: StoredSweep) -> Section | None:
                    [Table(f"{models[1]} − {models[0]}", rows)])
 
 
-def _penalty_by_n(db, sid: int, cells: list, metric: str) -> Section | None:
+def _penalty_by_n(stored: StoredSweep, cells: list, metric: str) -> Section | None:
     params = views.n_parameters(cells)
     if not params:
         return None
     tables = []
     for param in params:
-        table = report.penalty_table(db, sid, param=param, metric=metric)
+        table = stored.penalty_table(param, metric)
         tables.append(Table(f"{METRICS[metric]} penalty by {param} (specs per n: "
                             f"{', '.join(f'{n}: {k}' for n, k in table['cells'].items())})",
                             views.penalty_rows(table)))
@@ -163,7 +163,6 @@ def _penalty_by_n(db, sid: int, cells: list, metric: str) -> Section | None:
 
 
 def _noiseqa(stored: StoredSweep, cells: list, metric: str) -> Section | None:
-    db, sid = stored.db, stored.id
     if not any(views.interface_of(c.perturbation, c.family) for c in cells):
         return None
     rates = stored.noise_rates()
@@ -175,7 +174,7 @@ def _noiseqa(stored: StoredSweep, cells: list, metric: str) -> Section | None:
         section.tables.append(Table("ASR noise per voice and engine", asr))
         section.figures.append(breakdown_figure(asr, "voice", METRICS[metric], facet="engine",
                                                 title=f"ASR noise: {METRICS[metric]} per voice and ASR engine"))
-    mt = views.mt_breakdown(db, sid, cells)
+    mt = stored.mt_breakdown()
     if mt:
         section.tables.append(Table("MT noise per source language", mt))
         section.figures.append(breakdown_figure(mt, "source language", METRICS[metric],
@@ -185,16 +184,15 @@ def _noiseqa(stored: StoredSweep, cells: list, metric: str) -> Section | None:
 
 
 def _dureader(stored: StoredSweep) -> Section:
-    db, sid = stored.db, stored.id
     specs = stored.specs()
     section = Section("DuReader-robust: over-sensitivity and over-stability",
                       "DPR = share of (original, paraphrased) question pairs whose predictions differ (the "
                       "paraphrase family, as Heatmaps counts it by default); F1 against the similarity of a trap "
                       "sentence to the clean question.")
-    dpr = report.dpr_table(db, sid, families=("paraphrase",))
+    dpr = stored.dpr_table(("paraphrase",))
     if dpr:
         section.tables.append(Table("DPR per model (“(all)” pools the model's pairs)", views.dpr_rows(dpr, specs)))
-        sim = report.dpr_by_similarity(db, sid, families=("paraphrase",))
+        sim = stored.dpr_by_similarity(("paraphrase",))
         section.tables.append(Table("DPR by question similarity", views.bucket_rows(sim, "DPR %")))
         section.figures.append(bucket_figure(sim, "DPR (%)", "similarity of perturbed to original question "
                                              "(token F1)", title="DPR against question similarity"))
@@ -209,36 +207,33 @@ def _dureader(stored: StoredSweep) -> Section:
                                                   "this sweep.")
 
 
-def _repair(db, sid: int, cells: list) -> Section | None:
-    from core.sweeps.analysis.repair import repair_table
-
+def _repair(stored: StoredSweep, cells: list) -> Section | None:
     if not any("repair_Q" in c.perturbation for c in cells):
         return None
     return Section("NoiseQA: question repair", "Noisy and repaired F1 on the same questions; gain with its 95% "
-                   "paired-bootstrap interval.", [Table("Repair", repair_table(db, sid))])
+                   "paired-bootstrap interval.", [Table("Repair", stored.repair_table())])
 
 
-def _slices(db, sid: int) -> Section:
-    from core.sweeps.analysis.calibration import calibration_table
-    from core.sweeps.analysis.slices import SLICES, slice_cells
+def _slices(stored: StoredSweep) -> Section:
+    from core.sweeps.analysis.slices import SLICES
 
     tables = []
     for name, label in SLICES.items():
         rows = [{k: v for k, v in c.as_dict().items() if k not in ("perturbation", "params")}
-                for c in slice_cells(db, sid, name)]
+                for c in stored.slice_cells(name)]
         if rows:
             tables.append(Table(f"F1 by {label} (N per cell)", rows))
-    tables.append(Table("Answer scores and abstention (calibration)", calibration_table(db, sid)))
+    tables.append(Table("Answer scores and abstention (calibration)", stored.calibration_table()))
     return Section("Slices & calibration", "Every slice of the Heatmaps tab, every model and spec.", tables)
 
 
-def _curves(db, sid: int, seed: int) -> Section:
+def _curves(stored: StoredSweep, seed: int) -> Section:
     section = Section("F1 against measured noise",
                       "Each question variant at its measured noise against the original question, binned; per model "
                       f"the mean F1 of each bin with a 95% bootstrap band (seed {seed}) and its break point: the "
                       "first bin whose F1 is below 90% of clean.")
     for measure in noise_curves.MEASURES:
-        c = noise_curves.sweep_curves(db, sid, measure, seed=seed)
+        c = stored.curves(measure, seed)
         if not any(b.n for b in c.bins):
             continue
         unit = "BLEU" if measure == "bleu" else f"{measure.upper()} %"
@@ -294,24 +289,25 @@ def worst_examples(db, sid: int, cells: list, k: int = WORST_EXAMPLES) -> list[E
 
 
 def collect(db: str | Path, sweep: int | str, metric: str = "f1", seed: int = 0,
-            progress: ProgressFn | None = None) -> Report:
+            progress: ProgressFn | None = None, stored: StoredSweep | None = None) -> Report:
     """Everything the report shows for ``sweep`` in ``db`` (read-only). ``seed``: the curves'
     bootstrap seed. ``progress(done, total, label)`` is called before each step. A sweep name not
     in ``db`` raises KeyError (from the store)."""
     sweeps = report.list_sweeps(db)
-    stored = StoredSweep(db, sweep)   # the read handle Heatmaps uses: the same numbers
+    # the read handle Heatmaps uses: the same numbers, and what the page has read already is not read again
+    stored = stored if stored is not None else StoredSweep(db, sweep)
     sid, info = stored.id, stored.info
     cells = stored.cells()
     clean = stored.clean_scores()
     steps: list[tuple[str, Callable[[], Any]]] = [
         ("heatmap", lambda: _heatmap(db, info, cells, clean, metric)),
         ("model vs model", lambda: _model_vs_model(stored)),
-        ("penalty by n", lambda: _penalty_by_n(db, sid, cells, metric)),
+        ("penalty by n", lambda: _penalty_by_n(stored, cells, metric)),
         ("NoiseQA", lambda: _noiseqa(stored, cells, metric)),
         ("DuReader-robust", lambda: _dureader(stored)),
-        ("repair", lambda: _repair(db, sid, cells)),
-        ("slices", lambda: _slices(db, sid)),
-        ("noise curves", lambda: _curves(db, sid, seed)),
+        ("repair", lambda: _repair(stored, cells)),
+        ("slices", lambda: _slices(stored)),
+        ("noise curves", lambda: _curves(stored, seed)),
         ("backend flips", lambda: _backend_flips(db, info, sweeps)),
         ("worst examples", lambda: worst_examples(db, sid, cells)),
     ]
