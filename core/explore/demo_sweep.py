@@ -19,6 +19,7 @@ demo against the shipped one.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import os
 import sqlite3
@@ -81,16 +82,22 @@ def dump_store(db: str | Path) -> str:
         return "\n".join(con.iterdump()) + "\n"
 
 
+@functools.lru_cache(maxsize=8)
+def _digest(path: str, mtime_ns: int, size: int) -> str:
+    """The dump's content digest, read once per version of the file (pages ask on every rerun)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
 def shipped_store(dump: str | Path = SHIPPED_DUMP) -> Path:
     """The shipped demo sweep as a store to read: ``dump`` executed once into the cache, named by
     its digest so a changed dump makes a new store. Written beside and renamed into place, so two
     pages asking at once never see half a store."""
-    text = Path(dump).read_text(encoding="utf-8")
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    stat = Path(dump).stat()
     folder = config.cache_dir() / "demo"
-    target = folder / f"demo-sweep-{digest}.sqlite"
+    target = folder / f"demo-sweep-{_digest(str(dump), stat.st_mtime_ns, stat.st_size)}.sqlite"
     if target.is_file():
         return target
+    text = Path(dump).read_text(encoding="utf-8")
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".sqlite.tmp")
     os.close(fd)
