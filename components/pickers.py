@@ -253,7 +253,8 @@ def item_picker(key: str, upload_box=None):
     """Pick a dataset item (number input + "Random item"); returns (dataset, example) or stops.
     With ``upload_box`` (a container for the upload expander), the dataset and the item share a row.
 
-    When the item changes, the page's question box (``<key>_question``) is reset to its question.
+    When the item changes, the page's question box (``<key>_question``) is reset to its question,
+    and stays so when the next run brings the box's old value back from the browser.
     """
     import random
     import time
@@ -276,9 +277,20 @@ def item_picker(key: str, upload_box=None):
         persist.hand_over({f"{key}_item": 0})
     idx = c1.number_input(f"Item (0–{n - 1})", 0, n - 1, key=f"{key}_item")
     ex = ds.examples[int(idx)]
-    if st.session_state.get(f"{key}_item_id") != (ds.name, ex.id):
-        st.session_state[f"{key}_item_id"] = (ds.name, ex.id)
-        st.session_state[f"{key}_question"] = ex.question
+    s, question, replaced = st.session_state, f"{key}_question", f"{key}_question_replaced"
+    if s.get(f"{key}_item_id") != (ds.name, ex.id):
+        s[replaced] = (s.get(question), ex.question)
+        s[f"{key}_item_id"] = (ds.name, ex.id)
+        s[question] = ex.question
+    elif (was := s.get(replaced)) and s.get(question) == was[0] != was[1]:
+        # A click that lands while the item's run is still drawing sends the question box's old
+        # value with it, and a browser's widget value outranks one set in a run that was cut
+        # short: the box would show the new item's question while the models answer the old one
+        # (and a copied link would carry it). Seen as a flaky permalink test under CI load.
+        s[question] = was[1]
+        s.pop(replaced)
+    else:
+        s.pop(replaced, None)
     return ds, ex
 
 

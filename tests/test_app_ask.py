@@ -117,3 +117,23 @@ def test_ask_picker_marks_models_not_trained_for_the_passage_language_and_hub_mo
     errors = shown(" ".join(e.value for e in at.error))
     assert "hub-model" in errors and "HF_HUB_OFFLINE is set" in errors   # offline: why, at once
     assert "tiny-a" in _html(at)                                          # the others still answer
+
+
+def test_question_follows_the_item_when_the_browser_sends_the_old_question_back(tiny_env):
+    """A click that lands while the new item's run is still drawing carries the question box's old
+    value; the box (and what the models answer) stays the new item's question. A question typed
+    afterwards is the user's, even the old one."""
+    at = AppTest.from_file("../app.py", default_timeout=120).run()
+    first = at.text_area(key="ask_question").value
+    at.number_input(key="ask_item").set_value(1).run()
+    second = at.text_area(key="ask_question").value
+    assert second and second != first
+    at.text_area(key="ask_question").set_value(first)   # the browser's stale value, sent with the click
+    at.button(key="ask_go").click().run()
+    assert not at.exception
+    assert at.text_area(key="ask_question").value == second
+    assert at.session_state["ask_result"]["question"] == second
+    at.text_area(key="ask_question").input(first).run()   # typed on purpose, later: kept
+    at.button(key="ask_go").click().run()
+    assert at.text_area(key="ask_question").value == first
+    assert at.session_state["ask_result"]["question"] == first
