@@ -100,7 +100,7 @@ def test_hostile_strings_are_never_links(counting_server, tiny_registry, tmp_pat
         _no_hostile_links(page, port)
 
         page.get_by_role("link", name="Sweeps").click()
-        page.get_by_role("heading", name="Sweeps").wait_for(timeout=60_000)
+        page.get_by_role("heading", name="Sweeps", exact=True).wait_for(timeout=60_000)
         page.wait_for_timeout(3_000)
         _no_hostile_links(page, port)
 
