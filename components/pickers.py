@@ -286,7 +286,7 @@ def item_picker(key: str, upload_box=None):
         # A click that lands while the item's run is still drawing sends the question box's old
         # value with it, and a browser's widget value outranks one set in a run that was cut
         # short: the box would show the new item's question while the models answer the old one
-        # (and a copied link would carry it). Seen as a flaky permalink test under CI load.
+        # (and a copied link would carry it).
         s[question] = was[1]
         s.pop(replaced)
     else:
