@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
             cuts = [n * k // parts for k in range(parts + 1)]
             split = [p for a, b in zip(cuts, cuts[1:]) for p in engine.predict(q[a:b], c[a:b])]
             same = sum(x.text == y.text for x, y in zip(whole, split))
-            moved = max(abs(x.best.score - y.best.score) for x, y in zip(whole, split) if x.best and y.best)
+            moved = max((abs(x.best.score - y.best.score) for x, y in zip(whole, split) if x.best and y.best),
+                        default=0.0)
             print(f"{args.model} {backend:14s} {name}: same spans {same}/{n}, largest score difference {moved:.2e}",
                   flush=True)
     return 0
