@@ -146,6 +146,14 @@ def test_the_ir_is_converted_once_and_the_compiled_model_read_from_the_cache(tin
 
 
 @NEEDS_BF16
+def test_no_compiled_model_pins_its_threads(tiny):
+    """Pinned, two one-thread processes (a sweep's worker pool) both run on the first CPU."""
+    engine = tiny("openvino")
+    compiled = engine._forward_impl._compiled
+    assert compiled and all(m.get_property("ENABLE_CPU_PINNING") is False for m in compiled.values())
+
+
+@NEEDS_BF16
 def test_each_batch_keeps_its_own_width(tiny):
     """Dynamic shapes: a batch padded to its longest window comes back at that width, and a window
     padded within a batch reads the same logits as alone (bf16 tolerance)."""
