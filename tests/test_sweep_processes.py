@@ -176,3 +176,17 @@ def test_processes_flag_is_checked_and_the_default_is_the_stored_measurement(env
     assert SweepJob(config(), {}, tmp_path / "j.sqlite", processes=1)._kwargs["processes"] == 1
     path.write_text("not json")
     assert processes.default_processes() == 1
+
+
+def test_the_calibration_command_measures_both_and_stores_the_choice(env, tmp_path):
+    """The documented command runs its module as ``__main__``; the spawned workers must still find
+    their target (they failed to unpickle ``__main__._worker`` before)."""
+    done = subprocess.run([sys.executable, "-m", "core.sweeps.running.processes", "--calibrate", "--model", "tiny-a",
+                           "--dataset", "demo.en", "--n", "12"],
+                          cwd=REPO, env=dict(env, QAX_THREADS="2"), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = json.loads((tmp_path / "cache" / "sweep_processes.json").read_text())[processes.machine_key()]
+    assert record["model"] == "tiny-a" and record["questions"] == 12
+    assert set(record["questions_per_second"]) >= {"1", "2"}
+    assert record["processes"] in (1, 2)
+    assert f"{record['processes']} worker process(es) (measured)" in done.stdout

@@ -360,4 +360,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as a script this file is ``__main__``, whose ``_worker`` a spawned child cannot find
+    # (core.sweeps.running.processes is what it imports): call the module's own main.
+    from core.sweeps.running import processes
+
+    sys.exit(processes.main())
