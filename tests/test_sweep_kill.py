@@ -178,6 +178,38 @@ def test_sweeps_page_lists_a_killed_cli_sweep_as_interrupted_and_resumes_it(cli_
     assert len(got) == len(set(got)) == TOTAL
 
 
+def test_a_second_start_of_a_running_sweep_is_refused_and_loses_nothing(cli_env, tmp_path):
+    """The same command started twice (two terminals, or the CLI and the Sweeps page) would run two
+    drivers that each answer every unit they planned; the second is refused with its owner named."""
+    script = tmp_path / "slow_cli.py"
+    script.write_text(SLOW_CLI.format(repo=str(REPO)))
+    db = tmp_path / "busy.sqlite"
+    first = subprocess.Popen([sys.executable, str(script), "1.0", *ARGS, "--db", str(db)],
+                             cwd=REPO, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 180
+        while not (_sweep_started(db) and _rows_done(db) >= CHUNK):
+            assert first.poll() is None, first.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "the sweep never got there"
+            time.sleep(0.01)
+        second = run_cli(cli_env, db)
+        assert first.poll() is None                       # the first goes on
+        assert second.returncode == 2, second.stderr[-2000:]
+        [line] = [x for x in second.stderr.splitlines() if "already running" in x]
+        assert f"(pid {first.pid} on {socket.gethostname()}, last chunk at " in line
+        assert "stop it (Ctrl-C, or Cancel on the Sweeps page) and run this again to resume" in line
+        [sweep] = report.list_sweeps(db)
+        assert sweep["status"] == "running" and sweep["owner"] == f"pid {first.pid} on {socket.gethostname()}"
+    finally:
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+    kept = _query(db, ROWS)
+    finished = run_cli(cli_env, db)                       # its owner is gone: this one resumes it
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    got = _query(db, ROWS)
+    assert len(got) == len(set(got)) == TOTAL and set(kept) <= set(got)
+
+
 # ------------------------------------------------------------------------- status, old databases
 
 

@@ -299,10 +299,31 @@ class Store(SQLiteFile):
     def set_status(self, sweep_id: int, status: str, note: str | None, now: str) -> None:
         """Store a sweep's status; 'running' also records this process as its owner."""
         with self.transaction():
-            self.conn.execute("UPDATE sweeps SET status = ?, note = ?, updated_at = ? WHERE id = ?",
-                              (status, note, now, sweep_id))
-            if status == "running":
-                self.set_owner(sweep_id)
+            self.write_status(sweep_id, status, note, now)
+
+    def write_status(self, sweep_id: int, status: str, note: str | None, now: str) -> None:
+        """:meth:`set_status` inside the caller's transaction."""
+        self.conn.execute("UPDATE sweeps SET status = ?, note = ?, updated_at = ? WHERE id = ?",
+                          (status, note, now, sweep_id))
+        if status == "running":
+            self.set_owner(sweep_id)
+
+    def running_elsewhere(self, sweep_id: int) -> str | None:
+        """Who runs this sweep, when another live process does (call inside a transaction, before
+        claiming it with :meth:`write_status`): "pid N on HOST, last chunk at T"; else None.
+        A sweep this process owns, or whose owner is gone, is free to resume."""
+        row = self.conn.execute("SELECT * FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
+        if row is None or effective_status(row) != "running":
+            return None
+        pid, host, _ = process_identity()
+        if (row["owner_pid"], row["owner_host"]) == (pid, host):
+            return None
+        if row["owner_pid"] is None or row["owner_host"] != host:
+            return (f"{'no owner recorded' if row['owner_pid'] is None else 'pid ' + str(row['owner_pid'])}"
+                    f"{'' if row['owner_host'] in (None, host) else ' on ' + str(row['owner_host'])}, "
+                    f"last chunk at {row['updated_at']}; it counts as interrupted {STALE_AFTER_S / 60:.0f} "
+                    "minutes after its last chunk")
+        return f"pid {row['owner_pid']} on {host}, last chunk at {row['updated_at']}"
 
     def set_owner(self, sweep_id: int) -> None:
         """Record this process as the owner of a running sweep (call inside a transaction)."""

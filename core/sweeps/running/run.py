@@ -160,8 +160,16 @@ def _create_or_resume(store: Store, name: str, cfg_hash: str, cfg_json: str, dat
                 f"a sweep named {name!r} already exists with a different configuration ("
                 + "; ".join(config_differences(existing["config_json"], cfg_json)) + "); choose another "
                 "name, or drop the name to get one derived from the configuration")
-        store.set_status(int(existing["id"]), "running", None, now())
-        return int(existing["id"])
+        sweep_id = int(existing["id"])
+        # checked and claimed in one write transaction, so two starts cannot both pass: two drivers
+        # of one sweep would each answer every unit they both planned
+        with store.transaction():
+            owner = store.running_elsewhere(sweep_id)
+            if owner is not None:
+                raise SweepError(f"sweep {name!r} is already running ({owner}); wait for it to finish, or stop "
+                                 "it (Ctrl-C, or Cancel on the Sweeps page) and run this again to resume")
+            store.write_status(sweep_id, "running", None, now())
+        return sweep_id
     started = now()
     with store.transaction():
         store.insert_many("contexts", [{"hash": h, "text": t} for h, t in
