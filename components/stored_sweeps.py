@@ -47,4 +47,7 @@ def stored_sweeps(sweeps: Sequence[Mapping[str, Any]], job: Any, resume_disabled
             follow(state_key, "sw", here)
     elif note := launch.resume_note(chosen, own):
         getattr(st, note[0])(md_escape(note[1]))
-    return chosen if c2.button("Resume", key="sw_resume", disabled=resume_disabled) else None
+    # a running sweep has its driver: a second one would be refused (core.sweeps.running.run)
+    running = chosen["status"] == "running"
+    return chosen if c2.button("Resume", key="sw_resume", disabled=resume_disabled or running,
+                               help="It is running: it can be resumed once it stops." if running else None) else None

@@ -443,6 +443,39 @@ def test_cancel_between_chunks_then_resume(tmp_path):
             == [c.as_dict() for c in report.cells(tmp_path / "fresh.sqlite", fresh.name)])
 
 
+class BlockingEngine(FakeEngine):
+    """A FakeEngine whose first call waits until ``go`` is set (``waiting`` says it has begun)."""
+
+    def __init__(self, answers):
+        super().__init__(answers)
+        self.waiting, self.go = threading.Event(), threading.Event()
+
+    def predict(self, *args, **kwargs):
+        self.waiting.set()
+        assert self.go.wait(60)
+        return super().predict(*args, **kwargs)
+
+
+def test_a_sweep_this_process_runs_is_not_started_twice(tmp_path):
+    """Two browser sessions of one server starting the same configuration: the second is refused
+    while the first runs, and may resume it once it has stopped."""
+    db, blocking = tmp_path / "s.sqlite", BlockingEngine(ANSWERS)
+    first: dict = {}
+    thread = threading.Thread(target=lambda: first.update(run=toy_run(db, engine=blocking, chunk_size=2)[0]))
+    thread.start()
+    try:
+        assert blocking.waiting.wait(60)
+        with pytest.raises(SweepError, match="is already running on this server .another browser tab or session.; "
+                                             "follow it on the Sweeps page"):
+            toy_run(db)
+    finally:
+        blocking.go.set()
+        thread.join(60)
+    assert first["run"].status == "done"
+    again, engine = toy_run(db)              # stopped: the same configuration runs (nothing left to do)
+    assert again.status == "done" and again.resumed_units == first["run"].total_units and engine.calls == 0
+
+
 WORKER = """
 import sys, time
 sys.path.insert(0, {repo!r})

@@ -178,7 +178,7 @@ def test_sweeps_page_lists_a_killed_cli_sweep_as_interrupted_and_resumes_it(cli_
     assert len(got) == len(set(got)) == TOTAL
 
 
-def test_a_second_start_of_a_running_sweep_is_refused_and_loses_nothing(cli_env, tmp_path):
+def test_a_second_start_of_a_running_sweep_is_refused_and_loses_nothing(cli_env, tmp_path, monkeypatch):
     """The same command started twice (two terminals, or the CLI and the Sweeps page) would run two
     drivers that each answer every unit they planned; the second is refused with its owner named."""
     script = tmp_path / "slow_cli.py"
@@ -200,6 +200,16 @@ def test_a_second_start_of_a_running_sweep_is_refused_and_loses_nothing(cli_env,
         assert "stop it (Ctrl-C, or Cancel on the Sweeps page) and run this again to resume" in line
         [sweep] = report.list_sweeps(db)
         assert sweep["status"] == "running" and sweep["owner"] == f"pid {first.pid} on {socket.gethostname()}"
+        # the Sweeps page says so and offers no Resume while it runs
+        monkeypatch.setenv("QAX_SWEEP_DB", str(db))
+        monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path / "cache"))
+        at = AppTest.from_file("../pages/sweeps.py", default_timeout=180).run()
+        assert not at.exception, at.exception
+        assert list(at.dataframe[0].value["status"]) == ["running"]
+        assert at.button(key="sw_resume").disabled
+        assert any(f"This sweep is still running (pid {first.pid} on" in w.value.replace("\\", "")
+                   and "It can be resumed here once that process stops" in w.value.replace("\\", "")
+                   for w in at.warning)
     finally:
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout=30)

@@ -107,11 +107,16 @@ def resume_note(sweep: Mapping[str, Any], running_here: bool) -> tuple[str, str]
     1,200 rows stored.')
     >>> resume_note({"status": "running", "owner": None, "done_units": 0}, True) is None
     True
+    >>> resume_note({"status": "running", "owner": "pid 7 on h", "done_units": 0}, False)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ('warning', 'This sweep is still running (pid 7 on h): in the CLI or another browser tab. It can be resumed
+    here once that process stops (Ctrl-C in the CLI, or Cancel where it was started); what it stored is kept.')
     """
     owner = sweep["owner"] or "a process this server cannot check"
     if sweep["status"] == "running" and not running_here:
         return "warning", (f"This sweep is still running ({owner}): in the CLI or another browser tab. "
-                           "Resuming it here as well wastes work but loses nothing.")
+                           "It can be resumed here once that process stops (Ctrl-C in the CLI, or Cancel "
+                           "where it was started); what it stored is kept.")
     if sweep["status"] == "interrupted":
         return "info", (f"This sweep was interrupted: the process that ran it ({owner}) is gone. Resume "
                         f"continues from the {sweep['done_units']:,} rows stored.")

@@ -27,6 +27,12 @@ from core.types import QAExample
 __all__ = ["run_sweep", "execute_plan"]
 
 
+# (database, sweep name) of every sweep a thread of this process drives now; the store's owner
+# columns tell processes apart, this tells threads apart
+_DRIVING: set[tuple[str, str]] = set()
+_DRIVING_LOCK = threading.Lock()
+
+
 def _open_store(db: str | Path | Store) -> tuple[Store, bool]:
     return (db, False) if isinstance(db, Store) else (Store(db), True)
 
@@ -39,6 +45,16 @@ def execute_plan(plan: SweepPlan, db: str | Path | Store, run_chunks: Callable[[
     (True when all were done, False when cancelled); records the final status either way."""
     inputs = plan.inputs
     store, owned = _open_store(db)
+    driving = (str(Path(store.path).resolve()) if str(store.path) != ":memory:" else f":memory:{id(store)}",
+               plan.name)
+    with _DRIVING_LOCK:
+        if driving in _DRIVING:   # another thread of this process (a second browser session, a tab)
+            if owned:
+                store.close()
+            raise SweepError(f"sweep {plan.name!r} is already running on this server (another browser tab or "
+                             "session); follow it on the Sweeps page, or cancel it there and run this again "
+                             "to resume")
+        _DRIVING.add(driving)
     try:
         sweep_id = _create_or_resume(store, plan.name, plan.cfg_hash, plan.cfg_json, inputs.config.dataset,
                                      inputs.examples, plan.hashes, inputs.specs, inputs.models,
@@ -62,6 +78,8 @@ def execute_plan(plan: SweepPlan, db: str | Path | Store, run_chunks: Callable[[
         run.elapsed_s = time.perf_counter() - t0
         return run
     finally:
+        with _DRIVING_LOCK:
+            _DRIVING.discard(driving)
         if owned:
             store.close()
 
