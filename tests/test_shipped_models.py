@@ -327,3 +327,22 @@ def test_pickers_default_to_the_best_measured_models_of_the_items_language():
     assert registry.models_for_language("zh", installed) == ["e5-qa-multi", "mpnet-cmrc-zh", "minilm-cmrc-zh-v2"]
     assert registry.models_for_language("es", installed) == ["e5-qa-multi"]    # the only Spanish model
     assert registry.default_choice(installed) == registry.models_for_language("en", installed)
+
+
+def test_a_reports_header_and_command_name_the_backend_a_shipped_models_sweep_was_made_with():
+    """A real fingerprint is a hash: the report finds its backend by comparing each backend's
+    fingerprint (it said "torch" for every real sweep before)."""
+    from core.reports.content import model_backend, sweep_command
+
+    engine = registry.load_engine("minilm-squad", EngineSettings(backend="torch"))
+    made_with = engine.fingerprint_with("onnx-int8")
+    assert ":" not in made_with and made_with != engine.fingerprint_with("torch")
+    assert model_backend("minilm-squad", made_with) == "onnx-int8"
+    assert model_backend("minilm-squad", engine.fingerprint_with("openvino-int8")) == "openvino-int8"
+    assert model_backend("minilm-squad", engine.fingerprint_with("torch")) == "torch"
+    assert model_backend("minilm-squad", "0" * 20) == "unknown"       # other weights or settings
+    config = {"dataset": "demo.en", "specs": [["TUQ", "{}", 1, ""]], "models": [["minilm-squad", made_with]],
+              "repeats": 1, "seed": 0, "sample": None}
+    assert "--engine-backend onnx-int8 --name" in sweep_command(config, "s", "s.sqlite")
+    config["models"] = [["minilm-squad", "0" * 20]]
+    assert "--engine-backend" not in sweep_command(config, "s", "s.sqlite")   # resuming by name finds it

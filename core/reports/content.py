@@ -10,6 +10,7 @@ with every model's clean and perturbed span. core.reports.html and core.reports.
 """
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -85,6 +86,36 @@ def engine_backend(fingerprint: str) -> str:
                  if tag == t or tag.startswith(t + ":")), tag)
 
 
+@functools.lru_cache(maxsize=64)
+def model_backend(model: str, fingerprint: str) -> str:
+    """The engine backend ``model`` answered a stored sweep with.
+
+    A QAEngine's fingerprint is a hash that holds its backend but does not show it, so for a
+    registry model the backend is found the way a resumed sweep finds it: the model loaded with
+    torch (nothing exported) gives each backend's fingerprint to compare
+    (core.sweeps.running.backends.backend_for). A fingerprint that names its backend (a test
+    double's) is read; "unknown" when neither tells (other weights or settings).
+
+    >>> model_backend("not-a-registry-model", "abc:backend=onnx:fused-v5")
+    'onnx'
+    """
+    if ":backend=" in fingerprint:
+        return engine_backend(fingerprint)
+    from core.qa.engine import EngineSettings
+    from core.qa.registry import ModelLoadError, get_entry, load_engine
+    from core.sweeps.running.backends import backend_for
+
+    try:
+        get_entry(model)
+    except ModelLoadError:   # not a registry model: its fingerprint is all there is
+        return engine_backend(fingerprint)
+    try:
+        engine = load_engine(model, EngineSettings(backend="torch"))
+    except Exception:        # weights missing here: the report still builds, without the backend
+        return "unknown"
+    return backend_for(engine, fingerprint) or "unknown"
+
+
 def sweep_command(config: dict[str, Any], name: str, db: str | Path) -> str:
     """The ``python -m core.sweeps`` command that makes (or resumes) this sweep, shell-quoted.
 
@@ -104,8 +135,10 @@ def sweep_command(config: dict[str, Any], name: str, db: str | Path) -> str:
     for key, flag in (("pair_by", "--pair-by"), ("on_ambiguous", "--on-ambiguous"), ("lang", "--lang")):
         if config.get(key) is not None:
             parts += [flag, str(config[key])]
-    backends = {engine_backend(fp) for _, fp in config["models"]}
-    if len(backends) == 1:   # mixed: each model's default backend made them (no one flag says so)
+    backends = {model_backend(m, fp) for m, fp in config["models"]}
+    # mixed: each model's default backend made them (no one flag says so); unknown: resuming by
+    # name finds each model's stored backend (core.sweeps.running.backends)
+    if len(backends) == 1 and "unknown" not in backends:
         parts += ["--engine-backend", backends.pop()]
     parts += ["--name", name, "--db", str(db)]
     return " ".join(parts[:1] + [shlex.quote(p) for p in parts[1:]])
@@ -113,7 +146,7 @@ def sweep_command(config: dict[str, Any], name: str, db: str | Path) -> str:
 
 def _header(sweep: dict[str, Any], db: str | Path) -> dict[str, str]:
     config = sweep["config"]
-    backends = {m: engine_backend(fp) for m, fp in config["models"]}
+    backends = {m: model_backend(m, fp) for m, fp in config["models"]}
     return {"sweep": sweep["name"], "dataset": sweep["dataset"], "database": str(db),
             "examples": str(sweep["n_examples"]), "models": ", ".join(sweep["models"]),
             "engine backends": ", ".join(f"{m}: {b}" for m, b in backends.items()),
@@ -252,7 +285,7 @@ def _backend_flips(db, sweep: dict, others: list[dict]) -> Section | None:
     section = Section("Backend flips", "Answers that differ between this sweep and another stored sweep of the same "
                       "data, perturbations and seed run with another engine backend.")
     def backends(s: dict) -> dict[str, str]:
-        return {m: engine_backend(fp) for m, fp in s["config"]["models"]}
+        return {m: model_backend(m, fp) for m, fp in s["config"]["models"]}
 
     for other in others:   # the same data and seed, answered with other backends
         if (other["id"] == sweep["id"] or other["dataset"] != sweep["dataset"]
