@@ -318,12 +318,11 @@ class Store(SQLiteFile):
         pid, host, _ = process_identity()
         if (row["owner_pid"], row["owner_host"]) == (pid, host):
             return None
-        if row["owner_pid"] is None or row["owner_host"] != host:
-            return (f"{'no owner recorded' if row['owner_pid'] is None else 'pid ' + str(row['owner_pid'])}"
-                    f"{'' if row['owner_host'] in (None, host) else ' on ' + str(row['owner_host'])}, "
-                    f"last chunk at {row['updated_at']}; it counts as interrupted {STALE_AFTER_S / 60:.0f} "
-                    "minutes after its last chunk")
-        return f"pid {row['owner_pid']} on {host}, last chunk at {row['updated_at']}"
+        who = "no owner recorded" if row["owner_pid"] is None else f"pid {row['owner_pid']} on {row['owner_host']}"
+        said = f"{who}, last chunk at {row['updated_at']}"
+        if owner_alive(row["owner_pid"], row["owner_host"], row["owner_start"]) is None:   # not checkable here
+            said += f"; it counts as interrupted {STALE_AFTER_S / 60:.0f} minutes after its last chunk"
+        return said
 
     def set_owner(self, sweep_id: int) -> None:
         """Record this process as the owner of a running sweep (call inside a transaction)."""
