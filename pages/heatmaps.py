@@ -25,7 +25,7 @@ from components.frame import page_frame
 from components.heatmaps import error_views, paper_views, route_view
 from components.heatmaps.backend_flips import backend_flips_section
 from components.heatmaps.cell_drill import cell_examples
-from components.heatmaps.heatmap import LAYOUTS, METRICS, VALUES, choose_layout, heatmap_figure
+from components.heatmaps.heatmap import LAYOUTS, METRICS, VALUES, heatmap_figure, layout_for
 from components.heatmaps.noise_curves import noise_curve_section
 from components.heatmaps.report_download import report_downloads
 from components.heatmaps.rows_table import rows_section
@@ -136,11 +136,13 @@ with tabs["Heatmap"]:
                      help="The colour is always the band of the % change of the metric (SEEDS.md §4), and each "
                           "cell's second line its penalty.")
     n_columns = len(views.columns(cells))
+    n_models = len(sweep["models"])
     layout = c3.radio("Layout", list(LAYOUTS), horizontal=True, key="hm_layout",
-                      format_func=lambda k: (f"automatic ({LAYOUTS[choose_layout(n_columns)]})" if k == "auto"
+                      format_func=lambda k: (f"automatic ({LAYOUTS[layout_for(cells, n_models)]})" if k == "auto"
                                              else LAYOUTS[k]),
                       help=f"Automatic: models as rows while the {n_columns} perturbations fit across the page "
-                           "(up to 40), else perturbations as rows, down the page.")
+                           "(up to 40), else perturbations as rows, down the page; for one model with n = 1, 2, … "
+                           "(words or characters perturbed), one row per perturbation with its n across.")
     totals = report.penalty_totals(cells, metric)
 
     clicked = clicked_cells()
@@ -155,9 +157,15 @@ with tabs["Heatmap"]:
                                   highlight=st.session_state.get("hm_cell", 0), layout=layout)
     st.plotly_chart(fig, on_select="rerun", selection_mode="points", key="hm_chart", width="content",
                     theme=None, config={"displayModeBar": False})
-    if choose_layout(n_columns, layout) == "models-as-rows":
+    drawn = layout_for(cells, n_models, layout)
+    if drawn == "models-as-rows":
         st.caption("Columns are grouped by family (names above the plot). The y labels carry each model's penalty "
                    "total (Σ). Hover a cell for clean and perturbed scores and N; click it for its examples.")
+    elif drawn == "n-across":
+        st.caption("One row per perturbation, grouped by family (names right of the plot); per model one column per "
+                   "n, the number of words or characters perturbed ('no n': perturbations without one). Each model's "
+                   "name on top carries its penalty total (Σ). Hover a cell for clean and perturbed scores and N; "
+                   "click it for its examples.")
     else:
         st.caption("Rows are grouped by family (names right of the plot). The model names on top carry each model's "
                    "penalty total (Σ). Hover a cell for clean and perturbed scores and N; click it for its examples.")

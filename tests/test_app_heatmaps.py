@@ -29,6 +29,7 @@ from components.heatmaps.heatmap import (
     choose_layout,
     grid_size,
     heatmap_figure,
+    layout_for,
 )
 from core.datasets import Dataset
 from core.perturb.spec import parse_specs
@@ -183,6 +184,55 @@ def test_more_columns_than_fit_across_are_drawn_down_the_page(sweep_db):
     assert [list(d)[0] for d in trace.customdata] == list(range(90))
     with pytest.raises(ValueError, match="layout must be one of"):
         heatmap_figure(many, layout="sideways")
+
+
+def test_n_across_folds_each_perturbation_into_one_row_with_its_n_across(sweep_db):
+    """The German catalogue's 140 specs are 44 perturbations at n = 1..4: one row per perturbation,
+    per model one column per n (and one for the specs without n), the cells as in the other layouts."""
+    cells = report.cells(sweep_db, "toy-sweep")
+    fig, plotted = heatmap_figure(cells, totals={"fake-a": 12, "fake-b": 13}, layout="n-across")
+    _, plotted_across = heatmap_figure(cells, layout="models-as-rows")
+    assert [c.label for c in plotted] == [c.label for c in plotted_across]
+    trace = fig.data[0]
+    # plotted order: drop_qmark_Q, TUQ, RUQ (no n: column 2), DCRQ at n_chars 1 and 2 (columns 0, 1);
+    # fake-b's block starts 3 columns + a half-cell gap to the right
+    assert list(trace.x) == [2, 2, 2, 0, 1, 5.5, 5.5, 5.5, 3.5, 4.5]
+    # rows 0..3, each family below a band of 0.6 rows that holds its name (artefact | case | character)
+    assert list(trace.y) == pytest.approx([0.6, 2.2, 3.8, 4.8, 4.8] * 2)
+    assert list(fig.layout.yaxis.ticktext) == ["drop_qmark_Q", "TUQ", "RUQ", "DCRQ(n_words=1)"]
+    assert list(fig.layout.xaxis.ticktext) == ["1", "2", "no n"] * 2 and fig.layout.xaxis.side == "top"
+    assert list(trace.marker.color) == EXPECTED_COLOURS["fake-a"] + EXPECTED_COLOURS["fake-b"]
+    assert trace.text[3] == "-100.0<br>+4" and trace.text[1] == "-42.9<br>+3"
+    texts = [a.text for a in fig.layout.annotations]
+    assert {"<b>fake-a</b>", "<b>fake-b</b>", "Σ 12", "Σ 13", "n_chars →"} <= set(texts)
+    family = {a.text: a.y for a in fig.layout.annotations if a.text in ("<b>artefact</b>", "<b>case</b>",
+                                                                         "<b>character</b>")}
+    assert family == pytest.approx({"<b>artefact</b>": -0.2, "<b>case</b>": 1.4, "<b>character</b>": 3.0})
+    assert [s.y0 for s in fig.layout.shapes] == pytest.approx([1.1, 2.7])   # a line above each band but the first
+    assert fig.layout.width < 470     # beside the sidebar in a window 800 px wide
+    assert [list(d)[0] for d in trace.customdata] == list(range(10))   # clicks map back as before
+
+
+def test_one_model_with_many_specs_of_n_is_drawn_n_across_by_default(sweep_db):
+    import dataclasses
+
+    cells = [c for c in report.cells(sweep_db, "toy-sweep") if c.model == "fake-a"]
+    many = [dataclasses.replace(c, params={**c.params, "k": k}, params_json=json.dumps({**c.params, "k": k}),
+                                label=f"{c.label}#{k}") for k in range(9) for c in cells]   # 45 specs
+    assert views.n_grid(many).n_columns == 3 and len(views.n_grid(many).rows) == 4 * 9   # DCRQ's n_chars across
+    three = many + [dataclasses.replace(c, model=m) for m in ("b", "c") for c in many]
+    assert layout_for(many, 1) == "n-across" and layout_for(three, 3) == "perturbations-as-rows"   # 3 blocks: too wide
+    fig, plotted = heatmap_figure(many)
+    down, _ = heatmap_figure(many, layout="perturbations-as-rows")
+    assert len(fig.layout.yaxis.ticktext) == 36 and fig.layout.height < down.layout.height
+    # 45 specs in 36 rows and 3 family bands; n_words=1, shared by the 9 DCRQ rows, is said once
+    assert fig.layout.height - fig.layout.margin.t - fig.layout.margin.b == int((36 + 3 * 0.6) * 40)
+    assert "DCRQ(k=0)" in fig.layout.yaxis.ticktext
+    assert "n_chars across; n_words=1 in every row with it" in [a.text for a in fig.layout.annotations]
+    # two specs that their params do not tell apart fold into no grid: drawn as rows instead
+    clashing = [dataclasses.replace(c, params_json=f"{c.params_json}#{k}", label=f"{c.label}#{k}")
+                for k in range(9) for c in cells]
+    assert views.n_grid(clashing) is None and layout_for(clashing, 1, "n-across") == "perturbations-as-rows"
 
 
 def test_cell_without_scores_is_grey():

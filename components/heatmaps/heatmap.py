@@ -14,4 +14,5 @@ from core.render.heatmap import (  # noqa: F401 (re-exported)
     format_value,
     grid_size,
     heatmap_figure,
+    layout_for,
 )

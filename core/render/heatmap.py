@@ -5,12 +5,15 @@ clicked *points* of scatter traces but nothing for heatmap cells, and the page's
 the click. So each cell is one square marker on a numeric grid (x = column, y = model), its size
 computed from the grid so the squares tile the plot area; axis ticks carry the labels.
 
-Two layouts: models as rows (the default while the perturbations fit across a page, up to
-:data:`MAX_ACROSS` columns) and perturbations as rows (``layout="perturbations-as-rows"``, chosen
-by ``"auto"`` beyond that: the German catalogue at n = 1..4 is 140 perturbations, which squeezed
-into a page's width left neither cells nor labels readable). Across, the family names sit above
-the grid; down, beside it on the right, and the model names and band legend go above the grid so
-that they are on screen where the reading starts.
+Three layouts: models as rows (the default while the perturbations fit across a page, up to
+:data:`MAX_ACROSS` columns); perturbations as rows (``layout="perturbations-as-rows"``: the German
+catalogue at n = 1..4 is 140 perturbations, which squeezed into a page's width left neither cells
+nor labels readable); and perturbations as rows with n across (``layout="n-across"``: one row per
+perturbation and, per model, one column per number of perturbed words or characters, so the
+catalogue's 140 specs fold into 44 rows and its n = 1..4 trend reads along a row; ``"auto"`` picks
+it beyond :data:`MAX_ACROSS` where the grid's width is within TARGET_PLOT_WIDTH, i.e. for a sweep
+of one model). Across, the family names sit above the grid; down, beside it on the right, and the
+model names and band legend go above the grid so that they are on screen where the reading starts.
 
 Cells are coloured by the German paper's bands of the percentage change (SEEDS.md §4,
 core.metrics.penalty.BANDS) of the chosen metric, whatever value the cells show (% change, the
@@ -34,10 +37,10 @@ import plotly.graph_objects as go
 from core.metrics import METRICS as ANSWER_METRICS
 from core.metrics.penalty import BANDS
 from core.sweeps.analysis.report import Cell
-from core.sweeps.analysis.tables import columns
+from core.sweeps.analysis.tables import NGrid, columns, n_grid
 
 __all__ = ["BAND_COLOURS", "NO_SCORE_COLOUR", "VALUES", "METRICS", "LAYOUTS", "MAX_ACROSS", "cell_value",
-           "format_value", "cell_colour", "grid_size", "choose_layout", "heatmap_figure"]
+           "format_value", "cell_colour", "grid_size", "choose_layout", "layout_for", "heatmap_figure"]
 
 # One colour per band, highest band first (as BANDS): blues for gains, greens for the two
 # penalty-0 bands, then yellow -> dark red as the drop (and the penalty) grows.
@@ -70,7 +73,8 @@ LEGEND_ROW_HEIGHT, LEGEND_ENTRY_WIDTH = 22, 118  # px: the band legend, in rows 
 # drawn down the page. Down, cells are FULL_TEXT_CELL px: as tall as the value and penalty need.
 MAX_ACROSS = 40
 LAYOUTS = {"auto": "automatic", "models-as-rows": "models as rows",
-           "perturbations-as-rows": "perturbations as rows"}
+           "perturbations-as-rows": "perturbations as rows", "n-across": "perturbations as rows, n across"}
+N_GAP = 0.5   # cells of space between two models' blocks of n columns
 
 
 def cell_value(cell: Cell, metric: str = "f1", value: str = "pct") -> float | None:
@@ -107,17 +111,37 @@ def grid_size(n_columns: int) -> int:
     return max(MIN_CELL, min(MAX_CELL, TARGET_PLOT_WIDTH // n_columns))
 
 
-def choose_layout(n_columns: int, layout: str = "auto") -> str:
-    """The layout a heatmap of ``n_columns`` perturbations is drawn in.
+def choose_layout(n_columns: int, layout: str = "auto", n_grid_width: int | None = None) -> str:
+    """The layout a heatmap of ``n_columns`` perturbations is drawn in; ``n_grid_width``: the width
+    in px of its n-across grid, None where the specs form no such grid (then "n-across" falls back
+    to perturbations as rows).
 
     >>> choose_layout(11), choose_layout(140), choose_layout(140, "models-as-rows")
     ('models-as-rows', 'perturbations-as-rows', 'models-as-rows')
+    >>> choose_layout(140, n_grid_width=200), choose_layout(140, n_grid_width=420), choose_layout(11, "n-across")
+    ('n-across', 'perturbations-as-rows', 'perturbations-as-rows')
     """
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
+    if layout == "n-across" and n_grid_width is None:
+        return "perturbations-as-rows"
     if layout != "auto":
         return layout
-    return "models-as-rows" if n_columns <= MAX_ACROSS else "perturbations-as-rows"
+    if n_columns <= MAX_ACROSS:
+        return "models-as-rows"
+    return "n-across" if n_grid_width is not None and n_grid_width <= TARGET_PLOT_WIDTH else "perturbations-as-rows"
+
+
+def _n_grid_width(grid: NGrid | None, n_models: int) -> int | None:
+    """Pixels across an n-across grid of ``n_models`` blocks."""
+    if grid is None:
+        return None
+    return int((n_models * grid.n_columns + (n_models - 1) * N_GAP) * FULL_TEXT_CELL)
+
+
+def layout_for(cell_list: Sequence[Cell], n_models: int, layout: str = "auto") -> str:
+    """The layout :func:`heatmap_figure` draws these cells of ``n_models`` models in."""
+    return choose_layout(len(columns(cell_list)), layout, _n_grid_width(n_grid(cell_list), n_models))
 
 
 def _fmt(x: float | None) -> str:
@@ -166,14 +190,23 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
     models_at = [row_index[c.model] for c in plotted]
 
     fig = go.Figure()
-    if choose_layout(len(cols), layout) == "models-as-rows":
+    grid = n_grid(plotted)
+    chosen = choose_layout(len(cols), layout, _n_grid_width(grid, len(model_rows)))
+    if chosen == "models-as-rows":
         px = grid_size(len(cols))
         _add_cells(fig, plotted, positions, models_at, metric, value, px, highlight)
         _add_families(fig, cols, px, len(model_rows))
         _lay_out(fig, cols, model_rows, totals or {}, metric, value, px)
+    elif chosen == "n-across":
+        keys = [(c.perturbation, c.params_json) for c in plotted]
+        xs = [m * (grid.n_columns + N_GAP) + grid.column_of[k] for m, k in zip(models_at, keys)]
+        row_y = _family_gapped(grid.rows)
+        _add_cells(fig, plotted, xs, [row_y[grid.row_of[k]] for k in keys], metric, value, FULL_TEXT_CELL,
+                   highlight)
+        _lay_out_n_across(fig, grid, row_y, model_rows, totals or {}, metric, value)
     else:
         _add_cells(fig, plotted, models_at, positions, metric, value, FULL_TEXT_CELL, highlight)
-        _add_families_down(fig, cols, len(model_rows))
+        _add_families_down(fig, cols, len(model_rows) - 0.5)
         _lay_out_down(fig, cols, model_rows, totals or {}, metric, value)
     return fig, plotted
 
@@ -231,16 +264,17 @@ def _add_families(fig: go.Figure, cols: list, px: int, n_rows: int) -> None:
             start = i
 
 
-def _add_families_down(fig: go.Figure, cols: list, n_models: int) -> None:
-    """Perturbations as rows: each family's name right of its group of rows, a line between groups."""
+def _add_families_down(fig: go.Figure, cols: list, x_right: float) -> None:
+    """Perturbations as rows: each family's name right of its group of rows (the grid ends at
+    ``x_right``), a line between groups."""
     start = 0
     for i in range(1, len(cols) + 1):
         if i == len(cols) or cols[i].family != cols[start].family:
-            fig.add_annotation(x=n_models - 0.5, y=(start + i - 1) / 2, xref="x", yref="y", xanchor="left",
+            fig.add_annotation(x=x_right, y=(start + i - 1) / 2, xref="x", yref="y", xanchor="left",
                                xshift=6, text=f"<b>{html.escape(cols[start].family)}</b>", showarrow=False,
                                font=dict(size=11))
             if i < len(cols):
-                fig.add_shape(type="line", x0=-0.5, x1=n_models - 0.5, y0=i - 0.5, y1=i - 0.5, xref="x",
+                fig.add_shape(type="line", x0=-0.5, x1=x_right, y0=i - 0.5, y1=i - 0.5, xref="x",
                               yref="y", line=dict(color="#444", width=1.5))
             start = i
 
@@ -300,6 +334,87 @@ def _lay_out_down(fig: go.Figure, cols: list, model_rows: list[str], totals: Map
            title_at=dict(y=1, yref="container", pad=dict(t=8)))
     fig.update_xaxes(**_ticks(n_models, _model_labels(model_rows, totals), tickangle=-60, side="top"))
     fig.update_yaxes(**_ticks(n_rows, y_labels, reverse=True, tickfont=dict(size=11)))
+
+
+FAMILY_GAP = 0.6   # n-across: a band this many rows high above each family, holding its name
+
+
+def _family_gapped(rows: Sequence) -> list[float]:
+    """y of each row with a FAMILY_GAP band above each family's first row (n-across: the family
+    names sit in the grid, not beside it, so the figure stays within a narrow page)."""
+    ys, families = [], 0
+    for i, row in enumerate(rows):
+        if i == 0 or row.family != rows[i - 1].family:
+            families += 1
+        ys.append(i + families * FAMILY_GAP)
+    return ys
+
+
+def _two_lines(label: str, longest: int = 16) -> str:
+    """``typo_Q(layout=qwertz, rate=0.1)`` as the name and its parameters on two lines."""
+    name, paren, rest = label.partition("(")
+    return f"{name}<br>({rest}" if paren and len(label) > longest else label
+
+
+def _lay_out_n_across(fig: go.Figure, grid: NGrid, row_y: list[float], model_rows: list[str],
+                      totals: Mapping[str, int], metric: str, value: str) -> None:
+    """Perturbations as rows, n across: per model a block of n columns (n on top), the model's name
+    and penalty total above its block, the band legend above those; each family's name in a band
+    above its rows; parameters the rows share, once under the title."""
+    px, k = FULL_TEXT_CELL, grid.n_columns
+    n_models = len(model_rows)
+    labels = [_two_lines(r.label) for r in grid.rows]
+    y_labels = [html.escape(lab).replace("&lt;br&gt;", "<br>") for lab in labels]
+    left = 20 + int(6.6 * max(len(line) for lab in labels for line in lab.split("<br>")))
+    right = 20
+    span = n_models * k + (n_models - 1) * N_GAP          # grid units across
+    x_right = span - 0.5
+    height_units = row_y[-1] + 1                            # rows and family bands, top to bottom
+    names = _model_labels(model_rows, {})
+    # a model's name fits across its block at ~7 px a character; longer ones are turned
+    longest = max(len(m) for m in model_rows)
+    turned = 7 * longest > k * px
+    name_h = (10 + int(5.2 * longest)) if turned else 18
+    tick_h, total_h = 22, 18 if totals else 0
+    label_h = tick_h + name_h + total_h + 8
+    grid_h = int(height_units * px)
+    legend_h = 24 + _legend_rows(int(span * px) // LEGEND_ENTRY_WIDTH) * LEGEND_ROW_HEIGHT
+    shared = ", ".join(f"{html.escape(str(p))}={html.escape(str(v))}" for p, v in grid.constants.items())
+    title_h = 18 if shared else 0
+    top, bottom = 40 + title_h + legend_h + label_h, 20
+    _frame(fig, metric, value, left + int(span * px) + right, top + grid_h + bottom,
+           dict(l=left, r=right, t=top, b=bottom),
+           legend_at=dict(y=1 + (label_h + 4) / grid_h, yanchor="bottom"),
+           title_at=dict(y=1, yref="container", pad=dict(t=8)))
+    if shared:   # under the title, above the legend
+        fig.add_annotation(x=0, y=1, xref="paper", yref="paper", xanchor="left", yanchor="bottom", xshift=4 - left,
+                           yshift=label_h + 4 + legend_h, showarrow=False, font=dict(size=11),
+                           text=f"{html.escape(grid.param)} across; {shared} in every row with it")
+    for m, name in enumerate(names):
+        centre = m * (k + N_GAP) + (k - 1) / 2
+        total = f"Σ {totals[model_rows[m]]}" if model_rows[m] in totals else ""
+        if total:
+            fig.add_annotation(x=centre, y=1, xref="x", yref="paper", yanchor="bottom", yshift=tick_h,
+                               text=total, showarrow=False, font=dict(size=11))
+        fig.add_annotation(x=centre, y=1, xref="x", yref="paper", yanchor="bottom", xanchor="left" if turned
+                           else "center", yshift=tick_h + total_h, text=f"<b>{name}</b>", showarrow=False,
+                           textangle=-45 if turned else 0, font=dict(size=12))
+    tickvals = [m * (k + N_GAP) + j for m in range(n_models) for j in range(k)]
+    fig.update_xaxes(range=[-0.5, x_right], tickmode="array", tickvals=tickvals,
+                     ticktext=grid.column_labels * n_models, side="top", showgrid=False, zeroline=False,
+                     fixedrange=True, tickfont=dict(size=11))
+    fig.add_annotation(x=0, y=1, xref="paper", yref="paper", xanchor="right", yanchor="bottom", xshift=-6,
+                       yshift=2, text=f"{html.escape(grid.param)} →", showarrow=False, font=dict(size=11))
+    for i, row in enumerate(grid.rows):   # the family bands: a line on top, the name inside
+        if i == 0 or row.family != grid.rows[i - 1].family:
+            band_top = row_y[i] - 0.5 - FAMILY_GAP
+            fig.add_annotation(x=-0.5, y=band_top + FAMILY_GAP / 2, xref="x", yref="y", xanchor="left",
+                               text=f"<b>{html.escape(row.family)}</b>", showarrow=False, font=dict(size=11))
+            if i:
+                fig.add_shape(type="line", x0=-0.5, x1=x_right, y0=band_top, y1=band_top, xref="x", yref="y",
+                              line=dict(color="#444", width=1.5))
+    fig.update_yaxes(range=[height_units - 0.5, -0.5], tickmode="array", tickvals=row_y, ticktext=y_labels,
+                     showgrid=False, zeroline=False, fixedrange=True, tickfont=dict(size=11))
 
 
 def _lay_out(fig: go.Figure, cols: list, model_rows: list[str], totals: Mapping[str, int], metric: str,

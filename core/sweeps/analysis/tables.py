@@ -7,6 +7,8 @@ module arranges them the way the papers report them. Everything returns plain li
   * :func:`columns`: the heatmap's perturbation columns, grouped by family (families in
     alphabetical order, the order the Sweeps page lists them in; within a family the sweep's
     order, so DCRQ(n_chars=1..4) stay in sequence).
+  * :func:`n_grid`: the same specs as a grid, one row per perturbation and one column per n (the
+    number of perturbed words or characters): the German catalogue's 140 specs as 44 rows of n = 1..4.
   * :func:`cell_rows`: one flat row per cell, for the CSV export of the heatmap.
   * :func:`noiseqa_table`: NoiseQA's Table 4 layout (Ravichander et al. 2021): one row per
     interface noise spec (keyboard / ASR / MT, synthetic or natural), and per model the clean
@@ -36,15 +38,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.perturb.spec import spec_label
 from core.sweeps.analysis.report import Cell
 from core.sweeps.store import Store
 
-__all__ = ["Column", "INTERFACES", "columns", "cell_rows", "is_file_spec", "kind_of", "interface_of", "trial_file",
-           "noiseqa_table", "asr_breakdown", "mt_breakdown", "penalty_rows"]
+__all__ = ["Column", "NGrid", "INTERFACES", "columns", "n_grid", "cell_rows", "is_file_spec", "kind_of",
+           "interface_of", "trial_file", "noiseqa_table", "asr_breakdown", "mt_breakdown", "penalty_rows"]
 
 # Family -> interface name, in Table 4's row order.
 INTERFACES = {"keyboard": "keyboard", "asr": "ASR", "mt": "MT"}
@@ -76,6 +79,86 @@ def columns(cell_list: Sequence[Cell]) -> list[Column]:
         seen.setdefault((c.perturbation, c.params_json), Column(c.perturbation, c.params_json, c.label, c.family))
     position = {k: i for i, k in enumerate(seen)}
     return sorted(seen.values(), key=lambda col: (col.family, position[col.key]))
+
+
+@dataclass(frozen=True)
+class NGrid:
+    """The specs of a sweep as perturbation rows x n columns (:func:`n_grid`)."""
+
+    param: str                 # the n parameter across: "n_words" or "n_chars"
+    values: tuple[int, ...]    # its values, ascending; a spec without it sits in the column NO_N after them
+    rows: tuple[Column, ...]   # one per perturbation and other parameters, grouped by family as columns()
+    row_of: Mapping[tuple[str, str], int]   # spec key -> row
+    column_of: Mapping[tuple[str, str], int]   # spec key -> column (len(values) for the specs without n)
+    # parameters with one value in every row that has them (two rows at least), left out of the
+    # row labels and said once: the catalogue's n_chars=1 on each of its 20 character operations
+    constants: Mapping[str, Any] = field(default_factory=dict)
+
+    NO_N = "no n"
+
+    @property
+    def has_no_n(self) -> bool:
+        return any(c == len(self.values) for c in self.column_of.values())
+
+    @property
+    def n_columns(self) -> int:
+        return len(self.values) + self.has_no_n
+
+    @property
+    def column_labels(self) -> list[str]:
+        return [str(v) for v in self.values] + ([self.NO_N] if self.has_no_n else [])
+
+
+def n_grid(cell_list: Sequence[Cell]) -> NGrid | None:
+    """The specs as rows of one perturbation (and its other parameters) by columns of n, the
+    parameter of :func:`n_parameters` with the most values; None when no parameter takes two values
+    (then there is no grid to fold the columns into) or two specs would fall into one cell.
+
+    >>> from types import SimpleNamespace as C
+    >>> cells = [C(perturbation="DCRQ", params={"n_chars": 1, "n_words": w}, params_json=f'{{"n_words": {w}}}',
+    ...            label=f"DCRQ(n_words={w})", family="character") for w in (1, 2)]
+    >>> cells.append(C(perturbation="TLQ", params={}, params_json="{}", label="TLQ", family="case"))
+    >>> g = n_grid(cells)
+    >>> g.param, g.values, [r.label for r in g.rows], g.column_labels, g.constants
+    ('n_words', (1, 2), ['TLQ', 'DCRQ(n_chars=1)'], ['1', '2', 'no n'], {})
+    >>> [(g.row_of[c.perturbation, c.params_json], g.column_of[c.perturbation, c.params_json]) for c in cells]
+    [(1, 0), (1, 1), (0, 2)]
+    >>> cells.extend(C(perturbation="ICRQ", params={"n_chars": 1, "n_words": w}, params_json=f'{{"n_words": {w}}}',
+    ...                label=f"ICRQ(n_words={w})", family="character") for w in (1, 2))
+    >>> g = n_grid(cells); [r.label for r in g.rows], g.constants
+    (['TLQ', 'DCRQ', 'ICRQ'], {'n_chars': 1})
+    """
+    params = n_parameters(cell_list)
+    if not params:
+        return None
+    param = params[0]
+    values = tuple(sorted({c.params[param] for c in cell_list if param in c.params}))
+    if len(values) < 2:
+        return None
+    rows: dict[tuple[str, str], Column] = {}
+    row_key_of: dict[tuple[str, str], tuple[str, str]] = {}
+    column_of: dict[tuple[str, str], int] = {}
+    for col in columns(cell_list):
+        params_of = next(c.params for c in cell_list if (c.perturbation, c.params_json) == col.key)
+        rest = {k: v for k, v in params_of.items() if k != param}
+        rest_json = json.dumps(rest, sort_keys=True)
+        row_key = (col.perturbation, rest_json)
+        rows.setdefault(row_key, Column(col.perturbation, rest_json, spec_label(col.perturbation, rest), col.family))
+        row_key_of[col.key] = row_key
+        column_of[col.key] = values.index(params_of[param]) if param in params_of else len(values)
+    placed = {(row_key_of[k], column_of[k]) for k in column_of}
+    if len(placed) < len(column_of):   # two specs would share a cell: their params do not tell them apart
+        return None
+    rests = [json.loads(r.params_json) for r in rows.values()]
+    held = {k for rest in rests for k in rest}
+    constants = {k: v for k in sorted(held)
+                 for v in [next(rest[k] for rest in rests if k in rest)]
+                 if sum(k in rest for rest in rests) >= 2 and all(rest.get(k, v) == v for rest in rests)}
+    labelled = tuple(Column(r.perturbation, r.params_json,
+                            spec_label(r.perturbation, {k: v for k, v in rest.items() if k not in constants}),
+                            r.family) for r, rest in zip(rows.values(), rests))
+    row_index = {k: i for i, k in enumerate(rows)}
+    return NGrid(param, values, labelled, {k: row_index[r] for k, r in row_key_of.items()}, column_of, constants)
 
 
 def is_file_spec(perturbation: str) -> bool:
