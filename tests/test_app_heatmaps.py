@@ -289,9 +289,13 @@ def test_page_heatmap_totals_drilldown_and_exports(sweep_db):
     # EM: fake-a TUQ -50 % (+3), RUQ +inf (+1), drop_qmark 0, DCRQ 2 x +4; fake-b TUQ EM 80 vs 100 (-20 %, +2)
     assert list(penalties["penalty total (EM)"]) == [12, 14]
 
-    pen_n = _frame(at, "n_chars=1")
+    pen_n = _frame(at, "total")
     assert list(pen_n.columns) == ["model", "n_chars=1", "n_chars=2", "total"]
     assert pen_n.to_dict("records")[0] == {"model": "fake-a", "n_chars=1": 4, "n_chars=2": 4, "total": 8}
+    by_n = _frame(at, "no n")   # each perturbation one row, its n across
+    b = by_n[by_n["model"] == "fake-b"].astype(object).where(by_n.notna(), None)
+    assert b[["perturbation", "n_chars=1", "no n", "penalty"]].values.tolist()[1:] == \
+        [["TUQ", None, -6.67, 1], ["RUQ", None, -100.0, 4], ["DCRQ(n_words=1)", -100.0, None, 8]]
 
     # Drill-down through the select box (AppTest cannot click a Plotly point): fake-a x TUQ is cell 1.
     at.selectbox(key="hm_cell").set_value(1).run()

@@ -64,6 +64,14 @@ def test_report_tables_are_the_stores(toy_db):
     assert "NoiseQA: interface noise" not in titles and "NoiseQA: question repair" not in titles
     by_n = _section(rep, "Penalty by number of perturbed words / characters").tables[0].rows
     assert by_n == views.penalty_rows(report.penalty_table(toy_db, "toy-sweep", param="n_chars", metric="f1"))
+    # each perturbation as one row with its n across, as docs/results/german-catalogue.md writes them
+    grid = _table(_section(rep, "Penalty by number of perturbed words / characters"), "F1 % change per perturbation")
+    assert grid.title == "F1 % change per perturbation and n_chars"
+    assert [(r["perturbation"], r["n_chars=1"], r["n_chars=2"], r["no n"], r["penalty"])
+            for r in grid.rows if r["model"] == "fake-a"] == [
+        ("drop_qmark_Q", None, None, 0.0, 0), ("TUQ", None, None, -42.86, 3), ("RUQ", None, None, 50.0, 1),
+        ("DCRQ(n_words=1)", -100.0, -100.0, None, 8)]
+    assert [r["N"] for r in grid.rows if r["model"] == "fake-a"] == [5, 5, 1, 5]
     # the worst example: fake-a under TUQ on q4 ("Berlin" for "three million"), every model's spans
     worst = rep.examples[0]
     assert worst.row["f1_loss"] == 1.0 and len(rep.examples) <= 8

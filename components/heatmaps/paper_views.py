@@ -22,6 +22,7 @@ from components.choice import keep_valid
 from components.export import csv_download, figure_downloads, file_stem
 from components.heatmaps.heatmap import METRICS
 from components.heatmaps.sweep_figures import breakdown_figure, bucket_figure
+from components.text import md_escape
 from core.sweeps.analysis import tables as views
 from core.sweeps.analysis.stored import StoredSweep
 
@@ -43,6 +44,16 @@ def penalty_by_n_section(sweep: StoredSweep, metric: str, stem: str) -> None:
                    f"(specs per n: {', '.join(f'{n}: {k}' for n, k in ptable['cells'].items())}).")
         st.dataframe(pen_df, hide_index=True, key="hm_penalty_n")
         csv_download(pen_df, file_stem("penalty-by-n", stem, param, metric), "hm_penalty_n_csv")
+        grid = views.n_grid(sweep.cells())
+        if grid is not None:
+            shared = ", ".join(f"{k}={v}" for k, v in grid.constants.items())
+            st.markdown(f"**{METRICS[metric]} % change per perturbation and {grid.param}**"
+                        + (f" ({md_escape(shared)} in every row with it)" if shared else "")
+                        + ": N is the fewest examples a row's cells were scored on (the V operations apply to "
+                          "the questions with a verb), penalty the sum of its cells' penalties.")
+            grid_df = pd.DataFrame(views.n_grid_rows(sweep.cells(), metric, sweep.models))
+            st.dataframe(grid_df, hide_index=True, key="hm_n_grid")
+            csv_download(grid_df, file_stem("change-by-n", stem, grid.param, metric), "hm_n_grid_csv")
 
 
 def noiseqa_section(sweep: StoredSweep, metric: str, stem: str) -> None:

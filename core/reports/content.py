@@ -191,8 +191,15 @@ def _penalty_by_n(stored: StoredSweep, cells: list, metric: str) -> Section | No
         tables.append(Table(f"{METRICS[metric]} penalty by {param} (specs per n: "
                             f"{', '.join(f'{n}: {k}' for n, k in table['cells'].items())})",
                             views.penalty_rows(table)))
+    grid = views.n_grid(cells)
+    if grid is not None:
+        shared = ", ".join(f"{k}={v}" for k, v in grid.constants.items())
+        tables.append(Table(f"{METRICS[metric]} % change per perturbation and {grid.param}"
+                            + (f" ({shared} in every row with it)" if shared else ""),
+                            views.n_grid_rows(cells, metric, stored.models)))
     return Section("Penalty by number of perturbed words / characters",
-                   "Each model's penalties summed over the specs with n = 1, 2, …", tables)
+                   "Each model's penalties summed over the specs with n = 1, 2, …; then each perturbation's "
+                   "% change at every n, its fewest examples scored (N) and its penalties summed.", tables)
 
 
 def _noiseqa(stored: StoredSweep, cells: list, metric: str) -> Section | None:

@@ -9,6 +9,8 @@ module arranges them the way the papers report them. Everything returns plain li
     order, so DCRQ(n_chars=1..4) stay in sequence).
   * :func:`n_grid`: the same specs as a grid, one row per perturbation and one column per n (the
     number of perturbed words or characters): the German catalogue's 140 specs as 44 rows of n = 1..4.
+  * :func:`n_grid_rows`: that grid as a table, the % change at each n and the penalties summed per
+    row, the form the German catalogue's results are written in.
   * :func:`cell_rows`: one flat row per cell, for the CSV export of the heatmap.
   * :func:`noiseqa_table`: NoiseQA's Table 4 layout (Ravichander et al. 2021): one row per
     interface noise spec (keyboard / ASR / MT, synthetic or natural), and per model the clean
@@ -46,7 +48,7 @@ from core.perturb.spec import spec_label
 from core.sweeps.analysis.report import Cell
 from core.sweeps.store import Store
 
-__all__ = ["Column", "NGrid", "INTERFACES", "columns", "n_grid", "cell_rows", "is_file_spec", "kind_of",
+__all__ = ["Column", "NGrid", "INTERFACES", "columns", "n_grid", "n_grid_rows", "cell_rows", "is_file_spec", "kind_of",
            "interface_of", "trial_file", "noiseqa_table", "asr_breakdown", "mt_breakdown", "penalty_rows"]
 
 # Family -> interface name, in Table 4's row order.
@@ -159,6 +161,50 @@ def n_grid(cell_list: Sequence[Cell]) -> NGrid | None:
                             r.family) for r, rest in zip(rows.values(), rests))
     row_index = {k: i for i, k in enumerate(rows)}
     return NGrid(param, values, labelled, {k: row_index[r] for k, r in row_key_of.items()}, column_of, constants)
+
+
+def n_grid_rows(cell_list: Sequence[Cell], metric: str = "f1",
+                models: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """:func:`n_grid` as rows: per model and perturbation, the % change of ``metric`` at each n (None
+    where the cell has no score or the spec does not exist), the fewest examples scored (N: the V
+    operations apply to the questions with a verb) and the sum of the cells' penalties. [] when the
+    specs form no grid.
+
+    >>> from types import SimpleNamespace as C
+    >>> cells = [C(model="m", perturbation="DCRQ", params={"n_words": w}, params_json=f'{{"n_words": {w}}}',
+    ...            label=f"DCRQ(n_words={w})", family="character", n=5, f1_pct=p, f1_penalty=k)
+    ...          for w, p, k in ((1, -4.54, 1), (2, -12.0, 2))]
+    >>> cells.append(C(model="m", perturbation="TLQ", params={}, params_json="{}", label="TLQ", family="case", n=5,
+    ...                f1_pct=0.0, f1_penalty=0))
+    >>> n_grid_rows(cells)  # doctest: +NORMALIZE_WHITESPACE
+    [{'model': 'm', 'family': 'case', 'perturbation': 'TLQ', 'N': 5, 'n_words=1': None, 'n_words=2': None,
+      'no n': 0.0, 'penalty': 0},
+     {'model': 'm', 'family': 'character', 'perturbation': 'DCRQ', 'N': 5, 'n_words=1': -4.54, 'n_words=2': -12.0,
+      'no n': None, 'penalty': 3}]
+    """
+    grid = n_grid(cell_list)
+    if grid is None:
+        return []
+    heads = [f"{grid.param}={v}" for v in grid.values] + ([grid.NO_N] if grid.has_no_n else [])
+    by_place: dict[tuple[str, int], dict[int, Cell]] = {}
+    for c in cell_list:
+        key = (c.perturbation, c.params_json)
+        by_place.setdefault((c.model, grid.row_of[key]), {})[grid.column_of[key]] = c
+    rows = []
+    for model in models or _models(cell_list):
+        for r, row in enumerate(grid.rows):
+            found = by_place.get((model, r))
+            if not found:
+                continue
+            scored = [c.n for c in found.values() if c.n]
+            out: dict[str, Any] = {"model": model, "family": row.family, "perturbation": row.label,
+                                   "N": min(scored) if scored else 0}
+            for j, head in enumerate(heads):
+                c = found.get(j)
+                out[head] = _r(getattr(c, f"{metric}_pct")) if c is not None else None
+            out["penalty"] = sum(getattr(c, f"{metric}_penalty") or 0 for c in found.values())
+            rows.append(out)
+    return rows
 
 
 def is_file_spec(perturbation: str) -> bool:
