@@ -25,7 +25,7 @@ from components.frame import page_frame
 from components.heatmaps import error_views, paper_views, route_view
 from components.heatmaps.backend_flips import backend_flips_section
 from components.heatmaps.cell_drill import cell_examples
-from components.heatmaps.heatmap import LAYOUTS, METRICS, VALUES, heatmap_figure, layout_for
+from components.heatmaps.heatmap import LAYOUT_NOTES, LAYOUTS, METRICS, VALUES, heatmap_figure, layout_for
 from components.heatmaps.noise_curves import noise_curve_section
 from components.heatmaps.report_download import report_downloads
 from components.heatmaps.rows_table import rows_section
@@ -157,18 +157,7 @@ with tabs["Heatmap"]:
                                   highlight=st.session_state.get("hm_cell", 0), layout=layout)
     st.plotly_chart(fig, on_select="rerun", selection_mode="points", key="hm_chart", width="content",
                     theme=None, config={"displayModeBar": False})
-    drawn = layout_for(cells, n_models, layout)
-    if drawn == "models-as-rows":
-        st.caption("Columns are grouped by family (names above the plot). The y labels carry each model's penalty "
-                   "total (Σ). Hover a cell for clean and perturbed scores and N; click it for its examples.")
-    elif drawn == "n-across":
-        st.caption("One row per perturbation, grouped by family (names right of the plot); per model one column per "
-                   "n, the number of words or characters perturbed ('no n': perturbations without one). Each model's "
-                   "name on top carries its penalty total (Σ). Hover a cell for clean and perturbed scores and N; "
-                   "click it for its examples.")
-    else:
-        st.caption("Rows are grouped by family (names right of the plot). The model names on top carry each model's "
-                   "penalty total (Σ). Hover a cell for clean and perturbed scores and N; click it for its examples.")
+    st.caption(LAYOUT_NOTES[layout_for(cells, n_models, layout)])
     permalink.apply_cell(link, sweep_id, plotted)
     figure_downloads(fig, file_stem("heatmap", stem, metric, value), "hm_fig")
 

@@ -2,6 +2,7 @@
 imports nothing from components/); re-exported here under its old name for the pages."""
 from core.render.heatmap import (  # noqa: F401 (re-exported)
     BAND_COLOURS,
+    LAYOUT_NOTES,
     LAYOUTS,
     MAX_ACROSS,
     METRICS,

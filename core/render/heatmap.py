@@ -40,7 +40,7 @@ from core.sweeps.analysis.report import Cell
 from core.sweeps.analysis.tables import NGrid, columns, n_grid
 
 __all__ = ["BAND_COLOURS", "NO_SCORE_COLOUR", "VALUES", "METRICS", "LAYOUTS", "MAX_ACROSS", "cell_value",
-           "format_value", "cell_colour", "grid_size", "choose_layout", "layout_for", "heatmap_figure"]
+           "format_value", "cell_colour", "grid_size", "choose_layout", "layout_for", "heatmap_figure", "LAYOUT_NOTES"]
 
 # One colour per band, highest band first (as BANDS): blues for gains, greens for the two
 # penalty-0 bands, then yellow -> dark red as the drop (and the penalty) grows.
@@ -75,6 +75,16 @@ MAX_ACROSS = 40
 LAYOUTS = {"auto": "automatic", "models-as-rows": "models as rows",
            "perturbations-as-rows": "perturbations as rows", "n-across": "perturbations as rows, n across"}
 N_GAP = 0.5   # cells of space between two models' blocks of n columns
+_HOW_TO_READ = "Hover a cell for clean and perturbed scores and N; click it for its examples."
+LAYOUT_NOTES = {   # how to read each layout, under the figure
+    "models-as-rows": "Columns are grouped by family (names above the plot). The y labels carry each model's "
+                      f"penalty total (Σ). {_HOW_TO_READ}",
+    "perturbations-as-rows": "Rows are grouped by family (names right of the plot). The model names on top carry "
+                             f"each model's penalty total (Σ). {_HOW_TO_READ}",
+    "n-across": "One row per perturbation, grouped by family (names above their rows); per model one column per n, "
+                "the number of words or characters perturbed ('no n': perturbations without one). Each model's "
+                f"name on top carries its penalty total (Σ). {_HOW_TO_READ}",
+}
 
 
 def cell_value(cell: Cell, metric: str = "f1", value: str = "pct") -> float | None:
