@@ -12,8 +12,9 @@ nor labels readable); and perturbations as rows with n across (``layout="n-acros
 perturbation and, per model, one column per number of perturbed words or characters, so the
 catalogue's 140 specs fold into 44 rows and its n = 1..4 trend reads along a row; ``"auto"`` picks
 it beyond :data:`MAX_ACROSS` where the grid's width is within TARGET_PLOT_WIDTH, i.e. for a sweep
-of one model). Across, the family names sit above the grid; down, beside it on the right, and the
-model names and band legend go above the grid so that they are on screen where the reading starts.
+of one model). Across, the family names sit above the grid; down, beside it on the right (n across:
+in a band above each family's rows, which keeps the figure narrow), and the model names and band
+legend go above the grid so that they are on screen where the reading starts.
 
 Cells are coloured by the German paper's bands of the percentage change (SEEDS.md §4,
 core.metrics.penalty.BANDS) of the chosen metric, whatever value the cells show (% change, the

@@ -140,8 +140,9 @@ def n_grid(cell_list: Sequence[Cell]) -> NGrid | None:
     rows: dict[tuple[str, str], Column] = {}
     row_key_of: dict[tuple[str, str], tuple[str, str]] = {}
     column_of: dict[tuple[str, str], int] = {}
+    params_by_key = {(c.perturbation, c.params_json): c.params for c in cell_list}
     for col in columns(cell_list):
-        params_of = next(c.params for c in cell_list if (c.perturbation, c.params_json) == col.key)
+        params_of = params_by_key[col.key]
         rest = {k: v for k, v in params_of.items() if k != param}
         rest_json = json.dumps(rest, sort_keys=True)
         row_key = (col.perturbation, rest_json)
