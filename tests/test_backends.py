@@ -432,8 +432,8 @@ def test_sidebar_backend_reaches_the_engine_that_answers(tiny_registry, cache, m
 
 
 def _shipped(name, *backends):
-    """The shipped model ``name`` on each of ``backends`` (loading one on every backend took a minute
-    for MPNet, most of it on backends the test never asks)."""
+    """The shipped model ``name`` on each of ``backends``: only those a test compares, since each
+    load converts or reads a graph of its own."""
     from core.qa import registry
 
     entry = registry.get_entry(name)

@@ -47,7 +47,7 @@ def penalty_by_n_section(sweep: StoredSweep, metric: str, stem: str) -> None:
         grid = views.n_grid(sweep.cells())
         if grid is not None:
             shared = ", ".join(f"{k}={v}" for k, v in grid.constants.items())
-            st.markdown(f"**{METRICS[metric]} % change per perturbation and {grid.param}**"
+            st.markdown(f"**{METRICS[metric]} % change per perturbation and {md_escape(grid.param)}**"
                         + (f" ({md_escape(shared)} in every row with it)" if shared else "")
                         + ": N is the fewest examples a row's cells were scored on (the V operations apply to "
                           "the questions with a verb), penalty the sum of its cells' penalties.")
