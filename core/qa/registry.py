@@ -351,8 +351,7 @@ def load_adapter_model_and_tokenizer(entry: ModelEntry):
     import torch
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
-    from core.qa.bases import BaseModelError, base_missing, resolve_base_path
-    from core.training.lora import grow_embeddings_to
+    from core.qa.bases import BaseModelError, base_missing, grow_embeddings_to, resolve_base_path
 
     d = entry.local_dir()
     for f in ("adapter_config.json", "adapter_model.safetensors"):
