@@ -89,4 +89,6 @@ def test_no_page_and_no_download_shows_a_server_path(server_env, monkeypatch):
     assert not leaks, json.dumps(leaks, ensure_ascii=False, indent=1)
     shown = [w for w in seen if "⬇" in w]
     assert any("Report (HTML)" in w for w in shown) and any("Report (Markdown)" in w for w in shown), shown
-    assert sum("800 px" in w for w in seen) == sum("1400 px" in w for w in seen) >= len(PAGES) + 4, sorted(seen)
+    for width in (1400, 800):   # every page at both widths, and downloads at both (a page may offer more later)
+        assert all(f"{name} at {width} px" in seen for name in PAGES), sorted(seen)
+        assert sum(f"at {width} px ⬇" in w for w in seen) >= 4, sorted(seen)
