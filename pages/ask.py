@@ -153,7 +153,8 @@ with mt_slot:
                 st.session_state.pop("ask_mt_model", None)  # a folder that went away
             st.selectbox(f"Your own translation model (optional), translating "
                          f"{translate.language_name(plan.lang)} → {translate.language_name(lang)}",
-                         ["", *folders], key="ask_mt_model", format_func=lambda f: f or "none (Apertium only)")
+                         ["", *folders], key="ask_mt_model",
+                         format_func=lambda f: config.shown_path(f) if f else "none (Apertium only)")
         else:
             st.session_state.pop("ask_mt_model", None)
             st.caption("A Hugging Face seq2seq translation model can answer here too: an administrator puts "

@@ -31,6 +31,7 @@ from components.heatmaps.report_download import report_downloads
 from components.heatmaps.rows_table import rows_section
 from components.sweep_db_picker import db_path_input, demo_caption, label, stored_sweeps_or_stop
 from components.text import md_escape
+from core.config import hide_server_paths
 from core.explore import demo_sweep
 from core.metrics import METRICS as METRIC_INFO
 from core.sweeps.analysis import aggregates as aggregates
@@ -74,7 +75,7 @@ persist.keep("hm_sweep", newest_first)
 persist.keep_all(["hm_metric", "hm_value", "hm_layout"])
 keep_valid("hm_sweep", newest_first)
 sweep_id = st.selectbox("Sweep", newest_first, key="hm_sweep",
-                        format_func=lambda i: f"{by_id[i]['name']} · {by_id[i]['dataset']}")
+                        format_func=lambda i: f"{by_id[i]['name']} · {hide_server_paths(by_id[i]['dataset'])}")
 # One read handle for every view below; a new version (rows added) is a new handle.
 stored = loaders.stored_sweep(str(db_path), sweep_id, aggregates.version_of(by_id[sweep_id]))
 sweep = stored.info

@@ -90,13 +90,21 @@ def test_sweeps_page_says_no_database_without_its_folder(hidden, monkeypatch):
 
 
 def test_heatmaps_report_names_the_database_not_its_folder(hidden, monkeypatch):
-    from test_app_heatmaps import build_sweep
+    from test_app_heatmaps import ANSWERS_A, TOY, LookupEngine
 
-    db = hidden / "large.sqlite"
-    build_sweep(db)
+    from core.sweeps.config import SweepConfig
+    from core.sweeps.running.run import run_sweep
+
+    db, data = hidden / "large.sqlite", hidden / "data"
+    data.mkdir()
+    monkeypatch.setenv("QAX_DATA_DIR", str(data))
+    # a command-line sweep names its data set by a path on the server
+    config = SweepConfig(str(data / "toy.json"), ["TUQ"], ["fake-a"], name="toy-sweep")
+    assert run_sweep(config, {"fake-a": LookupEngine(ANSWERS_A, "a1")}, db, dataset=TOY).status == "done"
     monkeypatch.setenv("QAX_SWEEP_DB", str(db))
     at = AppTest.from_file("../pages/heatmaps.py", default_timeout=300).run()
     assert not at.exception, at.exception
+    assert at.selectbox(key="hm_sweep").options == ["toy-sweep · toy.json"]
     at.button(key="hm_report_build").click().run()
     assert not at.exception, at.exception
     _, html_report, md_report = at.session_state["hm_report"]
