@@ -155,7 +155,7 @@ def test_unscorable_questions_are_left_out_and_each_named_unless_error_is_asked(
         "(first answer: 'جامعة الإسكندرية')",
         "left out: data[0].paragraphs[0].qas[3] (question id 'gone2'): no answer text occurs in the context "
         "(first answer: '1909')"]
-    assert "dropped: 2 questions whose answers are not in the context" in ds.load_line()
+    assert "dropped: 2 questions whose answers are not in the context (question ids gone1, gone2)" in ds.load_line()
     with pytest.raises(DatasetError, match=r"qas\[1\] \(question id 'gone1'\): no answer text occurs in the context"):
         load_squad(path, on_unscorable="error")
     with pytest.raises(ValueError, match="on_unscorable must be one of drop, error"):

@@ -74,6 +74,8 @@ class Dataset:
     # "articles", "file name", "script of the text"): the one-line report, :meth:`load_line`.
     format: str = "SQuAD v1.1"
     lang_source: str = ""
+    # the ids of the questions left out (none of their answers is in the context): the load line names them
+    left_out: list[str] = field(default_factory=list)
     by_id: dict[str, QAExample] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -108,6 +110,9 @@ class Dataset:
                   ("dropped", ("answers_dropped", "answers_empty", "questions_dropped")))
         for verb, kinds in groups:
             said = [f"{self.stats[k]} {_Fixes.SHORT[k]}" for k in kinds if self.stats.get(k)]
+            if verb == "dropped" and self.left_out:   # each question left out, by id (the report says why)
+                more = f" and {len(self.left_out) - 20} more" if len(self.left_out) > 20 else ""
+                said[-1] += f" (question ids {', '.join(self.left_out[:20])}{more})"
             if said:
                 parts.append(f"{verb}: {', '.join(said)}")
         impossible = sum(ex.is_impossible for ex in self.examples)
@@ -474,7 +479,7 @@ def load_squad(source: str | Path | IO, lang: str | None = None, *, name: str | 
                                  if detected[0] == "en" else ""))
     fmt = _recognise_format(doc, src_name if isinstance(src_name, str) else name, examples, fixes)
     return Dataset(name=name, lang=ds_lang, examples=examples, report=report,
-                   stats=fixes.stats(), format=fmt, lang_source=lang_source)
+                   stats=fixes.stats(), format=fmt, lang_source=lang_source, left_out=fixes.ids["questions_dropped"])
 
 
 def _check_options(lang: str | None, on_ambiguous: str, on_unscorable: str) -> None:
