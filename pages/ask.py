@@ -16,6 +16,7 @@ from components.answers import answer_cards
 from components.ask_speech import forget_if_moved, speech_panel
 from components.ask_tools import counterfactual_panel, repair_panel
 from components.attribution import attributions_panel
+from components.context_box import context_box
 from components.frame import page_frame
 from components.highlight import highlight_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
@@ -26,7 +27,6 @@ from core.explore import answers, ask_input
 from core.explore.question_match import same_question
 from core.io.csv_export import csv_bytes
 from core.langid import guess_language
-from core.qa.engine import MAX_CONTEXT_CHARS
 
 page_frame()
 st.title("Ask")
@@ -59,14 +59,7 @@ with item_slot:
         st.caption(f"{md_escape(ds.name)} · id {md_escape(ex.id)} · {md_escape(ex.title.replace('_', ' '))}")
     else:
         persist.keep("ask_context")   # kept only where it is drawn: see components/persist.py
-        # The browser drops a paste longer than max_chars (never sent); Streamlit cuts a longer value that
-        # arrives anyway to max_chars, one over the limit, so it is refused here, before any work, not cut.
-        context = st.text_area("Context", height=180, key="ask_context", max_chars=MAX_CONTEXT_CHARS + 1,
-                               placeholder="Paste a paragraph the answer should come from.")
-        st.caption(f"At most {MAX_CONTEXT_CHARS:,} characters: the box does not take a longer paste.")
-        if len(context) > MAX_CONTEXT_CHARS:
-            st.error(f"The context is longer than {MAX_CONTEXT_CHARS:,} characters, the limit: paste a shorter one.")
-            context = ""
+        context = context_box("ask_context", 180)   # refused past the engine's limit, before any work
         lang = guess_language(context).code if context.strip() else "en"
 # a recording and its transcripts belong to the item (or pasted passage) they were made for
 forget_if_moved("\n".join([ds.name, ex.id, context]) if ex is not None else context)

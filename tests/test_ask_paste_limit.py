@@ -59,3 +59,15 @@ def test_a_longer_context_that_arrives_anyway_is_refused_before_any_work(pasting
     at.button(key="ask_go").click().run()
     assert not at.exception, at.exception
     assert looked_at and max(looked_at) < 100   # the question, never the refused context
+
+
+def test_variants_typed_context_has_the_same_limit(pasting):
+    at = AppTest.from_file("../pages/variants.py", default_timeout=120).run()
+    at.radio(key="var_source").set_value("Type a question and context").run()
+    box = at.text_area(key="var_context")
+    assert box.max_chars == MAX_CONTEXT_CHARS + 1
+    assert any("At most 200,000 characters" in c.value for c in at.caption)
+    box.set_value(PASTE).run()   # past the box
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error if "limit" in e.value] == [
+        "The context is longer than 200,000 characters, the limit: paste a shorter one."]
