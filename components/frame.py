@@ -25,6 +25,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
+from components import session_memory
 from components.highlight import CSS
 from components.loaders import start_warm_start
 from components.state import init_state, sidebar_settings
@@ -42,6 +43,7 @@ def draw_frame() -> None:
     """
     st.set_page_config(**PAGE_CONFIG)
     start_warm_start()   # once per server process: the first screen's models load meanwhile
+    session_memory.watch_session()   # closed, results and all, once its browser has gone
     init_state()
     sidebar_settings()
     st.html(CSS)   # style tags only: Streamlit puts them where they take no room
