@@ -125,7 +125,9 @@ def dataset(path: str, data_dir: str):
     return _dataset(str(resolved), Path(path).name.removesuffix(".json"))
 
 
-@st.cache_data(show_spinner="Reading dataset…")
+# a few data sets at a time: XQuAD's largest file parses to ~10 MB of objects, an upload-sized one
+# to ~200 MB, and every session shares these
+@st.cache_data(show_spinner="Reading dataset…", max_entries=8)
 def _dataset(resolved: str, name: str):
     return datasets.load_squad(resolved, name=name)
 
