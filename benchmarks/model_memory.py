@@ -123,7 +123,13 @@ def language_walk(langs: list[str], unbounded: bool) -> list[dict]:
 
 
 def hardware() -> str:
-    return f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.processor() or platform.system()}"
+    """The machine in a few words: architecture, CPU model, CPUs, memory."""
+    import psutil
+
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").is_file() else ""
+    return (f"{platform.machine()}, {cpu or platform.system()}, {os.cpu_count()} CPUs, "
+            f"{psutil.virtual_memory().total / 2**30:.0f} GiB")
 
 
 @cli.command("benchmarks/model_memory.py")
