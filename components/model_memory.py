@@ -26,9 +26,10 @@ def loaded_now() -> None:
         f"{cache.total_mb():,.0f} MB of the {budget} model memory budget (QAX_MODEL_MEMORY_MB) in "
         f"{len(held)} loaded model{'s' if len(held) != 1 else ''}; the server process holds "
         f"{engine_cache.rss_mb():,.0f} MB in all, with {watched_sessions()} browser session(s) followed. "
-        "A model's size is the growth of the server's memory when it loaded (never less than its "
-        "weights' bytes); loading one more that would pass the budget lets go of the least recently "
-        "used first. Models answering with ONNX keep no torch copy unless an attribution asked for it."))
+        "A model's size is what its card measured it to hold (else the growth of the server's memory "
+        "when it loaded, never less than its weights' bytes); loading one more that would pass the "
+        "budget lets go of the least recently used first. Models answering with ONNX keep no torch "
+        "copy unless an attribution asked for it."))
     for state in cache.loading():
         st.caption(md_escape(f"⏳ {state.line()}"))
     started = warm.current()
@@ -43,6 +44,7 @@ def loaded_now() -> None:
         "backend": h.backend,
         "MB": round(h.mb_now()),
         "measured by": h.measured_by,
+        "grew at load, MB": round(h.grew_mb),
         "load s": round(h.seconds, 1),
         "uses": h.uses,
         "last used, s ago": round(now - h.last_used),

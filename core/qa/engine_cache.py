@@ -8,10 +8,14 @@ the budget of them together.
   window shape) are views over it (QAEngine.with_settings) that share its weights and forward
   pass. An engine answering with an ONNX or OpenVINO graph lets go of its torch weights once the
   graph is made (QAEngine.release_torch); a view that reads them (attribution) loads them again.
-* **Measured cost.** Loads run one at a time, and an engine's cost is the growth of the process's
-  resident memory (RSS) across its load, after its temporaries are collected and given back to
-  the system (core.memory.trim); never less than the bytes its torch tensors and opened graph
-  files hold (a load that reuses freed heap pages shows a smaller RSS growth than it occupies).
+* **Measured cost.** An engine's cost is what its model card measured it to hold on the backend
+  that answers (benchmarks/model_memory.py --card: RSS with it loaded and answering, minus RSS
+  once it was dropped, in a fresh process). Without such a figure, it is the growth of the
+  process's resident memory (RSS) across its load (loads run one at a time), after its
+  temporaries are collected and given back to the system (core.memory.trim); never less than the
+  bytes its torch tensors and opened graph files hold (a load that reuses freed heap pages shows
+  a smaller growth than it occupies). A process's first load also grows by the libraries'
+  one-off globals, so that figure errs on the large side.
 * **Least recently used out.** A model card that measured the model's resident size on this
   backend (benchmarks/model_memory.py --card) says before the load how much room to make; without
   one, room is made right after. The engines used least recently go first; the one just loaded
@@ -79,12 +83,13 @@ class Loaded:
     name: str
     backend: str        # the backend that answers
     mb: float           # resident cost, measured at load
-    measured_by: str    # "RSS growth" or "tensor bytes" (the floor, when larger)
+    measured_by: str    # "its card", else "RSS growth" or "tensor bytes" (the floor, when larger)
     seconds: float      # how long the load took
     engine: object
     views: dict = field(default_factory=dict)   # settings key -> view (QAEngine.with_settings)
     last_used: float = 0.0
     uses: int = 0
+    grew_mb: float = 0.0   # the RSS growth across its load, whatever ``mb`` was taken from
 
     def mb_now(self) -> float:
         """The cost now: with the torch weights again when a view brought them back after the
@@ -231,9 +236,14 @@ class EngineCache:
         finally:
             with self._lock:
                 self._loading.pop(entry.name, None)
-        held = Loaded(entry.name, getattr(engine, "backend_name", backend), max(grew, counted),
-                      "RSS growth" if grew >= counted else "tensor bytes", seconds, engine,
-                      {settings_key(s): engine}, time.time(), 1)
+        answering = getattr(engine, "backend_name", backend)
+        carded = card_mb(entry, answering)
+        if carded:   # what it holds after answering, measured alone: the first load's growth also
+            mb, how = carded, "its card"   # holds the libraries' one-off globals (170-210 MB)
+        else:
+            mb, how = max(grew, counted), ("RSS growth" if grew >= counted else "tensor bytes")
+        held = Loaded(entry.name, answering, mb, how, seconds, engine, {settings_key(s): engine}, time.time(), 1,
+                      grew_mb=grew)
         with self._lock:
             self._loaded[key] = held
         self._make_room(0.0, keep=key)
