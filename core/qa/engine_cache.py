@@ -199,8 +199,9 @@ class EngineCache:
                 held.uses, self.hits = held.uses + 1, self.hits + 1
             want = settings_key(s)
             view = held.views.get(want)
-            if view is None:
-                view = held.views[want] = held.engine.with_settings(s)
+            if view is None:   # an engine that cannot take other settings answers with its own
+                make_view = getattr(held.engine, "with_settings", None)
+                view = held.views[want] = make_view(s) if callable(make_view) else held.engine
             return view
 
     def _name_lock(self, name: str) -> threading.Lock:
