@@ -45,7 +45,8 @@ setup
 case "$MODE" in
   # two malloc arenas: a large upload's memory goes back to the system once it is dropped
   # (docs/SECURITY.md: +36 MB left after three uploads instead of +118 MB)
-  app)   MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" exec .venv/bin/python -m streamlit run app.py --server.headless true "$@" ;;
+  # components/server.py: streamlit run, with the first screen's models loading as the server starts
+  app)   MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" exec .venv/bin/python -m components.server app.py --server.headless true "$@" ;;
   # lint first (pyproject.toml's [tool.ruff]): a finding stops the run with its file and line
   test)  .venv/bin/ruff check . && exec .venv/bin/python -m pytest -q "$@" ;;
   setup) echo "[setup] done" ;;

@@ -25,7 +25,9 @@ from contextlib import contextmanager
 
 import streamlit as st
 
+from components import session_memory
 from components.highlight import CSS
+from components.loaders import start_warm_start
 from components.state import init_state, sidebar_settings
 
 PAGE_CONFIG = {"page_title": "QA Robustness Explorer", "page_icon": "🔎", "layout": "wide"}
@@ -40,6 +42,8 @@ def draw_frame() -> None:
     answers side by side.
     """
     st.set_page_config(**PAGE_CONFIG)
+    start_warm_start()   # once per server process: the first screen's models load meanwhile
+    session_memory.watch_session()   # closed, results and all, once its browser has gone
     init_state()
     sidebar_settings()
     st.html(CSS)   # style tags only: Streamlit puts them where they take no room

@@ -1,37 +1,71 @@
-"""Cached loaders: one copy of each model, dataset and stored sweep's read handle per server process."""
+"""Cached loaders: one copy of each model, dataset and stored sweep's read handle per server process.
+
+The models live in the process's engine cache (core.qa.engine_cache), bounded by the model memory
+budget (QAX_MODEL_MEMORY_MB), not in a Streamlit cache: a Streamlit cache keeps whatever it holds
+for good, and a page waiting for a model shows the load's progress instead of a frozen spinner.
+"""
 from __future__ import annotations
 
+import concurrent.futures
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from components.text import md_escape
 from core import datasets
-from core.qa import registry
+from core.qa import engine_cache, registry, warm
 from core.qa.engine import EngineSettings
 
 if TYPE_CHECKING:   # imported when first used: the analysis modules are not every page's
     from core.sweeps.analysis.stored import StoredSweep
 
-
-@st.cache_resource(show_spinner="Loading model…")
-def engine(name: str, threads: int = 0, max_answer_tokens: int = 30, source: str = "", backend: str = "default"):
-    """The engine of registered model ``name``. ``source`` (the registry file and where it loads
-    the model from) is part of the cache key only: after models.toml names another folder for
-    ``name``, the new model loads instead of the cached old one answering under its name.
-    ``backend`` is part of the key too: a torch engine never answers for an ONNX one."""
-    return registry.load_engine(
-        name, EngineSettings(threads=threads or None, max_answer_tokens=max_answer_tokens, backend=backend)
-    )
+# How often a page waiting for a model redraws its progress line.
+POLL_SECONDS = 0.5
 
 
-def _source(name: str) -> str:
+def engine(name: str, threads: int = 0, max_answer_tokens: int = 30, backend: str = "default"):
+    """The engine of registered model ``name`` from the engine cache: at once when it is loaded;
+    else loaded (or the load under way awaited, e.g. the warm start's) while the page shows a
+    progress line. The cache's key holds the registry's source and the weights' fingerprint, so
+    a folder models.toml names anew loads instead of the cached old one answering under its
+    name; and the backend, so a torch engine never answers for an ONNX one."""
+    settings = EngineSettings(threads=threads or None, max_answer_tokens=max_answer_tokens, backend=backend)
+    cache = engine_cache.shared()
+    found = cache.peek(name, settings)
+    if found is not None:
+        return found
+    if not _in_a_page():   # a background sweep's thread: nothing to draw on
+        return cache.get(name, settings)
+    return _load_with_progress(cache, name, settings)
+
+
+def _in_a_page() -> bool:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    return get_script_run_ctx(suppress_warning=True) is not None
+
+
+def _load_with_progress(cache, name: str, settings: EngineSettings):
+    """``cache.get`` on a helper thread while this page redraws one line: what the load is doing
+    and for how long (a load the warm start or another visitor began is awaited, not repeated)."""
+    line = st.empty()
+    # not a ``with`` block: a rerun that interrupts this page must not wait for the load to end
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="qax-load")
+    future = pool.submit(cache.get, name, settings)
+    pool.shutdown(wait=False)
+    t0 = time.monotonic()
     try:
-        entries = registry.load_registry()
-    except registry.ModelLoadError:
-        return ""
-    found = [m for m in entries if m.name == name]
-    return f"{registry.registry_path()}::{found[0].source}" if found else ""
+        while True:
+            try:
+                return future.result(timeout=POLL_SECONDS)
+            except concurrent.futures.TimeoutError:
+                state = cache.is_loading(name)
+                text = state.line() if state else f"Loading {name}: {time.monotonic() - t0:.0f} s"
+                line.caption(f"⏳ {md_escape(text)}")
+    finally:
+        line.empty()
 
 
 def engine_for_state(name: str):
@@ -41,7 +75,7 @@ def engine_for_state(name: str):
 def engine_like_state(name: str, backend: str):
     """The engine of ``name`` with the sidebar's settings but ``backend``."""
     s = st.session_state
-    return engine(name, int(s.get("threads", 0)), int(s.get("max_answer_tokens", 30)), _source(name), backend)
+    return engine(name, int(s.get("threads", 0)), int(s.get("max_answer_tokens", 30)), backend)
 
 
 def engine_loader_like_state():
@@ -50,7 +84,21 @@ def engine_loader_like_state():
     step of core.sweeps.running.lifecycle.launch)."""
     s = st.session_state
     threads, cap = int(s.get("threads", 0)), int(s.get("max_answer_tokens", 30))
-    return lambda name, backend: engine(name, threads, cap, _source(name), backend)
+    return lambda name, backend: engine(name, threads, cap, backend)
+
+
+def start_warm_start() -> None:
+    """Start loading the first screen's models in the background, once per server process (a
+    server started with ``./run.sh app`` began at start-up, components/server.py); nothing under
+    AppTest (no server runtime) or with ``QAX_WARM_START=0``."""
+    import os
+
+    from streamlit import runtime
+
+    # AppTest puts a mock in the runtime's place: only a real server warms up
+    if runtime.exists() and type(runtime.get_instance()) is runtime.Runtime \
+            and os.environ.get("QAX_WARM_START", "1") != "0":
+        warm.start()
 
 
 def backend_note(eng) -> str:
@@ -77,7 +125,9 @@ def dataset(path: str, data_dir: str):
     return _dataset(str(resolved), Path(path).name.removesuffix(".json"))
 
 
-@st.cache_data(show_spinner="Reading dataset…")
+# a few data sets at a time: XQuAD's largest file parses to ~10 MB of objects, an upload-sized one
+# to ~200 MB, and every session shares these
+@st.cache_data(show_spinner="Reading dataset…", max_entries=8)
 def _dataset(resolved: str, name: str):
     return datasets.load_squad(resolved, name=name)
 

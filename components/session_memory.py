@@ -1,4 +1,4 @@
-"""A visitor's uploads leave memory soon after they are parsed, and after their tab closes.
+"""A visitor's uploads and results leave memory soon after they are parsed, and after their tab closes.
 
 Streamlit (1.67) keeps two things of an upload that it never lets go of by itself:
 
@@ -11,12 +11,16 @@ Streamlit (1.67) keeps two things of an upload that it never lets go of by itsel
   in the upload manager for good. Measured here: the parsed 19 MB upload of a closed tab was
   still held 150 s after the tab closed.
 
-So the dataset picker registers each session's dict of parsed uploads with :func:`watch`, and a
-daemon thread looks every :data:`PERIOD_SECONDS` at which of those sessions still have a browser
-connected (``Runtime.is_active_session``). A session without one for :data:`GRACE_SECONDS` (a
-network blip reconnects well within that) has its parsed uploads and its uploaded files dropped,
-then the process gives the freed memory back to the system (:func:`core.memory.trim`). A visitor
-who comes back later keeps the rest of their session but uploads again.
+So every script run registers its session (:func:`watch_session`, from the frame), the dataset
+picker registers the session's dict of parsed uploads with :func:`watch`, and a daemon thread
+looks every :data:`PERIOD_SECONDS` at which of those sessions still have a browser connected
+(``Runtime.is_active_session``). A session without one for :data:`GRACE_SECONDS` (a network
+blip reconnects well within that) has its parsed uploads and its uploaded files dropped, and is
+closed (``Runtime.clear_user_info_for_session``: a stored session is shut down on the server's
+event loop and can no longer be resumed), which lets go of its whole ``st.session_state``: its
+answers, variants and attributions. Then the process gives the freed memory back to the system
+(:func:`core.memory.trim`). A visitor who comes back later gets a fresh session: the pages open
+on their defaults (a copied link brings a view back).
 """
 from __future__ import annotations
 
@@ -26,7 +30,8 @@ from collections.abc import Callable
 
 from core import memory
 
-__all__ = ["GRACE_SECONDS", "PERIOD_SECONDS", "watch", "sweep", "drop_uploaded_file", "session_id", "runtime"]
+__all__ = ["GRACE_SECONDS", "PERIOD_SECONDS", "watch", "watch_session", "sweep", "drop_uploaded_file",
+           "session_id", "runtime", "watched_sessions"]
 
 GRACE_SECONDS = 30.0
 PERIOD_SECONDS = 10.0
@@ -73,12 +78,29 @@ def drop_uploaded_file(file_id: str) -> None:
 def watch(uploads: dict) -> None:
     """Drop the contents of ``uploads`` (this session's parsed uploads) once this session has
     had no browser for :data:`GRACE_SECONDS`. Without a Streamlit server (AppTest), nothing."""
+    _register(uploads)
+
+
+def watch_session() -> None:
+    """Close this session once it has had no browser for :data:`GRACE_SECONDS` (its results go
+    with it). Without a Streamlit server (AppTest), nothing."""
+    _register(None)
+
+
+def watched_sessions() -> int:
+    """How many sessions the janitor follows now (the Models page shows it)."""
+    with _lock:
+        return len(_watched)
+
+
+def _register(uploads: dict | None) -> None:
     global _thread
     sid = _session_id()
     if sid is None or _runtime() is None:
         return
     with _lock:
-        _watched[sid] = uploads
+        if uploads is not None or sid not in _watched:
+            _watched[sid] = uploads if uploads is not None else {}
         if _thread is None or not _thread.is_alive():
             memory.limit_arenas(2)  # once, before more session threads allocate
             _thread = threading.Thread(target=_loop, name="qax-upload-janitor", daemon=True)
@@ -121,6 +143,13 @@ def _loop() -> None:
         rt = _runtime()
         if rt is None:
             continue
-        if sweep(time.monotonic(), rt.is_active_session,
-                 on_drop=rt.uploaded_file_mgr.remove_session_files):
+        if sweep(time.monotonic(), rt.is_active_session, on_drop=lambda sid: _close(rt, sid)):
             memory.trim()
+            memory.trim_later(2.0)   # the closes run on the event loop: their memory is free a moment later
+
+
+def _close(rt, sid: str) -> None:
+    """Drop a gone session's uploaded files and close it (thread-safe: the close itself runs on
+    the server's event loop)."""
+    rt.uploaded_file_mgr.remove_session_files(sid)
+    rt.clear_user_info_for_session(sid)

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 __all__ = ["Budget", "BudgetError", "BUDGETS", "MAX_SPECS", "MAX_REPEATS", "MAX_RAY_WORKERS",
            "MAX_TOML_KB", "MAX_TOML_DEPTH", "MAX_BEHAVIOUR_CHARS", "MAX_NAME_CHARS", "MAX_NOTE_CHARS",
-           "MAX_SWEEPS", "MAX_SWEEPS_PER_SESSION", "SWEEP_GRACE_S", "table", "clean_name",
+           "MAX_SWEEPS", "MAX_SWEEPS_PER_SESSION", "SWEEP_GRACE_S", "MODEL_MEMORY_MB", "SESSION_MEMORY_MB",
+           "table", "clean_name",
            "clean_note"]
 
 
@@ -118,9 +119,22 @@ SWEEP_GRACE_S = Budget(
     "A sweep whose browser session has gone (tab closed, session expired) is cancelled this long "
     "after; its committed rows stay and it resumes from them when started again.")
 
+MODEL_MEMORY_MB = Budget(
+    "model memory", "QAX_MODEL_MEMORY_MB", 2048, "MB",
+    "Resident memory the loaded QA models may take together, each as measured when it loaded "
+    "(core.qa.engine_cache): loading one more that would pass it first lets go of the least "
+    "recently used. Sized for an 8 GB machine: the server's own ~0.5 GB, the models, ten "
+    "sessions' allowance and room for the system.")
+SESSION_MEMORY_MB = Budget(
+    "memory per session", "QAX_SESSION_MEMORY_MB", 64, "MB",
+    "What one visitor's session may add to the server beside the models (its answers, variants, "
+    "parsed uploads not counted: they have their own limit), declared so that the server's size "
+    "with N sessions is known: model memory + N x this (benchmarks/concurrent_askers.py --rss "
+    "measures it).")
+
 BUDGETS: tuple[Budget, ...] = (MAX_SPECS, MAX_REPEATS, MAX_RAY_WORKERS, MAX_TOML_KB, MAX_TOML_DEPTH,
                                MAX_BEHAVIOUR_CHARS, MAX_NAME_CHARS, MAX_NOTE_CHARS, MAX_SWEEPS,
-                               MAX_SWEEPS_PER_SESSION, SWEEP_GRACE_S)
+                               MAX_SWEEPS_PER_SESSION, SWEEP_GRACE_S, MODEL_MEMORY_MB, SESSION_MEMORY_MB)
 
 
 def table() -> str:

@@ -3,7 +3,8 @@
 The registry (models.toml) says where each model comes from and whether it is installed; each
 shipped model's card (written by core.training / core.models.ship, figures by ``core.models.evaluate --card``)
 says what it was trained from and on, and what it scored on every data set it was evaluated on.
-Nothing is computed here: the page reads the cards (core.models.cards) and shows them side by side.
+Nothing is computed here: the page reads the cards (core.models.cards) and shows them side by side,
+and the engine cache's own account of the models this server holds now (components/model_memory.py).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import streamlit as st
 
 from components.export import csv_download, file_stem, json_download
 from components.frame import page_frame
+from components.model_memory import card_memory_mb, loaded_now
 from components.text import md_escape
 from core.metrics import METRICS
 from core.models import cards as model_cards
@@ -117,9 +119,12 @@ registry_table = pd.DataFrame([{
     "source": m.shown_source,   # a folder on the server by its name (QAX_SHOW_PATHS)
     "base package": ((cards[m.name] or {}).get("base") or {}).get("package", ""),
     "ticked by default": m.name in ticked,   # as the model pickers choose
+    "memory MB": card_memory_mb(m),   # its card's measured resident size on its default backend
     "description": m.description,
 } for m in entries])
 st.dataframe(registry_table, hide_index=True, width="stretch")
+st.caption("memory MB: what the model holds in memory once loaded on its default backend, as its card "
+           "measured it (`python benchmarks/model_memory.py --card`); — where the card has no such figure.")
 csv_download(registry_table, "models_registry", key="models_registry_csv")
 
 # ------------------------------------------------------------------------------------- measured
@@ -195,3 +200,6 @@ for m in entries:
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             st.warning(md_escape(f"{m.name}: the model card is not in the expected form ({e!r}); its JSON is below."))
         json_download(card, file_stem(m.name, "model_card"), key=f"models_card_{m.name}", label="model_card.json")
+
+# ------------------------------------------------------------------------------------- loaded now
+loaded_now()

@@ -35,7 +35,8 @@ def free_port() -> int:
 @contextlib.contextmanager
 def serve_app(env_extra: dict | None = None, timeout: float = 90):
     port = free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env_extra or {})}
+    # no warm start unless a test asks for it: most tests never answer with the shipped models
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "QAX_WARM_START": "0", **(env_extra or {})}
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),

@@ -112,3 +112,22 @@ def test_card_figures_reach_the_matrix(monkeypatch, tmp_path, tiny_qa_dir):
     assert card_md and "| demo\\.en | en | 12 | 50.0 | 62.5 |" in card_md[0]
     # the card's text is data: its HTML and Markdown are escaped, the table stays a table
     assert shown(card_md[0]).splitlines()[2] == "<b>bold?</b>" and "<b>" not in card_md[0]
+
+
+def test_the_page_shows_the_loaded_models_their_size_and_the_budget(monkeypatch, tiny_registry):
+    """Issue 53: what the server holds now, each model's measured size, and the budget."""
+    from core.qa import engine_cache
+    from core.qa.engine import EngineSettings
+
+    monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
+    monkeypatch.setenv("QAX_MODEL_MEMORY_MB", "700")
+    monkeypatch.setattr(engine_cache, "_shared", None)
+    at = _page()
+    assert any("No model is loaded yet" in i.value for i in at.info)
+    engine_cache.shared().get("tiny-a", EngineSettings(backend="torch"))
+    at = _page()
+    [held] = engine_cache.shared().loaded()
+    table = at.dataframe[-1].value
+    assert list(table["model"]) == ["tiny-a"] and list(table["backend"]) == ["torch"]
+    assert list(table["MB"]) == [round(held.mb)] and held.mb > 0
+    assert any(f"{held.mb:,.0f} MB of the 700 MB model memory budget" in shown(c.value) for c in at.caption)

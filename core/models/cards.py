@@ -162,6 +162,33 @@ def write_backends(model_dir: Path, comparison: dict) -> Path:
     return card_path
 
 
+def write_memory(model_dir: Path, backend: str, figures: dict) -> Path:
+    """Record what the model holds in memory once loaded on ``backend`` (benchmarks/model_memory.py
+    --card) under the card's ``memory.backends``: the engine cache (core.qa.engine_cache) makes
+    that much room before loading it. Regenerates README.md; returns the card's path."""
+    card_path = model_dir / "model_card.json"
+    card = read_card(model_dir)
+    card.setdefault("memory", {}).setdefault("backends", {})[backend] = figures
+    cli.write_text_atomic(card_path, json.dumps(card, indent=1, ensure_ascii=False) + "\n")
+    cli.write_text_atomic(model_dir / "README.md", render_card_markdown(card))
+    return card_path
+
+
+def _memory_lines(backends: dict) -> list[str]:
+    """The card's memory figures as a Markdown section."""
+    lines = ["## Memory (benchmarks/model_memory.py)", "",
+             "| backend | resident MB | torch copy let go of, MB | load s | measured | hardware |",
+             "|---|---|---|---|---|---|"]
+    for name, m in backends.items():
+        lines.append(f"| {name} | {m.get('resident_mb')} | {m.get('torch_copy_mb')} | {m.get('load_s')} | "
+                     f"{m.get('date', '')} | {m.get('hardware', '')} |")
+    return lines + ["", "Resident: what the process holds while the model is loaded (after answering "
+                        f"{next(iter(backends.values())).get('answers', '')} demo questions) and gets back "
+                        "when it lets go of it; the app's engine cache counts it against "
+                        "QAX_MODEL_MEMORY_MB. Torch copy: the weights an ONNX engine used to keep beside "
+                        "its graph.", ""]
+
+
 def read_card(model_dir: Path) -> dict:
     """The model's card ({} when it has none); ValueError when it is not a JSON object."""
     card_path = model_dir / "model_card.json"
@@ -232,6 +259,8 @@ def render_card_markdown(card: dict) -> str:
         lines.append("")
     if (bk := card.get("backends")) and bk.get("backends"):
         lines += _backend_lines(bk)
+    if (mem := card.get("memory")) and isinstance(mem.get("backends"), dict) and mem["backends"]:
+        lines += _memory_lines(mem["backends"])
     for cap in (card.get("capabilities") or {}).values():
         lines += [f"## Capabilities: {cap.get('name', '')} (python -m core.behaviour --card)", "",
                   f"{cap.get('file')}, {cap.get('n')} cases, seed {cap.get('seed')}, {cap.get('date')}.", "",

@@ -159,13 +159,46 @@ def validate_pair(question: str, context: str) -> None:
         )
 
 
+class TorchWeights:
+    """An engine's torch model, held or let go of: an engine whose forward pass is an ONNX or
+    OpenVINO graph needs its torch weights only for a view that reads them (attribution) or a
+    switch of backend, so the engine cache (core.qa.engine_cache) drops them after the graph is
+    made, and :meth:`get` loads them again (with ``reload``) the first time one is asked for.
+    Shared by an engine and its views (QAEngine.with_settings): one copy for all of them."""
+
+    def __init__(self, model, reload: Callable[[], object] | None = None):
+        self.model, self.reload, self.device = model, reload, None
+        self.digest = None  # sha256 state after the weights and the tokenizer (QAEngine.fingerprint)
+        self.reloads = 0  # how many times the weights came back after release
+        self._lock = threading.Lock()
+
+    def get(self):
+        model = self.model
+        if model is not None:
+            return model
+        with self._lock:
+            if self.model is None:
+                if self.reload is None:
+                    raise RuntimeError("this engine let go of its torch weights and cannot load them again")
+                model = self.reload()
+                if self.device is not None:
+                    model.to(self.device)
+                model.eval()
+                self.model, self.reloads = model, self.reloads + 1
+            return self.model
+
+
 class QAEngine:
     """Extractive QA over any ``AutoModelForQuestionAnswering`` and its fast tokenizer; implements
     core.qa.protocol.QAModel (``predict``, ``fingerprint``, ``languages``)."""
 
     def __init__(self, model, tokenizer, settings: EngineSettings | None = None, device: str | None = None,
-                 languages: Sequence[str] | None = None, default_backend: str = "torch"):
-        self.model = model
+                 languages: Sequence[str] | None = None, default_backend: str = "torch",
+                 reload_model: Callable[[], object] | None = None):
+        # ``reload_model``: loads the same weights again, so that an engine answering with ONNX or
+        # OpenVINO may let go of its torch copy (release_torch) and get it back when asked
+        self._weights = TorchWeights(model, reload_model)
+        self.config = model.config
         self.tokenizer = tokenizer
         # what backend="default" means for this model (core.qa.registry reads it from the card)
         self.default_backend = check_backend(default_backend)
@@ -190,6 +223,7 @@ class QAEngine:
         self.device = torch.device(device)
         if self.settings.batch_size is None:
             self.settings.batch_size = self.default_batch_size()
+        self._weights.device = self.device
         self.model.to(self.device)
         self.model.eval()
         # The forward strategy, made for the backend and remade when that setting changes.
@@ -199,12 +233,78 @@ class QAEngine:
         self._backend_lock = threading.Lock()
         self.backend_name = "torch"  # the backend that actually answers
         self.backend_message: str | None = None  # why a requested backend fell back to torch
-        # sha256 state after the weights and the tokenizer, hashed once (fingerprint())
-        self._weights_digest = None
         # real and padding tokens of every batch this engine ran (core.qa.padding; always on, a
         # sum per batch): how much of the forward passes' work was padding
         self.padding = PaddingCount()
         self.resolve_backend()
+
+    @property
+    def model(self):
+        """The torch model (loaded again first when the engine let go of it: release_torch)."""
+        return self._weights.get()
+
+    @model.setter
+    def model(self, model) -> None:
+        self._weights = TorchWeights(model, self._weights.reload if hasattr(self, "_weights") else None)
+
+    @property
+    def _weights_digest(self):
+        """sha256 state after the weights and the tokenizer, hashed once (fingerprint())."""
+        return self._weights.digest
+
+    @_weights_digest.setter
+    def _weights_digest(self, digest) -> None:
+        self._weights.digest = digest
+
+    @property
+    def holds_torch(self) -> bool:
+        """Whether the torch weights are in memory now."""
+        return self._weights.model is not None
+
+    @property
+    def torch_reloads(self) -> int:
+        """How many times the torch weights came back after release_torch."""
+        return self._weights.reloads
+
+    def torch_bytes(self) -> int:
+        """Bytes of the torch tensors held now (0 after release_torch)."""
+        model = self._weights.model
+        if model is None:
+            return 0
+        return sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+
+    def graph_bytes(self) -> int:
+        """Bytes of graph files the forward pass holds open (an ONNX session holds its file's
+        initializers in memory; 0 for the torch backends)."""
+        held = getattr(self._forward_impl, "held_bytes", None)
+        return int(held()) if callable(held) else 0
+
+    def release_torch(self) -> bool:
+        """Let go of the torch weights when a graph of another backend answers (ONNX, OpenVINO or
+        torch-bf16's own bf16 copy) and they can be loaded again; the fingerprint is hashed first,
+        so it stays the same. True when they were let go of. The weights come back, once, the
+        first time :attr:`model` is read (an attribution, a switch to torch)."""
+        if self.resolve_backend() == "torch" or self._weights.reload is None or not self.holds_torch:
+            return False
+        if self._weights_digest is None:
+            self._weights_digest = self._hash_weights_and_tokenizer()
+        self._weights.model = None
+        return True
+
+    def with_settings(self, settings: EngineSettings) -> QAEngine:
+        """This engine answering under ``settings``: its own settings (windows, answer cap,
+        threads) over the same weights, tokenizer and forward pass, so a second set of sidebar
+        settings costs no second copy of the model. A different backend is made (or loaded) by
+        the view when it first answers."""
+        import copy
+
+        view = copy.copy(self)
+        view.settings = EngineSettings(**vars(settings))
+        view.settings.max_length, view.settings.stride = view._window_shape()
+        if view.settings.batch_size is None:
+            view.settings.batch_size = view.default_batch_size()
+        view.padding = PaddingCount()
+        return view
 
     def resolve_backend(self) -> str:
         """The name of the backend that will answer with the current settings, making (and for

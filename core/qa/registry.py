@@ -8,8 +8,8 @@ model folder; the adapter is merged into the base at load time, so it answers as
 model), ``languages`` and a ``description``. The default file is ``models.toml`` at the repository root;
 the environment variable ``QAX_MODELS_TOML`` points at another one (tests use that).
 
-Loaded engines are cached per (name, settings) in-process, so every page and sweep shares one
-copy of each model.
+Loaded engines are cached in-process (core.qa.engine_cache, within the model memory budget), so
+every page and sweep shares one copy of each model.
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import hashlib
 import json
 import os
 import re
-import threading
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -490,21 +490,25 @@ def load_model_and_tokenizer(entry: ModelEntry):
     return model, tok
 
 
-_cache: dict[tuple, QAEngine] = {}
-_lock = threading.Lock()
-
-
 def load_engine(name: str, settings: EngineSettings | None = None, path: Path | None = None) -> QAEngine:
-    """A QAEngine for a registered model, loaded once per process and settings."""
-    entry = get_entry(name, path)
-    s = settings or EngineSettings()
-    key = (entry.name, entry.source, entry.fingerprint(), tuple(sorted(vars(s).items())))
-    with _lock:
-        if key not in _cache:
-            model, tok = load_model_and_tokenizer(entry)
-            _cache[key] = QAEngine(model, tok, EngineSettings(**vars(s)), languages=entry.languages,
-                                   default_backend=entry.default_backend())
-        return _cache[key]
+    """A QAEngine for a registered model from the process's engine cache (core.qa.engine_cache):
+    loaded once, shared by every caller, the least recently used let go of beyond the model
+    memory budget (QAX_MODEL_MEMORY_MB)."""
+    from core.qa.engine_cache import shared
+
+    return shared().get(name, settings, path)
+
+
+def build_engine(entry: ModelEntry, settings: EngineSettings,
+                 stage: Callable[[str], None] = lambda text: None) -> QAEngine:
+    """A new QAEngine for ``entry`` (no cache: core.qa.engine_cache keeps them); it can load its
+    torch weights again after letting go of them (QAEngine.release_torch). ``stage`` hears what
+    the load is doing, for a progress line."""
+    model, tok = load_model_and_tokenizer(entry)
+    stage("making its forward pass")
+    return QAEngine(model, tok, EngineSettings(**vars(settings)), languages=entry.languages,
+                    default_backend=entry.default_backend(),
+                    reload_model=lambda: load_model_and_tokenizer(entry)[0])
 
 
 def engine_from_id(model_id: str, settings: EngineSettings | None = None) -> QAEngine:

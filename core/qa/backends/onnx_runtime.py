@@ -86,6 +86,11 @@ class OnnxForward:
                     disabled_optimizers=SESSION_DISABLED_OPTIMIZERS)
             return self._sessions[threads]
 
+    def held_bytes(self) -> int:
+        """The graph file's bytes once per open session: each holds its own initializers."""
+        with self._lock:
+            return self.path.stat().st_size * len(self._sessions)
+
     def __call__(self, enc: dict, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
         feed = {k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in self.inputs}
         if self.per_window:

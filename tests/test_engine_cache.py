@@ -1,0 +1,150 @@
+"""The engine cache (core.qa.engine_cache) and the warm start (core.qa.warm) with real engines:
+the shipped minilm models on torch (a few seconds a load, no ONNX export), the budget given as a
+function so that each test decides when the next load no longer fits."""
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import weakref
+
+import pytest
+
+from core.qa import engine_cache, warm
+from core.qa.engine import EngineSettings
+from core.qa.engine_cache import EngineCache
+from core.qa.registry import get_entry
+
+TORCH = EngineSettings(backend="torch")
+A, B, C = "minilm-squad", "minilm-squad-noise", "minilm-squad-v2"
+QUESTION, CONTEXT = "What is the capital of Germany?", "Berlin is the capital of Germany."
+
+
+@pytest.fixture(autouse=True)
+def _installed():
+    for name in (A, B, C):
+        if not get_entry(name).is_installed():
+            pytest.skip(f"{name} is not installed")
+
+
+class Budget:
+    """A budget the test sets as it goes (MB)."""
+
+    def __init__(self, mb: float = 1e9):
+        self.mb = mb
+
+    def __call__(self) -> float:
+        return self.mb
+
+
+def test_a_second_load_is_a_hit_and_other_settings_share_the_weights():
+    cache = EngineCache(Budget())
+    first = cache.get(A, TORCH)
+    assert cache.get(A, TORCH) is first
+    assert (cache.misses, cache.hits) == (1, 1)
+    capped = cache.get(A, EngineSettings(backend="torch", max_answer_tokens=5))
+    assert capped is not first and capped.model is first.model   # a view, not a second copy
+    assert capped.settings.max_answer_tokens == 5 and first.settings.max_answer_tokens == 30
+    assert len(cache.loaded()) == 1 and cache.misses == 1
+    assert capped.answer(QUESTION, CONTEXT).best.text == first.answer(QUESTION, CONTEXT).best.text == "Berlin"
+    [held] = cache.loaded()
+    # measured: at least the fp32 weights (22.7M parameters, 87 MB), which it holds on torch
+    assert held.mb >= first.torch_bytes() / engine_cache.MB > 80
+    assert held.backend == "torch" and held.seconds > 0
+
+
+def test_the_least_recently_used_goes_when_a_load_would_pass_the_budget():
+    budget = Budget()
+    cache = EngineCache(budget)
+    a = cache.get(A, TORCH)
+    b = cache.get(B, TORCH)
+    assert cache.get(A, TORCH) is a            # A used after B: B is now the least recently used
+    gone = weakref.ref(b)
+    del b
+    budget.mb = cache.total_mb() + 10          # room for neither a third model nor more
+    c = cache.get(C, TORCH)
+    assert cache.evicted == [B]
+    assert [h.name for h in cache.loaded()] == [A, C]
+    assert cache.total_mb() <= budget.mb or len(cache.loaded()) == 1
+    gc.collect()
+    assert gone() is None                      # nothing else held it: its memory went back
+    assert cache.get(A, TORCH) is a and cache.get(C, TORCH) is c
+    # B again: a new load, which pushes out A (used before C's last use)
+    cache.get(B, TORCH)
+    assert cache.evicted == [B, A] and cache.misses == 4
+
+
+def test_a_model_alone_over_the_budget_still_answers():
+    cache = EngineCache(Budget(1))
+    eng = cache.get(A, TORCH)
+    assert [h.name for h in cache.loaded()] == [A]
+    assert eng.answer(QUESTION, CONTEXT).best.text == "Berlin"
+    cache.get(B, TORCH)
+    assert [h.name for h in cache.loaded()] == [B] and cache.evicted == [A]
+
+
+def test_evict_and_clear_let_go():
+    cache = EngineCache(Budget())
+    ref = weakref.ref(cache.get(A, TORCH))
+    assert cache.evict(A) and not cache.evict(A)
+    gc.collect()
+    assert ref() is None and cache.loaded() == []
+
+
+def test_warm_start_loads_in_a_thread_and_an_asker_waits_for_that_load():
+    cache = EngineCache(Budget())
+    warming = warm.WarmStart([A], TORCH)
+    thread = threading.Thread(target=warming.run, args=(cache,))
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not cache.loading() and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    seen = cache.loading()
+    eng = cache.get(A, TORCH)                  # while the warm start loads: waits for its load
+    thread.join()
+    assert warming.loaded == [A] and not warming.failed and warming.finished is not None
+    assert cache.misses == 1 and len(cache.loaded()) == 1   # one load, not two
+    assert cache.get(A, TORCH) is eng
+    if seen:   # caught mid-load (a load on a busy machine takes seconds)
+        assert seen[0].line().startswith(f"Loading {A} (torch")
+    assert "loaded 1 of 1 models" in warming.summary()
+
+
+def test_warm_start_leaves_a_model_its_card_says_is_over_the_budget():
+    entry = get_entry(A)
+    need = engine_cache.card_mb(entry, entry.default_backend())
+    if need is None:
+        pytest.skip(f"{A}'s card has no measured resident size (benchmarks/model_memory.py --card)")
+    cache = EngineCache(Budget(need / 2))
+    warming = warm.WarmStart([A])
+    warming.run(cache)
+    assert warming.loaded == [] and A in warming.skipped and cache.misses == 0
+    assert "would pass the model memory budget" in warming.skipped[A]
+
+
+def test_the_budget_is_read_from_the_environment(monkeypatch):
+    monkeypatch.setenv("QAX_MODEL_MEMORY_MB", "512")
+    assert EngineCache().budget_mb() == 512
+    monkeypatch.setenv("QAX_MODEL_MEMORY_MB", "lots")
+    with pytest.raises(ValueError, match="QAX_MODEL_MEMORY_MB='lots'"):
+        EngineCache().budget_mb()
+
+
+@pytest.mark.slow
+def test_an_onnx_engine_keeps_one_copy_and_brings_torch_back_when_asked():
+    """minilm-squad's default (its card: onnx-int8) answers without its torch weights, with the
+    fingerprint it had with them; a view that reads ``model`` (attribution) loads them again."""
+    cache = EngineCache(Budget())
+    eng = cache.get(A, EngineSettings(backend="onnx-int8"))
+    if eng.backend_name != "onnx-int8":
+        pytest.skip(f"onnx-int8 does not run here: {eng.backend_message}")
+    assert not eng.holds_torch and eng.torch_bytes() == 0
+    fingerprint = eng.fingerprint()
+    assert eng.answer(QUESTION, CONTEXT).best.text == "Berlin"
+    [held] = cache.loaded()
+    before = held.mb_now()
+    assert eng.model.get_input_embeddings() is not None   # loaded again, once
+    assert eng.holds_torch and eng.torch_reloads == 1 and eng.fingerprint() == fingerprint
+    assert held.mb_now() > before + 80
+    with_torch = cache.get(A, TORCH)
+    assert with_torch.fingerprint_with("onnx-int8") == fingerprint
