@@ -101,9 +101,10 @@ def language_walk(langs: list[str], unbounded: bool) -> list[dict]:
 
     if unbounded:   # the app before the engine cache: every model kept, each with its torch copy
         QAEngine.release_torch = lambda self: False
-        cache = engine_cache.EngineCache(budget_mb=lambda: 1e9)
+        cache = engine_cache.EngineCache(budget_mb=lambda: 1e9, entry_for=registry.get_entry,
+                                             build=registry.build_engine)
     else:
-        cache = engine_cache.shared()
+        cache = registry.engines()
     installed = registry.installed_models()
     rows, start = [], rss()
     peak = start

@@ -15,7 +15,7 @@ import streamlit as st
 
 from components.text import md_escape
 from core import datasets
-from core.qa import engine_cache, registry, warm
+from core.qa import registry, warm
 from core.qa.engine import EngineSettings
 
 if TYPE_CHECKING:   # imported when first used: the analysis modules are not every page's
@@ -32,7 +32,7 @@ def engine(name: str, threads: int = 0, max_answer_tokens: int = 30, backend: st
     a folder models.toml names anew loads instead of the cached old one answering under its
     name; and the backend, so a torch engine never answers for an ONNX one."""
     settings = EngineSettings(threads=threads or None, max_answer_tokens=max_answer_tokens, backend=backend)
-    cache = engine_cache.shared()
+    cache = registry.engines()
     found = cache.peek(name, settings)
     if found is not None:
         return found

@@ -8,13 +8,13 @@ import streamlit as st
 
 from components.session_memory import watched_sessions
 from components.text import md_escape
-from core.qa import engine_cache, warm
+from core.qa import engine_cache, registry, warm
 
 
 def loaded_now() -> None:
     """The engine cache as it is now: each loaded model's backend and measured size, the loads
     under way (the warm start's among them), the budget and the server's resident memory."""
-    cache = engine_cache.shared()
+    cache = registry.engines()
     st.subheader("Loaded now")
     try:
         budget = f"{cache.budget_mb():,.0f} MB"

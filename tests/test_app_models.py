@@ -116,17 +116,16 @@ def test_card_figures_reach_the_matrix(monkeypatch, tmp_path, tiny_qa_dir):
 
 def test_the_page_shows_the_loaded_models_their_size_and_the_budget(monkeypatch, tiny_registry):
     """Issue 53: what the server holds now, each model's measured size, and the budget."""
-    from core.qa import engine_cache
     from core.qa.engine import EngineSettings
 
     monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
     monkeypatch.setenv("QAX_MODEL_MEMORY_MB", "700")
-    monkeypatch.setattr(engine_cache, "_shared", None)
+    monkeypatch.setattr(registry, "_engines", None)
     at = _page()
     assert any("No model is loaded yet" in i.value for i in at.info)
-    engine_cache.shared().get("tiny-a", EngineSettings(backend="torch"))
+    registry.engines().get("tiny-a", EngineSettings(backend="torch"))
     at = _page()
-    [held] = engine_cache.shared().loaded()
+    [held] = registry.engines().loaded()
     table = at.dataframe[-1].value
     assert list(table["model"]) == ["tiny-a"] and list(table["backend"]) == ["torch"]
     assert list(table["MB"]) == [round(held.mb)] and held.mb > 0

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from core import compat
+from core.qa import registry
 from core.qa.backends import onnx_runtime, selection, torch_eager
 from core.qa.engine import EngineSettings, QAEngine, SettingsError
 from core.qa.features import build_windows
@@ -408,12 +409,10 @@ def test_sidebar_backend_reaches_the_engine_that_answers(tiny_registry, cache, m
     ONNX engine after choosing onnx, not with the torch one cached before."""
     from streamlit.testing.v1 import AppTest
 
-    from core.qa import engine_cache
-
     monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("QAX_CACHE_DIR", str(cache))
-    monkeypatch.setattr(engine_cache, "_shared", None)  # only engines this test's page loads count below
+    monkeypatch.setattr(registry, "_engines", None)  # only engines this test's page loads count below
     at = AppTest.from_file("../app.py", default_timeout=120).run()
     assert at.selectbox(key="backend_pick").value == "default"  # the tiny model has no card: torch
     assert at.selectbox(key="backend_pick").options == ["default (each model's)", *selection.BACKENDS]
@@ -421,7 +420,7 @@ def test_sidebar_backend_reaches_the_engine_that_answers(tiny_registry, cache, m
     at.button(key="ask_go").click().run()
     assert not at.exception
     assert at.session_state["backend"] == "onnx"
-    onnx_engines = [h.engine for h in engine_cache.shared().loaded() if h.engine.settings.backend == "onnx"]
+    onnx_engines = [h.engine for h in registry.engines().loaded() if h.engine.settings.backend == "onnx"]
     assert onnx_engines and all(e.backend_name == "onnx" for e in onnx_engines)
     # the page says which backend answered, under each model's answer
     from rendered import shown

@@ -12,8 +12,8 @@ import pytest
 
 from core.qa import engine_cache, warm
 from core.qa.engine import EngineSettings
-from core.qa.engine_cache import EngineCache
-from core.qa.registry import get_entry
+from core.qa.engine_cache import EngineCache as _EngineCache
+from core.qa.registry import build_engine, get_entry
 
 TORCH = EngineSettings(backend="torch")
 A, B, C = "minilm-squad", "minilm-squad-noise", "minilm-squad-v2"
@@ -25,6 +25,10 @@ def _installed():
     for name in (A, B, C):
         if not get_entry(name).is_installed():
             pytest.skip(f"{name} is not installed")
+
+
+def EngineCache(budget=None):  # the class, loading as the process's cache does
+    return _EngineCache(budget, entry_for=get_entry, build=build_engine)
 
 
 class Budget:

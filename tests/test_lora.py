@@ -184,12 +184,12 @@ def test_ship_register_and_load_merged(lora_env, lora_run, tmp_path, monkeypatch
     from transformers import AutoTokenizer
 
     from core.models import ship
-    from core.qa import engine_cache, registry
+    from core.qa import registry
 
     out, log = lora_run
     toml = tmp_path / "models.toml"
     monkeypatch.setenv("QAX_MODELS_TOML", str(toml))
-    monkeypatch.setattr(engine_cache, "_shared", None)   # a fresh engine cache
+    monkeypatch.setattr(registry, "_engines", None)   # a fresh engine cache
     assert ship.main(["--run", str(out), "--name", "tiny-lora", "--description", "tiny adapter",
                       "--dest", str(tmp_path / "models"), "--register"]) == 0
     target = tmp_path / "models" / "tiny-lora"
@@ -239,9 +239,9 @@ def test_ship_register_and_load_merged(lora_env, lora_run, tmp_path, monkeypatch
 def test_adapter_errors_are_clear(lora_env, lora_run, tmp_path, monkeypatch):
     import sys
 
-    from core.qa import bases, engine_cache, registry
+    from core.qa import bases, registry
 
-    monkeypatch.setattr(engine_cache, "_shared", None)   # a fresh engine cache
+    monkeypatch.setattr(registry, "_engines", None)   # a fresh engine cache
     toml = tmp_path / "models.toml"
     toml.write_text(f'[[model]]\nname = "gone"\nbase = "{lora_env["base"]}"\nadapter = "{tmp_path / "nope"}"\n\n'
                     f'[[model]]\nname = "ok"\nbase = "mpnet"\nadapter = "{lora_run[0] / "adapter"}"\n')

@@ -102,7 +102,7 @@ def test_lora_run_with_grown_vocabulary_ships_its_embeddings(zh_env, tmp_path, m
     from transformers import AutoTokenizer
 
     from core.models import ship
-    from core.qa import engine_cache, registry
+    from core.qa import registry
 
     base, train = zh_env
     out = tmp_path / "run"
@@ -119,7 +119,7 @@ def test_lora_run_with_grown_vocabulary_ships_its_embeddings(zh_env, tmp_path, m
 
     toml = tmp_path / "models.toml"
     monkeypatch.setenv("QAX_MODELS_TOML", str(toml))
-    monkeypatch.setattr(engine_cache, "_shared", None)   # a fresh engine cache
+    monkeypatch.setattr(registry, "_engines", None)   # a fresh engine cache
     assert ship.main(["--run", str(out), "--name", "tiny-zh-lora", "--description", "tiny adapter",
                       "--dest", str(tmp_path / "models"), "--register"]) == 0
     eng = registry.load_engine("tiny-zh-lora")

@@ -37,7 +37,7 @@ from core import memory
 from core.budgets import MODEL_MEMORY_MB
 from core.qa.engine import EngineSettings
 
-__all__ = ["EngineCache", "Loaded", "Loading", "shared", "card_mb", "rss_mb", "counted_mb"]
+__all__ = ["EngineCache", "Loaded", "Loading", "card_mb", "rss_mb", "counted_mb"]
 
 MB = 1024 * 1024
 
@@ -117,12 +117,15 @@ class Loading:
 
 class EngineCache:
     """The engines of one process. ``budget_mb``: the budget now (default: QAX_MODEL_MEMORY_MB,
-    read at every load); ``build``: ``(entry, settings, stage) -> engine`` (default:
-    core.qa.registry.build_engine); ``measure``: the process's RSS in MB (default :func:`rss_mb`)."""
+    read at every load); ``entry_for``: ``(name, models.toml path or None) -> entry`` and ``build``:
+    ``(entry, settings, stage) -> engine``, the registry's (core.qa.registry.get_entry and
+    build_engine: the registry owns the process's one cache, so this module never imports it);
+    ``measure``: the process's RSS in MB (default :func:`rss_mb`)."""
 
-    def __init__(self, budget_mb: Callable[[], float] | None = None, build: Callable | None = None,
+    def __init__(self, budget_mb: Callable[[], float] | None = None, *, entry_for: Callable, build: Callable,
                  measure: Callable[[], float] = rss_mb):
         self._budget = budget_mb or MODEL_MEMORY_MB.value
+        self._entry_for = entry_for
         self._build = build
         self._measure = measure
         self._loaded: OrderedDict[tuple, Loaded] = OrderedDict()   # least recently used first
@@ -160,18 +163,14 @@ class EngineCache:
 
     def peek(self, name: str, settings: EngineSettings | None = None, path: Path | None = None):
         """The engine for ``name`` with ``settings`` when it is loaded (counted as a use), else None."""
-        from core.qa.registry import get_entry
-
-        entry = get_entry(name, path)
+        entry = self._entry_for(name, path)
         s = settings or EngineSettings()
         return self._hit(self._key(entry, s), s)
 
     def get(self, name: str, settings: EngineSettings | None = None, path: Path | None = None):
         """The engine of registered model ``name`` with ``settings``: from the cache, or loaded
         (making room first); waits for a load of the same model under way."""
-        from core.qa.registry import get_entry
-
-        entry = get_entry(name, path)
+        entry = self._entry_for(name, path)
         s = settings or EngineSettings()
         key = self._key(entry, s)
         found = self._hit(key, s)
@@ -223,10 +222,7 @@ class EngineCache:
                 state.stage = "reading the weights"
                 memory.trim()
                 before, t0 = self._measure(), time.perf_counter()
-                build = self._build
-                if build is None:
-                    from core.qa.registry import build_engine as build
-                engine = build(entry, s, stage=lambda text: setattr(state, "stage", text))
+                engine = self._build(entry, s, stage=lambda text: setattr(state, "stage", text))
                 state.stage = "letting go of the torch copy"
                 release = getattr(engine, "release_torch", None)
                 if callable(release):
@@ -294,16 +290,3 @@ class EngineCache:
         with self._lock:
             self._loaded.clear()
         memory.trim()
-
-
-_shared: EngineCache | None = None
-_shared_lock = threading.Lock()
-
-
-def shared() -> EngineCache:
-    """The process's one engine cache."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = EngineCache()
-        return _shared

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -494,9 +495,23 @@ def load_engine(name: str, settings: EngineSettings | None = None, path: Path | 
     """A QAEngine for a registered model from the process's engine cache (core.qa.engine_cache):
     loaded once, shared by every caller, the least recently used let go of beyond the model
     memory budget (QAX_MODEL_MEMORY_MB)."""
-    from core.qa.engine_cache import shared
+    return engines().get(name, settings, path)
 
-    return shared().get(name, settings, path)
+
+_engines = None
+_engines_lock = threading.Lock()
+
+
+def engines():
+    """The process's one engine cache (core.qa.engine_cache.EngineCache), loading through
+    :func:`get_entry` and :func:`build_engine`."""
+    global _engines
+    from core.qa.engine_cache import EngineCache
+
+    with _engines_lock:
+        if _engines is None:
+            _engines = EngineCache(entry_for=get_entry, build=build_engine)
+        return _engines
 
 
 def build_engine(entry: ModelEntry, settings: EngineSettings,

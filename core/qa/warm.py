@@ -58,7 +58,7 @@ class WarmStart:
         """Load :attr:`names` one after another through ``cache`` (default: the process's)."""
         from core.qa import engine_cache, registry
 
-        cache = cache or engine_cache.shared()
+        cache = cache or registry.engines()
         self.started = time.monotonic()
         try:
             for name in self.names:
