@@ -37,7 +37,8 @@ from core.io import safe_json
 from core.types import QAExample
 
 __all__ = ["NATURAL_PREFIX", "CONDITIONS", "Condition", "NaturalSet", "heysquad", "disfl_qa", "natural_set",
-           "natural_questions", "natural_dataset", "discover_natural", "xquad_ids", "subset_name", "SUBSETS",
+           "natural_questions", "natural_dataset", "discover_natural", "xquad_ids", "xquad_contexts",
+           "subset_name", "SUBSETS",
            "DISFL_SPLITS", "NATURAL_SETS"]
 
 NATURAL_PREFIX = "natural:"
@@ -257,13 +258,19 @@ def _xquad_contexts(root: Path) -> frozenset[str]:
     return frozenset(normalize_context(c) for c in load_squad(path, "en").contexts())
 
 
+def xquad_contexts(data_dir: str | Path | None = None) -> frozenset[str]:
+    """XQuAD's 240 English paragraphs, normalised (:func:`core.datasets.normalize_context`); empty
+    without a data directory or ``xquad/xquad.en.json``."""
+    try:
+        return _xquad_contexts(_root(data_dir))
+    except DatasetError:
+        return frozenset()
+
+
 def xquad_ids(examples, data_dir: str | Path | None = None) -> frozenset[str]:
     """Ids of ``examples`` whose context is one of XQuAD's 240 paragraphs (matched as
     :func:`core.datasets.squad_dev_minus_xquad` matches them); empty without ``xquad/xquad.en.json``."""
-    try:
-        contexts = _xquad_contexts(_root(data_dir))
-    except DatasetError:
-        return frozenset()
+    contexts = xquad_contexts(data_dir)
     return frozenset(ex.id for ex in examples if normalize_context(ex.context) in contexts)
 
 
