@@ -155,3 +155,15 @@ def test_the_shipped_natural_sets_pair_as_documented():
     dev = nat.disfl_qa("dev")
     assert (len(dev.original), dev.original.stats["unanswerable_dropped"]) == (498, 502)
     assert len(nat.xquad_ids(hey.original.examples)) == 128
+
+
+def test_make_challenge_measures_a_natural_condition_against_squad_dev(natural_dir, monkeypatch, capsys):
+    from core.perturb.make_challenge import main
+
+    monkeypatch.setenv("QAX_DATA_DIR", str(natural_dir))
+    assert main(["--input", str(natural_dir / "squad/dev-v1.1.json"), "--challenge", "natural:asr_human"]) == 0
+    out = capsys.readouterr().out
+    assert "paired by id: 2 paired, 0 mismatched, 0 unpaired" in out
+    assert "questions changed: 2 of 2" in out
+    assert main(["--input", "natural:disfl-qa/dev", "--challenge", "natural:disfl-qa/dev/disfluent"]) == 0
+    assert "1 dropped (SQuAD v2 unanswerable" in capsys.readouterr().out
