@@ -1,0 +1,46 @@
+"""Heatmaps' "Natural against synthetic" section (components.heatmaps.natural_match) on a stored comparison."""
+from __future__ import annotations
+
+import json
+
+from streamlit.testing.v1 import AppTest
+
+
+def _section(cache: str) -> None:
+    import os
+
+    os.environ["QAX_CACHE_DIR"] = cache
+    from components.heatmaps import natural_match
+
+    natural_match.render()
+
+
+def _result() -> dict:
+    from core.collect import noise_match as nm
+
+    natural = nm.profile("natural:asr_human", ["a", "b"], ["Who won?", "Where is it?"], ["who one", "where is it"])
+    close = nm.profile("keyboard_Q:p=0.1", ["a", "b"], ["Who won?", "Where is it?"], ["Who wno?", "Where is it?"])
+    far = nm.profile("<b>far</b>", ["a", "b"], ["Who won?", "Where is it?"], ["x y z", "x y z w"])
+    ranking = nm.rank(natural, {p.name: p for p in (close, far)})
+    return {"distance": nm.DISTANCE, "settings": {"conditions": ["asr_human"], "sample": 2, "seed": 0,
+                                                  "asr_sample": 0, "cheap": [], "asr": [], "not applied": {}},
+            "profiles": [{"questions": "all", **natural.summary()}], "ranking": ranking,
+            "closest": {"asr_human": ranking[0]}}
+
+
+def test_a_stored_comparison_shows_its_closest_setting_and_escapes_names(tmp_path):
+    folder = tmp_path / "noise_match"
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps(_result()))
+    (folder / "broken.json").write_text("{not json")
+    at = AppTest.from_function(_section, args=(str(tmp_path),), default_timeout=60).run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="nm_file").options == ["run.json"]       # the unreadable file is left out
+    closest = at.dataframe[0].value
+    assert closest["closest setting"].tolist() == ["keyboard_Q:p=0.1"]
+    assert closest["natural"].tolist() == ["natural:asr_human"]
+
+
+def test_nothing_stored_says_how_to_make_one(tmp_path):
+    at = AppTest.from_function(_section, args=(str(tmp_path),), default_timeout=60).run()
+    assert not at.exception and any("No comparison is stored yet" in i.value for i in at.info)
