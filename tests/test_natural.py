@@ -167,3 +167,29 @@ def test_make_challenge_measures_a_natural_condition_against_squad_dev(natural_d
     assert "questions changed: 2 of 2" in out
     assert main(["--input", "natural:disfl-qa/dev", "--challenge", "natural:disfl-qa/dev/disfluent"]) == 0
     assert "1 dropped (SQuAD v2 unanswerable" in capsys.readouterr().out
+
+
+class _FirstWordEngine:
+    """Answers with the question's first word, so a question flips exactly when its first word changes."""
+
+    def predict(self, questions, contexts, n_best=5, skip_invalid=False):
+        from core.types import Prediction, Span
+
+        return [Prediction([Span(q.split()[0] if q.split() else "", 0, 1, 1.0)]) for q in questions]
+
+
+def test_agreement_runs_on_a_natural_set_with_flips_by_paragraph(natural_dir):
+    from core.collect import agreement
+    from core.collect.agreement_natural import flip_rates_by_subset, natural_set_conditions
+
+    examples, conditions, settings = natural_set_conditions("heysquad", sample=None, keyboard_p=None,
+                                                            disfluency_n=None, data_dir=natural_dir)
+    assert list(conditions) == ["natural:asr_human", "natural:asr_tts"]
+    assert conditions["natural:asr_human"] == ["where is norman d", "who settled in normandy"]
+    result = agreement.compare(examples, conditions, {"first": _FirstWordEngine()}, n_boot=50, settings=settings)
+    # "Where" -> "where" and "Who" -> "who" differ only in case: SQuAD normalisation says no flip
+    assert [r["flips"] for r in agreement.flip_rates(result)] == [0, 0]
+    rows = flip_rates_by_subset(result)
+    assert {(r["questions on"], r["questions"]) for r in rows} == {("xquad paragraphs", 0), ("rest of squad dev", 2)}
+    with pytest.raises(agreement.AgreementError, match="no natural set 'nope'"):
+        natural_set_conditions("nope", data_dir=natural_dir)
