@@ -44,3 +44,20 @@ def test_a_stored_comparison_shows_its_closest_setting_and_escapes_names(tmp_pat
 def test_nothing_stored_says_how_to_make_one(tmp_path):
     at = AppTest.from_function(_section, args=(str(tmp_path),), default_timeout=60).run()
     assert not at.exception and any("No comparison is stored yet" in i.value for i in at.info)
+
+
+def _agreement_section() -> None:
+    from components.trial_agreement import agreement_panel
+
+    agreement_panel(None)
+
+
+def test_the_speech_trials_agreement_offers_natural_sets_without_a_recording():
+    at = AppTest.from_function(_agreement_section, default_timeout=60).run()
+    assert not at.exception, at.exception
+    assert at.radio(key="agree_on").options == ["this trial's recordings", "HeySQuAD (real speech)",
+                                                "Disfl-QA (real disfluencies)"]
+    assert any("Nothing to compare yet" in m.value for m in at.markdown)
+    at.radio(key="agree_on").set_value("HeySQuAD (real speech)").run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="agree_nat_n").value == 200 and at.button(key="agree_nat_run")
