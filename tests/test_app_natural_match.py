@@ -35,15 +35,32 @@ def test_a_stored_comparison_shows_its_closest_setting_and_escapes_names(tmp_pat
     (folder / "broken.json").write_text("{not json")
     at = AppTest.from_function(_section, args=(str(tmp_path),), default_timeout=60).run()
     assert not at.exception, at.exception
-    assert at.selectbox(key="nm_file").options == ["run.json"]       # the unreadable file is left out
+    options = at.selectbox(key="nm_file").options
+    assert options[0] == "run.json" and "broken.json" not in options     # the unreadable file is left out
+    assert all(o.endswith("(bundled)") for o in options[1:])             # then those measured for the docs
     closest = at.dataframe[0].value
     assert closest["closest setting"].tolist() == ["keyboard_Q:p=0.1"]
     assert closest["natural"].tolist() == ["natural:asr_human"]
 
 
-def test_nothing_stored_says_how_to_make_one(tmp_path):
-    at = AppTest.from_function(_section, args=(str(tmp_path),), default_timeout=60).run()
-    assert not at.exception and any("No comparison is stored yet" in i.value for i in at.info)
+def test_the_distance_figure_escapes_stored_names():
+    from components.heatmaps.natural_match import distance_figure
+
+    fig = distance_figure(_result())
+    assert list(fig.data[0].x) == ["keyboard_Q:p=0.1", "&lt;b&gt;far&lt;/b&gt;"]
+    assert fig.data[0].z[0][0] < fig.data[0].z[0][1]
+
+
+def test_with_nothing_stored_the_bundled_comparisons_show(tmp_path, monkeypatch):
+    from components.heatmaps import natural_match
+
+    monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path))
+    found = natural_match.stored_results()
+    assert found and all(name.endswith(" (bundled)") for name in found)
+    for result in found.values():
+        for condition, best in result["closest"].items():
+            mine = [r["distance"] for r in result["ranking"] if r["natural"] == f"natural:{condition}"]
+            assert best["distance"] == min(mine)
 
 
 def _agreement_section() -> None:
