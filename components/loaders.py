@@ -15,6 +15,7 @@ import streamlit as st
 
 from components.text import md_escape
 from core import datasets
+from core.datasets.natural import NATURAL_PREFIX, natural_dataset
 from core.qa import registry, warm
 from core.qa.engine import EngineSettings
 
@@ -117,12 +118,20 @@ def backend_note(eng) -> str:
     return f"{note} · answer cap {cap} tokens" if cap else note
 
 
-def dataset(path: str, data_dir: str):
+def dataset(path: str, data_dir: str, name: str = ""):
     """The data set at ``path``, a file the data directory ``data_dir`` holds: resolved through
     the same confinement as Sweeps (:func:`core.datasets.confined_file`), so a symlink in the data
-    directory pointing at a file elsewhere is refused (DatasetError), never read or shown."""
+    directory pointing at a file elsewhere is refused (DatasetError), never read or shown.
+    ``name``: the picker's name; a natural set's (``natural:...``) is built from its files."""
     resolved = datasets.confined_file(path, data_dir)
+    if name.startswith(NATURAL_PREFIX):
+        return _natural(name, str(Path(data_dir).expanduser().resolve()))
     return _dataset(str(resolved), Path(path).name.removesuffix(".json"))
+
+
+@st.cache_data(show_spinner="Pairing the natural set…", max_entries=4)
+def _natural(name: str, data_dir: str):
+    return natural_dataset(name, data_dir)
 
 
 # a few data sets at a time: XQuAD's largest file parses to ~10 MB of objects, an upload-sized one

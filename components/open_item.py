@@ -29,7 +29,7 @@ def _dataset_item(name: str, example_id: str):
             infos = {i.name: i for i in loaders.discovered(str(d))} if d else {}
             if name not in infos:
                 return None
-            ds = loaders.dataset(str(infos[name].path), str(d))
+            ds = loaders.dataset(str(infos[name].path), str(d), name)
     except Exception:  # the data set moved or broke: open with the passage pasted instead
         return None
     for k, ex in enumerate(ds.examples):

@@ -148,7 +148,7 @@ def _item_index(name: str, example_id: str):
         if name in DEMO_LANGS:
             ds = loaders.demo(DEMO_LANGS[name])
         else:
-            ds = loaders.dataset(known_datasets()[name], str(current_data_dir()))
+            ds = loaders.dataset(known_datasets()[name], str(current_data_dir()), name)
     except Exception as e:   # the data set moved or broke since the link was made
         raise LinkError(f"link parameter ds: {name} cannot be read: {e}") from None
     for k, ex in enumerate(ds.examples):

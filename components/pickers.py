@@ -33,7 +33,7 @@ def load_set(name: str, path: str):
     d = current_data_dir()
     if d is None:
         raise DatasetError(f"{name}: no data directory")
-    return loaders.dataset(path, str(d))
+    return loaders.dataset(path, str(d), name)
 
 
 def dataset_picker(key: str, roles=("eval", "challenge"), upload_box=None):
@@ -66,7 +66,7 @@ def dataset_picker(key: str, roles=("eval", "challenge"), upload_box=None):
             return loaders.demo(DEMO_LANGS[choice])
         if choice.startswith("upload:"):
             return uploaded[choice[len("upload:"):]]
-        return loaders.dataset(paths[choice], str(d))
+        return loaders.dataset(paths[choice], str(d), choice)
     except (DatasetError, OSError) as e:
         st.error(md_escape(f"Could not read {choice}: {e}"))
         return None

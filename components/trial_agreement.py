@@ -5,7 +5,9 @@ With recordings: choose models, the natural ASR engines, the TTS voice and engin
 rate and the seed; the comparison runs with a progress bar (TTS -> ASR is cached on disk per
 question, voice and engine, so a second run is fast) and leaves, per trial, the flip rates, the
 kappa matrix with its intervals, the kappa rows and the per-question table, each exportable.
-Without a trial, or with no transcribed recording yet, it explains what to record and why.
+Without a trial, or with no transcribed recording yet, it explains what to record and why. The
+same comparison runs without a recording on a natural set (HeySQuAD's real speech, Disfl-QA's real
+disfluencies: core.collect.agreement_natural), XQuAD's paragraphs apart.
 """
 from __future__ import annotations
 
@@ -17,10 +19,12 @@ from components.export import csv_download, file_stem, json_download
 from components.pickers import model_picker
 from components.text import md_escape
 from core.collect import agreement, trial_sets, trials
+from core.collect.agreement_natural import flip_rates_by_subset, natural_set_conditions
 from core.explore.answers import load_engines
 from core.speech import asr, tts
 
-RESULTS = "agree_results"   # trial id -> Agreement, kept across reruns
+RESULTS = "agree_results"   # trial id (or natural:<set>) -> Agreement, kept across reruns
+NATURAL_CHOICES = {"HeySQuAD (real speech)": "heysquad", "Disfl-QA (real disfluencies)": "disfl-qa"}
 
 
 def explain_what_to_record(trial: trials.Trial | None) -> None:
@@ -96,10 +100,11 @@ def _run(trial: trials.Trial, s: dict) -> agreement.Agreement | None:
     return result
 
 
-def _show(trial: trials.Trial, result: agreement.Agreement) -> None:
-    stem = file_stem("trial", trial.id, "agreement")
+def _show(source: str, result: agreement.Agreement) -> None:
+    stem = file_stem(source, "agreement")
     left_out = result.settings.get("left_out") or []
-    st.caption(f"{result.settings['questions']} recorded questions · seed {result.settings['seed']} · "
+    what = "recorded questions" if "natural set" not in result.settings else f"questions of {source}"
+    st.caption(f"{result.settings['questions']} {what} · seed {result.settings['seed']} · "
                f"{result.settings['n_boot']} bootstrap resamples, 95% interval · a flip: the answer differs from "
                "the typed question's after SQuAD normalisation"
                + (f" · {len(left_out)} recorded questions left out (not transcribed by every recogniser)"
@@ -110,6 +115,10 @@ def _show(trial: trials.Trial, result: agreement.Agreement) -> None:
     rates = pd.DataFrame([r for r in agreement.flip_rates(result) if r["model"] == model]).drop(columns="model")
     st.markdown("**Flips per condition**")
     st.dataframe(rates, hide_index=True, width="stretch")
+    if "natural set" in result.settings:   # SQuAD dev questions: XQuAD's paragraphs apart (not trained on)
+        by_subset = pd.DataFrame([r for r in flip_rates_by_subset(result) if r["model"] == model]).drop(columns="model")
+        with st.expander("Flips by paragraph: XQuAD's 240 (not trained on by the shipped models) and the rest"):
+            st.dataframe(by_subset, hide_index=True, width="stretch")
     st.markdown("**Cohen's kappa of the flips** (95% bootstrap interval)")
     st.dataframe(pd.DataFrame(agreement.kappa_matrix(result, model)), width="stretch")
     for note in agreement.matrix_notes(result, model):
@@ -136,6 +145,12 @@ def agreement_panel(trial: trials.Trial | None) -> None:
     """The section: the explanation when there is nothing to compare, else the settings, the run
     and the last result for this trial."""
     st.subheader("Synthetic against natural noise")
+    source = st.radio("Compare on", ["this trial's recordings", *NATURAL_CHOICES], horizontal=True, key="agree_on",
+                      help="HeySQuAD: 1,002 SQuAD questions spoken by people and by a TTS voice, then transcribed; "
+                           "Disfl-QA: SQuAD questions rewritten as a speaker who corrects themselves says them.")
+    if source in NATURAL_CHOICES:
+        natural_panel(NATURAL_CHOICES[source])
+        return
     transcribed = trial_sets.engines_transcribed(trial) if trial is not None else []
     if trial is None or not transcribed:
         explain_what_to_record(trial)
@@ -150,4 +165,38 @@ def agreement_panel(trial: trials.Trial | None) -> None:
         if result is not None:
             results[trial.id] = result
     if trial.id in results:
-        _show(trial, results[trial.id])
+        _show(f"trial-{trial.id}", results[trial.id])
+
+
+def natural_panel(name: str) -> None:
+    """The comparison on a natural set: its natural questions against TTS -> ASR, keyboard noise and
+    the disfluency perturbation, on a seeded sample (core.collect.agreement_natural)."""
+    models = model_picker("agree_nat", default_all=False, lang="en")
+    c1, c2, c3 = st.columns([1.6, 1, 1])
+    tts_engines = c1.multiselect("TTS → ASR: the question spoken, then transcribed by", list(asr.ENGINE_NAMES),
+                                 default=[], key="agree_nat_tts", help="seconds per question (cached on disk)")
+    voices = list(tts.ALL_VOICE_IDS)
+    voice = c1.selectbox("TTS voice", voices, index=voices.index(agreement.DEFAULT_VOICE), key="agree_nat_voice")
+    n = c2.number_input("Questions", 20, 2000, 200, 20, key="agree_nat_n", help="a seeded sample")
+    p = c2.number_input("Keyboard noise rate", 0.0, 1.0, agreement.KEYBOARD_P, 0.05, key="agree_nat_p")
+    d = c3.number_input("Disfluencies per question", 0, 4, 1, key="agree_nat_d", help="0: leave it out")
+    seed = c3.number_input("Seed", 0, 10**9, 0, key="agree_nat_seed")
+    results = st.session_state.setdefault(RESULTS, {})
+    if st.button("Compare the flips", key="agree_nat_run", type="primary", disabled=not models):
+        bar = st.progress(0.0, text="Preparing the conditions…")
+        try:
+            examples, conditions, settings = natural_set_conditions(
+                name, sample=int(n), tts_engines=tts_engines, voice=voice, keyboard_p=float(p) or None,
+                disfluency_n=int(d) or None, seed=int(seed),
+                progress=lambda done, total, text: bar.progress(min(done / max(total, 1), 1.0), text=md_escape(text)))
+            engines, failures = load_engines(models, loaders.engine_for_state)
+            for failure in failures:
+                st.error(md_escape(failure))
+            if engines:
+                results[f"natural:{name}"] = agreement.compare(examples, conditions, engines, seed=int(seed),
+                                                               settings=settings)
+        except (agreement.AgreementError, ValueError, OSError, RuntimeError) as e:   # a data file, voice, engine
+            st.error(md_escape(e))
+        bar.empty()
+    if f"natural:{name}" in results:
+        _show(name, results[f"natural:{name}"])

@@ -22,7 +22,7 @@ from components.choice import keep_valid
 from components.demo_sweep import offer_demo_sweep
 from components.export import csv_download, figure_downloads, file_stem
 from components.frame import page_frame
-from components.heatmaps import error_views, paper_views, route_view
+from components.heatmaps import error_views, natural_match, paper_views, route_view
 from components.heatmaps.backend_flips import backend_flips_section
 from components.heatmaps.cell_drill import cell_examples
 from components.heatmaps.heatmap import LAYOUT_NOTES, LAYOUTS, METRICS, VALUES, heatmap_figure, layout_for
@@ -122,7 +122,7 @@ has_repair = any("repair_Q" in c.perturbation for c in cells)
 tab_names = (["Heatmap", "Rows"] + (["Model vs model"] if len(sweep["models"]) >= 2 else [])
              + (["Penalty by n"] if has_n else []) + (["NoiseQA"] if has_noise else [])
              + ["DuReader-robust"] + (["Repair"] if has_repair else []) + ["Slices & calibration"]
-             + ["Noise curves", "Backend flips", "Translate or answer?"])
+             + ["Noise curves", "Backend flips", "Translate or answer?", "Natural against synthetic"])
 # on_change="rerun": each tab knows whether it is shown (``.open``), so a costly one can wait until it is
 tabs = dict(zip(tab_names, st.tabs(tab_names, key="hm_tabs", on_change="rerun",
                                    default=permalink.tab(link, tab_names))))
@@ -241,3 +241,6 @@ with tabs["Backend flips"]:
 # Not a view of this sweep: XQuAD's parallel questions by route (components.heatmaps.route_view).
 with tabs["Translate or answer?"]:
     route_view.render(loaders.multilingual_models())
+# Not a view of this sweep either: real people's noise against synthetic settings (components.heatmaps.natural_match).
+with tabs["Natural against synthetic"]:
+    natural_match.render()

@@ -18,7 +18,7 @@ from core.qa import registry
 from core.sweeps.analysis import report
 
 DEMO_TABS = ["Heatmap", "Rows", "Model vs model", "Penalty by n", "NoiseQA", "DuReader-robust", "Slices & calibration",
-             "Noise curves", "Backend flips", "Translate or answer?"]
+             "Noise curves", "Backend flips", "Translate or answer?", "Natural against synthetic"]
 
 
 @pytest.fixture

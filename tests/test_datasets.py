@@ -397,9 +397,12 @@ def test_discover_datasets(data):
     xquad = [i for i in infos.values() if i.name.startswith("xquad/")]
     assert len(xquad) == 12 and all(i.role == "eval" for i in xquad)
     assert infos["xquad/xquad.th"].lang == "th"
-    challenges = sorted(i.name for i in infos.values() if i.role == "challenge")
+    challenges = sorted(i.name for i in infos.values() if i.role == "challenge" and not i.name.startswith("natural:"))
     assert challenges == [f"noiseqa/Synthetic/xquad-{k}-synthetic"
                           for k in ("asr", "keyboard", "translation")]
+    natural = sorted(i.name for i in infos.values() if i.role == "challenge" and i.name.startswith("natural:"))
+    assert natural == ["natural:disfl-qa/dev/disfluent", "natural:disfl-qa/test/disfluent",
+                       "natural:heysquad/asr_human", "natural:heysquad/asr_tts"]
     assert infos["noiseqa/Synthetic/xquad-asr-synthetic"].original == data / "xquad" / "xquad.en.json"
     assert (infos["squad/dev-v1.1"].role, infos["squad/dev-v1.1"].lang) == ("eval", "en")
     mlqa = infos["eval/mlqa/dev-context-zh-question-zh"]

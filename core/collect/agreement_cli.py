@@ -1,4 +1,7 @@
-"""``python -m core.collect.agreement``: synthetic against natural noise on a speech trial.
+"""``python -m core.collect.agreement``: synthetic against natural noise on a speech trial or a natural set.
+
+    python -m core.collect.agreement --natural heysquad|disfl-qa --model M [--sample 200]
+        [--tts-asr ENGINE ...] [--voice VOICE] [--keyboard-p 0.25] [--disfluency-n 1] [--seed N] ...
 
     python -m core.collect.agreement --trial TRIAL_ID_OR_FOLDER --model M [--model M2 ...]
         [--asr ENGINE ...] [--tts-asr ENGINE ...] [--voice VOICE] [--keyboard-p 0.25] [--seed N]
@@ -9,9 +12,11 @@ every pair of conditions (:mod:`core.collect.agreement`). ``--asr``: the natural
 engines whose transcripts of the recordings to use; default every engine that transcribed the
 trial); ``--tts-asr``: the engines that transcribe the TTS voice (default: the same as ``--asr``;
 ``--tts-asr none`` for none); ``--keyboard-p 0`` leaves keyboard noise out. ``--json``: everything
-(settings, flip rates, kappa rows, the per-question table); ``--csv``: the kappa rows;
-``--questions-csv``: the per-question table. Bad input is one line on stderr and exit status 2;
-an output that is one of the trial's files is refused before any work.
+(settings, flip rates, kappa rows, the per-question table). ``--natural``: HeySQuAD's human and TTS
+transcripts, or Disfl-QA's disfluent questions, against TTS -> ASR (``--tts-asr``), keyboard noise and
+the disfluency perturbation on a seeded sample, flip rates given again for XQuAD's paragraphs apart;
+``--csv``: the kappa rows; ``--questions-csv``: the per-question table. Bad input is one line on
+stderr and exit status 2; an output that is one of the trial's files is refused before any work.
 """
 from __future__ import annotations
 
@@ -19,6 +24,12 @@ import json
 
 from core import cli
 from core.collect import agreement
+from core.collect.agreement_natural import (
+    NATURAL_SETS,
+    disfluency_condition,
+    flip_rates_by_subset,
+    natural_set_conditions,
+)
 from core.io.csv_export import csv_bytes
 
 PROG = "python -m core.collect.agreement"
@@ -27,12 +38,21 @@ PROG = "python -m core.collect.agreement"
 def _parser() -> cli.ArgumentParser:
     ap = cli.ArgumentParser(prog=PROG, description="Which answers flip under natural speech, TTS -> ASR and "
                                                    "keyboard noise, and how well the flips agree (Cohen's kappa).")
-    ap.add_argument("--trial", required=True, help="a speech trial's id (Speech trial page) or its folder")
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--trial", help="a speech trial's id (Speech trial page) or its folder")
+    where.add_argument("--natural", choices=sorted(NATURAL_SETS),
+                       help="a natural set instead of a trial: heysquad (human and TTS transcripts) or disfl-qa")
+    ap.add_argument("--sample", type=cli.positive_int, default=200,
+                    help="--natural: questions, a seeded sample (default 200)")
+    ap.add_argument("--disfluency-n", type=cli.non_negative_int, default=None,
+                    help="add the disfluency perturbation with N disfluencies per question (default: 1 for "
+                         "--natural, none for a trial; 0 leaves it out)")
     ap.add_argument("--model", action="append", required=True, help="a model of models.toml (repeat for more)")
     ap.add_argument("--asr", nargs="+", default=None, metavar="ENGINE",
                     help="ASR engines whose transcripts of the recordings to compare (default: all in the trial)")
     ap.add_argument("--tts-asr", nargs="+", default=None, metavar="ENGINE",
-                    help="ASR engines that transcribe the TTS voice (default: as --asr; 'none' for none)")
+                    help="ASR engines that transcribe the TTS voice (default: as --asr, none for --natural; "
+                         "'none' for none)")
     ap.add_argument("--voice", default=agreement.DEFAULT_VOICE,
                     help=f"the TTS voice of the TTS -> ASR condition (default {agreement.DEFAULT_VOICE})")
     ap.add_argument("--keyboard-p", type=float, default=agreement.KEYBOARD_P,
@@ -70,8 +90,13 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if not 0 <= args.keyboard_p <= 1:
         ap.error(f"--keyboard-p must be in 0..1, got {args.keyboard_p}")
-    trial = agreement.trial_or_error(args.trial)
     outputs = {"--json": args.json, "--csv": args.csv, "--questions-csv": args.questions_csv}
+    if args.natural:
+        for flag, path in outputs.items():
+            if path:
+                cli.writable_file(path, flag)
+        return _natural(args)
+    trial = agreement.trial_or_error(args.trial)
     cli.refuse_inputs(outputs, {"--trial": [trial.path / "trial.json", trial.path / "trial.sqlite",
                                             *(r.path for r in trial.recordings())]})
     for flag, path in outputs.items():
@@ -86,6 +111,8 @@ def main(argv: list[str]) -> int:
         get_entry(name)   # an unknown model before the slow part
     examples, conditions, left_out = agreement.trial_conditions(
         trial, natural, tts_engines=tts, voice=args.voice, keyboard_p=args.keyboard_p or None, seed=args.seed)
+    if args.disfluency_n:
+        conditions[f"disfluency:n={args.disfluency_n}"] = disfluency_condition(examples, args.disfluency_n, args.seed)
     engines = {name: load_engine(name) for name in dict.fromkeys(args.model)}
     result = agreement.compare(examples, conditions, engines, seed=args.seed, n_boot=args.n_boot,
                                settings={"trial": trial.id, "voice": args.voice, "keyboard_p": args.keyboard_p,
@@ -93,10 +120,36 @@ def main(argv: list[str]) -> int:
     print(format_result(result))
     if left_out:
         print(f"\n{len(left_out)} recorded questions left out (not transcribed by every engine): {', '.join(left_out)}")
+    _write(args, result)
+    return 0
+
+
+def _natural(args) -> int:
+    """The comparison on a natural set (core.collect.agreement_natural), XQuAD paragraphs apart."""
+    from core.qa.registry import get_entry, load_engine
+
+    for name in args.model:
+        get_entry(name)
+    tts = [e for e in (args.tts_asr or []) if e != "none"]
+    disfluency = 1 if args.disfluency_n is None else args.disfluency_n
+    examples, conditions, settings = natural_set_conditions(
+        args.natural, sample=args.sample, tts_engines=tts, voice=args.voice, keyboard_p=args.keyboard_p or None,
+        disfluency_n=disfluency or None, seed=args.seed)
+    engines = {name: load_engine(name) for name in dict.fromkeys(args.model)}
+    result = agreement.compare(examples, conditions, engines, seed=args.seed, n_boot=args.n_boot, settings=settings)
+    print(format_result(result).replace("recorded questions", f"questions of {args.natural}", 1))
+    print("\nflip rates by paragraph (XQuAD's 240 paragraphs: not trained on by the shipped English models)")
+    for r in flip_rates_by_subset(result):
+        print(f"  {r['model']:<20} {r['questions on']:<18} {r['condition']:<36} {r['flips']:>4}/{r['questions']:<4}"
+              f" {r['flip %']}%")
+    _write(args, result)
+    return 0
+
+
+def _write(args, result: agreement.Agreement) -> None:
     if args.json:
         cli.write_text_atomic(args.json, json.dumps(result.as_dict(), indent=1, ensure_ascii=False) + "\n")
     if args.csv:
         cli.write_bytes_atomic(args.csv, csv_bytes(result.kappas))
     if args.questions_csv:
         cli.write_bytes_atomic(args.questions_csv, csv_bytes(result.rows))
-    return 0

@@ -98,6 +98,10 @@ def discover_datasets(data_dir: str | Path | None = None) -> list[DatasetInfo]:
     for p in glob("train/**/*.json"):
         english = p.relative_to(root / "train").parts[0] in _ENGLISH_TRAIN_DIRS
         add(p, "train", lang_from_filename(p) or ("en" if english else None))
+    # natural.py builds on this module: imported here, not at the top
+    from core.datasets.natural import discover_natural
+
+    infos.extend(i for i in discover_natural(root) if config.within(i.path, [root]))
     order = {"eval": 0, "challenge": 1, "train": 2}
     return sorted(infos, key=lambda i: (order[i.role], i.name))
 
@@ -279,12 +283,17 @@ def dataset_file(name: str, data_dir: str | Path | None = None, *, confined: boo
 
 def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: bool = False,
                  lang: str | None = None, on_ambiguous: str = "error", on_unscorable: str = "drop") -> Dataset:
-    """A data set by name: ``demo.<lang>`` (the bundled demo set), ``file:<path>`` or a path under
+    """A data set by name: ``demo.<lang>`` (the bundled demo set), ``natural:<set>[/<condition>]``
+    (:func:`core.datasets.natural.natural_dataset`), ``file:<path>`` or a path under
     the data directory with or without ``.json`` (``xquad/xquad.en``), both kept inside the
     roots (:func:`resolve_data_file`), or, unless ``confined`` (the web UI), any existing file
     path (the CLI is the administrator's tool). ``lang``, ``on_ambiguous`` and ``on_unscorable``: see
     :func:`core.datasets.load_squad` (the demo set has its own languages)."""
     opts = {"lang": lang, "on_ambiguous": on_ambiguous, "on_unscorable": on_unscorable}
+    if name.startswith("natural:"):   # HeySQuAD, Disfl-QA (core.datasets.natural): always under the data directory
+        from core.datasets.natural import natural_dataset
+
+        return natural_dataset(name, data_dir)
     if name.startswith(FILE_PREFIX):
         path = resolve_data_file(name[len(FILE_PREFIX):], data_dir, what=f"dataset {name!r}")
         return load_squad(path, name=name[len(FILE_PREFIX):].strip().removesuffix(".gz").removesuffix(".json"), **opts)

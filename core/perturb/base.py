@@ -60,7 +60,7 @@ FIELDS = ("question", "context")
 
 FAMILIES = (
     "character", "word", "sentence", "keyboard", "asr", "mt",
-    "paraphrase", "artefact", "case", "punctuation", "repair",
+    "paraphrase", "artefact", "case", "punctuation", "repair", "disfluency", "natural",
 )
 PARAM_TYPES = (bool, int, float, str)
 # Parameter names that point at a model, file or folder: the server's to set (an environment

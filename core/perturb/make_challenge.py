@@ -30,17 +30,26 @@ An existing challenge file (NoiseQA's, a paraphrase set, ...) is measured the sa
 
 pairs it with ``--input`` (:func:`core.datasets.pair_challenge`: by id, else by position, else
 refused naming the mismatches; ``--pair-by`` forces a rule), prints the rule and the counts and
-the Table 3 figures of the paired questions. Nothing is written.
+the Table 3 figures of the paired questions. Nothing is written. The natural sets
+(:mod:`core.datasets.natural`) are measured by name, against SQuAD dev or their own originals::
+
+    python -m core.perturb.make_challenge --input squad/dev-v1.1.json --challenge natural:asr_human
+    python -m core.perturb.make_challenge --input natural:heysquad --challenge natural:heysquad/asr_human
+
+Where some paired questions sit on XQuAD's paragraphs (SQuAD dev, NoiseQA), their figures are
+given apart from the others'.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 
 from core import cli
-from core.datasets import Dataset, load_squad, pair_challenge
+from core.datasets import Dataset, DatasetError, load_dataset, load_squad, pair_challenge
+from core.datasets.natural import CONDITIONS, NATURAL_PREFIX, natural_questions, xquad_ids
 from core.metrics.text_distance import noise_summary, table3_summary
 from core.perturb import compose
 from core.perturb.base import Perturbation, PerturbationError
@@ -165,7 +174,32 @@ def measure_challenge(original: Dataset, challenge: Dataset, pair_by: str = "aut
     noisy = [c.question for _, c in pairing.pairs]
     changed = sum(a != b for a, b in zip(originals, noisy))
     lines.append(f"questions changed: {changed:,} of {len(originals):,}")
-    return lines + table3_lines([("paired questions", originals, noisy)])
+    rows = [("paired questions", originals, noisy)]
+    # SQuAD dev questions (natural sets, NoiseQA): those on XQuAD's paragraphs apart from the rest
+    xquad = xquad_ids([o for o, _ in pairing.pairs])
+    if xquad:
+        for label, inside in (("xquad paragraphs", True), ("other paragraphs", False)):
+            part = [(o.question, c.question) for o, c in pairing.pairs if (o.id in xquad) == inside]
+            if part:
+                rows.append((f"{label} ({len(part):,})", [o for o, _ in part], [c for _, c in part]))
+    return lines + table3_lines(rows)
+
+
+def natural_challenge(original: Dataset, name: str) -> Dataset:
+    """The challenge set ``--challenge natural:...`` names: a natural data set
+    (``natural:heysquad/asr_human``, core.datasets.natural) or a natural condition alone
+    (``natural:asr_human``): ``original``'s questions replaced by their natural versions, where the
+    natural set has the same question under the same id (the others are left out: unpaired)."""
+    condition = name.removeprefix(NATURAL_PREFIX).strip()
+    if condition not in CONDITIONS:
+        return load_dataset(name)
+    found = natural_questions(condition)
+    kept = [dataclasses.replace(ex, question=found[ex.id][1]) for ex in original.examples
+            if ex.id in found and found[ex.id][0].split() == ex.question.split()]
+    if not kept:
+        raise DatasetError(f"{name}: no question of {original.name} has a natural version (ids and questions "
+                           f"must match {CONDITIONS[condition].description.split(':')[0]})")
+    return Dataset(f"{original.name}+{name}", original.lang, kept)
 
 
 PROG = "python -m core.perturb.make_challenge"
@@ -213,9 +247,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.challenge:
         if args.perturbation or args.output:
             raise cli.CLIError("--challenge measures an existing file: no --perturbation or --output")
-        original = load_squad(args.input, **cli.loader_kwargs(args))
-        challenge = load_squad(args.challenge, lang=args.lang or original.lang, on_ambiguous=args.on_ambiguous)
-        for line in measure_challenge(original, challenge, args.pair_by):
+        original = (load_dataset(args.input) if args.input.startswith(NATURAL_PREFIX)
+                    else load_squad(args.input, **cli.loader_kwargs(args)))
+        challenge = (natural_challenge(original, args.challenge) if args.challenge.startswith(NATURAL_PREFIX) else
+                     load_squad(args.challenge, lang=args.lang or original.lang, on_ambiguous=args.on_ambiguous))
+        natural_notes = [line for ds in (original, challenge) if ds.name.startswith(NATURAL_PREFIX)
+                         for line in ds.report]
+        for line in measure_challenge(original, challenge, args.pair_by) + list(dict.fromkeys(natural_notes)):
             print(line)
         return 0
     missing = [f for f, v in (("--perturbation", args.perturbation), ("--output", args.output)) if not v]

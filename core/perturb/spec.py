@@ -175,6 +175,21 @@ def _check_expansion(n: int, text: str) -> None:
 
 # A parameter begins at ":key="; any other colon belongs to the value before it.
 _PARAM_START = re.compile(r":(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
+# ``natural:<source>`` (a step of a chain too) is the natural_Q perturbation with that source
+# (core.perturb.catalogue.natural): real spoken or disfluent questions, by question id.
+NATURAL_PREFIX = "natural:"
+_NATURAL_ALIAS = re.compile(r"(^|\+)\s*natural:\s*([A-Za-z_|]+)")
+
+
+def natural_alias(item: str) -> str:
+    """An item with each ``natural:<source>`` written as the perturbation it names.
+
+    >>> natural_alias("natural:asr_human+repair_Q")
+    'natural_Q:source=asr_human+repair_Q'
+    >>> natural_alias("natural:asr_human|disfluent")
+    'natural_Q:source=asr_human|disfluent'
+    """
+    return _NATURAL_ALIAS.sub(lambda m: f"{m.group(1)}natural_Q:source={m.group(2)}", item)
 
 
 def parse_specs(text: str) -> list[PerturbationSpec]:
@@ -184,7 +199,8 @@ def parse_specs(text: str) -> list[PerturbationSpec]:
     ``file:PATH`` (a SQuAD file under the data directory, ``.json`` optional). Values are JSON
     (``2``, ``0.1``, ``true``) or plain strings; ``a..b`` is an integer range and ``x|y`` a list,
     and several keys expand to their product: ``DCRQ:n_chars=1..4`` gives four specs.
-    ``family:NAME`` expands to every registered perturbation of that family. A value may hold
+    ``family:NAME`` expands to every registered perturbation of that family; ``natural:SOURCE``
+    is ``natural_Q:source=SOURCE`` (:func:`natural_alias`). A value may hold
     colons (TTS voice ids do: ``flite:kal16``): a new parameter starts only at ``:key=``.
 
     >>> [str(s) for s in parse_specs("TLQ, DCRQ:n_chars=1..2, file:noiseqa/x.json")]
@@ -193,7 +209,7 @@ def parse_specs(text: str) -> list[PerturbationSpec]:
     ['asr_Q(engine=whisper, voice=flite:slt)', 'asr_Q(engine=whisper, voice=espeak-ng:en-us)']
     """
     specs: list[PerturbationSpec] = []
-    for item in (part.strip() for part in text.split(",")):
+    for item in (natural_alias(part.strip()) for part in text.split(",")):
         if not item:
             continue
         steps = _split_chain(item)

@@ -35,7 +35,8 @@ __all__ = ["SLICE_COLUMNS", "COLUMNS", "KEY_COLUMNS", "NOISE_COLUMNS", "RowFilte
 
 # slice name (core.sweeps.analysis.slices.SLICES) -> its column in the table
 SLICE_COLUMNS = {"wh": "question word", "answer": "answer type", "qlen": "question length",
-                 "clen": "context length", "overlap": "word overlap", "cer": "edit size"}
+                 "clen": "context length", "overlap": "word overlap", "paragraph": "paragraph",
+                 "cer": "edit size"}
 NOISE_COLUMNS = {"cer": "CER %", "wer": "WER %"}
 # What the table shows, in order; KEY_COLUMNS identify a row in the store (hidden on the page).
 COLUMNS = ["example", "model", "perturbation", "n", "seed", "repeat", "changed", "F1", "EM", "clean F1",

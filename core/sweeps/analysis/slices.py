@@ -13,6 +13,8 @@ a date answer". Slices (name: what groups the examples):
   clen     context length in words (1-99, 100-149, 150-199, 200+)
   overlap  lexical overlap: the share of the question's distinct words (lower-cased) that occur in
            the context (<50%, 50-70%, 70-90%, 90%+)
+  paragraph  whether the context is one of XQuAD's 240 paragraphs (SQuAD dev questions: the shipped
+           English models trained on the rest of SQuAD dev, so only these have uninflated clean scores)
   cer      the perturbation's edit size, CER of the perturbed field against the original
            (unchanged, <=5%, 5-10%, 10-20%, >20%); a per-variant property, so clean has none
 
@@ -33,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.datasets import normalize_context
+from core.datasets.natural import xquad_contexts
 from core.perturb.nlp import WORD_RE, analyse
 from core.sweeps.analysis.report import cell_examples, reading, sweep_specs
 from core.sweeps.store import Store
@@ -42,7 +46,8 @@ __all__ = ["SLICES", "SliceError", "wh_word", "answer_type", "length_bucket", "o
 
 SLICES = {"wh": "question word", "answer": "answer type", "qlen": "question length (words)",
           "clen": "context length (words)", "overlap": "question-context word overlap",
-          "cer": "edit size (CER of the perturbed field)"}
+          "paragraph": "XQuAD paragraph or not", "cer": "edit size (CER of the perturbed field)"}
+PARAGRAPH_GROUPS = ("XQuAD paragraph", "other paragraph")
 QLEN_EDGES = (6, 10, 15)
 CLEN_EDGES = (99, 149, 199)
 OVERLAP_EDGES = (0.5, 0.7, 0.9)
@@ -169,7 +174,8 @@ def example_slices(question: str, context: str, answer: str, lang: str) -> dict[
     share = len(q_words & c_words) / len(q_words) if q_words else 0.0
     return {"wh": wh_word(question), "answer": answer_type(answer, lang),
             "qlen": length_bucket(len(_words(question)), QLEN_EDGES),
-            "clen": length_bucket(len(_words(context)), CLEN_EDGES), "overlap": overlap_bucket(share)}
+            "clen": length_bucket(len(_words(context)), CLEN_EDGES), "overlap": overlap_bucket(share),
+            "paragraph": PARAGRAPH_GROUPS[normalize_context(context) not in xquad_contexts()]}
 
 
 def _order(slice_name: str) -> list[str]:
@@ -183,6 +189,8 @@ def _order(slice_name: str) -> list[str]:
         return [length_bucket(e, CLEN_EDGES) for e in (*CLEN_EDGES, CLEN_EDGES[-1] + 1)]
     if slice_name == "overlap":
         return ["<50%", "50-70%", "70-90%", "90%+"]
+    if slice_name == "paragraph":
+        return list(PARAGRAPH_GROUPS)
     return ["unchanged", "<=5%", "5-10%", "10-20%", ">20%", "unknown"]
 
 

@@ -226,7 +226,7 @@ def trial_file(perturbation: str) -> tuple[str, str] | None:
 def kind_of(perturbation: str) -> str:
     """"natural" for a challenge file whose path says natural (or a recorded trial's file), else
     "synthetic" (see module doc)."""
-    if trial_file(perturbation) is not None:
+    if trial_file(perturbation) is not None or perturbation.split("+")[0] == "natural_Q":   # HeySQuAD, Disfl-QA
         return "natural"
     return "natural" if is_file_spec(perturbation) and "natural" in perturbation.lower() else "synthetic"
 

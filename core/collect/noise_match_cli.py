@@ -1,0 +1,133 @@
+"""``python -m core.collect.noise_match``: which synthetic setting looks most like real people's noise?
+
+    python -m core.collect.noise_match [--natural asr_human asr_tts disfluent] [--sample 300]
+        [--setting SPEC ...] [--asr-sample N] [--asr-setting SPEC ...] [--model M ...] [--seed 0]
+        [--n-boot 1000] [--json OUT] [--csv OUT]
+
+Per natural condition (:data:`core.datasets.natural.CONDITIONS`) on a seeded sample of its
+questions: its noise profile (per-question WER and CER, the insertion/deletion/substitution mix,
+words changed; XQuAD paragraphs apart), every synthetic setting's on the same questions, the
+distance between them (:data:`core.collect.noise_match.DISTANCE`) and the closest setting. ``--setting``
+replaces the cheap settings (keyboard noise, disfluency); ``--asr-sample N`` adds TTS -> ASR
+(``--asr-setting``, default the installed voices and engines) on N of the sampled questions (seconds
+each; cached on disk). ``--model``: the flip agreement (Cohen's kappa, bootstrap interval) of each
+condition's closest setting with the natural questions. ``--json``: everything; ``--csv``: the ranking.
+Bad input is one line on stderr and exit status 2.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from core import cli
+from core.collect import noise_match
+from core.io.csv_export import csv_bytes
+
+PROG = "python -m core.collect.noise_match"
+
+
+def _parser() -> cli.ArgumentParser:
+    from core.datasets.natural import CONDITIONS
+
+    ap = cli.ArgumentParser(prog=PROG, description="Natural against synthetic noise: noise profiles, distances "
+                                                   "and the closest synthetic setting per natural condition.")
+    ap.add_argument("--natural", nargs="+", default=["asr_human", "asr_tts"], choices=list(CONDITIONS),
+                    help="natural conditions (default asr_human asr_tts: HeySQuAD)")
+    ap.add_argument("--sample", type=cli.positive_int, default=300,
+                    help="questions per condition, a seeded sample (default 300)")
+    ap.add_argument("--setting", action="append", default=None, metavar="SPEC",
+                    help="a synthetic setting in the spec language, value lists allowed (repeat; default: "
+                         + "; ".join(noise_match.DEFAULT_SETTINGS) + ")")
+    ap.add_argument("--asr-sample", type=cli.non_negative_int, default=0,
+                    help="TTS -> ASR settings on this many of the sampled questions (default 0: none)")
+    ap.add_argument("--asr-setting", action="append", default=None, metavar="SPEC",
+                    help="a TTS -> ASR setting (default: " + "; ".join(noise_match.ASR_SETTINGS) + ")")
+    ap.add_argument("--model", action="append", default=[], help="a model of models.toml: flip agreement of "
+                                                                 "each closest setting (repeat for more)")
+    ap.add_argument("--seed", type=cli.non_negative_int, default=0, help="sample, noise and bootstrap seed")
+    ap.add_argument("--n-boot", type=cli.positive_int, default=1000, help="bootstrap resamples (default 1000)")
+    ap.add_argument("--top", type=cli.positive_int, default=5, help="settings printed per condition (default 5)")
+    ap.add_argument("--json", default=None, help="write everything as JSON here")
+    ap.add_argument("--csv", default=None, help="write the ranking as CSV here")
+    return ap
+
+
+def _progress(done: int, total: int, text: str) -> None:
+    print(f"\r[{done}/{total}] {text[:90]:<90}", end="", file=sys.stderr, flush=True)
+
+
+def format_result(result: dict, top: int) -> str:
+    """The printed report: per condition its profile, the closest settings, the flip agreement."""
+    lines = [f"distance: {result['distance']}",
+             f"sample {result['settings']['sample']} questions per condition, seed {result['settings']['seed']}"
+             + (f"; TTS -> ASR on {result['settings']['asr_sample']} of them" if result['settings']['asr'] else "")]
+    for condition in result["settings"]["conditions"]:
+        name = f"natural:{condition}"
+        lines.append(f"\n{name}")
+        for p in result["profiles"]:
+            if p["condition"] == name:
+                lines.append(f"  {p['questions']:<17} n={p['n']:<4} WER {p['WER mean %']:>5}% "
+                             f"(median {p['WER median %']})  CER {p['CER mean %']:>5}%  ins/del/sub "
+                             f"{p['insertions %']}/{p['deletions %']}/{p['substitutions %']}%  words changed "
+                             f"{p['words changed']}  unchanged {p['unchanged %']}%")
+        rows = [r for r in result["ranking"] if r["natural"] == name]
+        for r in rows[:top]:
+            lines.append(f"  {r['distance']:.3f}  {r['setting']:<52} n={r['n']:<4} WER {r['setting WER %']:>5}% "
+                         f"CER {r['setting CER %']:>5}%  (W1 WER {r['w1_wer']:.3f}, CER {r['w1_cer']:.3f}, mix TV "
+                         f"{r['mix_tv']:.2f}; XQuAD paragraphs {r['distance (xquad paragraphs)']})")
+        for k in result.get("agreement", {}).get(condition, []):
+            from core.collect.agreement import kappa_label
+
+            lines.append(f"  flips ({k['model']}): natural {k['flip % a']}%, {k['b']} {k['flip % b']}%, "
+                         f"kappa {kappa_label(k)} on {k['n']} questions")
+    return "\n".join(lines)
+
+
+@cli.command(PROG)
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    for flag, path in (("--json", args.json), ("--csv", args.csv)):
+        if path:
+            cli.writable_file(path, flag)
+    if args.model:
+        from core.qa.registry import get_entry
+
+        for name in args.model:
+            get_entry(name)   # an unknown model before the slow part
+    result = noise_match.run_match(args.natural, sample=args.sample,
+                                   settings=args.setting or noise_match.DEFAULT_SETTINGS,
+                                   asr_sample=args.asr_sample,
+                                   asr_settings=args.asr_setting or noise_match.ASR_SETTINGS,
+                                   seed=args.seed, progress=_progress)
+    print(file=sys.stderr)
+    if args.model:
+        result["agreement"] = _agreement(result, args)
+    print(format_result(result, args.top))
+    if args.json:
+        cli.write_text_atomic(args.json, json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    if args.csv:
+        cli.write_bytes_atomic(args.csv, csv_bytes(result["ranking"]))
+    return 0
+
+
+def _agreement(result: dict, args) -> dict[str, list[dict]]:
+    from core.datasets import sample_examples
+    from core.qa.registry import load_engine
+
+    engines = {name: load_engine(name) for name in dict.fromkeys(args.model)}
+    out = {}
+    for condition, best in result["closest"].items():
+        examples, noisy = noise_match.natural_pairs(condition)
+        by_id = dict(zip((ex.id for ex in examples), noisy))
+        chosen = sample_examples(examples, args.sample, args.seed)
+        if best["n"] < len(chosen):   # a TTS -> ASR setting: its own smaller sample
+            chosen = sample_examples(chosen, best["n"], args.seed)
+        questions, _ = noise_match.synthetic_questions(chosen, best["setting"], args.seed)
+        out[condition] = noise_match.flip_agreement(chosen, f"natural:{condition}", [by_id[e.id] for e in chosen],
+                                                    best["setting"], questions, engines, seed=args.seed,
+                                                    n_boot=args.n_boot)
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
