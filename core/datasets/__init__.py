@@ -1,5 +1,6 @@
-"""Extractive-QA data sets: reading (``squad``), pairing challenge sets (``pairing``), and data sets
-as files (``files``: the data directory, the demo set, data sets by name, the seeded sample).
+"""Extractive-QA data sets: reading (``squad``), pairing challenge sets (``pairing``), what a
+known data file is (``info``), HeySQuAD and Disfl-QA paired by id (``natural``), and data sets as
+files (``files``: the data directory, the demo set, data sets by name, the seeded sample).
 
 Every name is importable from ``core.datasets`` itself, as before it became a package.
 """
@@ -9,7 +10,6 @@ from core.datasets.files import (
     FILE_PREFIX,
     TRAINABLE_EVAL,
     XQUAD_PARAGRAPHS,
-    DatasetInfo,
     confined_file,
     dataset_file,
     demo_dataset,
@@ -19,12 +19,12 @@ from core.datasets.files import (
     has_gold,
     load_dataset,
     load_demo,
-    normalize_context,
     resolve_data_file,
     sample_examples,
     squad_dev_minus_xquad,
     trainable_eval_files,
 )
+from core.datasets.info import DatasetInfo
 from core.datasets.pairing import (
     CONTEXT_SIMILARITY,
     PAIR_RULES,
@@ -32,6 +32,7 @@ from core.datasets.pairing import (
     contexts_agree,
     disagreement,
     legacy_rule,
+    normalize_context,
     pair_challenge,
 )
 from core.datasets.squad import (

@@ -4,19 +4,20 @@ directory), the seeded sample every tool draws (:func:`sample_examples`) and :fu
 from __future__ import annotations
 
 import hashlib
-import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from core import config
+from core.datasets.info import DatasetInfo
+from core.datasets.natural import discover_natural, natural_dataset
+from core.datasets.pairing import normalize_context
 from core.datasets.squad import Dataset, DatasetError, load_squad
 from core.langid import lang_from_filename
 from core.types import QAExample
 
-__all__ = ["DEMO_PATH", "EVAL_ONLY", "TRAINABLE_EVAL", "FILE_PREFIX", "DatasetInfo", "discover_datasets",
+__all__ = ["DEMO_PATH", "EVAL_ONLY", "TRAINABLE_EVAL", "FILE_PREFIX", "discover_datasets",
            "confined_file", "dataset_file",
-           "normalize_context", "trainable_eval_files", "eval_contexts", "find_eval_overlap",
+           "trainable_eval_files", "eval_contexts", "find_eval_overlap",
            "squad_dev_minus_xquad", "load_demo", "demo_dataset", "has_gold", "resolve_data_file", "load_dataset",
            "sample_examples", "XQUAD_PARAGRAPHS"]
 
@@ -35,17 +36,6 @@ _SUFFIXES = (".json", "", ".json.gz")
 FILE_PREFIX = "file:"
 
 XQUAD_PARAGRAPHS = 240  # XQuAD = 240 SQuAD v1.1 dev paragraphs (Artetxe et al. 2020)
-
-
-@dataclass(frozen=True)
-class DatasetInfo:
-    """A known data file: ``role`` is "eval", "challenge" (pairs with ``original``) or "train"."""
-
-    name: str
-    path: Path
-    lang: str
-    role: str
-    original: Path | None = None
 
 
 _ENGLISH_TRAIN_DIRS = {"squad", "squadshifts", "tydiqa"}
@@ -98,9 +88,6 @@ def discover_datasets(data_dir: str | Path | None = None) -> list[DatasetInfo]:
     for p in glob("train/**/*.json"):
         english = p.relative_to(root / "train").parts[0] in _ENGLISH_TRAIN_DIRS
         add(p, "train", lang_from_filename(p) or ("en" if english else None))
-    # natural.py builds on this module: imported here, not at the top
-    from core.datasets.natural import discover_natural
-
     infos.extend(i for i in discover_natural(root) if config.within(i.path, [root]))
     order = {"eval": 0, "challenge": 1, "train": 2}
     return sorted(infos, key=lambda i: (order[i.role], i.name))
@@ -108,11 +95,6 @@ def discover_datasets(data_dir: str | Path | None = None) -> list[DatasetInfo]:
 
 # ----------------------------------------------------------------------------------------------
 # Keeping evaluation data out of training
-
-
-def normalize_context(text: str) -> str:
-    """A context in the form used to match paragraphs across files: NFC, whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 def trainable_eval_files(data_dir: str | Path | None = None) -> set[Path]:
@@ -291,8 +273,6 @@ def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: boo
     :func:`core.datasets.load_squad` (the demo set has its own languages)."""
     opts = {"lang": lang, "on_ambiguous": on_ambiguous, "on_unscorable": on_unscorable}
     if name.startswith("natural:"):   # HeySQuAD, Disfl-QA (core.datasets.natural): always under the data directory
-        from core.datasets.natural import natural_dataset
-
         return natural_dataset(name, data_dir)
     if name.startswith(FILE_PREFIX):
         path = resolve_data_file(name[len(FILE_PREFIX):], data_dir, what=f"dataset {name!r}")

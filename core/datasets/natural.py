@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core import config
-from core.datasets.files import DatasetInfo, normalize_context
-from core.datasets.pairing import pair_challenge
+from core.datasets.info import DatasetInfo
+from core.datasets.pairing import normalize_context, pair_challenge
 from core.datasets.squad import Dataset, DatasetError, load_squad
 from core.io import safe_json
 from core.types import QAExample

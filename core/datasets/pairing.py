@@ -3,15 +3,20 @@ are the same item (:func:`pair_challenge`), as sweeps and make_challenge read ch
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.datasets.files import normalize_context
 from core.datasets.squad import Dataset, DatasetError
 from core.types import QAExample
 
 __all__ = ["PAIR_RULES", "CONTEXT_SIMILARITY", "Pairing", "contexts_agree", "disagreement", "pair_challenge",
-           "legacy_rule"]
+           "legacy_rule", "normalize_context"]
+
+
+def normalize_context(text: str) -> str:
+    """A context in the form used to match paragraphs across files: NFC, whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 PAIR_RULES = ("auto", "id", "position")
