@@ -47,6 +47,8 @@ class ModelEntry:
     # False keeps the model out of the pickers' default choice (still one click away): for a
     # model too slow on CPU to answer every question of a live demo or a sweep by default.
     preselect: bool = True
+    # "extractive" (QAEngine) or "generative" (an LLM reading the passage: core.qa.generative.entry)
+    kind: str = "extractive"
 
     @property
     def over_base(self) -> bool:
@@ -187,6 +189,14 @@ def load_registry(path: Path | None = None) -> list[ModelEntry]:
             raise ModelLoadError(f"{path}: model #{i + 1} has no name")
         if name in seen:
             raise ModelLoadError(f"{path}: model name {name!r} appears twice")
+        if m.get("kind", "extractive") not in ("extractive", "generative"):
+            raise ModelLoadError(f"{path}: model {name!r}: kind is \"extractive\" or \"generative\"")
+        if m.get("kind") == "generative":
+            from core.qa.generative.entry import entry_from_toml
+
+            seen.add(name)
+            entries.append(entry_from_toml(path, m))
+            continue
         if sum(bool(m.get(k)) for k in ("path", "hf_id", "adapter")) != 1:
             raise ModelLoadError(f"{path}: model {name!r} needs exactly one of 'path' or 'hf_id' "
                                  f"(or 'adapter' with 'base')")
@@ -485,11 +495,16 @@ _lock = threading.Lock()
 
 
 def load_engine(name: str, settings: EngineSettings | None = None, path: Path | None = None) -> QAEngine:
-    """A QAEngine for a registered model, loaded once per process and settings."""
+    """A QAEngine for a registered model, loaded once per process and settings (a generative
+    model's reader, core.qa.generative, for an entry of ``kind = "generative"``)."""
     entry = get_entry(name, path)
     s = settings or EngineSettings()
     key = (entry.name, entry.source, entry.fingerprint(), tuple(sorted(vars(s).items())))
     with _lock:
+        if key not in _cache and entry.kind == "generative":
+            from core.qa.generative.entry import load_reader
+
+            _cache[key] = load_reader(entry, s.threads, s.max_answer_tokens)
         if key not in _cache:
             model, tok = load_model_and_tokenizer(entry)
             _cache[key] = QAEngine(model, tok, EngineSettings(**vars(s)), languages=entry.languages,
