@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -221,3 +222,27 @@ def test_a_sweep_against_a_dead_server_fails_with_one_line(tmp_path):
     lines = [ln for ln in got.stderr.splitlines() if ln.strip()]
     assert "cannot be reached" in got.stderr and "Traceback" not in got.stderr, got.stderr[-1500:]
     assert len(lines) <= 2, lines
+
+
+def test_ask_shows_the_llm_answer_highlighted_beside_an_extractive_model(monkeypatch, tmp_path, tiny_registry):
+    from rendered import shown
+    from streamlit.testing.v1 import AppTest
+
+    reg = tmp_path / "models.toml"
+    reg.write_text(tiny_registry.read_text() + f'\n[[model]]\nname = "{MODEL}"\nkind = "generative"\n'
+                   f'gguf = "{PACKAGE}"\nlanguages = ["en", "de", "zh"]\n')
+    monkeypatch.setenv("QAX_MODELS_TOML", str(reg))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    at = AppTest.from_file("../app.py", default_timeout=300).run()
+    assert not at.exception
+    at.multiselect(key="ask_models").set_value(["tiny-a", MODEL]).run()
+    at.radio(key="ask_source").set_value("Paste a context").run()
+    at.text_area(key="ask_context").input(NORMANDY).run()
+    at.text_area(key="ask_question").input("In what country is Normandy located?").run()
+    at.button(key="ask_go").click().run()
+    assert not at.exception and not at.error
+    html = shown("\n".join(m.value for m in at.markdown))
+    # the LLM's span is marked in the passage (named in its mark's title, beside tiny-a where they overlap)
+    assert re.search(r'class="qax-span"[^>]*title="[^"]*' + re.escape(MODEL), html), html[-1500:]
+    assert any("found in the passage" in c.value for c in at.caption)
+    assert any("n-best spans do not apply to" in c.value and MODEL in c.value for c in at.caption)
