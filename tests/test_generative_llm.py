@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.slow
-pytest.importorskip("llama_cpp")
 
 from core.qa.generative.gguf import missing  # noqa: E402
 
@@ -41,6 +40,7 @@ NORMANDY = ("The Normans (Norman: Nourmands; French: Normands; Latin: Normanni) 
 
 @pytest.fixture(scope="module")
 def reader():
+    pytest.importorskip("llama_cpp")
     from core.qa.registry import load_engine
 
     return load_engine(MODEL)
@@ -76,6 +76,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def llama_server():
     """A real llama.cpp OpenAI-compatible server on 127.0.0.1 with the shipped GGUF."""
+    pytest.importorskip("llama_cpp.server.app")
     from core.qa.generative.gguf import gguf_path
 
     port = _free_port()
@@ -225,6 +226,7 @@ def test_a_sweep_against_a_dead_server_fails_with_one_line(tmp_path):
 
 
 def test_ask_shows_the_llm_answer_highlighted_beside_an_extractive_model(monkeypatch, tmp_path, tiny_registry):
+    pytest.importorskip("llama_cpp")
     from rendered import shown
     from streamlit.testing.v1 import AppTest
 
@@ -246,3 +248,35 @@ def test_ask_shows_the_llm_answer_highlighted_beside_an_extractive_model(monkeyp
     assert re.search(r'class="qax-span"[^>]*title="[^"]*' + re.escape(MODEL), html), html[-1500:]
     assert any("found in the passage" in c.value for c in at.caption)
     assert any("n-best spans do not apply to" in c.value and MODEL in c.value for c in at.caption)
+
+
+def test_the_transformers_route_loads_a_causal_lm_folder_through_the_registry(tmp_path):
+    """A real (tiny, randomly initialised) Qwen2 causal LM with the shipped model's tokenizer and
+    chat template, saved as a folder and registered with ``path``: the route a user with their own
+    weights takes. Its answers are noise; what is checked is the route and the span contract."""
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    from core.qa import registry
+    from core.qa.generative.gguf import PACKAGES, gguf_path
+
+    gguf = gguf_path(PACKAGE)
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=PACKAGES[PACKAGE].filename)
+    torch.manual_seed(0)
+    config = Qwen2Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096)
+    folder = tmp_path / "tiny-qwen"
+    Qwen2ForCausalLM(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    reg = tmp_path / "models.toml"
+    reg.write_text(f'[[model]]\nname = "tiny-llm"\nkind = "generative"\npath = "{folder}"\nmax_new_tokens = 6\n')
+    entry = registry.get_entry("tiny-llm", reg)
+    assert entry.is_installed() and entry.default_backend() == "transformers"
+    llm = registry.load_engine("tiny-llm", path=reg)
+    assert llm.backend_name == "transformers" and llm.settings.max_new_tokens == 6
+    preds = llm.predict(["Where is Normandy?", "Who led them?"], [NORMANDY] * 2)
+    for p in preds:
+        assert p.alignment in ("exact", "approximate", "not in the passage")
+        assert p.best is None or NORMANDY[p.best.start:p.best.end] == p.best.text
+    with pytest.raises(ValueError, match="do not fit"):
+        llm.predict(["Where?"], [NORMANDY * 60])     # longer than the 4,096-token window
