@@ -66,6 +66,11 @@ class LlamaCppRuntime:
     concurrency = 1
 
     def __init__(self, path: Path, settings: GenerationSettings, identity: str | None = None):
+        # llama.cpp's OpenMP threads spin between steps by default; on a shared CPU (the app beside
+        # a sweep, other processes) spinning threads take the cores the others need. Seen once here
+        # at load average 20 on 2 cores (two runs, not a controlled comparison): XQuAD-en at about
+        # 55 s a question spinning, 16 s passive.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             from llama_cpp import Llama
         except ImportError as e:
