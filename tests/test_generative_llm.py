@@ -74,21 +74,24 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def llama_server():
-    """A real llama.cpp OpenAI-compatible server on 127.0.0.1 with the shipped GGUF."""
+def llama_server(tmp_path_factory):
+    """A real llama.cpp OpenAI-compatible server on 127.0.0.1 with the shipped GGUF (its log to a
+    file: llama.cpp writes more at load than a pipe holds, and a full pipe stops the server)."""
     pytest.importorskip("llama_cpp.server.app")
     from core.qa.generative.gguf import gguf_path
 
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path(PACKAGE)),
-                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "2",
-                             "--model_alias", "qwen-test", "--seed", "0"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = tmp_path_factory.mktemp("llama_server") / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path(PACKAGE)),
+                                 "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "2",
+                                 "--model_alias", "qwen-test", "--seed", "0"],
+                                stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300
         while True:
-            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            assert proc.poll() is None, log.read_text(errors="replace")[-2000:]
             try:
                 with urllib.request.urlopen(f"{base}/models", timeout=2) as r:
                     if r.status == 200:
@@ -111,7 +114,7 @@ def _registry(tmp_path: Path, base_url: str, concurrent: int = 2) -> Path:
     f = tmp_path / "models.toml"
     f.write_text(f'[[model]]\nname = "llm-server"\nkind = "generative"\nlanguages = ["en"]\n'
                  f'[model.server]\nbase_url = "{base_url}"\nmodel = "qwen-test"\napi_key_env = "QAX_TEST_LLM_KEY"\n'
-                 f'max_concurrent = {concurrent}\ntimeout_s = 120\n')
+                 f'max_concurrent = {concurrent}\ntimeout_s = 600\n')
     return f
 
 
