@@ -14,7 +14,7 @@ import streamlit as st
 
 from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.text import html_text, md_escape
-from core.explore.answers import ModelAnswer
+from core.explore.answers import ModelAnswer, generative_line
 from core.types import Prediction, Span
 
 
@@ -31,10 +31,19 @@ def card_header(model: str, colour: str, suffix: str = "") -> str:
 CARDS_PER_ROW = 3
 
 
-def answer_card(model: str, index: int, answer: str, caption: str = "") -> None:
-    """One model's card (inside a column): its name, its answer as plain text, a caption."""
+def answer_card(model: str, index: int, answer: str, caption: str = "", prediction: Prediction | None = None) -> None:
+    """One model's card (inside a column): its name, its answer as plain text, a caption; a
+    generative reader's answer that is not in the passage in a box marked so."""
     st.markdown(card_header(model, color_for(index)), unsafe_allow_html=True)
-    st.text(f"Answer: {answer}" if answer else "No answer")   # st.text: an answer is data
+    line = generative_line(prediction) if prediction is not None else ""
+    if line and prediction is not None and not prediction.nbest:
+        with st.container(border=True):
+            st.markdown("**Not in the passage**")
+            st.text(f"Answer: {answer}" if answer else "No answer")
+    else:
+        st.text(f"Answer: {answer}" if answer else "No answer")   # st.text: an answer is data
+    if line:
+        st.caption(md_escape(line))
     if caption:
         st.caption(caption)
 
@@ -89,7 +98,7 @@ def answer_cards(answers: Sequence[ModelAnswer], context: str, gold: Sequence[tu
         if a.em is not None:
             line += f" · EM {100 * a.em:.0f} · F1 {round(100 * a.f1, 1):.1f}"
         with cols[i % per_row]:
-            answer_card(a.model, i, best.text if best else "", line)
+            answer_card(a.model, i, a.prediction.text, line, a.prediction)
     if score_note:
         st.caption(md_escape(score_note))
     found = [(s, s + len(t)) for t, s in gold if s >= 0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from components.text import html_text
+from core.explore.answers import extractive_only_note
 
 POSITIVE, NEGATIVE = (230, 159, 0), (0, 114, 178)   # Okabe-Ito orange and blue
 
@@ -52,6 +53,15 @@ def legend_html() -> str:
             "largest score of each text)</small>")
 
 
+def _generative(name: str, engine_for: Callable) -> bool:
+    """An LLM reader has no span logits to attribute (a model that fails to load is left to the
+    panel, which says why)."""
+    try:
+        return getattr(engine_for(name), "kind", "") == "generative"
+    except Exception:
+        return False
+
+
 def _cached(key: tuple, make: Callable):
     import streamlit as st
 
@@ -75,6 +85,9 @@ def attributions_panel(page: str, question: str, context: str, models: Sequence[
         return
     st.markdown(legend_html(), unsafe_allow_html=True)
     for name in models:
+        if _generative(name, engine_for):
+            st.caption(html_text(extractive_only_note([name], "Attributions")))
+            continue
         try:
             with st.spinner(f"Attributing {name}…"):
                 a = _cached((name, question, context), lambda: explain(engine_for(name), question, context))
@@ -145,7 +158,7 @@ def why_changed_panel(page: str, example, row, models: Sequence[str], prediction
     """Variants' expander for a row whose answer changed (row 0 holds the original's answers)."""
     from core.metrics import predictions_differ
 
-    changed = [m for m in models if row.field
+    changed = [m for m in models if row.field and not _generative(m, engine_for)
                and predictions_differ(predictions[m][0].text, predictions[m][i].text, example.lang)]
     if changed:
         why_changed_expander(page, changed, example.question, example.context, row.example.question,

@@ -41,9 +41,20 @@ class Span:
 
 @dataclass
 class Prediction:
-    """The engine's answer to one (question, context) pair: the n-best spans, best first."""
+    """The engine's answer to one (question, context) pair: the n-best spans, best first.
+
+    A generative reader (core.qa.generative) writes its answer and then finds it in the context:
+    ``free_answer`` is what it wrote, ``alignment`` how it was found ("exact", "approximate", or
+    "not in the passage": then ``nbest`` is empty and ``text`` is the free answer, scored as text).
+    Both stay empty for an extractive model.
+
+    >>> Prediction([], free_answer="in northern France", alignment="not in the passage").text
+    'in northern France'
+    """
 
     nbest: list[Span] = field(default_factory=list)
+    free_answer: str = ""
+    alignment: str = ""
 
     @property
     def best(self) -> Span | None:
@@ -51,4 +62,4 @@ class Prediction:
 
     @property
     def text(self) -> str:
-        return self.nbest[0].text if self.nbest else ""
+        return self.nbest[0].text if self.nbest else self.free_answer

@@ -208,6 +208,8 @@ with answer_slot:   # the answers (or the plain passage) come right below the bu
             nb = answers.nbest_rows(answered.answers)
             with st.expander("n-best spans"):
                 st.dataframe(pd.DataFrame(nb), hide_index=True, width="stretch")
+                st.caption(md_escape(answers.extractive_only_note(
+                    [a.model for a in answered.answers if a.prediction.alignment], "n-best spans")))
             export = answers.ask_export(answered.answers, {
                 "question": res["question"], "typed_question": res.get("typed", res["question"]),
                 "question_lang": res.get("question_lang"), "translator": res.get("translator"),

@@ -117,8 +117,9 @@ def answer_all(models: Sequence[str], engine_for: EngineFor, question: str, cont
                 break
             continue
         answer = ModelAnswer(name, prediction, seconds, note(engine) if note else "")
-        if golds and prediction.best is not None:
-            answer.em, answer.f1 = score_answer(prediction.best.text, list(golds), lang)
+        if golds and (prediction.best is not None or prediction.free_answer):
+            # a generative reader's answer that is not in the passage is scored as its text
+            answer.em, answer.f1 = score_answer(prediction.text, list(golds), lang)
         out.answers.append(answer)
     return out
 
@@ -128,9 +129,11 @@ def answer_rows(answers: Sequence[ModelAnswer]) -> list[dict]:
     rows = []
     for a in answers:
         best = a.best
-        row = {"model": a.model, "answer": best.text if best else "",
+        row = {"model": a.model, "answer": a.prediction.text,
                "start": best.start if best else None, "end": best.end if best else None,
                "score": round(best.score, 4) if best else None, "latency_ms": round(a.seconds * 1000, 1)}
+        if a.prediction.alignment:   # a generative reader: how its answer was found in the passage
+            row.update(alignment=a.prediction.alignment, model_wrote=a.prediction.free_answer)
         if a.em is not None:
             row.update(EM=round(100 * a.em, 1), F1=round(100 * a.f1, 1))
         rows.append(row)
@@ -138,9 +141,44 @@ def answer_rows(answers: Sequence[ModelAnswer]) -> list[dict]:
 
 
 def nbest_rows(answers: Sequence[ModelAnswer]) -> list[dict]:
-    """Every model's n-best spans, ranked from 1."""
+    """Every extractive model's n-best spans, ranked from 1 (a generative reader has one answer:
+    :func:`extractive_only_note` says so)."""
     return [{"model": a.model, "rank": k + 1, "answer": s.text, "start": s.start, "end": s.end,
-             "score": round(s.score, 4)} for a in answers for k, s in enumerate(a.prediction.nbest)]
+             "score": round(s.score, 4)} for a in answers if not a.prediction.alignment
+            for k, s in enumerate(a.prediction.nbest)]
+
+
+def extractive_only_note(models: Sequence[str], what: str) -> str:
+    """The line a view that reads an extractive model's span scores (n-best, attributions) shows
+    for the generative readers among ``models`` instead of breaking on them ("" when none).
+
+    >>> extractive_only_note(["qwen"], "n-best spans")
+    'n-best spans do not apply to qwen: a generative model writes one answer, then it is found in the passage.'
+    """
+    if not models:
+        return ""
+    return (f"{what} do not apply to {', '.join(models)}: a generative model writes one answer, then it is "
+            "found in the passage.")
+
+
+def generative_line(prediction: Prediction) -> str:
+    """How a generative reader's answer sits in the passage, for its card ("" for an extractive one).
+
+    >>> generative_line(Prediction([Span("France", 0, 6, 1.0)], free_answer="France", alignment="exact"))
+    'found in the passage (exact)'
+    >>> generative_line(Prediction([Span("Hrólfr", 0, 6, 0.83)], free_answer="Hrolfr", alignment="approximate"))
+    "found in the passage (approximate, similarity 83): the model wrote 'Hrolfr'"
+    """
+    if not prediction.alignment:
+        return ""
+    if not prediction.nbest:
+        return "not in the passage: scored as the model's own words" if prediction.free_answer else \
+            "the model gave an empty answer"
+    best = prediction.nbest[0]
+    if prediction.alignment == "exact":
+        return "found in the passage (exact)"
+    return (f"found in the passage ({prediction.alignment}, similarity {round(100 * best.score)}): "
+            f"the model wrote {prediction.free_answer!r}")
 
 
 def gold_to_score(typed_gold: str, context: str, item_golds: Sequence[tuple[str, int]],

@@ -136,6 +136,10 @@ def evaluate(engine: QAEngine, ds: Dataset, progress=None, per_question: bool = 
         "hardware": f"{platform.machine()}, {__import__('os').cpu_count()} cores",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
     }
+    aligned = [p.alignment for p in preds if p.alignment]
+    if aligned:   # a generative reader: how often its answer was found in the passage, in % of questions
+        result["alignment"] = {k: round(100 * aligned.count(k) / len(preds), 1)
+                               for k in ("exact", "approximate", "not in the passage")}
     if per_question or details:
         each = {e.id: score_answer(predictions[e.id], e.answer_texts, ds.lang) for e in examples}
     if per_question:

@@ -49,6 +49,8 @@ class ModelEntry:
     # False keeps the model out of the pickers' default choice (still one click away): for a
     # model too slow on CPU to answer every question of a live demo or a sweep by default.
     preselect: bool = True
+    # "extractive" (QAEngine) or "generative" (an LLM reading the passage: core.qa.generative.entry)
+    kind: str = "extractive"
 
     @property
     def over_base(self) -> bool:
@@ -199,6 +201,14 @@ def load_registry(path: Path | None = None) -> list[ModelEntry]:
             raise ModelLoadError(f"{path}: model #{i + 1} has no name")
         if name in seen:
             raise ModelLoadError(f"{path}: model name {name!r} appears twice")
+        if m.get("kind", "extractive") not in ("extractive", "generative"):
+            raise ModelLoadError(f"{path}: model {name!r}: kind is \"extractive\" or \"generative\"")
+        if m.get("kind") == "generative":
+            from core.qa.generative.entry import entry_from_toml
+
+            seen.add(name)
+            entries.append(entry_from_toml(path, m))
+            continue
         if sum(bool(m.get(k)) for k in ("path", "hf_id", "adapter")) != 1:
             raise ModelLoadError(f"{path}: model {name!r} needs exactly one of 'path' or 'hf_id' "
                                  f"(or 'adapter' with 'base')")
@@ -518,7 +528,13 @@ def build_engine(entry: ModelEntry, settings: EngineSettings,
                  stage: Callable[[str], None] = lambda text: None) -> QAEngine:
     """A new QAEngine for ``entry`` (no cache: core.qa.engine_cache keeps them); it can load its
     torch weights again after letting go of them (QAEngine.release_torch). ``stage`` hears what
-    the load is doing, for a progress line."""
+    the load is doing, for a progress line. An entry of ``kind = "generative"`` gives its
+    language model's reader (core.qa.generative)."""
+    if entry.kind == "generative":
+        from core.qa.generative.entry import load_reader
+
+        stage("loading the language model")
+        return load_reader(entry, settings.threads, settings.max_answer_tokens)
     model, tok = load_model_and_tokenizer(entry)
     stage("making its forward pass")
     return QAEngine(model, tok, EngineSettings(**vars(settings)), languages=entry.languages,
