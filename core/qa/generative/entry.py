@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from core.qa.registry import ModelEntry, ModelLoadError
+from core.qa.model_entry import ModelEntry, ModelLoadError
 
 SERVER_KEYS = {"base_url": str, "model": str, "api_key_env": str, "max_concurrent": int, "timeout_s": (int, float)}
 # Requests one sweep or page may have in flight to one server: the budget a visitor cannot raise
