@@ -361,11 +361,14 @@ def results_table(
     predictions: Mapping[str, Sequence[Prediction]],
     lang: str,
     context_window: int = 40,
+    scored: bool = True,
 ) -> list[dict[str, Any]]:
     """One dict per row (keys are the table's column names; see the module docstring).
 
     Per model ``m``: ``"m: answer"``, ``"m: changed"`` ("changed": differs from the answer to the
-    original, "same", empty for the original row), ``"m: EM"`` / ``"m: F1"`` in percent (None without gold).
+    original, "same", empty for the original row), ``"m: EM"`` / ``"m: F1"`` in percent (None without
+    gold, or when not ``scored``: a question that is not the item's own has no gold answer, though
+    the perturbations still need the item's answers to leave them intact).
     """
     if not rows or rows[0].perturbation != ORIGINAL:
         raise ValueError("results_table needs the original example as its first row")
@@ -383,7 +386,7 @@ def results_table(
             "params": params_label(row.params),
             "variant (edits marked)": marked_text(row.original_text, row.edits, window),
         }
-        golds = row.example.answer_texts
+        golds = row.example.answer_texts if scored else []
         for name, preds in predictions.items():
             answer = preds[i].text
             record[f"{name}: answer"] = answer
