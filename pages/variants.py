@@ -19,6 +19,7 @@ from components.attribution import why_changed_panel
 from components.edits import edits_html
 from components.frame import page_frame
 from components.highlight import color_for
+from components.narrow import fitted
 from components.params import param_form
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.text import choose_hint, html_text, md_escape
@@ -194,11 +195,11 @@ if not res.get("scored", True) and source == "Dataset item":
 shown_table = pd.DataFrame(cv.compact_table(res["table"], list(predictions)))
 event = st.dataframe(shown_table, key="var_table", on_select="rerun", selection_mode="single-row",
                      hide_index=True, width="stretch", row_height=84,   # taller than 4rem: cells wrap
-                     # sized so that three models' columns fit beside the variant on a 1280 px screen
-                     column_config={"#": st.column_config.NumberColumn(width=30),
-                                    "perturbation": st.column_config.TextColumn(width=100),
-                                    "variant (edits marked)": st.column_config.TextColumn(width=220),
-                                    **{name: st.column_config.TextColumn(width=155) for name in predictions}})
+                     # three models' columns beside the variant at 800 px, all grown to fill a wider page;
+                     # the variant's cell names its perturbation (components/narrow.py)
+                     column_config=fitted(shown_table.columns, {"#": 28, "variant (edits marked)": 118,
+                                                                **{name: 92 for name in predictions}},
+                                          labels={"variant (edits marked)": "variant"}, hidden=["perturbation"]))
 selected = list(getattr(getattr(event, "selection", None), "rows", []) or [])
 if selected and selected != st.session_state.get("var_last_selection"):
     st.session_state["var_row"] = selected[0]

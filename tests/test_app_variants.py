@@ -65,13 +65,16 @@ def test_variants_table_rows_texts_and_changed_answers(tiny_env):
         "When was Carrow Point first lit?",
         "When Carrow Point Lighthouse first lit?",
     ]
-    assert list(df["variant (edits marked)"])[1:] == [
+    marked = [
         "⟦W→w⟧hen was ⟦C→c⟧arrow ⟦P→p⟧oint ⟦L→l⟧ighthouse first lit?",
         "When was Carrow Point Lighthouse first lit?",
         "When wa⟦s→a⟧ Carrow P⟦o→i⟧int Lighthouse first l⟦i→u⟧t?",
         "When was Carrow Point ⟦−Lighthouse ⟧first lit?",
         "When ⟦−was ⟧Carrow Point Lighthouse first lit?",
     ]
+    assert list(pd.DataFrame(at.session_state["var_result"]["table"])["variant (edits marked)"])[1:] == marked
+    # on screen the variant's cell names its perturbation (its own column is hidden: three models fit at 800 px)
+    assert list(df["variant (edits marked)"])[1:] == [f"{p}: {m}" for p, m in zip(list(df["perturbation"])[1:], marked)]
     assert list(df["n edits"]) == [0, 4, 0, 3, 1, 1]
 
     # Per model: answer, changed mark consistent with the answers, EM/F1 present (demo has gold);
