@@ -180,7 +180,10 @@ if buttons.button("🧪 Perturb this question", key="ask_perturb", disabled=not 
 # beside the buttons (on a row of its own it pushed the passage off the first screen); filled last: the
 # link says whether answers are shown
 link_slot = buttons.container()
-answer_now = st.session_state.pop("ask_answer_now", False) and st.session_state.get("ask_auto_answer", True)
+# a recording's transcript (while its toggle is on), or an item opened from Gallery or Heatmaps' rows
+arrived = st.session_state.pop("ask_answer_on_arrival", False)
+spoken = st.session_state.pop("ask_answer_now", False) and st.session_state.get("ask_auto_answer", True)
+answer_now = arrived or spoken
 with answer_slot:   # the answers (or the plain passage) come right below the buttons
     if (pressed or (answer_now and models)):
         # a long context is read in many windows: the answers can take seconds, and the page says so
