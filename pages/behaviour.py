@@ -123,7 +123,7 @@ st.subheader("Pass rates")
 # the failure rate beside the model and test, so a window 800 px wide shows it (components/narrow.py)
 shown = summary[key_first(summary.columns, ["model", "test", "failure rate %", "max failure rate %", "over threshold"])]
 st.dataframe(shown, hide_index=True, key="bt_summary", width="stretch", column_config=fitted(
-    shown.columns, {"model": 110, "test": 150, "failure rate %": 60, "max failure rate %": 55, "over threshold": 55},
+    shown.columns, {"model": 125, "test": 135, "failure rate %": 60, "max failure rate %": 55, "over threshold": 55},
     labels={"failure rate %": "failed %", "max failure rate %": "max %", "over threshold": "over?"}))
 cases = pd.DataFrame(case_rows(results))
 c1, c2, c3 = st.columns(3)
