@@ -199,7 +199,9 @@ event = st.dataframe(shown_table, key="var_table", on_select="rerun", selection_
                      # the variant's cell names its perturbation (components/narrow.py)
                      column_config=fitted(shown_table.columns, {"#": 28, "variant (edits marked)": 118,
                                                                 **{name: 92 for name in predictions}},
-                                          labels={"variant (edits marked)": "variant"}, hidden=["perturbation"]))
+                                          labels={"variant (edits marked)": "variant"},
+                                          hidden=["perturbation", "params", "field", "repeat", "same as repeats",
+                                                  "question", "text"]))
 selected = list(getattr(getattr(event, "selection", None), "rows", []) or [])
 if selected and selected != st.session_state.get("var_last_selection"):
     st.session_state["var_row"] = selected[0]

@@ -413,9 +413,9 @@ def results_table(
 
 def compact_table(table: Sequence[Mapping[str, Any]], models: Sequence[str]) -> list[dict[str, Any]]:
     """The table as the page shows it: one narrow column per model (changed mark, answer, F1), and
-    the perturbation named in the variant's cell, so three models fit beside it in a window 800 px
-    wide (the page hides the perturbation's own column); :func:`results_table` keeps every column
-    for the CSV.
+    the perturbation and its parameters named in the variant's cell, so three models fit beside it
+    in a window 800 px wide (the page hides their own columns); :func:`results_table` keeps every
+    column for the CSV.
 
     >>> row = {"#": 1, "perturbation": "TUQ", "params": "", "variant (edits marked)": "WHO?",
     ...        "m: answer": "Paris", "m: changed": "changed", "m: EM": 0.0, "m: F1": 66.7, "WER %": 0.0}
@@ -425,8 +425,9 @@ def compact_table(table: Sequence[Mapping[str, Any]], models: Sequence[str]) -> 
     """
     out = []
     for r in table:
+        spec = r["perturbation"] + (f"({r['params']})" if r.get("params") else "")
         record = {"#": r["#"], "perturbation": r["perturbation"],
-                  "variant (edits marked)": f"{r['perturbation']}: {r['variant (edits marked)']}"}
+                  "variant (edits marked)": f"{spec}: {r['variant (edits marked)']}"}
         for m in models:
             answer = r.get(f"{m}: answer") or "∅"
             mark = r.get(f"{m}: changed") or ""
