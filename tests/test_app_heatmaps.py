@@ -262,7 +262,7 @@ def test_a_small_sweeps_title_wraps_inside_its_figure():
         wide, _ = heatmap_figure(one * 1 + [Cell("m", f"P{k}", {}, "{}", f"P{k}", "f", "question", 0, 0, 5,
                                                  *([None] * 13)) for k in range(8)], "f1", value)
         assert "<br>" not in wide.layout.title.text   # a wide figure keeps its title on one line
-        assert fig.layout.margin.t == 90 + (len(lines) - 1) * TITLE_LINE_PX
+        assert fig.layout.margin.t == 90 + 2 * (len(lines) - 1) * TITLE_LINE_PX
 
 
 def test_views_tables(sweep_db):

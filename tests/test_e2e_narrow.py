@@ -124,6 +124,7 @@ def test_heatmaps_tabs_tables_and_title_fit(server):
         page.wait_for_timeout(1500)
         svg, title = figure.locator(".main-svg").first.bounding_box(), figure.locator(".gtitle").bounding_box()
         assert title["x"] >= svg["x"] and title["x"] + title["width"] <= svg["x"] + svg["width"], (title, svg)
+        assert title["y"] >= svg["y"], (title, svg)   # Plotly lifts a title of two lines above its anchor
         lines = figure.locator(".gtitle").evaluate(   # an SVG text: one tspan per line when it wraps
             "e => Array.from(e.querySelectorAll('tspan.line')).map(t => t.textContent)")
         assert len(lines) >= 2 and " ".join(lines).endswith("(colour: band of % change)"), lines

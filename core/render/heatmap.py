@@ -322,7 +322,11 @@ def _frame(fig: go.Figure, metric: str, value: str, width: int, height: int, mar
     ``legend_at`` / ``title_at``; a title on more lines than one makes the figure taller above
     the plot, so what is placed against the plot stays where it was)."""
     lines = title_lines(f"{METRICS[metric]}: {VALUES[value]} (colour: band of % change)", width)
-    extra = (len(lines) - 1) * TITLE_LINE_PX
+    # Plotly lifts a title of more lines than one by a line above its anchor (measured in Chromium: 5 px
+    # above the figure with two lines): it is padded down by the lines it gains, and they are added twice
+    extra = 2 * (len(lines) - 1) * TITLE_LINE_PX
+    if len(lines) > 1:
+        title_at = dict(y=1, yref="container", pad=dict(t=8 + (len(lines) - 1) * TITLE_LINE_PX))
     fig.update_layout(
         width=width, height=height + extra, margin={**margin, "t": margin["t"] + extra},
         plot_bgcolor="white", clickmode="event+select", dragmode=False,
