@@ -178,7 +178,5 @@ def test_a_running_sweep_keeps_its_bar_and_cancel_in_view_then_opens_on_heatmaps
     page.screenshot(path=str(shots / "sweep_done_800.png"))
     done.click()
     page.locator("h1").filter(has_text="Heatmaps").wait_for()
-    sweep = page.get_by_role("combobox", name="Sweep", exact=True)
-    sweep.wait_for()
-    assert "keyboard_Q" in page.locator('[data-testid="stSelectbox"]').filter(has=sweep).inner_text()
+    page.get_by_text(re.compile(r"demo\.en · 4 examples · models minilm-squad-v2")).wait_for()   # this sweep
     assert os.path.exists(CHROMIUM)
