@@ -146,18 +146,8 @@ def _transcribed_take(browser, usable: list[str], asr_lang: str | None) -> dict 
 def _transcripts(speech: dict, names: list[str], problems: dict) -> None:
     """Every engine's transcript of the take side by side, with its WER against what the speaker
     meant to say (when typed), time and real-time factor, or why it has none."""
-    by_engine = {r.engine: r for r in speech["results"]}
     reference = st.session_state.get("ask_reference", "")
-    rows = []
-    for name in names:
-        r = by_engine.get(name)
-        error = r.error if r is not None else problems[name]
-        w = ask_input.wer_against(reference, r.text if r else None)
-        rows.append({"engine": name, "transcript": r.text if r and r.text is not None else "",
-                     "WER %": None if w is None else round(100 * w, 1),
-                     "seconds": None if r is None or r.seconds is None else round(r.seconds, 2),
-                     "RTF": None if r is None or r.rtf is None else round(r.rtf, 2),
-                     "problem": error or ""})
+    rows = ask_input.transcript_rows(names, speech["results"], problems, reference)   # "—" where there is no figure
     st.caption(f"Recording from the {speech['source']}; transcripts side by side"
                + (" (WER against what you meant to say)" if reference.strip() else ""))
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

@@ -32,6 +32,14 @@ from components.state import init_state, sidebar_settings
 
 PAGE_CONFIG = {"page_title": "QA Robustness Explorer", "page_icon": "🔎", "layout": "wide"}
 
+# Streamlit pads the page 6rem from the top, for a header bar that holds only the menu, on the right:
+# with 2rem, an item's passage on Ask is on the first screen at 1400x900. Tabs that do not fit the
+# page's width wrap onto more lines: in one line, Heatmaps' ten ran behind an arrow at 800 px (issue 53).
+FRAME_CSS = """<style>
+[data-testid="stMainBlockContainer"] { padding-top: 2rem; }
+[data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; }
+</style>"""
+
 _run = threading.local()
 
 
@@ -46,7 +54,7 @@ def draw_frame() -> None:
     session_memory.watch_session()   # closed, results and all, once its browser has gone
     init_state()
     sidebar_settings()
-    st.html(CSS)   # style tags only: Streamlit puts them where they take no room
+    st.html(CSS + FRAME_CSS)   # style tags only: Streamlit puts them where they take no room
 
 
 @contextmanager

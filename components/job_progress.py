@@ -46,11 +46,12 @@ def running_job(job: SweepJob, key: str, below: Callable[[SweepJob], None] | Non
                 f"{job.config.dataset}, making variants)…")
     else:
         text = f"Preparing sweep '{name}' (loading {job.config.dataset}, making variants)…"
-    st.progress(job.fraction, text=md_escape(text))
+    row = st.container(horizontal=True, vertical_alignment="bottom")   # Cancel beside the bar, never under it
+    row.progress(job.fraction, text=md_escape(text))
+    if not job.cancel_requested and row.button("Cancel", key=f"{key}_cancel"):
+        job.cancel()
     if below is not None:
         below(job)
-    if not job.cancel_requested and st.button("Cancel", key=f"{key}_cancel"):
-        job.cancel()
     if job.cancel_requested:
         st.info("Cancelling: the sweep stops after the chunk in progress (everything committed is kept).")
 
@@ -64,11 +65,14 @@ def worker_table(job: SweepJob, key: str = "sw") -> None:
 
 def sweep_panel(state_key: str, key: str) -> None:
     """The job in ``st.session_state[state_key]`` while it runs (refreshed every second), then its
-    result once: an error, or what it did (rows, predictions computed and cached, time)."""
+    result once: an error, or what it did (rows, predictions computed and cached, time), with a
+    button to Heatmaps. Both are pinned to the window's bottom edge (``st.bottom``): drawn under
+    Start, the bar sat at the bottom edge with Cancel out of view at 800 px."""
     job = st.session_state.get(state_key)
 
     @st.fragment(run_every=1.0 if job is not None and job.running else None)
     def panel() -> None:
+        _go_to_heatmaps_if_asked(key)   # a click reruns this fragment only
         job = st.session_state.get(state_key)
         if job is None:
             return
@@ -96,10 +100,34 @@ def sweep_panel(state_key: str, key: str) -> None:
             f"Sweep '{r.name}' {verb}: {r.done_units:,}/{r.total_units:,} result rows "
             f"({r.resumed_units:,} were already stored), {r.predictions_computed:,} predictions computed and "
             f"{r.predictions_cached:,} taken from the cache in {r.model_calls} model calls, "
-            f"{r.variants_computed:,} variants computed, {r.elapsed_s:.1f} s.{switched}")
-            + " Open the **Heatmaps** page to see it.")
+            f"{r.variants_computed:,} variants computed, {r.elapsed_s:.1f} s.{switched}"))
+        if r.done_units:   # a callback: the banner is gone by the rerun the click starts
+            st.button("🟥 Open it on Heatmaps", key=f"{key}_open_heatmaps", type="primary",
+                      on_click=open_on_heatmaps, args=(job.db, r.name, key))
 
-    panel()
+    _go_to_heatmaps_if_asked(key)
+    if job is None:
+        return
+    with st.bottom:
+        panel()
+
+
+def open_on_heatmaps(db: str, sweep_name: str, key: str) -> None:
+    """Choose the database ``db`` and its sweep ``sweep_name`` on Heatmaps, which the panel then
+    opens (:func:`_go_to_heatmaps_if_asked`: a page cannot be switched from a callback)."""
+    from components import persist
+    from components.sweep_db_picker import STATE_KEY
+    from core.sweeps.analysis import report
+
+    ids = [s["id"] for s in report.list_sweeps(db) if s["name"] == sweep_name]
+    persist.hand_over({"hm_db": db, "hm_db_demo_auto": False, **({"hm_sweep": ids[-1]} if ids else {})})
+    st.session_state[STATE_KEY] = db
+    st.session_state[f"{key}_to_heatmaps"] = True
+
+
+def _go_to_heatmaps_if_asked(key: str) -> None:
+    if st.session_state.pop(f"{key}_to_heatmaps", False):
+        st.switch_page("pages/heatmaps.py")
 
 
 def start_sweep(state_key: str, key: str, config: SweepConfig, ds: Any, db_path: Path, *, data_dir: str | None,

@@ -1,5 +1,5 @@
 """Open an item on Ask or Variants with its passage and question filled in (Gallery's and the
-Heatmaps rows table's "Open ..." buttons).
+Heatmaps rows table's "Open ..." buttons); Ask answers it at once with the models ticked there.
 
 The item is a :class:`core.explore.gallery.Finding`. When its data set can be loaded here and
 holds its example id, the page opens on that dataset item; otherwise the passage is pasted. The
@@ -54,6 +54,7 @@ def open_on(page: str, f: cg.Finding) -> None:
         # a flipped or a player's question is not the item's own: score it against the gold
         values["ask_gold"] = f.golds[0] if f.golds and (f.kind != "disagree" or item is None) else ""
         st.session_state.pop("ask_result", None)
+        st.session_state["ask_answer_on_arrival"] = True   # opened to be seen answered, as a link with go=1
     else:
         st.session_state.pop("var_result", None)
         if f.perturbation:

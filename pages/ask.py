@@ -29,8 +29,11 @@ from core.io.csv_export import csv_bytes
 from core.langid import guess_language
 
 page_frame()
-st.title("Ask")
-st.caption("Type a question about a context; every selected model answers, spans highlighted side by side.")
+# Ask is the app's first screen: it says what the app is, then what this page does, in two lines
+st.title("QA Robustness Explorer")
+st.caption("How extractive question-answering models break when a question reaches them typed with typos, spoken, "
+           "machine-translated or paraphrased. **Ask**: Type a question about a context; every selected model "
+           "answers, spans highlighted side by side.")
 permalink.apply_ask()   # a link's item, question and models, once (components/permalink.py)
 
 # The page's parts in the order they are shown: the question and the Answer button come first, the
@@ -41,7 +44,8 @@ models_slot = st.container()
 # back used to reset the data set to demo.en and the item to 0 under a question typed for another.
 persist.keep_all(["ask_source", "ask_question", "ask_qlang", "ask_nbest", "ask_asr_engine",
                   "ask_auto_answer", "ask_gold", "ask_reference"])
-source = st.radio("Context", ["Dataset item", "Paste a context"], horizontal=True, key="ask_source")
+source = st.radio("Context", ["Dataset item", "Paste a context"], horizontal=True, key="ask_source",
+                  label_visibility="collapsed")   # the options say it: the passage stays on the first screen
 item_slot, question_slot, answer_slot, options_slot = st.container(), st.container(), st.container(), st.container()
 with options_slot:
     options_box = st.expander("Options: question language, n-best spans, gold answer")
@@ -174,8 +178,13 @@ if buttons.button("🧪 Perturb this question", key="ask_perturb", disabled=not 
     persist.hand_over(handed)
     st.session_state.pop("var_result", None)   # its table was for other inputs
     st.switch_page("pages/variants.py")
-link_slot = question_slot.container()   # filled last: the link says whether answers are shown
-answer_now = st.session_state.pop("ask_answer_now", False) and st.session_state.get("ask_auto_answer", True)
+# beside the buttons (on a row of its own it pushed the passage off the first screen); filled last: the
+# link says whether answers are shown
+link_slot = buttons.container()
+# a recording's transcript (while its toggle is on), or an item opened from Gallery or Heatmaps' rows
+arrived = st.session_state.pop("ask_answer_on_arrival", False)
+spoken = st.session_state.pop("ask_answer_now", False) and st.session_state.get("ask_auto_answer", True)
+answer_now = arrived or spoken
 with answer_slot:   # the answers (or the plain passage) come right below the buttons
     if (pressed or (answer_now and models)):
         # a long context is read in many windows: the answers can take seconds, and the page says so

@@ -15,6 +15,7 @@ import streamlit as st
 from components import loaders
 from components.frame import page_frame
 from components.highlight import Mark, color_for, highlight_html, legend_html
+from components.narrow import fitted, key_first
 from components.pickers import language_mismatch_note, model_picker
 from components.text import md_escape
 from core.behaviour import BehaviourError, case_rows, expand, loads, results_rows, run_file
@@ -119,7 +120,11 @@ summary = pd.DataFrame(results_rows(results))
 over = int(summary["over threshold"].sum())
 st.subheader("Pass rates")
 (st.error if over else st.success)(f"{over} of {len(summary)} (model, test) pairs over their failure-rate threshold.")
-st.dataframe(summary, hide_index=True, key="bt_summary")
+# the failure rate beside the model and test, so a window 800 px wide shows it (components/narrow.py)
+shown = summary[key_first(summary.columns, ["model", "test", "failure rate %", "max failure rate %", "over threshold"])]
+st.dataframe(shown, hide_index=True, key="bt_summary", width="stretch", column_config=fitted(
+    shown.columns, {"model": 125, "test": 135, "failure rate %": 60, "max failure rate %": 55, "over threshold": 55},
+    labels={"failure rate %": "failed %", "max failure rate %": "max %", "over threshold": "over?"}))
 cases = pd.DataFrame(case_rows(results))
 c1, c2, c3 = st.columns(3)
 c1.download_button("⬇ Summary CSV", csv_bytes(summary), "behaviour_summary.csv", "text/csv", key="bt_sum_csv",

@@ -23,12 +23,13 @@ from components.demo_sweep import offer_demo_sweep
 from components.export import csv_download, figure_downloads, file_stem
 from components.frame import page_frame
 from components.heatmaps import error_views, natural_match, paper_views, route_view
-from components.heatmaps.backend_flips import backend_flips_section
+from components.heatmaps.backend_flips import backend_flips_apply, backend_flips_section
 from components.heatmaps.cell_drill import cell_examples
 from components.heatmaps.heatmap import LAYOUT_NOTES, LAYOUTS, METRICS, VALUES, heatmap_figure, layout_for
 from components.heatmaps.noise_curves import noise_curve_section
 from components.heatmaps.report_download import report_downloads
 from components.heatmaps.rows_table import rows_section
+from components.heatmaps.summary_tables import penalty_and_clean_tables
 from components.sweep_db_picker import db_path_input, demo_caption, label, stored_sweeps_or_stop
 from components.text import md_escape
 from core.config import hide_server_paths
@@ -101,10 +102,8 @@ if not cells:
     st.info("This sweep has no cells.")
     st.stop()
 
-# ------------------------------------------------------------------------------------- clean scores
-
 clean = stored.clean_scores()
-clean_df = pd.DataFrame(views.clean_rows(clean))
+
 
 def clicked_cells() -> list[int]:
     """Indices of the cells selected by a click on the chart (its state, read before it is redrawn,
@@ -115,14 +114,16 @@ def clicked_cells() -> list[int]:
     return [int(p["customdata"][0]) for p in points if p.get("customdata")]
 
 
-# One tab per view that applies to this sweep (a view with nothing to show is left out).
+# One tab per view that applies to this sweep (a view with nothing to show is left out); they wrap onto a
+# second line in a narrow window (components/frame.py's CSS) instead of running behind an arrow.
 has_n = bool(views.n_parameters(cells))
 has_noise = any(views.interface_of(c.perturbation, c.family) for c in cells)
 has_repair = any("repair_Q" in c.perturbation for c in cells)
 tab_names = (["Heatmap", "Rows"] + (["Model vs model"] if len(sweep["models"]) >= 2 else [])
              + (["Penalty by n"] if has_n else []) + (["NoiseQA"] if has_noise else [])
              + ["DuReader-robust"] + (["Repair"] if has_repair else []) + ["Slices & calibration"]
-             + ["Noise curves", "Backend flips", "Translate or answer?", "Natural against synthetic"])
+             + ["Noise curves"] + (["Backend flips"] if backend_flips_apply(stored, sweeps) else [])
+             + ["Translate or answer?", "Natural against synthetic"])
 # on_change="rerun": each tab knows whether it is shown (``.open``), so a costly one can wait until it is
 tabs = dict(zip(tab_names, st.tabs(tab_names, key="hm_tabs", on_change="rerun",
                                    default=permalink.tab(link, tab_names))))
@@ -162,16 +163,7 @@ with tabs["Heatmap"]:
     permalink.apply_cell(link, sweep_id, plotted)
     figure_downloads(fig, file_stem("heatmap", stem, metric, value), "hm_fig")
 
-    penalty_df = pd.DataFrame(views.penalty_summary(cells, clean, sweep["models"]))
-    c1, c2 = st.columns(2)
-    with c1:
-        st.markdown("**Penalty total per model** (sum of the cells' penalties; lower = more robust)")
-        st.dataframe(penalty_df.round(2), hide_index=True, key="hm_penalties")
-        csv_download(penalty_df, file_stem("penalties", stem), "hm_penalties_csv")
-    with c2:
-        st.markdown("**Clean scores** (all examples of the sweep)")
-        st.dataframe(clean_df, hide_index=True, key="hm_clean")
-        csv_download(clean_df, file_stem("clean", stem), "hm_clean_csv")
+    penalty_and_clean_tables(cells, clean, sweep["models"], stem)
     cells_df = pd.DataFrame(views.cell_rows(cells, sweep["models"]))
     with st.expander("All cells as a table"):
         st.dataframe(cells_df, hide_index=True, key="hm_cells")
@@ -234,8 +226,9 @@ with tabs["Noise curves"]:
     noise_curve_section(stored, stem)
 
 # Answers that change between this sweep and one run with another engine backend (components.heatmaps.backend_flips).
-with tabs["Backend flips"]:
-    backend_flips_section(stored, sweeps, stem)
+if "Backend flips" in tabs:
+    with tabs["Backend flips"]:
+        backend_flips_section(stored, sweeps, stem)
 
 # ------------------------------------------------------------- translate or answer in the language?
 # Not a view of this sweep: XQuAD's parallel questions by route (components.heatmaps.route_view).

@@ -20,11 +20,13 @@ from components.context_box import context_box
 from components.edits import edits_html
 from components.frame import page_frame
 from components.highlight import color_for
+from components.narrow import fitted
 from components.params import param_form
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.text import choose_hint, html_text, md_escape
 from core.explore import variants as cv
 from core.explore.answers import load_engines
+from core.explore.question_match import same_question
 from core.io.csv_export import csv_bytes
 from core.langid import detect_lang
 from core.perturb import registry
@@ -51,12 +53,14 @@ if source == "Dataset item":
         st.text(item.context)
     question = st.text_area("Question", key="var_question", height=68)
     example = dataclasses.replace(item, question=question)
+    own_question = same_question(question, item.question)   # only it (and its variants) has a gold answer
 else:
     persist.keep("var_context")   # kept only where it is drawn: see components/persist.py
     context = context_box("var_context", 160)   # refused past the engine's limit, before any work
     question = st.text_area("Question", key="var_question", height=68)
     lang = detect_lang(context) if context.strip() else "en"
     example = QAExample(id="typed", question=question, context=context, lang=lang)
+    own_question = False
     st.caption(f"Language detected from the context: {md_escape(lang)}. Without a gold answer there is no EM/F1.")
 
 with models_slot:
@@ -150,7 +154,7 @@ if (st.button("Generate & answer", type="primary", key="var_go", disabled=not (m
     st.session_state["var_result"] = {
         "signature": signature, "rows": rows, "notes": notes, "errors": errors,
         "predictions": predictions, "lang": example.lang,
-        "table": cv.results_table(rows, predictions, example.lang),
+        "table": cv.results_table(rows, predictions, example.lang, scored=own_question), "scored": own_question,
     }
     st.session_state["var_row"] = permalink.first_row()   # 0, or the row a link shows
     st.session_state["var_last_selection"] = []
@@ -185,14 +189,19 @@ st.caption("⟦old→new⟧ replaced, ⟦+x⟧ inserted, ⟦−x⟧ deleted (con
            "question (after EM normalisation), \"same\" = it does not, then the answer and its F1 (%) "
            "against gold. WER ignores case and punctuation, as on Heatmaps. Repeats that drew the same variant "
            "are one row. Click a row to see the spans; the CSV has every column.")
+if not res.get("scored", True) and source == "Dataset item":
+    st.caption("Not scored: this is not the item's own question, so it has no gold answer (as on Ask). "
+               "The item's own question and its variants are scored against the item's gold answers.")
 shown_table = pd.DataFrame(cv.compact_table(res["table"], list(predictions)))
 event = st.dataframe(shown_table, key="var_table", on_select="rerun", selection_mode="single-row",
                      hide_index=True, width="stretch", row_height=84,   # taller than 4rem: cells wrap
-                     # sized so that three models' columns fit beside the variant on a 1280 px screen
-                     column_config={"#": st.column_config.NumberColumn(width=30),
-                                    "perturbation": st.column_config.TextColumn(width=100),
-                                    "variant (edits marked)": st.column_config.TextColumn(width=220),
-                                    **{name: st.column_config.TextColumn(width=155) for name in predictions}})
+                     # three models' columns beside the variant at 800 px, all grown to fill a wider page;
+                     # the variant's cell names its perturbation (components/narrow.py)
+                     column_config=fitted(shown_table.columns, {"#": 28, "variant (edits marked)": 118,
+                                                                **{name: 92 for name in predictions}},
+                                          labels={"variant (edits marked)": "variant"},
+                                          hidden=["perturbation", "params", "field", "repeat", "same as repeats",
+                                                  "question", "text"]))
 selected = list(getattr(getattr(event, "selection", None), "rows", []) or [])
 if selected and selected != st.session_state.get("var_last_selection"):
     st.session_state["var_row"] = selected[0]
@@ -214,7 +223,8 @@ if row.field:
                 "case and punctuation ignored):")
     st.markdown(edits_html(row.original_text, row.edits, window), unsafe_allow_html=True)
 names = list(predictions)
-gold = [(a.answer_start, a.answer_start + len(a.text)) for a in row.example.answers]
+scored_answers = row.example.answers if res.get("scored", True) else ()   # not the item's own question: none
+gold = [(a.answer_start, a.answer_start + len(a.text)) for a in scored_answers]
 legend(names, with_gold=bool(gold))
 if row.field == "context":
     st.caption("The context below is the perturbed one this row's answers come from.")
@@ -229,7 +239,7 @@ for k, name in enumerate(names):
 if predictions and row.field in (None, "question"):
     repair_panel("var", row.example.question, row.example.context, res["lang"],
                  {name: predictions[name][i] for name in names}, loaders.engine_for_state,
-                 [a.text for a in row.example.answers], gold)
+                 [a.text for a in scored_answers], gold)
 
 # "Why did it change?": attributions of the clean and the perturbed text, aligned by the edits.
 if predictions and i > 0:

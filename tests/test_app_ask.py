@@ -138,3 +138,19 @@ def test_question_follows_the_item_when_the_browser_sends_the_old_question_back(
     at.button(key="ask_go").click().run()
     assert at.text_area(key="ask_question").value == first
     assert at.session_state["ask_result"]["question"] == first
+
+
+def test_the_not_scored_note_points_to_the_gold_box_where_it_is(tiny_env):
+    """Issue 53: the note said "Type a gold answer above" while the box is in Options, under the answers."""
+    at = AppTest.from_file("../app.py", default_timeout=120).run()
+    at.text_area(key="ask_question").input("Who kept the light burning?").run()
+    at.button(key="ask_go").click().run()
+    assert not at.exception
+    order = [(type(e).__name__, getattr(e, "label", None) or getattr(e, "value", None)) for e in at.main]
+    note = next(i for i, (_, v) in enumerate(order) if isinstance(v, str) and v.startswith("Not scored"))
+    assert "in Options, below the answers," in shown(order[note][1]) and "above" not in order[note][1]
+    options = next(i for i, (_, v) in enumerate(order) if isinstance(v, str) and v.startswith("Options:"))
+    assert options > note   # the box is where the note says
+    at.text_input(key="ask_gold").input("Margaret Ellison").run()
+    at.button(key="ask_go").click().run()
+    assert "EM/F1 against the gold answer you typed." in [shown(c.value) for c in at.caption]

@@ -80,6 +80,11 @@ def test_gallery_opens_an_example_on_ask_and_on_variants(stores):
     assert at.text_area(key="ask_context").value == flip.context
     assert at.text_area(key="ask_question").value == flip.question
     assert at.text_input(key="ask_gold").value == flip.golds[0]
+    # issue 53: and answered at once, scored against that gold answer (it used to wait for Answer)
+    result = at.session_state["ask_result"]
+    assert result["question"] == flip.question and result["gold"] == [(flip.golds[0], flip.context.find(flip.golds[0]))]
+    assert [a.model for a in result["answered"].answers] == at.multiselect(key="ask_models").value
+    assert any("EM/F1 against the gold answer you typed" in c.value.replace("\\", "") for c in at.caption)
     # the same flip on Variants: the original question, with its perturbation chosen
     at.switch_page("pages/gallery.py").run()
     at.button(key="gal_var_flip_0").click().run()

@@ -245,6 +245,26 @@ def test_cell_without_scores_is_grey():
         heatmap_figure([])
 
 
+def test_a_small_sweeps_title_wraps_inside_its_figure():
+    """Issue 53: a sweep of one perturbation drew "F1: % change (colour: band c" and cut the rest; the
+    title now takes as many lines as the figure's width needs, each within it, and the figure grows
+    above the plot by those lines (the plot keeps its place)."""
+    from core.render.heatmap import TITLE_CHAR_PX, TITLE_LINE_PX
+    from core.sweeps.analysis.report import Cell
+
+    one = [Cell(m, "RUQ", {}, "{}", "RUQ", "character", "question", 0, 0, 5, *([None] * 13))
+           for m in ("minilm-squad-v2", "mpnet-squad-v2")]
+    for value in ("pct", "score", "drop"):
+        fig, _ = heatmap_figure(one, "f1", value)
+        lines = fig.layout.title.text.split("<br>")
+        assert len(lines) >= 2 and " ".join(lines).startswith("F1: ") and lines[-1].endswith("% change)")
+        assert all(len(line) * TITLE_CHAR_PX <= fig.layout.width - 8 for line in lines), (fig.layout.width, lines)
+        wide, _ = heatmap_figure(one * 1 + [Cell("m", f"P{k}", {}, "{}", f"P{k}", "f", "question", 0, 0, 5,
+                                                 *([None] * 13)) for k in range(8)], "f1", value)
+        assert "<br>" not in wide.layout.title.text   # a wide figure keeps its title on one line
+        assert fig.layout.margin.t == 90 + 2 * (len(lines) - 1) * TITLE_LINE_PX
+
+
 def test_views_tables(sweep_db):
     cells = report.cells(sweep_db, "toy-sweep")
     rows = views.cell_rows(cells, ["fake-a", "fake-b"])

@@ -56,7 +56,10 @@ def test_spoken_question_is_transcribed_compared_and_answered(tiny_env, question
     table = at.dataframe[0].value
     assert list(table["engine"]) == ["pocketsphinx", "whisper-base"]
     assert list(table["transcript"]) == [SPOKEN, SPOKEN]
-    assert list(table["WER %"]) == [0.0, 0.0]          # against the reference, both normalised
+    assert list(table["WER %"]) == ["0.0", "0.0"]      # against the reference, both normalised
+    at.text_input(key="ask_reference").input("").run()   # issue 53: without one, a dash (it showed "None")
+    assert list(at.dataframe[0].value["WER %"]) == ["—", "—"]
+    assert "None" not in at.dataframe[0].value.to_string()
     assert len(at.get("audio")) == 1                   # the recording can be played back
     # Choosing the other recogniser puts its transcript into the question box.
     at.text_area(key="ask_question").input("something else").run()

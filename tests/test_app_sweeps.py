@@ -44,7 +44,8 @@ def _wait_for_job(at: AppTest, timeout: float = 240) -> None:
 
 
 def test_sweep_runs_to_completion_and_is_stored(env):
-    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    at = AppTest.from_file("../app.py", default_timeout=180).run()   # the app: its button opens Heatmaps
+    at.switch_page("pages/sweeps.py").run()
     assert not at.exception, at.exception
     assert at.multiselect(key="sw_models").value == ["tiny-a", "tiny-b"]
     assert "Choose at least one perturbation to start a sweep." in [c.value for c in at.caption]
@@ -84,6 +85,13 @@ def test_sweep_runs_to_completion_and_is_stored(env):
     assert list(listed["name"]) == ["app-sweep"] and list(listed["status"]) == ["done"]
     assert list(listed["rows done"]) == [60] and list(listed["done %"]) == [100.0]
     assert any("Every stored sweep is complete" in c.value for c in at.caption)
+
+    # Issue 53: the finished sweep offers a button to Heatmaps (it said so in plain text), opening this sweep
+    at.button(key="sw_open_heatmaps").click().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Heatmaps"
+    assert at.selectbox(key="hm_sweep").value == sweep["id"]
+    assert at.selectbox(key="hm_db").value == str(env)
 
 
 def test_cancel_then_resume(env, monkeypatch):

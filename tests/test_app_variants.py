@@ -65,13 +65,17 @@ def test_variants_table_rows_texts_and_changed_answers(tiny_env):
         "When was Carrow Point first lit?",
         "When Carrow Point Lighthouse first lit?",
     ]
-    assert list(df["variant (edits marked)"])[1:] == [
+    marked = [
         "⟦W→w⟧hen was ⟦C→c⟧arrow ⟦P→p⟧oint ⟦L→l⟧ighthouse first lit?",
         "When was Carrow Point Lighthouse first lit?",
         "When wa⟦s→a⟧ Carrow P⟦o→i⟧int Lighthouse first l⟦i→u⟧t?",
         "When was Carrow Point ⟦−Lighthouse ⟧first lit?",
         "When ⟦−was ⟧Carrow Point Lighthouse first lit?",
     ]
+    assert list(pd.DataFrame(at.session_state["var_result"]["table"])["variant (edits marked)"])[1:] == marked
+    # on screen the variant's cell names its perturbation (its own column is hidden: three models fit at 800 px)
+    specs = [p + (f"({q})" if q else "") for p, q in zip(df["perturbation"], df["params"])]
+    assert list(df["variant (edits marked)"])[1:] == [f"{p}: {m}" for p, m in zip(specs[1:], marked)]
     assert list(df["n edits"]) == [0, 4, 0, 3, 1, 1]
 
     # Per model: answer, changed mark consistent with the answers, EM/F1 present (demo has gold);
@@ -164,6 +168,28 @@ def test_typed_question_and_context_without_gold(tiny_env):
     assert len(ctx) == 1 and "<b>" not in ctx[0] and "&#60;b" in ctx[0]
     assert _strip_tags(ctx[0]) == "<b>paris</b> is the capital of france ."
     assert "gold answer" not in ctx[0]
+
+
+def test_another_question_on_a_dataset_item_is_not_scored_as_on_ask(tiny_env):
+    """Issue 53: a question that is not the item's own has no gold answer: no F1 0 for every model,
+    "Not scored" as Ask says; the item's own question is scored again when it comes back."""
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    at.text_area(key="var_question").input("Who kept the light burning?").run()
+    at.multiselect(key="var_fam_case").set_value(["TUQ"]).run()
+    at.button(key="var_go").click().run()
+    assert not at.exception
+    table = pd.DataFrame(at.session_state["var_result"]["table"])
+    assert list(table["question"]) == ["Who kept the light burning?", "WHO KEPT THE LIGHT BURNING?"]
+    assert table["tiny-a: F1"].isna().all() and table["tiny-b: EM"].isna().all()
+    assert "F1" not in " ".join(at.dataframe[0].value["tiny-a"])
+    assert any(c.value.startswith("Not scored: this is not the item's own question") for c in at.caption)
+    assert "gold answer" not in _context_html(at)[0]   # no gold underlined for a question without one
+
+    at.text_area(key="var_question").input(datasets.demo_dataset("en").examples[0].question).run()
+    at.button(key="var_go").click().run()
+    table = pd.DataFrame(at.session_state["var_result"]["table"])
+    assert table["tiny-a: F1"].notna().all()
+    assert not any(c.value.startswith("Not scored") for c in at.caption)
 
 
 def test_empty_question_is_refused(tiny_env):

@@ -85,7 +85,7 @@ def test_a_fresh_clone_opens_on_the_demo_sweep(tmp_path):
             assert page.get_by_text("Showing the bundled demo sweep").count() == 1
             tabs = page.get_by_role("tab").all_inner_texts()
             assert tabs == ["Heatmap", "Rows", "Model vs model", "Penalty by n", "NoiseQA", "DuReader-robust",
-                            "Slices & calibration", "Noise curves", "Backend flips", "Translate or answer?",
+                            "Slices & calibration", "Noise curves", "Translate or answer?",
                             "Natural against synthetic"]
             page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)   # the heatmap itself
             assert page.evaluate(CUT_LABELS) == []

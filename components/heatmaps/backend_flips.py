@@ -15,12 +15,26 @@ from core.sweeps.analysis import aggregates
 from core.sweeps.analysis.stored import StoredSweep
 
 
+def _others(sweep: StoredSweep, sweeps: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The sweeps to pair with ``sweep``: the others in its database on the same data set (a
+    sweep of other questions shares no row with it)."""
+    return [s for s in sweeps if s["id"] != sweep.id and s["dataset"] == sweep.info["dataset"]]
+
+
+def backend_flips_apply(sweep: StoredSweep, sweeps: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the view has anything to pair ``sweep`` with (the bundled demo sweep, alone in its
+    store, has not: its view was an empty tab)."""
+    return bool(_others(sweep, sweeps))
+
+
 def backend_flips_section(sweep: StoredSweep, sweeps: Sequence[Mapping[str, Any]], stem: str) -> None:
     """``sweeps``: the database's sweeps (core.sweeps.analysis.report.list_sweeps rows) to compare with."""
-    others = [s for s in sweeps if s["id"] != sweep.id]
+    others = _others(sweep, sweeps)
     if not others:
+        st.info("Backend flips compare this sweep with another sweep of the same data set in this database, run "
+                "with another engine backend; this database holds none.")
         return
-    with st.expander("Backend flips: this sweep against another backend's"):
+    with st.expander("Backend flips: this sweep against another backend's", expanded=True):
         st.caption("Run the same data, perturbations and seed with another engine backend (`python -m "
                    "core.sweeps ... --engine-backend torch`, or the model's default) and compare: a row flips "
                    "when the two answers differ after EM normalisation. CER columns: the mean question noise "

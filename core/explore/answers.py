@@ -197,8 +197,10 @@ def gold_to_score(typed_gold: str, context: str, item_golds: Sequence[tuple[str,
         return [(typed_gold.strip(), context.find(typed_gold.strip()))], "EM/F1 against the gold answer you typed."
     if own_question:
         return list(item_golds), "EM/F1 against the item's gold answers (this is the item's own question)."
-    return [], ("Not scored: this is not the item's own question. Type a gold answer above to score it."
-                if from_dataset else "Not scored: type a gold answer above to score the answers.")
+    # Ask draws its options (the gold answer's box among them) under the answers
+    where = "in Options, below the answers,"
+    return [], (f"Not scored: this is not the item's own question. Type a gold answer {where} to score it."
+                if from_dataset else f"Not scored: type a gold answer {where} to score the answers.")
 
 
 def gold_spans(golds: Sequence[tuple[str, int]]) -> list[tuple[int, int]]:

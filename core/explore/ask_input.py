@@ -16,7 +16,7 @@ model may still answer.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core import translate
@@ -70,6 +70,37 @@ def wer_against(reference: str, transcript: str | None) -> float | None:
     if transcript is None or not reference or not reference.strip():
         return None
     return word_error_rate(asr.normalise_transcript(reference), asr.normalise_transcript(transcript))
+
+
+NOT_MEASURED = "—"   # a figure with nothing to measure it by (the table showed Python's "None")
+
+
+def _figure(x: float | None, digits: int, scale: float = 1.0) -> str:
+    return NOT_MEASURED if x is None else f"{scale * x:.{digits}f}"
+
+
+def transcript_rows(engines: Sequence[str], results: Sequence[EngineResult], problems: Mapping[str, str | None],
+                    reference: str) -> list[dict[str, str]]:
+    """Ask's table of a take's transcripts: per engine its transcript, WER % against ``reference``
+    (what the speaker meant to say), seconds and real-time factor, or "—" where there is none (no
+    reference typed, an engine that could not run), and its problem.
+
+    >>> ok = EngineResult("whisper-base", "Whisper", "when was it lit", seconds=0.5, rtf=0.25)
+    >>> rows = transcript_rows(["whisper-base", "vosk"], [ok], {"whisper-base": None, "vosk": "not installed"}, "")
+    >>> [(r["engine"], r["WER %"], r["seconds"], r["problem"]) for r in rows]
+    [('whisper-base', '—', '0.50', ''), ('vosk', '—', '—', 'not installed')]
+    >>> transcript_rows(["whisper-base"], [ok], {"whisper-base": None}, "When was it first lit?")[0]["WER %"]
+    '20.0'
+    """
+    by_engine = {r.engine: r for r in results}
+    rows = []
+    for name in engines:
+        r = by_engine.get(name)
+        rows.append({"engine": name, "transcript": r.text if r and r.text is not None else "",
+                     "WER %": _figure(wer_against(reference, r.text if r else None), 1, 100.0),
+                     "seconds": _figure(r.seconds if r else None, 2), "RTF": _figure(r.rtf if r else None, 2),
+                     "problem": (r.error if r is not None else problems.get(name)) or ""})
+    return rows
 
 
 @dataclass(frozen=True)

@@ -361,11 +361,14 @@ def results_table(
     predictions: Mapping[str, Sequence[Prediction]],
     lang: str,
     context_window: int = 40,
+    scored: bool = True,
 ) -> list[dict[str, Any]]:
     """One dict per row (keys are the table's column names; see the module docstring).
 
     Per model ``m``: ``"m: answer"``, ``"m: changed"`` ("changed": differs from the answer to the
-    original, "same", empty for the original row), ``"m: EM"`` / ``"m: F1"`` in percent (None without gold).
+    original, "same", empty for the original row), ``"m: EM"`` / ``"m: F1"`` in percent (None without
+    gold, or when not ``scored``: a question that is not the item's own has no gold answer, though
+    the perturbations still need the item's answers to leave them intact).
     """
     if not rows or rows[0].perturbation != ORIGINAL:
         raise ValueError("results_table needs the original example as its first row")
@@ -383,7 +386,7 @@ def results_table(
             "params": params_label(row.params),
             "variant (edits marked)": marked_text(row.original_text, row.edits, window),
         }
-        golds = row.example.answer_texts
+        golds = row.example.answer_texts if scored else []
         for name, preds in predictions.items():
             answer = preds[i].text
             record[f"{name}: answer"] = answer
@@ -409,19 +412,22 @@ def results_table(
 
 
 def compact_table(table: Sequence[Mapping[str, Any]], models: Sequence[str]) -> list[dict[str, Any]]:
-    """The table as the page shows it: one narrow column per model (changed mark, answer, F1), so
-    three models fit on screen; :func:`results_table` keeps every column for the CSV.
+    """The table as the page shows it: one narrow column per model (changed mark, answer, F1), and
+    the perturbation and its parameters named in the variant's cell, so three models fit beside it
+    in a window 800 px wide (the page hides their own columns); :func:`results_table` keeps every
+    column for the CSV.
 
     >>> row = {"#": 1, "perturbation": "TUQ", "params": "", "variant (edits marked)": "WHO?",
     ...        "m: answer": "Paris", "m: changed": "changed", "m: EM": 0.0, "m: F1": 66.7, "WER %": 0.0}
     >>> compact_table([row], ["m"])  # doctest: +NORMALIZE_WHITESPACE
-    [{'#': 1, 'perturbation': 'TUQ', 'variant (edits marked)': 'WHO?', 'm': 'changed: Paris · F1 67', 'params': '',
-    'WER %': 0.0}]
+    [{'#': 1, 'perturbation': 'TUQ', 'variant (edits marked)': 'TUQ: WHO?', 'm': 'changed: Paris · F1 67',
+    'params': '', 'WER %': 0.0}]
     """
     out = []
     for r in table:
+        spec = r["perturbation"] + (f"({r['params']})" if r.get("params") else "")
         record = {"#": r["#"], "perturbation": r["perturbation"],
-                  "variant (edits marked)": r["variant (edits marked)"]}
+                  "variant (edits marked)": f"{spec}: {r['variant (edits marked)']}"}
         for m in models:
             answer = r.get(f"{m}: answer") or "∅"
             mark = r.get(f"{m}: changed") or ""

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
@@ -40,7 +41,7 @@ from core.metrics.penalty import BANDS
 from core.sweeps.analysis.report import Cell
 from core.sweeps.analysis.tables import NGrid, columns, n_grid
 
-__all__ = ["BAND_COLOURS", "NO_SCORE_COLOUR", "VALUES", "METRICS", "LAYOUTS", "MAX_ACROSS", "cell_value",
+__all__ = ["BAND_COLOURS", "NO_SCORE_COLOUR", "title_lines", "VALUES", "METRICS", "LAYOUTS", "MAX_ACROSS", "cell_value",
            "format_value", "cell_colour", "grid_size", "choose_layout", "layout_for", "heatmap_figure", "LAYOUT_NOTES"]
 
 # One colour per band, highest band first (as BANDS): blues for gains, greens for the two
@@ -70,6 +71,9 @@ VALUES = {"pct": "% change", "score": "perturbed score", "drop": "absolute drop 
 MIN_CELL, MAX_CELL, TARGET_PLOT_WIDTH = 18, 64, 300
 FULL_TEXT_CELL = 40  # px: narrower cells show their penalty only
 LEGEND_ROW_HEIGHT, LEGEND_ENTRY_WIDTH = 22, 118  # px: the band legend, in rows under the plot
+# The 14 px title is about 6.6 px a character in Chromium (39 characters measured 258 px); a figure
+# narrower than its title (a sweep of one or two perturbations) wraps it, a line more for each.
+TITLE_CHAR_PX, TITLE_LINE_PX = 7.0, 18
 # Up to 40 columns of MIN_CELL px (720 px) plus model names fit a page beside the sidebar; more are
 # drawn down the page. Down, cells are FULL_TEXT_CELL px: as tall as the value and penalty need.
 MAX_ACROSS = 40
@@ -301,17 +305,35 @@ def _legend_rows(per_row: int) -> int:
     return -(-(len(BANDS) + 1) // max(1, per_row))
 
 
+def title_lines(text: str, width: int) -> list[str]:
+    """``text`` in lines that fit a figure ``width`` px wide (a title wider than its figure is cut).
+
+    >>> title_lines("F1: % change (colour: band of % change)", 500)
+    ['F1: % change (colour: band of % change)']
+    >>> title_lines("F1: % change (colour: band of % change)", 209)
+    ['F1: % change (colour: band', 'of % change)']
+    """
+    return textwrap.wrap(text, max(12, int((width - 8) / TITLE_CHAR_PX))) or [text]
+
+
 def _frame(fig: go.Figure, metric: str, value: str, width: int, height: int, margin: dict,
            legend_at: dict, title_at: dict) -> None:
     """What both layouts share: size, margins, clicks, the band legend and the title (placed by
-    ``legend_at`` / ``title_at``)."""
+    ``legend_at`` / ``title_at``; a title on more lines than one makes the figure taller above
+    the plot, so what is placed against the plot stays where it was)."""
+    lines = title_lines(f"{METRICS[metric]}: {VALUES[value]} (colour: band of % change)", width)
+    # Plotly lifts a title of more lines than one by a line above its anchor (measured in Chromium: 5 px
+    # above the figure with two lines): it is padded down by the lines it gains, and they are added twice
+    extra = 2 * (len(lines) - 1) * TITLE_LINE_PX
+    if len(lines) > 1:
+        title_at = dict(y=1, yref="container", pad=dict(t=8 + (len(lines) - 1) * TITLE_LINE_PX))
     fig.update_layout(
-        width=width, height=height, margin=margin,
+        width=width, height=height + extra, margin={**margin, "t": margin["t"] + extra},
         plot_bgcolor="white", clickmode="event+select", dragmode=False,
         legend=dict(title=dict(text=f"{METRICS[metric]} % change band (penalty):", side="top"),
                     orientation="h", x=0, xanchor="left", entrywidth=LEGEND_ENTRY_WIDTH - 30,
                     font=dict(size=11), **legend_at),
-        title=dict(text=f"{METRICS[metric]}: {VALUES[value]} (colour: band of % change)",
+        title=dict(text="<br>".join(html.escape(line) for line in lines),
                    x=0, xanchor="left", yanchor="top", font=dict(size=14), **title_at),
     )
 
