@@ -1,5 +1,5 @@
 """The speech trial's "Synthetic against natural noise" section: do the answers that a speaker's
-recordings flip also flip under TTS -> ASR and keyboard noise? (logic: core.collect.agreement)
+recordings flip also flip under TTS -> ASR and keyboard noise? (logic: core.collect.flip_agreement)
 
 With recordings: choose models, the natural ASR engines, the TTS voice and engines, the keyboard
 rate and the seed; the comparison runs with a progress bar (TTS -> ASR is cached on disk per
@@ -18,7 +18,7 @@ from components import loaders
 from components.export import csv_download, file_stem, json_download
 from components.pickers import model_picker
 from components.text import md_escape
-from core.collect import agreement, trial_sets, trials
+from core.collect import flip_agreement, trial_sets, trials
 from core.collect.agreement_natural import flip_rates_by_subset, natural_set_conditions
 from core.explore.answers import load_engines
 from core.speech import asr, tts
@@ -29,7 +29,7 @@ NATURAL_CHOICES = {"HeySQuAD (real speech)": "heysquad", "Disfl-QA (real disflue
 
 def explain_what_to_record(trial: trials.Trial | None) -> None:
     """What to record for the comparison, and why that many (kappa needs enough flips)."""
-    widths = {n: agreement.kappa_halfwidth(n, 0.2) for n in (25, 50, 100, 200)}
+    widths = {n: flip_agreement.kappa_halfwidth(n, 0.2) for n in (25, 50, 100, 200)}
     where = ("this trial has no transcribed recording yet: record some questions above"
              if trial is not None else "start a trial above")
     st.markdown(
@@ -58,11 +58,11 @@ def _settings(trial: trials.Trial, natural_default: list[str]) -> dict | None:
                                  default=natural_default, key="agree_tts")
     d1, d2, d3, d4 = st.columns([1.6, 1, 1, 1])   # a voice id ("espeak-ng:en-gb-x-rp+f3") needs the room
     voices = list(tts.ALL_VOICE_IDS)
-    voice = d1.selectbox("TTS voice", voices, index=voices.index(agreement.DEFAULT_VOICE), key="agree_voice")
-    p = d2.number_input("Keyboard noise rate", 0.0, 1.0, agreement.KEYBOARD_P, 0.05, key="agree_p",
+    voice = d1.selectbox("TTS voice", voices, index=voices.index(flip_agreement.DEFAULT_VOICE), key="agree_voice")
+    p = d2.number_input("Keyboard noise rate", 0.0, 1.0, flip_agreement.KEYBOARD_P, 0.05, key="agree_p",
                         help="NoiseQA's synthetic keyboard noise: the share of words given one typo (0: none)")
     seed = d3.number_input("Seed", 0, 10**9, 0, key="agree_seed", help="of the keyboard noise and the bootstrap")
-    n_boot = d4.number_input("Bootstrap resamples", 100, 10_000, agreement.N_BOOT, 100, key="agree_boot")
+    n_boot = d4.number_input("Bootstrap resamples", 100, 10_000, flip_agreement.N_BOOT, 100, key="agree_boot")
     if not models or not natural:
         st.caption("Choose at least one model and one recogniser.")
         return None
@@ -73,17 +73,17 @@ def _settings(trial: trials.Trial, natural_default: list[str]) -> dict | None:
             "p": float(p) or None, "seed": int(seed), "n_boot": int(n_boot)}
 
 
-def _run(trial: trials.Trial, s: dict) -> agreement.Agreement | None:
+def _run(trial: trials.Trial, s: dict) -> flip_agreement.Agreement | None:
     bar = st.progress(0.0, text="Preparing the conditions…")
 
     def progress(done: int, total: int, text: str) -> None:
         bar.progress(min(done / max(total, 1), 1.0), text=text)
 
     try:
-        examples, conditions, left_out = agreement.trial_conditions(
+        examples, conditions, left_out = flip_agreement.trial_conditions(
             trial, s["natural"], tts_engines=s["tts"], voice=s["voice"], keyboard_p=s["p"], seed=s["seed"],
             progress=progress)
-    except (agreement.AgreementError, ValueError, RuntimeError) as e:   # an engine or voice missing
+    except (flip_agreement.AgreementError, ValueError, RuntimeError) as e:   # an engine or voice missing
         bar.empty()
         st.error(md_escape(e))
         return None
@@ -93,14 +93,14 @@ def _run(trial: trials.Trial, s: dict) -> agreement.Agreement | None:
     if not engines:
         bar.empty()
         return None
-    result = agreement.compare(examples, conditions, engines, seed=s["seed"], n_boot=s["n_boot"], progress=progress,
-                               settings={"trial": trial.id, "voice": s["voice"], "keyboard_p": s["p"],
-                                         "left_out": left_out})
+    result = flip_agreement.compare(examples, conditions, engines, seed=s["seed"], n_boot=s["n_boot"],
+                                    progress=progress, settings={"trial": trial.id, "voice": s["voice"],
+                                                                 "keyboard_p": s["p"], "left_out": left_out})
     bar.empty()
     return result
 
 
-def _show(source: str, result: agreement.Agreement) -> None:
+def _show(source: str, result: flip_agreement.Agreement) -> None:
     stem = file_stem(source, "agreement")
     left_out = result.settings.get("left_out") or []
     what = "recorded questions" if "natural set" not in result.settings else f"questions of {source}"
@@ -112,7 +112,7 @@ def _show(source: str, result: agreement.Agreement) -> None:
     model = result.models[0]
     if len(result.models) > 1:
         model = st.selectbox("Model", result.models, key="agree_model_shown")
-    rates = pd.DataFrame([r for r in agreement.flip_rates(result) if r["model"] == model]).drop(columns="model")
+    rates = pd.DataFrame([r for r in flip_agreement.flip_rates(result) if r["model"] == model]).drop(columns="model")
     st.markdown("**Flips per condition**")
     st.dataframe(rates, hide_index=True, width="stretch")
     if "natural set" in result.settings:   # SQuAD dev questions: XQuAD's paragraphs apart (not trained on)
@@ -120,8 +120,8 @@ def _show(source: str, result: agreement.Agreement) -> None:
         with st.expander("Flips by paragraph: XQuAD's 240 (not trained on by the shipped models) and the rest"):
             st.dataframe(by_subset, hide_index=True, width="stretch")
     st.markdown("**Cohen's kappa of the flips** (95% bootstrap interval)")
-    st.dataframe(pd.DataFrame(agreement.kappa_matrix(result, model)), width="stretch")
-    for note in agreement.matrix_notes(result, model):
+    st.dataframe(pd.DataFrame(flip_agreement.kappa_matrix(result, model)), width="stretch")
+    for note in flip_agreement.matrix_notes(result, model):
         st.caption(md_escape(note[:1].upper() + note[1:] + "."))
     st.caption("Kappa is 1 when two conditions flip the same answers, 0 when they agree no more than chance "
                "would, below 0 when they disagree. It is undefined for a condition that flips no question, or "
@@ -176,9 +176,9 @@ def natural_panel(name: str) -> None:
     tts_engines = c1.multiselect("TTS → ASR: the question spoken, then transcribed by", list(asr.ENGINE_NAMES),
                                  default=[], key="agree_nat_tts", help="seconds per question (cached on disk)")
     voices = list(tts.ALL_VOICE_IDS)
-    voice = c1.selectbox("TTS voice", voices, index=voices.index(agreement.DEFAULT_VOICE), key="agree_nat_voice")
+    voice = c1.selectbox("TTS voice", voices, index=voices.index(flip_agreement.DEFAULT_VOICE), key="agree_nat_voice")
     n = c2.number_input("Questions", 20, 2000, 200, 20, key="agree_nat_n", help="a seeded sample")
-    p = c2.number_input("Keyboard noise rate", 0.0, 1.0, agreement.KEYBOARD_P, 0.05, key="agree_nat_p")
+    p = c2.number_input("Keyboard noise rate", 0.0, 1.0, flip_agreement.KEYBOARD_P, 0.05, key="agree_nat_p")
     d = c3.number_input("Disfluencies per question", 0, 4, 1, key="agree_nat_d", help="0: leave it out")
     seed = c3.number_input("Seed", 0, 10**9, 0, key="agree_nat_seed")
     results = st.session_state.setdefault(RESULTS, {})
@@ -193,9 +193,9 @@ def natural_panel(name: str) -> None:
             for failure in failures:
                 st.error(md_escape(failure))
             if engines:
-                results[f"natural:{name}"] = agreement.compare(examples, conditions, engines, seed=int(seed),
+                results[f"natural:{name}"] = flip_agreement.compare(examples, conditions, engines, seed=int(seed),
                                                                settings=settings)
-        except (agreement.AgreementError, ValueError, OSError, RuntimeError) as e:   # a data file, voice, engine
+        except (flip_agreement.AgreementError, ValueError, OSError, RuntimeError) as e:   # a data file, voice, engine
             st.error(md_escape(e))
         bar.empty()
     if f"natural:{name}" in results:

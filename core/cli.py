@@ -39,7 +39,8 @@ EXPECTED = (ValueError, OSError, KeyError, sqlite3.Error, pickle.UnpicklingError
 # RuntimeError subclasses for a missing model or tool, named so that checking an error never
 # imports their modules (the registry pulls in torch, the speech engines more).
 EXPECTED_ELSEWHERE = frozenset({
-    "core.qa.registry.ModelLoadError", "core.qa.generative.runtimes.GenerationError", "core.translate.TranslationError",
+    "core.qa.model_entry.ModelLoadError", "core.qa.generative.runtimes.GenerationError",
+    "core.translate.TranslationError",
     "core.perturb.lexicon.LexiconUnavailable", "core.perturb.similarity.EncoderUnavailable",
     "core.speech.asr.ASRError", "core.speech.tts.TTSError", "core.speech.recorder.RecorderError",
 })

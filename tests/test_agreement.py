@@ -1,4 +1,4 @@
-"""core.collect.agreement: Cohen's kappa of flip vectors, its seeded interval, the flip definition,
+"""core.collect.flip_agreement: Cohen's kappa of flip vectors, its seeded interval, the flip definition,
 and the command line's refusals (no speech engine, no model loaded: the slow half is
 tests/test_agreement_models.py)."""
 from __future__ import annotations
@@ -8,8 +8,9 @@ import math
 
 import pytest
 
-from core.collect import agreement, trials
-from core.collect.agreement_cli import main
+from core.collect import flip_agreement as agreement
+from core.collect import trials
+from core.collect.agreement import main
 from core.datasets import Dataset
 from core.types import Answer, QAExample, Span
 

@@ -1,4 +1,4 @@
-"""core.collect.agreement on a real trial and a real model (slow: speech synthesis, recognition,
+"""core.collect.flip_agreement on a real trial and a real model (slow: speech synthesis, recognition,
 minilm-squad-v2): the 12 English demo questions read by flite's slt voice (the stand-in speaker,
 tests/trial_fixture.py) and transcribed by PocketSphinx 5.1.1; TTS -> ASR by flite kal16; keyboard
 noise p = 0.25 under seed 0. Every figure below was read off the per-question table by hand."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from trial_fixture import demo_trial
 
-from core.collect import agreement
+from core.collect import flip_agreement as agreement
 
 ROOT = Path(__file__).resolve().parents[1]
 NATURAL, TTS, KEYBOARD = "natural:pocketsphinx", "tts:flite:kal16>pocketsphinx", "keyboard:p=0.25"

@@ -8,7 +8,8 @@ import pytest
 from rendered import shown
 from streamlit.testing.v1 import AppTest
 
-from core.collect import agreement, trials
+from core.collect import flip_agreement as agreement
+from core.collect import trials
 from core.datasets import demo_dataset
 
 

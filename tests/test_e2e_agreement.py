@@ -1,6 +1,6 @@
 """End to end in real headless Chromium, at 1400 and 800 px: the speech trial's "Synthetic against
 natural noise" section compares a recorded trial's flips and shows the kappa matrix that
-core.collect.agreement computes for the same trial, with no button label cut off.
+core.collect.flip_agreement computes for the same trial, with no button label cut off.
 
 The trial (tests/trial_fixture.py) is four demo questions read by flite's slt voice and transcribed
 by PocketSphinx, built in a temporary cache folder the app then serves.
@@ -12,7 +12,8 @@ import pytest
 from browser import CHROMIUM, launch_chromium, serve_app
 from trial_fixture import demo_trial
 
-from core.collect import agreement, trials
+from core.collect import flip_agreement as agreement
+from core.collect import trials
 
 pytestmark = pytest.mark.e2e
 

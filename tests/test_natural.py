@@ -179,7 +179,7 @@ class _FirstWordEngine:
 
 
 def test_agreement_runs_on_a_natural_set_with_flips_by_paragraph(natural_dir):
-    from core.collect import agreement
+    from core.collect import flip_agreement as agreement
     from core.collect.agreement_natural import flip_rates_by_subset, natural_set_conditions
 
     examples, conditions, settings = natural_set_conditions("heysquad", sample=None, keyboard_p=None,

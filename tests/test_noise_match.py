@@ -1,4 +1,4 @@
-"""Natural against synthetic noise (core.collect.noise_match): profiles, the W1 distance and the closest
+"""Natural against synthetic noise (core.collect.noise_profiles): profiles, the W1 distance and the closest
 setting, on hand-built distributions whose closest setting is known."""
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def test_bad_settings_are_one_clear_message():
 
 
 def test_cli_prints_the_closest_setting(natural_dir, monkeypatch, capsys, tmp_path):  # noqa: F811
-    from core.collect.noise_match_cli import main
+    from core.collect.noise_match import main
 
     monkeypatch.setenv("QAX_DATA_DIR", str(natural_dir))
     out = tmp_path / "match.json"

@@ -1,4 +1,4 @@
-"""Natural against synthetic (core.collect.noise_match): which synthetic setting's noise looks most like
+"""Natural against synthetic (core.collect.noise_profiles): which synthetic setting's noise looks most like
 real people's? The distances as a heatmap (natural condition x synthetic setting), the closest setting
 per condition, the noise profiles (XQuAD paragraphs apart) and the ranking, from comparisons stored by
 the CLI (``--json .cache/noise_match/NAME.json``), bundled ones measured for the docs, or one run here
@@ -15,7 +15,7 @@ import streamlit as st
 
 from components.export import csv_download, figure_downloads, file_stem, json_download
 from components.text import md_escape
-from core.collect import noise_match
+from core.collect import noise_profiles
 from core.datasets.natural import CONDITIONS
 
 
@@ -63,7 +63,7 @@ def render() -> None:
     st.caption("NoiseQA's question, asked of real people's noise: on HeySQuAD's spoken questions and Disfl-QA's "
                "disfluent ones, which synthetic setting (keyboard noise, the disfluency family, TTS → ASR with "
                "the installed voices and recognisers) makes noise most like theirs? Each question's WER and CER "
-               "against its typed original; the distance is " + md_escape(noise_match.DISTANCE) + ". Store full "
+               "against its typed original; the distance is " + md_escape(noise_profiles.DISTANCE) + ". Store full "
                "runs with `python -m core.collect.noise_match --json .cache/noise_match/NAME.json`.")
     stored = stored_results()
     with st.form("nm_run"):
@@ -119,7 +119,7 @@ def _run_here(conditions: list[str], n: int, asr_n: int) -> None:
         bar.progress(min(done / max(total, 1), 1.0), text=md_escape(text))
 
     try:
-        result = noise_match.run_match(conditions, sample=n, asr_sample=asr_n, progress=progress)
+        result = noise_profiles.run_match(conditions, sample=n, asr_sample=asr_n, progress=progress)
     except (ValueError, OSError, RuntimeError) as e:   # a missing data file, voice or recogniser
         bar.empty()
         st.error(md_escape(f"The comparison could not run: {e}"))

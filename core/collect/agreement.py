@@ -1,385 +1,160 @@
-"""Synthetic against natural noise: does synthetic noise flip the answers that natural speech flips?
+"""``python -m core.collect.agreement``: synthetic against natural noise on a speech trial or a natural set.
 
-NoiseQA asks whether its synthetic challenge sets stand in for the natural ones. On the questions
-a speech trial recorded (:mod:`core.collect.trials`), each model answers the typed question (the
-*clean* answer) and the question under each *condition*:
+    python -m core.collect.agreement --natural heysquad|disfl-qa --model M [--sample 200]
+        [--tts-asr ENGINE ...] [--voice VOICE] [--keyboard-p 0.25] [--disfluency-n 1] [--seed N] ...
 
-* ``natural:<engine>``: the speaker's latest recording, as that ASR engine transcribed it (the
-  trial store's transcript);
-* ``tts:<voice>><engine>``: the same question spoken by a TTS voice and transcribed by that ASR
-  engine (the catalogue's ``asr_Q`` perturbation, deterministic, cached on disk per question,
-  voice and engine by :mod:`core.speech.noise`);
-* ``keyboard:p=<p>``: NoiseQA's synthetic keyboard noise (``keyboard_Q``, p = 0.25 as in the
-  seed) drawn with an explicit seed (:func:`core.perturb.spec.rng_for`, repeat 0: the same
-  variant a sweep and the Variants page draw). A question it cannot change stays as typed.
+    python -m core.collect.agreement --trial TRIAL_ID_OR_FOLDER --model M [--model M2 ...]
+        [--asr ENGINE ...] [--tts-asr ENGINE ...] [--voice VOICE] [--keyboard-p 0.25] [--seed N]
+        [--n-boot 1000] [--json OUT] [--csv OUT] [--questions-csv OUT]
 
-**Flip** (our definition; the seed leaves it open): the answer under the condition differs from
-the clean answer after the language's SQuAD EM normalisation (:func:`core.metrics.predictions_differ`,
-DPR's notion of a changed prediction, the same one the backend axis uses). It does not look at the
-gold answer: a flip is the interface changing the answer, right or wrong. An empty transcript
-(the recogniser heard nothing) is an empty answer, so it flips every non-empty clean answer.
-
-**Agreement** of two conditions (per model): Cohen's kappa of their flip vectors over the
-questions, the raw agreement, the 2x2 counts, and a percentile bootstrap interval (questions
-resampled with replacement, ``numpy.random.default_rng(seed)``). Kappa is *undefined* when a
-vector is constant (a condition that flips no question, or every one): chance agreement then
-explains all the agreement there is (kappa is 0/0, or 0 by construction), so the row says so
-instead of a number; bootstrap resamples where either vector is constant are left out of the
-interval and counted.
-
-Nothing here imports streamlit. ``python -m core.collect.agreement`` is the command line.
+Prints, per model, each condition's flip rate and Cohen's kappa with its bootstrap interval for
+every pair of conditions (:mod:`core.collect.flip_agreement`). ``--asr``: the natural conditions (ASR
+engines whose transcripts of the recordings to use; default every engine that transcribed the
+trial); ``--tts-asr``: the engines that transcribe the TTS voice (default: the same as ``--asr``;
+``--tts-asr none`` for none); ``--keyboard-p 0`` leaves keyboard noise out. ``--json``: everything
+(settings, flip rates, kappa rows, the per-question table). ``--natural``: HeySQuAD's human and TTS
+transcripts, or Disfl-QA's disfluent questions, against TTS -> ASR (``--tts-asr``), keyboard noise and
+the disfluency perturbation on a seeded sample, flip rates given again for XQuAD's paragraphs apart;
+``--csv``: the kappa rows; ``--questions-csv``: the per-question table. Bad input is one line on
+stderr and exit status 2; an output that is one of the trial's files is refused before any work.
 """
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+import json
 
-import numpy as np
+from core import cli
+from core.collect import flip_agreement
+from core.collect.agreement_natural import (
+    NATURAL_SETS,
+    disfluency_condition,
+    flip_rates_by_subset,
+    natural_set_conditions,
+)
+from core.io.csv_export import csv_bytes
 
-from core.collect.trials import Trial, TrialError
-from core.metrics import predictions_differ
-from core.types import QAExample
-
-__all__ = ["DEFAULT_VOICE", "KEYBOARD_P", "N_BOOT", "AgreementError", "Agreement", "kappa", "kappa_counts",
-           "kappa_interval", "kappa_halfwidth", "recorded_examples", "natural_condition", "tts_condition",
-           "keyboard_condition", "trial_conditions", "compare", "kappa_label", "flip_rates", "kappa_matrix",
-           "matrix_notes", "trial_or_error"]
-
-DEFAULT_VOICE = "flite:kal16"   # the asr_Q perturbation's default voice
-KEYBOARD_P = 0.25               # NoiseQA's synthetic keyboard rate (SEEDS.md §1)
-N_BOOT = 1000
-LEVEL = 0.95
-
-Progress = Callable[[int, int, str], None]
+PROG = "python -m core.collect.agreement"
 
 
-class AgreementError(ValueError):
-    """A comparison that cannot be made (no recorded question, an unknown engine, ...)."""
+def _parser() -> cli.ArgumentParser:
+    ap = cli.ArgumentParser(prog=PROG, description="Which answers flip under natural speech, TTS -> ASR and "
+                                                   "keyboard noise, and how well the flips agree (Cohen's kappa).")
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--trial", help="a speech trial's id (Speech trial page) or its folder")
+    where.add_argument("--natural", choices=sorted(NATURAL_SETS),
+                       help="a natural set instead of a trial: heysquad (human and TTS transcripts) or disfl-qa")
+    ap.add_argument("--sample", type=cli.positive_int, default=200,
+                    help="--natural: questions, a seeded sample (default 200)")
+    ap.add_argument("--disfluency-n", type=cli.non_negative_int, default=None,
+                    help="add the disfluency perturbation with N disfluencies per question (default: 1 for "
+                         "--natural, none for a trial; 0 leaves it out)")
+    ap.add_argument("--model", action="append", required=True, help="a model of models.toml (repeat for more)")
+    ap.add_argument("--asr", nargs="+", default=None, metavar="ENGINE",
+                    help="ASR engines whose transcripts of the recordings to compare (default: all in the trial)")
+    ap.add_argument("--tts-asr", nargs="+", default=None, metavar="ENGINE",
+                    help="ASR engines that transcribe the TTS voice (default: as --asr, none for --natural; "
+                         "'none' for none)")
+    ap.add_argument("--voice", default=flip_agreement.DEFAULT_VOICE,
+                    help=f"the TTS voice of the TTS -> ASR condition (default {flip_agreement.DEFAULT_VOICE})")
+    ap.add_argument("--keyboard-p", type=float, default=flip_agreement.KEYBOARD_P,
+                    help=f"keyboard noise rate (default {flip_agreement.KEYBOARD_P}, NoiseQA's; 0 leaves it out)")
+    ap.add_argument("--seed", type=cli.non_negative_int, default=0,
+                    help="seed of the keyboard noise and of the bootstrap (default 0)")
+    ap.add_argument("--n-boot", type=cli.positive_int, default=flip_agreement.N_BOOT,
+                    help=f"bootstrap resamples of the kappa interval (default {flip_agreement.N_BOOT})")
+    ap.add_argument("--json", default=None, help="write everything as JSON here")
+    ap.add_argument("--csv", default=None, help="write the kappa rows as CSV here")
+    ap.add_argument("--questions-csv", default=None, help="write the per-question table as CSV here")
+    return ap
 
 
-# ------------------------------------------------------------------------------------ kappa
-
-
-def kappa_counts(a: Sequence[bool], b: Sequence[bool]) -> tuple[int, int, int, int]:
-    """The 2x2 table of two flip vectors: (both flip, only a, only b, neither).
-
-    >>> kappa_counts([1, 1, 0, 0, 1], [1, 0, 1, 0, 1])
-    (2, 1, 1, 1)
-    """
-    if len(a) != len(b):
-        raise ValueError(f"flip vectors of different lengths: {len(a)} and {len(b)}")
-    x, y = np.asarray(a, bool), np.asarray(b, bool)
-    return int((x & y).sum()), int((x & ~y).sum()), int((~x & y).sum()), int((~x & ~y).sum())
-
-
-def _kappa_table(both, only_a, only_b, neither):
-    """Cohen's kappa from 2x2 counts (numbers or numpy arrays); NaN where a vector is constant."""
-    n = both + only_a + only_b + neither
-    p_a, p_b = (both + only_a) / n, (both + only_b) / n        # each condition's flip rate
-    p_o = (both + neither) / n                                  # observed agreement
-    p_e = p_a * p_b + (1 - p_a) * (1 - p_b)                     # agreement by chance
-    constant = (p_a * (1 - p_a) == 0) | (p_b * (1 - p_b) == 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(constant, np.nan, (p_o - p_e) / np.where(constant, 1, 1 - p_e))
-
-
-def kappa(a: Sequence[bool], b: Sequence[bool]) -> float | None:
-    """Cohen's kappa of two flip vectors, ``(p_o - p_e) / (1 - p_e)``; None when either is constant.
-
-    On the table both=20, only a=5, only b=10, neither=65: p_o = 0.85, p_e = 0.25*0.30 + 0.75*0.70
-    = 0.60, kappa = 0.25/0.40 = 0.625.
-
-    >>> a = [1] * 20 + [1] * 5 + [0] * 10 + [0] * 65
-    >>> b = [1] * 20 + [0] * 5 + [1] * 10 + [0] * 65
-    >>> round(kappa(a, b), 6)
-    0.625
-    >>> kappa([0, 0, 0], [1, 0, 1]) is None
-    True
-    """
-    if not len(a):
-        return None
-    value = float(_kappa_table(*kappa_counts(a, b)))
-    return None if math.isnan(value) else value
-
-
-def kappa_interval(a: Sequence[bool], b: Sequence[bool], seed: int, n_boot: int = N_BOOT,
-                   level: float = LEVEL) -> tuple[float | None, float | None, int]:
-    """Percentile bootstrap interval of :func:`kappa`: questions resampled with replacement
-    ``n_boot`` times by ``numpy.random.default_rng(seed)``. Returns (low, high, resamples left
-    out because a vector was constant in them); (None, None, n) when fewer than half remain.
-
-    >>> a, b = [1, 1, 0, 0, 0, 1, 0, 0], [1, 0, 0, 0, 0, 1, 0, 1]
-    >>> kappa_interval(a, b, seed=0) == kappa_interval(a, b, seed=0)
-    True
-    """
-    x, y = np.asarray(a, bool), np.asarray(b, bool)
-    n = len(x)
-    if n == 0 or n_boot < 1:
-        return None, None, n_boot
-    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
-    xs, ys = x[idx], y[idx]
-    values = _kappa_table((xs & ys).sum(1), (xs & ~ys).sum(1), (~xs & ys).sum(1), (~xs & ~ys).sum(1))
-    kept = values[~np.isnan(values)]
-    left_out = n_boot - len(kept)
-    if len(kept) < n_boot / 2:
-        return None, None, left_out
-    tail = 100 * (1 - level) / 2
-    low, high = np.percentile(kept, [tail, 100 - tail])
-    return float(low), float(high), left_out
-
-
-def kappa_halfwidth(n: int, flip_rate: float, kappa_value: float = 0.5) -> float:
-    """About how far a 95% interval reaches either side of kappa for ``n`` questions when both
-    conditions flip ``flip_rate`` of them (the large-sample standard error
-    ``sqrt(p_o (1 - p_o) / n) / (1 - p_e)``, times 1.96): what a trial's size buys.
-
-    >>> round(kappa_halfwidth(100, 0.2), 2), round(kappa_halfwidth(25, 0.2), 2)
-    (0.22, 0.45)
-    """
-    p_e = flip_rate ** 2 + (1 - flip_rate) ** 2
-    p_o = p_e + kappa_value * (1 - p_e)
-    return 1.96 * math.sqrt(p_o * (1 - p_o) / n) / (1 - p_e)
-
-
-def kappa_label(row: Mapping[str, Any], short: bool = False) -> str:
-    """A kappa row as text: ``0.62 [0.41, 0.80]``, or why there is none (``short``: just
-    "undefined", for a matrix cell; the reason goes beside the matrix).
-
-    >>> kappa_label({"kappa": 0.625, "low": 0.41, "high": 0.8})
-    '0.62 [0.41, 0.80]'
-    >>> kappa_label({"kappa": None, "note": "natural:pocketsphinx flips no question"})
-    'undefined: natural:pocketsphinx flips no question'
-    >>> kappa_label({"kappa": None, "note": "natural:pocketsphinx flips no question"}, short=True)
-    'undefined'
-    """
-    if row.get("kappa") is None:
-        return "undefined" if short else f"undefined: {row.get('note', '')}".rstrip(": ")
-    ci = "" if row.get("low") is None else f" [{row['low']:.2f}, {row['high']:.2f}]"
-    return f"{row['kappa']:.2f}{ci}"
-
-
-# ------------------------------------------------------------------------------- conditions
-
-
-def recorded_examples(trial: Trial, engines: Sequence[str]) -> tuple[list[QAExample], list[str]]:
-    """The trial's questions with a latest recording transcribed by every engine of ``engines``,
-    in trial order, and the ids of the recorded ones left out (some engine did not transcribe them)."""
-    kept, left_out = [], []
-    for state in trial.states():
-        if state.latest is None:
-            continue
-        (kept if all(e in state.transcripts for e in engines) else left_out).append(state)
-    return [s.example for s in kept], [s.example.id for s in left_out]
-
-
-def natural_condition(trial: Trial, engine: str, examples: Sequence[QAExample]) -> list[str]:
-    """Each question as ``engine`` transcribed the speaker's latest recording of it."""
-    by_id = {s.example.id: s for s in trial.states()}
-    return [by_id[ex.id].transcripts[engine].text for ex in examples]
-
-
-def tts_condition(examples: Sequence[QAExample], voice: str, engine: str,
-                  progress: Progress | None = None) -> list[str]:
-    """Each question spoken by ``voice`` and transcribed by ``engine`` (the ``asr_Q`` perturbation)."""
-    from core.perturb.compose import build
-    from core.perturb.spec import PerturbationSpec, rng_for
-
-    spec = PerturbationSpec.make("asr_Q", {"voice": voice, "engine": engine})
-    p, params = build(spec)
-    why = p.why_not(examples[0], params) if examples else None
-    if why:
-        raise AgreementError(f"TTS -> ASR ({voice} -> {engine}) cannot run here: {why}")
-    out = []
-    for i, ex in enumerate(examples):
-        if progress:
-            progress(i, len(examples), f"{voice} -> {engine}: question {i + 1} of {len(examples)}")
-        variants = p.apply(ex, rng_for(0, ex, spec, 0), **params)   # deterministic: the seed plays no part
-        out.append(variants[0].text if variants else ex.question)
-    return out
-
-
-def keyboard_condition(examples: Sequence[QAExample], p: float, seed: int) -> list[str]:
-    """Each question with NoiseQA's keyboard noise at rate ``p``, drawn under ``seed`` (repeat 0)."""
-    from core.perturb.compose import build
-    from core.perturb.spec import PerturbationSpec, rng_for
-
-    spec = PerturbationSpec.make("keyboard_Q", {"p": p})
-    pert, params = build(spec)
-    out = []
-    for ex in examples:
-        variants = pert.apply(ex, rng_for(seed, ex, spec, 0), **params)
-        out.append(variants[0].text if variants else ex.question)
-    return out
-
-
-def trial_conditions(trial: Trial, natural: Sequence[str], *, tts_engines: Sequence[str] = (),
-                     voice: str = DEFAULT_VOICE, keyboard_p: float | None = KEYBOARD_P, seed: int = 0,
-                     progress: Progress | None = None) -> tuple[list[QAExample], dict[str, list[str]], list[str]]:
-    """(examples, condition name -> the questions under it, ids left out) for a trial: the natural
-    transcripts of each engine of ``natural``, TTS -> ASR by ``voice`` and each of ``tts_engines``,
-    and keyboard noise (``keyboard_p`` None: none)."""
-    from core.speech import asr
-
-    if not natural:
-        raise AgreementError(f"trial {trial.id}: no ASR engine's transcripts to compare: transcribe the recordings "
-                             "first (Speech trial page, 'Transcribe what is missing') or name engines with --asr")
-    for engine in [*natural, *tts_engines]:
-        if engine not in asr.ENGINE_NAMES:
-            raise AgreementError(f"unknown ASR engine {engine!r}; known: {', '.join(asr.ENGINE_NAMES)}")
-    examples, left_out = recorded_examples(trial, natural)
-    if not examples:
-        raise AgreementError(f"trial {trial.id} has no recorded question transcribed by "
-                             f"{', '.join(natural) or 'any engine'}: record and transcribe some first")
-    conditions = {f"natural:{e}": natural_condition(trial, e, examples) for e in natural}
-    for engine in tts_engines:
-        conditions[f"tts:{voice}>{engine}"] = tts_condition(examples, voice, engine, progress)
-    if keyboard_p is not None:
-        conditions[f"keyboard:p={keyboard_p:g}"] = keyboard_condition(examples, keyboard_p, seed)
-    return examples, conditions, left_out
-
-
-# ---------------------------------------------------------------------------------- compare
-
-
-@dataclass
-class Agreement:
-    """What :func:`compare` found: the per-question table (one row per model x question), the
-    kappa rows (one per model x pair of conditions) and the settings that made them."""
-
-    conditions: list[str]
-    models: list[str]
-    rows: list[dict[str, Any]]
-    kappas: list[dict[str, Any]]
-    settings: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"settings": self.settings, "conditions": self.conditions, "models": self.models,
-                "flip_rates": flip_rates(self), "kappa": self.kappas, "questions": self.rows}
-
-
-def _answers(engine: Any, questions: Sequence[str], contexts: Sequence[str]) -> list[str]:
-    preds = engine.predict(list(questions), list(contexts), n_best=1, skip_invalid=True)
-    return [p.best.text if p.best is not None else "" for p in preds]
-
-
-def _kappa_row(model: str, a: str, b: str, fa: list[bool], fb: list[bool], seed: int, n_boot: int) -> dict[str, Any]:
-    both, only_a, only_b, neither = kappa_counts(fa, fb)
-    n = len(fa)
-    value = kappa(fa, fb)
-    low = high = None
-    note = ""
-    if value is None:
-        constant = [f"{name} flips {'every' if all(f) else 'no'} question" for name, f in ((a, fa), (b, fb))
-                    if len(set(f)) < 2]
-        note = "; ".join(constant)
-    else:
-        low, high, dropped = kappa_interval(fa, fb, seed, n_boot)
-        if low is None:
-            note = f"no interval: a condition was constant in {dropped} of {n_boot} resamples"
-        elif dropped:
-            note = f"{dropped} of {n_boot} resamples left out (a condition constant in them)"
-    return {"model": model, "a": a, "b": b, "n": n, "flips a": both + only_a, "flips b": both + only_b,
-            "both flip": both, "only a": only_a, "only b": only_b, "neither": neither,
-            "agreement %": round(100 * (both + neither) / n, 1) if n else None,
-            "kappa": None if value is None else round(value, 4),
-            "low": None if low is None else round(low, 4), "high": None if high is None else round(high, 4),
-            "note": note}
-
-
-def compare(examples: Sequence[QAExample], conditions: Mapping[str, Sequence[str]], engines: Mapping[str, Any], *,
-            seed: int = 0, n_boot: int = N_BOOT, progress: Progress | None = None,
-            settings: Mapping[str, Any] | None = None) -> Agreement:
-    """Each model of ``engines`` (name -> engine with ``predict``) answers the clean questions and
-    each condition's; the flips, the per-question table and pairwise kappa (module docstring)."""
-    if not examples:
-        raise AgreementError("no question to compare")
-    for name, questions in conditions.items():
-        if len(questions) != len(examples):
-            raise AgreementError(f"condition {name} has {len(questions)} questions for {len(examples)} examples")
-    names = list(conditions)
-    contexts = [ex.context for ex in examples]
-    rows, kappas = [], []
-    steps, step = len(engines) * (len(names) + 1), 0
-    for model, engine in engines.items():
-        if progress:
-            progress(step, steps, f"{model}: the typed questions")
-        clean = _answers(engine, [ex.question for ex in examples], contexts)
-        step += 1
-        flips: dict[str, list[bool]] = {}
-        answers: dict[str, list[str]] = {}
-        for name in names:
-            if progress:
-                progress(step, steps, f"{model}: {name}")
-            answers[name] = _answers(engine, conditions[name], contexts)
-            flips[name] = [predictions_differ(c, x, ex.lang or "en")
-                           for c, x, ex in zip(clean, answers[name], examples)]
-            step += 1
-        for i, ex in enumerate(examples):
-            row = {"model": model, "id": ex.id, "question": ex.question, "clean answer": clean[i]}
-            for name in names:
-                row[f"{name} question"] = conditions[name][i]
-                row[f"{name} answer"] = answers[name][i]
-                row[f"{name} flip"] = flips[name][i]
-            rows.append(row)
-        for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                kappas.append(_kappa_row(model, a, b, flips[a], flips[b], seed, n_boot))
-    if progress:
-        progress(steps, steps, "done")
-    return Agreement(names, list(engines), rows, kappas,
-                     {"seed": seed, "n_boot": n_boot, "level": LEVEL, "questions": len(examples), **(settings or {})})
-
-
-def flip_rates(result: Agreement) -> list[dict[str, Any]]:
-    """Per model and condition: questions, flips and the flip rate (percent)."""
-    out = []
+def format_result(result: flip_agreement.Agreement) -> str:
+    """The printed report: per model, the flip rates, then kappa per pair of conditions."""
+    lines = [f"{result.settings.get('questions')} recorded questions · seed {result.settings.get('seed')} · "
+             f"{result.settings.get('n_boot')} bootstrap resamples (95% interval)"]
     for model in result.models:
-        rows = [r for r in result.rows if r["model"] == model]
-        for name in result.conditions:
-            flips = sum(bool(r[f"{name} flip"]) for r in rows)
-            out.append({"model": model, "condition": name, "questions": len(rows), "flips": flips,
-                        "flip %": round(100 * flips / len(rows), 1) if rows else None})
-    return out
+        lines.append(f"\n{model}")
+        for r in flip_agreement.flip_rates(result):
+            if r["model"] == model:
+                lines.append(f"  flips  {r['condition']:<36} {r['flips']:>4}/{r['questions']:<4} {r['flip %']:>5}%")
+        for r in result.kappas:
+            if r["model"] == model:
+                lines.append(f"  kappa  {r['a']} ~ {r['b']}: {flip_agreement.kappa_label(r)} "
+                             f"(agreement {r['agreement %']}%, both flip {r['both flip']})"
+                             + (f"; {r['note']}" if r["kappa"] is not None and r["note"] else ""))
+    return "\n".join(lines)
 
 
-def kappa_matrix(result: Agreement, model: str) -> dict[str, dict[str, str]]:
-    """Condition x condition labels (:func:`kappa_label`, short) of one model; the diagonal is "1"."""
-    cells = {a: {b: ("1" if a == b else "") for b in result.conditions} for a in result.conditions}
-    for row in result.kappas:
-        if row["model"] == model:
-            cells[row["a"]][row["b"]] = cells[row["b"]][row["a"]] = kappa_label(row, short=True)
-    return cells
+@cli.command(PROG)
+def main(argv: list[str]) -> int:
+    ap = _parser()
+    args = ap.parse_args(argv)
+    if not 0 <= args.keyboard_p <= 1:
+        ap.error(f"--keyboard-p must be in 0..1, got {args.keyboard_p}")
+    outputs = {"--json": args.json, "--csv": args.csv, "--questions-csv": args.questions_csv}
+    if args.natural:
+        for flag, path in outputs.items():
+            if path:
+                cli.writable_file(path, flag)
+        return _natural(args)
+    trial = flip_agreement.trial_or_error(args.trial)
+    cli.refuse_inputs(outputs, {"--trial": [trial.path / "trial.json", trial.path / "trial.sqlite",
+                                            *(r.path for r in trial.recordings())]})
+    for flag, path in outputs.items():
+        if path:
+            cli.writable_file(path, flag)
+    from core.collect.trial_sets import engines_transcribed
+    from core.qa.registry import get_entry, load_engine
+
+    natural = args.asr if args.asr is not None else engines_transcribed(trial)
+    tts = natural if args.tts_asr is None else [e for e in args.tts_asr if e != "none"]
+    for name in args.model:
+        get_entry(name)   # an unknown model before the slow part
+    examples, conditions, left_out = flip_agreement.trial_conditions(
+        trial, natural, tts_engines=tts, voice=args.voice, keyboard_p=args.keyboard_p or None, seed=args.seed)
+    if args.disfluency_n:
+        conditions[f"disfluency:n={args.disfluency_n}"] = disfluency_condition(examples, args.disfluency_n, args.seed)
+    engines = {name: load_engine(name) for name in dict.fromkeys(args.model)}
+    result = flip_agreement.compare(examples, conditions, engines, seed=args.seed, n_boot=args.n_boot,
+                               settings={"trial": trial.id, "voice": args.voice, "keyboard_p": args.keyboard_p,
+                                         "left_out": left_out})
+    print(format_result(result))
+    if left_out:
+        print(f"\n{len(left_out)} recorded questions left out (not transcribed by every engine): {', '.join(left_out)}")
+    _write(args, result)
+    return 0
 
 
-def matrix_notes(result: Agreement, model: str) -> list[str]:
-    """The reasons behind one model's matrix, each once: why a kappa is undefined or has no interval."""
-    return list(dict.fromkeys(part for row in result.kappas if row["model"] == model and row["note"]
-                              for part in row["note"].split("; ")))
+def _natural(args) -> int:
+    """The comparison on a natural set (core.collect.agreement_natural), XQuAD paragraphs apart."""
+    from core.qa.registry import get_entry, load_engine
+
+    for name in args.model:
+        get_entry(name)
+    tts = [e for e in (args.tts_asr or []) if e != "none"]
+    disfluency = 1 if args.disfluency_n is None else args.disfluency_n
+    examples, conditions, settings = natural_set_conditions(
+        args.natural, sample=args.sample, tts_engines=tts, voice=args.voice, keyboard_p=args.keyboard_p or None,
+        disfluency_n=disfluency or None, seed=args.seed)
+    engines = {name: load_engine(name) for name in dict.fromkeys(args.model)}
+    result = flip_agreement.compare(examples, conditions, engines, seed=args.seed, n_boot=args.n_boot,
+                                    settings=settings)
+    print(format_result(result).replace("recorded questions", f"questions of {args.natural}", 1))
+    print("\nflip rates by paragraph (XQuAD's 240 paragraphs: not trained on by the shipped English models)")
+    for r in flip_rates_by_subset(result):
+        print(f"  {r['model']:<20} {r['questions on']:<18} {r['condition']:<36} {r['flips']:>4}/{r['questions']:<4}"
+              f" {r['flip %']}%")
+    _write(args, result)
+    return 0
 
 
-def trial_or_error(name_or_path: str) -> Trial:
-    """A trial by id (under the trials folder) or by its folder or ``trial.sqlite``/``trial.json`` path."""
-    from pathlib import Path
-
-    from core.collect.trials import TRIAL_FILE, open_trial
-
-    path = Path(name_or_path).expanduser()
-    if path.is_file() and path.name in ("trial.sqlite", TRIAL_FILE):
-        path = path.parent
-    if path.is_dir() and (path / TRIAL_FILE).is_file():
-        return Trial(path)
-    try:
-        return open_trial(name_or_path)
-    except TrialError:
-        raise AgreementError(f"no trial {name_or_path!r}: give a trial id (see the Speech trial page) or its "
-                             "folder") from None
+def _write(args, result: flip_agreement.Agreement) -> None:
+    if args.json:
+        cli.write_text_atomic(args.json, json.dumps(result.as_dict(), indent=1, ensure_ascii=False) + "\n")
+    if args.csv:
+        cli.write_bytes_atomic(args.csv, csv_bytes(result.kappas))
+    if args.questions_csv:
+        cli.write_bytes_atomic(args.questions_csv, csv_bytes(result.rows))
 
 
-if __name__ == "__main__":   # python -m core.collect.agreement (the command line: core.collect.agreement_cli)
-    import sys
-
-    from core.collect.agreement_cli import main
-
-    sys.exit(main())
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,11 +1,11 @@
-"""Synthetic against natural noise without a recording: the agreement of :mod:`core.collect.agreement`
+"""Synthetic against natural noise without a recording: the agreement of :mod:`core.collect.flip_agreement`
 on a natural set (:mod:`core.datasets.natural`) instead of a speech trial.
 
 On a seeded sample of the set's questions, the conditions are the set's natural versions
 (``natural:asr_human`` and ``natural:asr_tts`` for HeySQuAD, ``natural:disfluent`` for Disfl-QA)
 beside the synthetic channels: TTS -> ASR per voice and engine (``tts:<voice>><engine>``), keyboard
 noise (``keyboard:p=<p>``) and the disfluency perturbation (``disfluency:n=<n>``), each drawn with
-the seed as a sweep's repeat 0. :func:`core.collect.agreement.compare` then gives per question the
+the seed as a sweep's repeat 0. :func:`core.collect.flip_agreement.compare` then gives per question the
 flips under each, Cohen's kappa of every pair with its bootstrap interval and the 2x2 tables.
 ``xquad_ids`` in the settings names the questions on XQuAD's paragraphs, so flip rates can be
 given for them apart (:func:`flip_rates_by_subset`).
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.collect.agreement import (
+from core.collect.flip_agreement import (
     DEFAULT_VOICE,
     KEYBOARD_P,
     Agreement,
@@ -52,7 +52,7 @@ def natural_set_conditions(name: str, *, sample: int | None = 200, tts_engines: 
                            progress: Progress | None = None) -> tuple[list[QAExample], dict[str, list[str]], dict]:
     """(examples, condition name -> questions, settings) for a natural set: ``heysquad`` or
     ``disfl-qa`` (its dev and test splits), on a seeded sample of ``sample`` questions (None: all)."""
-    from core.collect.noise_match import natural_pairs
+    from core.collect.noise_profiles import natural_pairs
     from core.datasets import sample_examples
     from core.datasets.natural import xquad_ids
     from core.speech import asr
