@@ -1,0 +1,152 @@
+"""The app's attribution runs: the settings it explains with, and one request computed off the
+page's thread, with progress per model and a cancel.
+
+An :class:`AttributionRun` is one person's request: several models' attributions of one text
+(Ask) or of a clean and a perturbed pair (why did it change?), one model after another on a
+daemon thread. Per model it keeps a :class:`ModelProgress` (state, phase, fraction done,
+seconds, result or error) that the page polls. :meth:`AttributionRun.cancel` stops it at the
+next chunk of integration rows (core.explain.integrated.CHUNK_TOKENS: one forward and two
+backward passes). Each run names its owner (a browser session); :func:`reap` cancels the runs
+whose owner has gone, so no attribution outlives the person who asked for it.
+
+The settings (docs/results/attribution.md measured them against the 50-step captum run the app
+used before): integrated gradients from :data:`FIRST_STEPS` steps, doubled until the integration
+error is within :data:`TOLERANCE` or the :data:`STEP_BUDGET` is spent.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.budgets import MAX_ATTRIBUTIONS, BudgetError
+from core.explain.integrated import FIRST_STEPS, Cancelled, Progress
+
+__all__ = ["STEP_BUDGET", "TOLERANCE", "FIRST_STEPS", "ModelProgress", "AttributionRun", "start", "running_runs",
+           "reap", "explain_settings", "BudgetError", "WAITING", "RUNNING", "DONE", "FAILED", "CANCELLED"]
+
+STEP_BUDGET = 32
+TOLERANCE = 0.05
+
+WAITING, RUNNING, DONE, FAILED, CANCELLED = "waiting", "running", "done", "failed", "cancelled"
+
+log = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_runs: list[AttributionRun] = []
+
+
+def explain_settings() -> dict:
+    """The keyword arguments of core.explain.explain (and explain_change) the app runs with."""
+    return {"n_steps": STEP_BUDGET, "tolerance": TOLERANCE}
+
+
+@dataclass
+class ModelProgress:
+    """One model's part of a run, as the page shows it."""
+
+    model: str
+    state: str = WAITING
+    phase: str = ""
+    fraction: float = 0.0
+    seconds: float = 0.0
+    result: Any = None
+    error: str | None = None
+
+
+Task = Callable[[Progress], Any]
+
+
+class AttributionRun:
+    """Tasks (``(model, task)``: ``task(progress)`` computes and returns that model's result,
+    calling ``progress(phase, done, total)`` as it goes) run in order on a daemon thread.
+    ``key`` says what was asked (the page compares it with what it shows); ``owner``: the
+    session that asked (:func:`reap`)."""
+
+    def __init__(self, tasks: Sequence[tuple[str, Task]], key: Any = None, owner: str | None = None):
+        self.key = key
+        self.owner = owner
+        self.models = [ModelProgress(name) for name, _ in tasks]
+        self._tasks = [task for _, task in tasks]
+        self._cancel = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.cancel_reason: str | None = None
+
+    def start(self) -> AttributionRun:
+        """Start the thread; BudgetError when the server already runs its budget of runs."""
+        with _lock:
+            alive = [r for r in _runs if r.running]
+            MAX_ATTRIBUTIONS.check(len(alive) + 1, "this attribution", "would make")
+            _runs[:] = alive + [self]
+            self._thread = threading.Thread(target=self._work, name="attribution", daemon=True)
+            self._thread.start()
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def cancel(self, reason: str | None = None) -> None:
+        if reason and not self._cancel.is_set():
+            self.cancel_reason = reason
+        self._cancel.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the thread to end; whether it has."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.running
+
+    def _work(self) -> None:
+        for mp, task in zip(self.models, self._tasks):
+            if self._cancel.is_set():
+                mp.state = CANCELLED
+                continue
+            mp.state, t0 = RUNNING, time.perf_counter()
+
+            def progress(phase: str, done: int, total: int, mp=mp, t0=t0) -> None:
+                mp.phase, mp.fraction = phase, done / total if total else 0.0
+                mp.seconds = time.perf_counter() - t0
+                if self._cancel.is_set():
+                    raise Cancelled(phase)
+
+            try:
+                mp.result = task(progress)
+                mp.state, mp.fraction = DONE, 1.0
+            except Cancelled:
+                mp.state = CANCELLED
+            except Exception as e:   # one model's failure must not stop the others'
+                mp.state, mp.error = FAILED, f"{type(e).__name__}: {e}"
+            mp.seconds = time.perf_counter() - t0
+
+
+def running_runs() -> list[AttributionRun]:
+    """The runs of this process whose thread is running now."""
+    with _lock:
+        return [r for r in _runs if r.running]
+
+
+def reap(is_active: Callable[[str], bool]) -> list[AttributionRun]:
+    """Cancel the running runs whose owner session is no longer active (``is_active``); returns
+    them. Runs without an owner are left alone."""
+    gone = []
+    for run in running_runs():
+        if run.owner is not None and not run.cancelled and not is_active(run.owner):
+            run.cancel("its browser session ended")
+            gone.append(run)
+            log.warning("attribution of %s cancelled: its browser session ended",
+                        ", ".join(m.model for m in run.models))
+    return gone
+
+
+def start(tasks: Sequence[tuple[str, Task]], key: Any = None, owner: str | None = None) -> AttributionRun:
+    """A started :class:`AttributionRun` (BudgetError: the server is at its budget of runs)."""
+    return AttributionRun(tasks, key, owner).start()
+
