@@ -347,13 +347,24 @@ def _integrate(model, tok, ids, extra: dict, seq: list, sequences: tuple[int, in
         swap.clear()
         if torch.get_num_threads() != old_threads:
             torch.set_num_threads(old_threads)
+    return _scores_and_deltas(model, ids, extra, parts, (x_emb, base_embs), grads, positions)
+
+
+def _scores_and_deltas(model, ids, extra: dict, parts: list, embeddings: tuple, grads: dict,
+                       positions: tuple[int, int]) -> tuple[dict, dict]:
+    """Each part's attributions (its input's difference from its baseline times the integrated
+    gradient) and completeness (the target's change from the baseline, and the attributions'
+    sum minus that change)."""
+    import torch
+
+    x_emb, base_embs = embeddings
     scores: dict[tuple[str, str], list[float]] = {}
     deltas: dict = {}
     with torch.no_grad():
         full = model(input_ids=ids, **extra)
         for p, (part, baseline) in enumerate(parts):
             empty = model(input_ids=baseline, **extra)
-            for name, which, pos in (("start", 0, ps), ("end", 1, pe)):
+            for name, which, pos in (("start", 0, positions[0]), ("end", 1, positions[1])):
                 attr = ((x_emb - base_embs[p]) * grads[(p, which)]).sum(-1)
                 scores[(part, name)] = attr.float().cpu().tolist()
                 logits = "start_logits" if which == 0 else "end_logits"
