@@ -10,8 +10,14 @@ backward passes). Each run names its owner (a browser session); :func:`reap` can
 whose owner has gone, so no attribution outlives the person who asked for it.
 
 The settings (docs/results/attribution.md measured them against the 50-step captum run the app
-used before): integrated gradients from :data:`FIRST_STEPS` steps, doubled until the integration
-error is within :data:`TOLERANCE` or the :data:`STEP_BUDGET` is spent.
+used before, on three XQuAD-en passages with minilm-squad-v2): :data:`STEPS` Gauss-Legendre steps,
+whose token scores rank as the 50-step ones do (Spearman's rho over the context tokens at least
+0.994, the same top-5 context tokens on two passages and four of five on the third) at a
+quarter of the work. Doubling the steps until the completeness error is within 5 % (``explain``'s
+``tolerance``) needed 32 steps on one passage of three, twice the time, for rankings that 16
+already matched; 8 steps ranked visibly worse (rho 0.94 to 0.99, top-5 three of five on one
+passage) and gradient x input (one step) did not agree at all (rho 0.09 to 0.29). The page
+shows each result's completeness error.
 """
 from __future__ import annotations
 
@@ -23,13 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.budgets import MAX_ATTRIBUTIONS, BudgetError
-from core.explain.integrated import FIRST_STEPS, Cancelled, Progress
+from core.explain.integrated import Cancelled, Progress
 
-__all__ = ["STEP_BUDGET", "TOLERANCE", "FIRST_STEPS", "ModelProgress", "AttributionRun", "start", "running_runs",
-           "reap", "explain_settings", "BudgetError", "WAITING", "RUNNING", "DONE", "FAILED", "CANCELLED"]
+__all__ = ["STEPS", "ModelProgress", "AttributionRun", "start", "running_runs", "reap", "explain_settings",
+           "BudgetError", "WAITING", "RUNNING", "DONE", "FAILED", "CANCELLED"]
 
-STEP_BUDGET = 32
-TOLERANCE = 0.05
+STEPS = 16
 
 WAITING, RUNNING, DONE, FAILED, CANCELLED = "waiting", "running", "done", "failed", "cancelled"
 
@@ -41,7 +46,7 @@ _runs: list[AttributionRun] = []
 
 def explain_settings() -> dict:
     """The keyword arguments of core.explain.explain (and explain_change) the app runs with."""
-    return {"n_steps": STEP_BUDGET, "tolerance": TOLERANCE}
+    return {"n_steps": STEPS}
 
 
 @dataclass
