@@ -93,8 +93,8 @@ def test_attribution_runs_when_asked_cancels_and_stops_with_its_browser(tmp_path
             page.goto(url + "/")
             page.get_by_text(f"{MODEL} under TUQ").first.wait_for(timeout=120_000)
             page.get_by_text(perturbed).filter(visible=True).first.wait_for(timeout=60_000)
+            page.get_by_text("Why did it change?").wait_for(timeout=120_000)
             why = page.locator("summary").filter(has_text="Why did it change?")   # the expander's header
-            why.wait_for(timeout=30_000)
             # the cell's example is on screen and its panel closed: nothing is computed
             assert seconds_to_idle(proc.pid, 30) is not None, "the server is busy with nobody asking"
             assert page.get_by_text("Attributing").count() == 0
