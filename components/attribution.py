@@ -1,16 +1,35 @@
-"""Token attributions drawn over text (Ask's toggle) and "why did it change?" (Variants' expander).
+"""Token attributions drawn over text (Ask's button) and "why did it change?" (Variants' and
+Heatmaps' expander).
 
 Each token's background is its attribution (core.explain): orange for a token that raised the
 chosen span's start + end logits, blue for one that lowered them, the tint scaled by the largest
 absolute score of that text, so each model is read on its own scale. The tooltip carries the
 token and its start / end scores. Every text is escaped (components.text.html_text).
+
+An attribution is computed only when a person presses its button (never because a page or a
+panel was drawn: Streamlit runs the code inside a closed expander), on a background thread
+(core.explain.run.AttributionRun) that the page follows with a progress bar per model and a
+Cancel. A session runs one at a time (a new request cancels the one before), and a watchdog
+cancels the run of a session whose browser has gone (:func:`_watch`).
 """
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Sequence
 
-from components.text import html_text
+from components.text import html_text, md_escape
+from core.explain import run as attr_run
 from core.explore.answers import extractive_only_note
+
+# What one model's attribution costs, measured (docs/results/attribution.md); the buttons' help says it.
+COST_NOTE = ("Integrated gradients (16 steps) on each model's torch weights. Measured for minilm-squad-v2 on an "
+             "XQuAD passage: about 14 CPU-seconds per text, which was about 1 minute on a 2-core server shared "
+             "with 20 busy processes (the 50-step run it replaced: 78 CPU-seconds, 7 minutes there). An MPNet-base "
+             "model does about 7 times the arithmetic per window. Cancel stops it; closing the browser stops it too.")
+WATCH_PERIOD_S = 0.5   # how often the watchdog looks for runs whose browser session has gone
+POLL_S = 0.5           # how often a running run's progress is redrawn
+CACHE_ITEMS = 32       # finished attributions kept per session
 
 POSITIVE, NEGATIVE = (230, 159, 0), (0, 114, 178)   # Okabe-Ito orange and blue
 
@@ -53,47 +72,127 @@ def legend_html() -> str:
             "largest score of each text)</small>")
 
 
-def _generative(name: str, engine_for: Callable) -> bool:
-    """An LLM reader has no span logits to attribute (a model that fails to load is left to the
-    panel, which says why)."""
-    try:
-        return getattr(engine_for(name), "kind", "") == "generative"
-    except Exception:
-        return False
+def _watch() -> None:
+    """Cancel, every :data:`WATCH_PERIOD_S`, the runs whose browser session is no longer active
+    (Streamlit's ``Runtime.is_active_session``: the tab closed or lost its connection); the
+    thread ends when no run is left."""
+    global _watchdog
+    from components import session_memory
+
+    def loop() -> None:
+        global _watchdog
+        while True:
+            time.sleep(WATCH_PERIOD_S)
+            rt = session_memory.runtime()
+            if rt is not None:
+                attr_run.reap(rt.is_active_session)
+            with _watch_lock:
+                if not attr_run.running_runs():
+                    _watchdog = None
+                    return
+
+    with _watch_lock:
+        if _watchdog is None:
+            _watchdog = threading.Thread(target=loop, name="qax-attribution-watchdog", daemon=True)
+            _watchdog.start()
 
 
-def _cached(key: tuple, make: Callable):
+_watch_lock = threading.Lock()
+_watchdog: threading.Thread | None = None
+
+
+def _cache() -> dict:
     import streamlit as st
 
-    store = st.session_state.setdefault("explain_cache", {})
-    if key not in store:
-        if len(store) > 32:
-            store.clear()
-        store[key] = make()
-    return store[key]
+    return st.session_state.setdefault("explain_cache", {})
+
+
+def _start(page: str, key: tuple, tasks: list) -> None:
+    """Start a run of ``tasks`` for ``key`` as this session's one run (cancelling the one before)."""
+    import streamlit as st
+
+    from components import session_memory
+
+    if not tasks:
+        return
+    previous = st.session_state.get("attr_active_run")
+    if previous is not None and previous.running:
+        previous.cancel("a newer attribution was asked for")
+    try:
+        run = attr_run.start(tasks, key=key, owner=session_memory.session_id())
+    except attr_run.BudgetError as e:
+        st.error(md_escape(f"{e}. Wait a few seconds for one to end."))
+        return
+    st.session_state["attr_active_run"] = run
+    st.session_state[f"{page}_attr_run"] = run
+    _watch()
+
+
+def _follow(page: str, run, draw: Callable, shown: set) -> None:
+    """The run's progress per model and Cancel while it runs (redrawn every :data:`POLL_S`), each
+    model's result (``draw(name, result, seconds)``) as it comes unless ``shown`` already, and
+    its failures and cancels."""
+    import streamlit as st
+
+    running_at_start = run.running
+
+    @st.fragment(run_every=POLL_S if running_at_start else None)
+    def panel() -> None:
+        for mp in run.models:
+            if mp.state == attr_run.DONE:
+                if mp.model not in shown:
+                    draw(mp.model, mp.result, mp.seconds)
+            elif mp.state == attr_run.FAILED:
+                st.error(html_text(f"{mp.model}: {mp.error}"))
+            elif mp.state == attr_run.CANCELLED:
+                why = f" ({run.cancel_reason})" if run.cancel_reason else ""
+                st.caption(md_escape(f"{mp.model}: cancelled{why}."))
+            elif run.running:
+                phase = mp.phase or ("waits for the model before it" if mp.state == attr_run.WAITING else "starting")
+                st.progress(mp.fraction, text=md_escape(f"Attributing {mp.model}: {phase} · {mp.seconds:.0f} s"))
+        if run.running:
+            st.button("Cancel", key=f"{page}_attr_cancel", on_click=run.cancel, args=("cancelled on the page",))
+        elif running_at_start:
+            st.rerun()   # the whole page, once: its results move to the cache and the polling stops
+
+    panel()
+
+
+def _asked(page: str, key: tuple, models: Sequence[str], label: str, help_text: str, tasks: Callable) -> tuple:
+    """(this page's run for ``key`` or None, {model: (result, seconds)} computed before). Draws
+    the start button while a model's result is missing and no run for ``key`` is going; a press
+    starts one for the missing models (``tasks(missing)``: [(model, task)])."""
+    import streamlit as st
+
+    cache = _cache()
+    run = st.session_state.get(f"{page}_attr_run")
+    if run is not None and run.key != key:   # another text: that run is not this one's
+        if run.running:
+            run.cancel("the text changed")
+        st.session_state.pop(f"{page}_attr_run", None)
+        run = None
+    if run is not None and not run.running:
+        for mp in run.models:
+            if mp.state == attr_run.DONE and (*key, mp.model) not in cache:
+                if len(cache) >= CACHE_ITEMS:
+                    cache.clear()
+                cache[(*key, mp.model)] = (mp.result, mp.seconds)
+    done = {m: cache[(*key, m)] for m in models if (*key, m) in cache}
+    missing = [m for m in models if m not in done]
+    if missing and (run is None or not run.running):
+        if st.button(label, key=f"{page}_attr_go", help=help_text):
+            _start(page, key, tasks(missing))
+            run = st.session_state.get(f"{page}_attr_run")
+    return run, done
 
 
 def attributions_panel(page: str, question: str, context: str, models: Sequence[str], engine_for: Callable) -> None:
-    """Ask's toggle: per model, the question and context coloured by attribution."""
+    """Ask's button: per model, the question and context coloured by attribution."""
     import streamlit as st
 
     from core.explain import explain
 
-    if not st.toggle("Colour tokens by attribution (why this span?)", key=f"{page}_attr_toggle",
-                     help="Integrated gradients on each model's torch weights: seconds per MiniLM model on a CPU, "
-                          "about a minute for an MPNet-base one."):
-        return
-    st.markdown(legend_html(), unsafe_allow_html=True)
-    for name in models:
-        if _generative(name, engine_for):
-            st.caption(html_text(extractive_only_note([name], "Attributions")))
-            continue
-        try:
-            with st.spinner(f"Attributing {name}…"):
-                a = _cached((name, question, context), lambda: explain(engine_for(name), question, context))
-        except Exception as e:   # one model's failure must not hide the others'
-            st.error(html_text(f"{name}: {type(e).__name__}: {e}"))
-            continue
+    def draw(name: str, a, seconds: float) -> None:
         answer = a.answer.text if a.answer else "no answer"
         st.markdown(f"**{html_text(name)}** → {html_text(answer)}", unsafe_allow_html=True)
         st.markdown(attribution_html(question, a.part("question")), unsafe_allow_html=True)
@@ -101,7 +200,33 @@ def attributions_panel(page: str, question: str, context: str, models: Sequence[
         err = a.integration_error()
         if err is not None:
             st.caption(f"Attributions sum to the score's change from the baseline within {100 * err:.1f} % "
-                       f"({a.n_steps} integration steps).")
+                       f"({a.n_steps} integration steps, {seconds:.1f} s).")
+
+    def tasks(names: Sequence[str]) -> list:
+        out = []
+        for name in names:
+            try:
+                engine = engine_for(name)   # here, in the page's thread: the loaders read the session
+            except Exception as e:   # a model not installed here: said, the others still run
+                st.error(html_text(f"{name}: {type(e).__name__}: {e}"))
+                continue
+            if getattr(engine, "kind", "") == "generative":   # an LLM reader has no span logits to attribute
+                st.caption(html_text(extractive_only_note([name], "Attributions")))
+                continue
+            out.append((name, lambda progress, engine=engine: explain(engine, question, context, progress=progress,
+                                                                       **attr_run.explain_settings())))
+        return out
+
+    key = ("ask", question, context)
+    run, done = _asked(page, key, models, "Colour tokens by attribution (why this span?)", COST_NOTE, tasks)
+    if not done and run is None:
+        return
+    st.markdown(legend_html(), unsafe_allow_html=True)
+    for name in models:
+        if name in done:
+            draw(name, *done[name])
+    if run is not None:
+        _follow(page, run, draw, set(done))
 
 
 def why_changed_html(rows: Sequence) -> str:
@@ -127,30 +252,53 @@ def why_changed_expander(page: str, models: Sequence[str], question: str, contex
                          perturbed_context: str, edits, field: str, engine_for: Callable) -> None:
     """"Why did it change?" for models whose answer changed: clean and perturbed ``field`` aligned
     by ``edits`` (None: diffed from the texts), each word's attribution side by side, the answer's
-    move, and a JSON export."""
+    move, and a JSON export. Computed when the button inside the expander is pressed."""
     import json
 
     import streamlit as st
 
     from core.explain.pair import explain_change
 
-    with st.expander("Why did it change?"):
-        model = st.selectbox("Model", list(models), key=f"{page}_why_model")
-        try:
-            with st.spinner(f"Attributing {model}…"):
-                change = _cached(("change", model, question, context, perturbed_question, perturbed_context),
-                                 lambda: explain_change(engine_for(model), question, context, perturbed_question,
-                                                        perturbed_context, edits, field))
-        except Exception as e:   # a model not installed here, a pair the engine refuses: said, not raised
-            st.error(html_text(f"{model}: {type(e).__name__}: {e}"))
-            return
+    def draw(model: str, change, seconds: float) -> None:
         st.markdown(f"Answer: {html_text(change.move)}", unsafe_allow_html=True)
         st.markdown(why_changed_html(change.rows), unsafe_allow_html=True)
         st.caption(f"Each {html_text(field)} word's attribution (integrated gradients, summed over its "
-                   "tokens) to the span its model chose: clean on the left, perturbed on the right.")
+                   f"tokens) to the span its model chose: clean on the left, perturbed on the right "
+                   f"({seconds:.1f} s).")
         st.download_button("Export JSON", json.dumps({"model": model, **change.as_dict()}, ensure_ascii=False,
                                                      indent=1), "why_changed.json", "application/json",
                            key=f"{page}_why_json")
+
+    with st.expander("Why did it change?"):
+        model = st.selectbox("Model", list(models), key=f"{page}_why_model")
+
+        def tasks(names: Sequence[str]) -> list:
+            try:
+                engine = engine_for(model)   # here, in the page's thread: the loaders read the session
+            except Exception as e:   # a model not installed here: said, not raised
+                st.error(html_text(f"{model}: {type(e).__name__}: {e}"))
+                return []
+            return [(model, lambda progress: explain_change(engine, question, context, perturbed_question,
+                                                            perturbed_context, edits, field, progress=progress,
+                                                            **attr_run.explain_settings()))]
+
+        key = ("change", model, question, context, perturbed_question, perturbed_context)
+        run, done = _asked(page, key, [model], f"Explain the change ({model})",
+                           COST_NOTE + " The clean and the perturbed text are each attributed: twice the time.",
+                           tasks)
+        if model in done:
+            draw(model, *done[model])
+        if run is not None:
+            _follow(page, run, draw, set(done))
+
+
+def _generative(name: str, engine_for: Callable) -> bool:
+    """An LLM reader has no span logits to attribute (a model that fails to load is left to the
+    panel, which says why)."""
+    try:
+        return getattr(engine_for(name), "kind", "") == "generative"
+    except Exception:
+        return False
 
 
 def why_changed_panel(page: str, example, row, models: Sequence[str], predictions: dict, i: int,

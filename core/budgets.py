@@ -27,7 +27,7 @@ from dataclasses import dataclass
 __all__ = ["Budget", "BudgetError", "BUDGETS", "MAX_SPECS", "MAX_REPEATS", "MAX_RAY_WORKERS",
            "MAX_TOML_KB", "MAX_TOML_DEPTH", "MAX_BEHAVIOUR_CHARS", "MAX_NAME_CHARS", "MAX_NOTE_CHARS",
            "MAX_SWEEPS", "MAX_SWEEPS_PER_SESSION", "SWEEP_GRACE_S", "MODEL_MEMORY_MB", "SESSION_MEMORY_MB",
-           "table", "clean_name",
+           "MAX_ATTRIBUTIONS", "table", "clean_name",
            "clean_note"]
 
 
@@ -118,6 +118,10 @@ SWEEP_GRACE_S = Budget(
     "abandoned sweep grace", "QAX_SWEEP_GRACE_S", 120, "seconds",
     "A sweep whose browser session has gone (tab closed, session expired) is cancelled this long "
     "after; its committed rows stay and it resumes from them when started again.")
+MAX_ATTRIBUTIONS = Budget(
+    "attributions per server", "QAX_MAX_ATTRIBUTIONS", 2, "attribution runs",
+    "Token-attribution runs (Ask's colouring, \"why did it change?\") computing at once on the "
+    "server; each browser session runs one at a time.")
 
 MODEL_MEMORY_MB = Budget(
     "model memory", "QAX_MODEL_MEMORY_MB", 2048, "MB",
@@ -134,7 +138,8 @@ SESSION_MEMORY_MB = Budget(
 
 BUDGETS: tuple[Budget, ...] = (MAX_SPECS, MAX_REPEATS, MAX_RAY_WORKERS, MAX_TOML_KB, MAX_TOML_DEPTH,
                                MAX_BEHAVIOUR_CHARS, MAX_NAME_CHARS, MAX_NOTE_CHARS, MAX_SWEEPS,
-                               MAX_SWEEPS_PER_SESSION, SWEEP_GRACE_S, MODEL_MEMORY_MB, SESSION_MEMORY_MB)
+                               MAX_SWEEPS_PER_SESSION, SWEEP_GRACE_S, MODEL_MEMORY_MB, SESSION_MEMORY_MB,
+                               MAX_ATTRIBUTIONS)
 
 
 def table() -> str:

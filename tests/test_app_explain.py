@@ -1,4 +1,5 @@
-"""AppTest: Ask's attribution toggle colours the question and context per model, escaped."""
+"""AppTest: Ask's attribution button colours the question and context per model, escaped; "why
+did it change?" on Variants and Heatmaps; nothing is attributed until its button is pressed."""
 import re
 
 import pytest
@@ -12,14 +13,26 @@ def tiny_env(monkeypatch, tiny_registry):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
-def test_ask_attribution_toggle_colours_tokens_per_model(tiny_env):
+def finished(at, page: str):
+    """Wait for the page's attribution run (a background thread), then run the script again: the
+    browser's polling fragment does that; AppTest does not run fragments by their timer."""
+    run = at.session_state[f"{page}_attr_run"]
+    assert run.wait(120), "the attribution did not finish"
+    return at.run()
+
+
+def test_ask_attribution_button_colours_tokens_per_model(tiny_env):
+    from core.explain.run import running_runs
+
     at = AppTest.from_file("../app.py", default_timeout=180).run()
     at.radio(key="ask_source").set_value("Paste a context").run()
     at.text_area(key="ask_context").input("<script>alert(1)</script> paris is the capital of france .").run()
     at.text_area(key="ask_question").input("what is the capital of <b>france</b> ?").run()
     at.button(key="ask_go").click().run()
-    assert not [m for m in at.markdown if "qax-attr" in m.value]   # off until toggled
-    at.toggle(key="ask_attr_toggle").set_value(True).run()
+    assert not [m for m in at.markdown if "qax-attr" in m.value]   # nothing until asked
+    assert not running_runs() and "ask_attr_run" not in at.session_state
+    at.button(key="ask_attr_go").click().run()
+    finished(at, "ask")
     assert not at.exception
     coloured = [m.value for m in at.markdown if 'class="qax-attr"' in m.value]
     assert len(coloured) == 4                       # question and context, for tiny-a and tiny-b
@@ -50,6 +63,9 @@ def test_variants_why_did_it_change_aligns_the_edited_question(tiny_env):
     k = changed[0]
     at.selectbox(key="var_row").set_value(k).run()
     assert not at.exception
+    assert "var_attr_run" not in at.session_state      # drawn, not computed: the button starts it
+    at.button(key="var_attr_go").click().run()
+    finished(at, "var")
     (why,) = [e for e in at.expander if e.label == "Why did it change?"]
     html = "\n".join(m.value for m in why.markdown)
     rows = at.session_state["var_result"]["rows"]
@@ -78,6 +94,13 @@ def test_heatmap_drill_down_why_did_it_change(tiny_env, tmp_path, monkeypatch):
     assert not at.exception, at.exception
     # largest F1 loss first: q4, "Berlin" instead of "three million" under TUQ
     assert at.selectbox(key="hm_example").value == 0
+    from core.explain.run import running_runs
+
+    # the cell's example and its closed "why" panel are drawn; nothing is attributed until asked
+    (why,) = [e for e in at.expander if e.label == "Why did it change?"]
+    assert not why.markdown and not running_runs() and "hm_attr_run" not in at.session_state
+    at.button(key="hm_attr_go").click().run()
+    finished(at, "hm")
     (why,) = [e for e in at.expander if e.label == "Why did it change?"]
     html = shown("\n".join(m.value for m in why.markdown))
     assert "<td><b>How</b></td>" in html and "<td><b>HOW</b></td>" in html and "<td><b>BERLIN?</b></td>" in html

@@ -1,4 +1,4 @@
-"""End to end in real headless Chromium: Ask's attribution toggle colours every token per model."""
+"""End to end in real headless Chromium: Ask's attribution button colours every token per model."""
 import os
 
 import pytest
@@ -18,7 +18,7 @@ def test_browser_toggle_colours_question_and_context_tokens(tiny_registry):
         click_settled(page.get_by_role("button", name="Answer", exact=True))
         page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=120_000)
         assert page.locator("div.qax-attr").count() == 0
-        page.get_by_text("Colour tokens by attribution (why this span?)").click()
+        click_settled(page.get_by_role("button", name="Colour tokens by attribution (why this span?)"))
         coloured = page.locator("div.qax-attr")
         coloured.nth(3).wait_for(timeout=120_000)
         assert coloured.count() == 4                       # question and context of tiny-a and tiny-b

@@ -91,6 +91,69 @@ def test_default_span_is_the_torch_answer_and_offsets_index_the_texts(engines):
     assert d["tokens"][1] == {**d["tokens"][1], "text": "animal", "segment": "question", "start": 7, "end": 13}
 
 
+def test_batched_integration_equals_captums_layer_integrated_gradients(engines):
+    """The batched integration gives captum's numbers: the context's attributions to the start of
+    "cat", computed here with captum's LayerIntegratedGradients at the same 8 steps."""
+    import torch
+    from captum.attr import LayerIntegratedGradients
+
+    engine = engines["minilm-squad-v2"]
+    a = explain(engine, QUESTION, CONTEXT, span=CAT, n_steps=8)
+    model, tok = engine.model, engine.tokenizer
+    enc = tok(QUESTION, CONTEXT, return_tensors="pt", return_offsets_mapping=True)
+    seq = enc.sequence_ids(0)
+    start_pos = next(j for j, (s, o) in enumerate(zip(seq, enc["offset_mapping"][0].tolist())) if s == 1 and o[0] == 12)
+    baseline = enc["input_ids"].clone()
+    baseline[0, [j for j, s in enumerate(seq) if s == 1]] = tok.pad_token_id
+    extra = {k: enc[k] for k in ("attention_mask", "token_type_ids")}
+
+    def start_logit(ids):
+        out = model(input_ids=ids, **{k: v.expand(ids.shape[0], -1) for k, v in extra.items()})
+        return out.start_logits[:, start_pos]
+
+    lig = LayerIntegratedGradients(start_logit, model.get_input_embeddings())
+    with torch.enable_grad():
+        ref = lig.attribute(enc["input_ids"], baselines=baseline, n_steps=8).sum(-1)[0]
+    ctx = [j for j, s in enumerate(seq) if s == 1]
+    got = [t.score_start for t in a.part("context")]
+    assert got == pytest.approx([float(ref[j]) for j in ctx], abs=1e-4)
+    assert max(abs(x) for x in got) > 1.0             # not a comparison of zeros
+
+
+def test_with_a_tolerance_the_steps_double_until_the_error_is_within_it(engines):
+    engine = engines["minilm-squad-v2"]
+    coarse = explain(engine, QUESTION, CONTEXT, span=CAT, n_steps=8)
+    assert coarse.integration_error() > 0.05           # 8 steps miss this context's change by more
+    a = explain(engine, QUESTION, CONTEXT, span=CAT, n_steps=64, tolerance=0.05)
+    assert a.n_steps in (16, 32, 64) and a.integration_error() <= 0.05
+    capped = explain(engine, QUESTION, CONTEXT, span=CAT, n_steps=12, tolerance=0.001)
+    assert capped.n_steps == 12                         # the budget is the last try
+
+
+def test_progress_is_reported_and_an_exception_from_it_stops_the_work(engines):
+    from core.explain import Cancelled
+
+    engine = engines["minilm-squad-v2"]
+    calls = []
+
+    def progress(phase, done, total):
+        calls.append((phase, done, total))
+
+    explain(engine, QUESTION, CONTEXT, n_steps=8, progress=progress)
+    assert calls[0] == ("reading", 1, 1)
+    assert calls[-1] == ("integrating at 8 steps", 16, 16)   # 8 steps for each of the two parts
+
+    def stop(phase, done, total):
+        calls.append(phase)
+        if phase.startswith("integrating"):
+            raise Cancelled(phase)
+
+    calls.clear()
+    with pytest.raises(Cancelled):
+        explain(engine, QUESTION, CONTEXT, n_steps=64, progress=stop)
+    assert calls == ["reading", "integrating at 64 steps"]
+
+
 def test_bad_input_is_refused(engines):
     from core.qa.engine import QAInputError
 

@@ -96,7 +96,7 @@ def main(argv: list[str]) -> int:
     clean = explain(engine, args.question, args.context, n_steps=args.steps)
     result = {
         "model": args.model,
-        "method": {"name": "integrated gradients (captum LayerIntegratedGradients, input word embeddings)",
+        "method": {"name": "integrated gradients (layer integrated gradients over the input word embeddings)",
                    "targets": "start logit at the span's first token, end logit at its last token",
                    "baseline": "the part's tokens (question or context) replaced by the pad token, the other part kept",
                    "weights": "torch", "n_steps": args.steps},

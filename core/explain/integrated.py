@@ -1,7 +1,8 @@
 """Integrated gradients of the chosen span's start and end scores, per question and context token.
 
-Method (captum's ``LayerIntegratedGradients`` over the model's input word embeddings, so that it
-works for every architecture the registry loads: BERT, MPNet, XLM-R-vocabulary BERT):
+Method (layer integrated gradients over the model's input word embeddings, as captum's
+``LayerIntegratedGradients`` computes them but batched (:func:`_integrate`), so that it works for
+every architecture the registry loads: BERT, MPNet, XLM-R-vocabulary BERT):
 
 * the targets are the start logit at the span's first token and the end logit at its last token
   (the engine's span score is the product of their softmaxes; logits add, so the two attributions
@@ -13,7 +14,8 @@ works for every architecture the registry loads: BERT, MPNet, XLM-R-vocabulary B
   context tokens against the window with every context token padded (the question kept). Special
   tokens ([CLS], [SEP]) and the positions are never replaced. Completeness holds per part: the
   question's attributions sum to start(x) - start(question padded), and so on, up to the
-  integration error captum reports as the convergence delta (kept in :attr:`Attribution.deltas`);
+  integration error (captum's convergence delta, kept in :attr:`Attribution.deltas`); with a
+  ``tolerance``, :func:`explain` doubles the steps until that error is within it (:func:`step_plan`);
 * the weights run in float32 (a copy when they are stored in lower precision: :func:`float32_model`);
 * the answer is the torch weights' own (its windows forwarded here, decoded by core.qa.decode as
   the engine decodes), so the span explained is the span these weights choose even when the
@@ -25,6 +27,7 @@ works for every architecture the registry loads: BERT, MPNet, XLM-R-vocabulary B
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from core.qa.decode import best_spans, window_candidates
@@ -33,6 +36,18 @@ from core.types import Span
 
 QUESTION, CONTEXT = "question", "context"
 DEFAULT_STEPS = 50
+MAX_STEPS = 1000
+FIRST_STEPS = 8        # the first try of an adaptive run (step_plan)
+# rows x tokens of one forward pass of the integration: its activations are kept for the
+# backward passes, so this bounds the memory an attribution adds; it is also how often a
+# progress callback (and so a cancel) is heard
+CHUNK_TOKENS = 1024
+
+Progress = Callable[[str, int, int], None]
+
+
+class Cancelled(Exception):
+    """Raised by a progress callback to stop an attribution where it is."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +83,7 @@ class Attribution:
     tokens: list[TokenScore] = field(default_factory=list)
     # (start, end) characters of the context inside the explained window
     window: tuple[int, int] = (0, 0)
-    # per part and target: the target's change from the baseline, and captum's convergence delta
+    # per part and target: the target's change from the baseline, and the convergence delta
     # (sum of attributions minus that change): {"question": {"start": {...}, "end": {...}}, ...}
     deltas: dict = field(default_factory=dict)
     n_steps: int = DEFAULT_STEPS
@@ -81,9 +96,7 @@ class Attribution:
         ...                                    "context": {"end": {"change": -2.0, "delta": 0.02}}}).integration_error()
         0.05
         """
-        ratios = [abs(d["delta"]) / abs(d["change"]) for part in self.deltas.values() for d in part.values()
-                  if d["change"]]
-        return max(ratios) if ratios else None
+        return integration_error(self.deltas)
 
     def part(self, segment: str) -> list[TokenScore]:
         return [t for t in self.tokens if t.segment == segment]
@@ -102,6 +115,12 @@ class Attribution:
             "completeness": self.deltas,
             "n_steps": self.n_steps,
         }
+
+
+def integration_error(deltas: dict) -> float | None:
+    """The largest |delta| / |change| of ``deltas`` (:attr:`Attribution.deltas`), None if empty."""
+    ratios = [abs(d["delta"]) / abs(d["change"]) for part in deltas.values() for d in part.values() if d["change"]]
+    return max(ratios) if ratios else None
 
 
 def _encode(tokenizer, question: str, context: str, max_length: int, stride: int):
@@ -146,12 +165,34 @@ def float32_model(engine):
     return cached
 
 
+def step_plan(budget: int, tolerance: float | None, first: int = FIRST_STEPS) -> list[int]:
+    """The step counts :func:`explain` tries in turn: ``[budget]`` without a tolerance; else
+    ``first`` doubled until the budget (the budget last when doubling misses it).
+
+    >>> step_plan(50, None), step_plan(32, 0.05), step_plan(20, 0.05), step_plan(4, 0.05)
+    ([50], [8, 16, 32], [8, 16, 20], [4])
+    """
+    if tolerance is None or budget <= first:
+        return [budget]
+    plan = [first]
+    while plan[-1] * 2 < budget:
+        plan.append(plan[-1] * 2)
+    return plan + [budget]
+
+
 def explain(engine, question: str, context: str, span: tuple[int, int] | None = None,
-            n_steps: int = DEFAULT_STEPS) -> Attribution:
+            n_steps: int = DEFAULT_STEPS, *, tolerance: float | None = None, quadrature_name: str = "gausslegendre",
+            progress: Progress | None = None) -> Attribution:
     """Attributions of ``engine``'s torch weights for ``span`` (character offsets into
     ``context``; default: the span the weights choose) on (``question``, ``context``).
 
     ``engine``: a core.qa.engine.QAEngine (its ``model``, ``tokenizer`` and window shape).
+    ``n_steps``: the integration steps, or with ``tolerance`` (e.g. 0.05) the step budget: the
+    steps of :func:`step_plan` are tried in turn until the integration error
+    (:meth:`Attribution.integration_error`) is within the tolerance or the budget is spent.
+    ``progress(phase, done, total)`` is called as the work advances (``phase``: "reading" the
+    windows, "integrating" at ``n`` steps); an exception it raises (:class:`Cancelled`) stops the
+    work there.
     QAInputError for a pair the engine refuses; ValueError for a span outside the context or
     not inside one window.
     """
@@ -160,8 +201,11 @@ def explain(engine, question: str, context: str, span: tuple[int, int] | None = 
     from core.qa.engine import validate_pair
 
     validate_pair(question, context)
-    if not isinstance(n_steps, int) or isinstance(n_steps, bool) or not 2 <= n_steps <= 1000:
-        raise ValueError(f"n_steps must be a whole number in 2..1000, got {n_steps!r}")
+    if not isinstance(n_steps, int) or isinstance(n_steps, bool) or not 1 <= n_steps <= MAX_STEPS:
+        raise ValueError(f"n_steps must be a whole number in 1..{MAX_STEPS}, got {n_steps!r}")
+    if tolerance is not None and not 0 < tolerance < 1:
+        raise ValueError(f"tolerance must be a fraction between 0 and 1, got {tolerance!r}")
+    quadrature(quadrature_name, 1)   # an unknown rule fails before any work
     model, tok = float32_model(engine), engine.tokenizer
     device = next(model.parameters()).device
     max_length, stride = engine._window_shape(engine.is_long(context))
@@ -177,6 +221,8 @@ def explain(engine, question: str, context: str, span: tuple[int, int] | None = 
             ids, extra = _inputs(enc, i, tok, device)
             out = model(input_ids=ids, **extra)
             logits.append((out.start_logits[0].float().cpu().numpy(), out.end_logits[0].float().cpu().numpy()))
+            if progress is not None:
+                progress("reading", i + 1, n_windows)
     answer = _chosen_span(engine, context, logits, ctx_offsets, span)
     if answer is None:
         return Attribution(question, context, None, n_steps=n_steps)
@@ -184,7 +230,15 @@ def explain(engine, question: str, context: str, span: tuple[int, int] | None = 
     ids, extra = _inputs(enc, w, tok, device)
     seq = seqs[w]
 
-    scores, deltas = _integrate(model, tok, ids, extra, seq, (q_seq, c_seq), (ps, pe), n_steps)
+    threads = getattr(engine.settings, "threads", None)
+    for steps in step_plan(n_steps, tolerance):
+        tick = None if progress is None else (lambda done, total, n=steps: progress(f"integrating at {n} steps",
+                                                                                   done, total))
+        scores, deltas = _integrate(model, tok, ids, extra, seq, (q_seq, c_seq), (ps, pe), steps,
+                                    quadrature_name, tick, threads)
+        error = integration_error(deltas)
+        if tolerance is None or error is None or error <= tolerance:
+            break
     pieces = tok.convert_ids_to_tokens(enc["input_ids"][w])
     tokens = []
     for j, (sid, (a, b)) in enumerate(zip(seq, enc["offset_mapping"][w])):
@@ -198,43 +252,125 @@ def explain(engine, question: str, context: str, span: tuple[int, int] | None = 
                                  scores[(part, "start")][j], scores[(part, "end")][j]))
     spans = [o for o in ctx_offsets[w] if o is not None]
     window = (spans[0][0], spans[-1][1]) if spans else (0, 0)
-    return Attribution(question, context, answer, tokens, window, deltas, n_steps)
+    return Attribution(question, context, answer, tokens, window, deltas, steps)
+
+
+def quadrature(name: str, n: int) -> tuple[list[float], list[float]]:
+    """(points in (0, 1], weights) of an n-point rule for the integral over the path from the
+    baseline (0) to the input (1): ``gausslegendre`` (captum's default, exact for polynomials of
+    degree 2n-1) or ``riemann_right`` (n equal steps ending at the input; one step is gradient x
+    input).
+
+    >>> quadrature("riemann_right", 2)
+    ([0.5, 1.0], [0.5, 0.5])
+    >>> [round(x, 4) for x in quadrature("gausslegendre", 2)[0]]
+    [0.2113, 0.7887]
+    """
+    if name == "gausslegendre":
+        import numpy as np
+
+        nodes, weights = np.polynomial.legendre.leggauss(n)
+        return (0.5 * (1 + nodes)).tolist(), (0.5 * weights).tolist()
+    if name == "riemann_right":
+        return [(k + 1) / n for k in range(n)], [1.0 / n] * n
+    raise ValueError(f"unknown quadrature {name!r}: gausslegendre or riemann_right")
 
 
 def _integrate(model, tok, ids, extra: dict, seq: list, sequences: tuple[int, int], positions: tuple[int, int],
-               n_steps: int) -> tuple[dict, dict]:
+               n_steps: int, quadrature_name: str = "gausslegendre", progress: Progress | None = None,
+               threads: int | None = None) -> tuple[dict, dict]:
     """Integrated gradients of the start logit at ``positions[0]`` and the end logit at
     ``positions[1]``, over the question's and then the context's tokens (each against a baseline
-    with that part's tokens padded): ({(part, start|end): score per token}, {part: deltas})."""
+    with that part's tokens padded): ({(part, start|end): score per token}, {part: deltas}).
+
+    Layer integrated gradients over the input word embeddings, as captum's
+    ``LayerIntegratedGradients`` computes them (a forward hook swaps the embedding layer's output
+    for the point on the path, so positions and token types stay the input's), but batched: every
+    point of both parts' paths is one row, a chunk of rows is one forward pass, and the start and
+    the end logit share it (two backward passes through the same graph). Captum runs one forward
+    and one backward per (part, target) integral: four times the forward passes and twice the
+    backward passes for the same numbers (tests/test_explain.py compares the two).
+    """
     import torch
-    from captum.attr import LayerIntegratedGradients
+
+    from core.qa.threads import Slot
 
     q_seq, c_seq = sequences
     ps, pe = positions
-    def target(input_ids, which: int, pos: int):
-        n = input_ids.shape[0]
-        out = model(input_ids=input_ids, **{k: v.expand(n, -1) for k, v in extra.items()})
-        return (out.start_logits if which == 0 else out.end_logits)[:, pos].float()
+    alphas, weights = quadrature(quadrature_name, n_steps)
+    embed = model.get_input_embeddings()
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.unk_token_id
+    parts = []
+    for part, part_seq in ((QUESTION, q_seq), (CONTEXT, c_seq)):
+        baseline = ids.clone()
+        for j, sid in enumerate(seq):
+            if sid == part_seq:
+                baseline[0, j] = pad
+        parts.append((part, baseline))
+    with torch.no_grad():
+        x_emb = embed(ids)[0]
+        base_embs = [embed(b)[0] for _, b in parts]
+    rows = [(p, a, w) for p in range(len(parts)) for a, w in zip(alphas, weights)]
+    per_chunk = max(1, CHUNK_TOKENS // ids.shape[1])
+    grads = {(p, which): torch.zeros_like(x_emb) for p in range(len(parts)) for which in (0, 1)}
+    swap: dict = {}
 
-    lig = LayerIntegratedGradients(target, model.get_input_embeddings())
+    def hook(module, inputs, output):   # the point on the path instead of the input's embeddings
+        return swap["emb"]
+
+    handle = embed.register_forward_hook(hook)
+    old_threads = torch.get_num_threads()
+    try:
+        with Slot(threads) as slot:
+            for lo in range(0, len(rows), per_chunk):
+                chunk = rows[lo:lo + per_chunk]
+                n = len(chunk)
+                wanted = slot.threads()
+                if torch.get_num_threads() != wanted:
+                    torch.set_num_threads(wanted)
+                alpha = torch.tensor([a for _, a, _ in chunk], dtype=x_emb.dtype).view(n, 1, 1)
+                start_emb = torch.stack([base_embs[p] for p, _, _ in chunk])
+                point = (start_emb + alpha * (x_emb.unsqueeze(0) - start_emb)).requires_grad_(True)
+                swap["emb"] = point
+                with torch.enable_grad():
+                    out = model(input_ids=ids.expand(n, -1), **{k: v.expand(n, -1) for k, v in extra.items()})
+                    g_start, = torch.autograd.grad(out.start_logits[:, ps].float().sum(), point, retain_graph=True)
+                    g_end, = torch.autograd.grad(out.end_logits[:, pe].float().sum(), point)
+                for r, (p, _, w) in enumerate(chunk):
+                    grads[(p, 0)] += w * g_start[r]
+                    grads[(p, 1)] += w * g_end[r]
+                del out, g_start, g_end, point
+                if progress is not None:
+                    progress(lo + n, len(rows))
+    finally:
+        handle.remove()
+        swap.clear()
+        if torch.get_num_threads() != old_threads:
+            torch.set_num_threads(old_threads)
+    return _scores_and_deltas(model, ids, extra, parts, (x_emb, base_embs), grads, positions)
+
+
+def _scores_and_deltas(model, ids, extra: dict, parts: list, embeddings: tuple, grads: dict,
+                       positions: tuple[int, int]) -> tuple[dict, dict]:
+    """Each part's attributions (its input's difference from its baseline times the integrated
+    gradient) and completeness (the target's change from the baseline, and the attributions'
+    sum minus that change)."""
+    import torch
+
+    x_emb, base_embs = embeddings
     scores: dict[tuple[str, str], list[float]] = {}
     deltas: dict = {}
-    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.unk_token_id
-    with torch.enable_grad():
-        for part, part_seq in ((QUESTION, q_seq), (CONTEXT, c_seq)):
-            baseline = ids.clone()
-            for j, sid in enumerate(seq):
-                if sid == part_seq:
-                    baseline[0, j] = pad
-            for name, which, pos in (("start", 0, ps), ("end", 1, pe)):
-                attr, delta = lig.attribute(ids, baselines=baseline, additional_forward_args=(which, pos),
-                                            n_steps=n_steps, internal_batch_size=n_steps,
-                                            return_convergence_delta=True)
-                scores[(part, name)] = attr.sum(-1)[0].detach().float().cpu().tolist()
-                with torch.no_grad():
-                    change = float(target(ids, which, pos)[0] - target(baseline, which, pos)[0])
+    with torch.no_grad():
+        full = model(input_ids=ids, **extra)
+        for p, (part, baseline) in enumerate(parts):
+            empty = model(input_ids=baseline, **extra)
+            for name, which, pos in (("start", 0, positions[0]), ("end", 1, positions[1])):
+                attr = ((x_emb - base_embs[p]) * grads[(p, which)]).sum(-1)
+                scores[(part, name)] = attr.float().cpu().tolist()
+                logits = "start_logits" if which == 0 else "end_logits"
+                change = float(getattr(full, logits)[0, pos] - getattr(empty, logits)[0, pos])
                 deltas.setdefault(part, {})[name] = {"change": round(change, 6),
-                                                     "delta": round(float(delta[0]), 6)}
+                                                     "delta": round(float(attr.sum()) - change, 6)}
     return scores, deltas
 
 

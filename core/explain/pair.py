@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.explain.align import AlignedWord, align_words, answer_move
-from core.explain.integrated import DEFAULT_STEPS, Attribution, explain
+from core.explain.integrated import DEFAULT_STEPS, Attribution, Progress, explain
 from core.explain.words import word_scores
 from core.perturb.base import Edit
 
@@ -49,12 +49,21 @@ def align(clean: Attribution, perturbed: Attribution, field: str, edits: Sequenc
 
 def explain_change(engine, question: str, context: str, perturbed_question: str, perturbed_context: str,
                    edits: Sequence[Edit] | None = None, field: str = "question",
-                   n_steps: int = DEFAULT_STEPS, clean: Attribution | None = None) -> Change:
+                   n_steps: int = DEFAULT_STEPS, clean: Attribution | None = None, *,
+                   tolerance: float | None = None, progress: Progress | None = None) -> Change:
     """Explain the clean pair and the perturbed pair with ``engine``'s torch weights and align
     them (``edits``: offsets into the clean ``field``; None: diffed from the texts). ``clean``:
-    an attribution of the clean pair already computed (reused, not recomputed)."""
+    an attribution of the clean pair already computed (reused, not recomputed). ``n_steps``,
+    ``tolerance`` and ``progress`` as core.explain.explain takes them (the phases named "clean
+    text: ..." and "perturbed text: ...")."""
+    def named(which: str) -> Progress | None:
+        if progress is None:
+            return None
+        return lambda phase, done, total: progress(f"{which} text: {phase}", done, total)
+
     if clean is None:
-        clean = explain(engine, question, context, n_steps=n_steps)
-    perturbed = explain(engine, perturbed_question, perturbed_context, n_steps=n_steps)
+        clean = explain(engine, question, context, n_steps=n_steps, tolerance=tolerance, progress=named("clean"))
+    perturbed = explain(engine, perturbed_question, perturbed_context, n_steps=n_steps, tolerance=tolerance,
+                        progress=named("perturbed"))
     rows = align(clean, perturbed, field, edits)
     return Change(clean, perturbed, field, rows, answer_move(_span(clean), _span(perturbed)))
