@@ -18,16 +18,25 @@ from __future__ import annotations
 import json
 
 from core import cli
+from core.budgets import MAX_RESAMPLES
 from core.collect import agreement
 from core.io.csv_export import csv_bytes
 
 PROG = "python -m core.collect.agreement"
 
 
+def _trial_files(trial_id, args) -> list:
+    """The files of the trial ``--trial`` names (its record, store and recordings): no output
+    may be one of them."""
+    trial = agreement.trial_or_error(trial_id)
+    return [trial.path / "trial.json", trial.path / "trial.sqlite", *(r.path for r in trial.recordings())]
+
+
 def _parser() -> cli.ArgumentParser:
     ap = cli.ArgumentParser(prog=PROG, description="Which answers flip under natural speech, TTS -> ASR and "
                                                    "keyboard noise, and how well the flips agree (Cohen's kappa).")
-    ap.add_argument("--trial", required=True, help="a speech trial's id (Speech trial page) or its folder")
+    ap.add_input("--trial", required=True, paths=_trial_files,
+                 help="a speech trial's id (Speech trial page) or its folder")
     ap.add_argument("--model", action="append", required=True, help="a model of models.toml (repeat for more)")
     ap.add_argument("--asr", nargs="+", default=None, metavar="ENGINE",
                     help="ASR engines whose transcripts of the recordings to compare (default: all in the trial)")
@@ -37,13 +46,13 @@ def _parser() -> cli.ArgumentParser:
                     help=f"the TTS voice of the TTS -> ASR condition (default {agreement.DEFAULT_VOICE})")
     ap.add_argument("--keyboard-p", type=float, default=agreement.KEYBOARD_P,
                     help=f"keyboard noise rate (default {agreement.KEYBOARD_P}, NoiseQA's; 0 leaves it out)")
-    ap.add_argument("--seed", type=cli.non_negative_int, default=0,
+    ap.add_argument("--seed", type=cli.seed, default=0,
                     help="seed of the keyboard noise and of the bootstrap (default 0)")
-    ap.add_argument("--n-boot", type=cli.positive_int, default=agreement.N_BOOT,
+    ap.add_argument("--n-boot", type=cli.Count(MAX_RESAMPLES), default=agreement.N_BOOT,
                     help=f"bootstrap resamples of the kappa interval (default {agreement.N_BOOT})")
-    ap.add_argument("--json", default=None, help="write everything as JSON here")
-    ap.add_argument("--csv", default=None, help="write the kappa rows as CSV here")
-    ap.add_argument("--questions-csv", default=None, help="write the per-question table as CSV here")
+    ap.add_output("--json", default=None, help="write everything as JSON here")
+    ap.add_output("--csv", default=None, help="write the kappa rows as CSV here")
+    ap.add_output("--questions-csv", default=None, help="write the per-question table as CSV here")
     return ap
 
 
@@ -71,12 +80,6 @@ def main(argv: list[str]) -> int:
     if not 0 <= args.keyboard_p <= 1:
         ap.error(f"--keyboard-p must be in 0..1, got {args.keyboard_p}")
     trial = agreement.trial_or_error(args.trial)
-    outputs = {"--json": args.json, "--csv": args.csv, "--questions-csv": args.questions_csv}
-    cli.refuse_inputs(outputs, {"--trial": [trial.path / "trial.json", trial.path / "trial.sqlite",
-                                            *(r.path for r in trial.recordings())]})
-    for flag, path in outputs.items():
-        if path:
-            cli.writable_file(path, flag)
     from core.collect.trial_sets import engines_transcribed
     from core.qa.registry import get_entry, load_engine
 

@@ -78,7 +78,8 @@ def refuse_inputs(outputs: Mapping[str, PathLike | Iterable[PathLike] | None],
     outs, ins = _items(outputs), _items(inputs)
     for oflag, out in outs:
         for iflag, inp in ins:
-            if same_file(out, inp):
+            # a flag that is both (a store the command reads and writes) is not its own clash
+            if oflag != iflag and same_file(out, inp):
                 raise OutputIsInputError(
                     f"{oflag} {out} is the input {iflag} ({inp}): refusing to overwrite an input; "
                     "name another output file")
