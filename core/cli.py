@@ -10,6 +10,13 @@ UTF-8 errors; OSError; SQLite errors; a model that cannot be loaded) end as
 on stderr with exit status 2, the convention argparse already uses for bad flags. ``--debug``
 anywhere on the command line (or QAX_DEBUG=1) lets the exception through with its traceback,
 for the bug a message hides. Anything else (a real bug) keeps its traceback.
+
+What a command reads, writes and counts is declared on its :class:`ArgumentParser`, and checked
+while parsing, before any work: files with ``add_output`` / ``add_input`` (an output that is an
+input, or that cannot be written, is refused), counts with ``type=Count(budget)`` (over the
+budget of core.budgets, refused), seeds with ``type=seed``, other whole numbers with
+``type=Bounded(low, high)``. tests/test_cli_guards.py holds every command in core/ and
+benchmarks/ to it (core.commands reads their parsers).
 """
 from __future__ import annotations
 

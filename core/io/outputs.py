@@ -1,6 +1,8 @@
 """Outputs: never one of the inputs, always written whole.
 
-Every command-line tool that writes files names them with :func:`refuse_inputs` before any work:
+Every command-line tool declares the files it writes and reads on its parser
+(:meth:`core.cli.ArgumentParser.add_output` / ``add_input``), which calls :func:`refuse_inputs`
+while parsing, before any work:
 an output path that resolves to one of the command's inputs (the same path, a symlink to it, a
 hard link: :func:`os.path.samefile` where both exist, resolved paths otherwise) is refused with
 :class:`OutputIsInputError`, a ValueError, which :func:`core.cli.command` turns into one line and

@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_input("--source", paths=_source_files,
                  help="source-language file with the same ids (default: xquad.<lang>.json)")
     ap.add_input("--data-dir", type=Path, default=None, help="data directory (default: QAX_DATA_DIR)")
-    ap.add_argument("--model", help="a local seq2seq model folder translating <lang> -> en (default: Apertium)")
+    ap.add_input("--model", help="a local seq2seq model folder translating <lang> -> en (default: Apertium)")
     ap.add_argument("--num-beams", type=cli.Count(MAX_BEAMS), default=4, help="beam size for --model (default 4)")
     ap.add_argument("--limit", type=cli.Count(MAX_QUESTIONS), default=None, help="only the first N questions")
     ap.add_output("--summary-json", help="also write the summaries (a list) to this JSON file")
