@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_output("--json", help="also write the figures as JSON")
+    ap.reads(*TRAIN_FILES, "xquad/xquad.en")   # no output may be one of them
     args = ap.parse_args(argv)
     root = data_dir()
     if root is None:

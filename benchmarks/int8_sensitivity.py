@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seed", type=cli.seed, default=1)
     ap.add_argument("--threads", type=cli.Count(MAX_THREADS), default=2)
     ap.add_output("--json", type=Path)
+    ap.reads(TRAIN_FILE)   # no output may be one of them
     args = ap.parse_args(argv)
 
     model, tokenizer = registry.load_model_and_tokenizer(registry.get_entry(args.model))

@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=cli.Count(MAX_THREADS), default=2)
     ap.add_argument("--max-answer-tokens", type=cli.Bounded(1, 512), default=30)
     ap.add_output("--json", help="also write the figures to this JSON file")
+    ap.reads("squad/dev-v1.1")   # no output may be one of them
     args = ap.parse_args(argv)
 
     root = config.data_dir()

@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=cli.Count(MAX_QUESTIONS), default=200, help="first N questions of XQuAD-en")
     parser.add_argument("--ids", nargs="*", help="only these perturbation ids")
     parser.add_output("--json", help="also write the numbers to this file")
+    parser.reads("xquad/xquad.en")   # no output may be one of them
     args = parser.parse_args(argv)
 
     root = config.data_dir()

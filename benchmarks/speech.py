@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--voices", nargs="*", help="voice ids (default: every working voice)")
     parser.add_argument("--engines", nargs="*", help="ASR engines (default: every available engine)")
     parser.add_output("--json", type=Path, help="also write the results to this JSON file")
+    parser.reads("xquad/xquad.en")   # no output may be one of them
     args = parser.parse_args(argv)
 
     questions = xquad_questions(args.n, args.seed)

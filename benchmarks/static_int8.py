@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="keep the MatMuls of two activations (attention) in fp32; only the weights' MatMuls int8")
     ap.add_argument("--chunk", type=cli.Count(MAX_CHUNK), default=20)
     ap.add_output("--json", help="write the figures to this JSON file")
+    ap.reads("train/squad/train-v1.1-first4370")   # no output may be one of them
     args = ap.parse_args(argv)
     entry = registry.get_entry(args.model)
     ex = load_dataset(args.dataset).examples[: args.n]

@@ -155,6 +155,13 @@ class ArgumentParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self.add_argument(DEBUG_FLAG, action="store_true",
                           help="show the full traceback of an error instead of a one-line message")
+        self.fixed_inputs: list[tuple[str, PathsOf]] = []
+
+    def reads(self, *names: str) -> None:
+        """Declare data sets the command reads that no option names (a benchmark's fixed
+        ``xquad/xquad.en``): names under the data directory, resolved when the flags are parsed."""
+        for name in names:
+            self.fixed_inputs.append((name, lambda _, namespace, name=name: dataset_files()([name], namespace)))
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see --help)\n")
@@ -204,6 +211,8 @@ class ArgumentParser(argparse.ArgumentParser):
                     probe[flag] = paths
             else:
                 inputs[flag] = paths
+        for name, paths_of in self.fixed_inputs:
+            inputs[f"{name} (from the data directory)"] = paths_of(None, namespace)
         refuse_inputs(outputs, inputs)
         for flag, paths in probe.items():
             for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:

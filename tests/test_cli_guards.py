@@ -297,3 +297,15 @@ def test_listing_a_missing_sweep_database_is_an_error(tmp_path, capsys):
     line = refused(main_of("core.sweeps.cli"), ["--list", "--db", str(tmp_path / "missing.json")], capsys)
     assert line == f"python -m core.sweeps: error: no sweep database at {tmp_path / 'missing.json'}: nothing to list"
     assert not (tmp_path / "missing.json").exists()
+
+
+def test_a_benchmark_refuses_a_json_onto_the_data_set_it_always_reads(tmp_path, monkeypatch, capsys):
+    """perturb_throughput.py reads the data directory's xquad/xquad.en.json without an option
+    naming it (ArgumentParser.reads): --json may not be that file either."""
+    data = tmp_path / "data"
+    (data / "xquad").mkdir(parents=True)
+    target = data / "xquad" / "xquad.en.json"
+    target.write_text(json.dumps(SQUAD))
+    monkeypatch.setenv("QAX_DATA_DIR", str(data))
+    line = refused(main_of("benchmarks/perturb_throughput.py"), ["--n", "1", "--json", str(target)], capsys, target)
+    assert "--json" in line and "is the input xquad/xquad.en (from the data directory)" in line
