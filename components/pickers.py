@@ -9,7 +9,7 @@ from components import loaders, persist, session_memory
 from components.state import current_data_dir
 from components.text import count, md_escape
 from core import memory
-from core.datasets import ON_AMBIGUOUS, DatasetError, load_squad
+from core.datasets import ON_AMBIGUOUS, ON_UNSCORABLE, DatasetError, load_squad
 from core.io import safe_json
 from core.qa import registry
 
@@ -95,10 +95,16 @@ def _upload_box(key: str, uploaded: dict) -> None:
                      "nearest": "take the one nearest the question's words"}.get,
         help="DuReader-robust files give answer_start -1 (position unknown); when the answer occurs several "
              "times in its context the loader must choose (python -m core.models.evaluate --on-ambiguous).")
+    unscorable = c1.selectbox(
+        "A question whose answer is not in its context", ON_UNSCORABLE, key=f"{key}_on_unscorable",
+        format_func={"drop": "leave it out, load the rest (each one named)", "error": "refuse the file"}.get,
+        help="Answers that differ from the context only in whitespace (a non-breaking or double space) are "
+             "matched anyway; a question none of whose answers occurs at all cannot be scored.")
     lang = c2.text_input("Language (empty: guess)", "", key=f"{key}_lang", max_chars=8,
                          help="The language code of the file (en, de, zh, ...). Empty: from the file's articles, "
                               "its name, or the script of its text (Latin script is taken as English).").strip()
-    up = st.file_uploader("SQuAD v1.1/v2.0 JSON (also NoiseQA, DuReader-robust, CMRC 2018)", type=["json"],
+    up = st.file_uploader("SQuAD v1.1/v2.0 JSON, or .json.gz (also NoiseQA, DuReader-robust, CMRC 2018)",
+                          type=["json", "gz"],
                           key=f"{key}_upload_{gen}",
                           max_upload_size=max(1, math.ceil(limit / 1024 / 1024)),
                           help=f"At most {limit / 1024 / 1024:.3g} MB.")
@@ -107,7 +113,7 @@ def _upload_box(key: str, uploaded: dict) -> None:
         try:
             safe_json.check_upload_size(up.size, name)
             # messages start with the file name
-            ds = load_squad(up, lang or None, name=name, on_ambiguous=ambiguous)
+            ds = load_squad(up, lang or None, name=name, on_ambiguous=ambiguous, on_unscorable=unscorable)
         except (DatasetError, safe_json.JSONLimitError, ValueError) as e:  # ValueError: a bad language code
             s[msg_key] = ("error", f"Not loaded: {e}")
         else:
@@ -118,6 +124,7 @@ def _upload_box(key: str, uploaded: dict) -> None:
                 uploaded.pop(next(iter(uploaded)))
             s[msg_key] = ("success", f"Loaded {count(len(ds), 'question')} from {name}.")
             s[f"{msg_key}_line"] = ds.load_line()   # what was recognised, repaired, guessed, dropped
+            s[f"{msg_key}_left_out"] = [line for line in ds.report if line.startswith("left out: ")]
             s[f"{key}_dataset_next"] = f"upload:{name}"
         session_memory.drop_uploaded_file(up.file_id)  # parsed: Streamlit's copy can go
         del up
@@ -129,6 +136,9 @@ def _upload_box(key: str, uploaded: dict) -> None:
         (st.error if shown[0] == "error" else st.success)(md_escape(shown[1]))
     if line := s.pop(f"{msg_key}_line", None):
         st.caption(md_escape(line))
+    if left_out := s.pop(f"{msg_key}_left_out", None):   # each question not loaded, by id and place
+        with st.expander(f"{count(len(left_out), 'question')} left out"):
+            st.text("\n".join(left_out))
 
 
 def model_label(name: str, languages, lang: str | None = None, hub: bool = False) -> str:

@@ -20,6 +20,7 @@ refused like the path it points to). The CLIs are the administrator's tools and 
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -80,6 +81,68 @@ def shown_path(path: str | Path, hidden: str | None = None) -> str:
     if show_paths():
         return str(path)
     return hidden if hidden is not None else Path(path).name
+
+
+# The environment variables that move a server folder: the roots below are recomputed when one changes.
+_ROOT_ENVS = ("QAX_DATA_DIR", "QAX_CACHE_DIR", "QAX_SWEEP_DB", "QAX_EXTRA_ROOTS", "QAX_MODELS_TOML",
+              "QAX_BEAT_DB", "HOME")
+# A path under a root runs until whitespace, a quote or a closing bracket; a final '.', ':' or ','
+# is the sentence's, not the path's.
+_PATH_TAIL = r"(?:/[^\s'\"`<>|(){}\[\],;]*)?"
+
+
+def server_roots() -> list[str]:
+    """The server's folders a visitor must not learn (as written and resolved, longest first):
+    the repository, data directory, cache, runs folder, sweep folder, models.toml's folder, Beat the
+    AI's database folder, QAX_EXTRA_ROOTS and the home directory."""
+    return list(_server_roots(tuple(os.environ.get(k, "") for k in _ROOT_ENVS)))
+
+
+@functools.lru_cache(maxsize=8)
+def _server_roots(_env: tuple[str, ...]) -> tuple[str, ...]:
+    try:
+        data = data_dir()
+    except OSError:   # a mistyped QAX_DATA_DIR: the folder it names is still the server's
+        data = Path(os.environ["QAX_DATA_DIR"]).expanduser()
+    found = [repo_root(), data, cache_dir(), runs_dir(), sweep_db_default().parent, *extra_roots(), Path.home()]
+    for env in ("QAX_MODELS_TOML", "QAX_BEAT_DB", "QAX_SWEEP_DB"):
+        if os.environ.get(env):
+            found.append(Path(os.environ[env]).expanduser().absolute().parent)
+    roots = {str(q) for p in found if p is not None for q in (p.absolute(), p.resolve())}
+    return tuple(sorted((r for r in roots if r not in ("/", "")), key=len, reverse=True))
+
+
+def hide_server_paths(text: str) -> str:
+    """``text`` with every path under a server folder (:func:`server_roots`) shortened to its file
+    name, as :func:`shown_path` shows it; unchanged when QAX_SHOW_PATHS=1. Error messages quote
+    paths (``no model named 'x' in /srv/qax/models.toml``): this is where they lose the folder.
+
+    >>> import os; os.environ.pop(SHOW_PATHS_ENV, None) and None
+    >>> hide_server_paths(f"no model named 'x' in {repo_root() / 'models.toml'}.")
+    "no model named 'x' in models.toml."
+    >>> hide_server_paths(f"kept in {repo_root()}, /etc/hosts stays") == f"kept in {repo_root().name}, /etc/hosts stays"
+    True
+    """
+    if "/" not in text or show_paths():
+        return text
+    roots = _server_roots(tuple(os.environ.get(k, "") for k in _ROOT_ENVS))
+    if not roots:
+        return text
+    return _roots_pattern(roots).sub(_shorten, text)
+
+
+@functools.lru_cache(maxsize=8)
+def _roots_pattern(roots: tuple[str, ...]) -> re.Pattern:
+    """Any root not followed by more of a name, then the rest of the path under it."""
+    return re.compile("(?:" + "|".join(re.escape(r) for r in roots) + r")(?![^/\s'\"`<>|(){}\[\],;:.])"
+                      + _PATH_TAIL)
+
+
+def _shorten(m: re.Match) -> str:
+    path = m.group(0)
+    tail = len(path) - len(path.rstrip(".:,"))
+    path, end = path[:len(path) - tail], path[len(path) - tail:]
+    return Path(path).name + end
 
 
 # ------------------------------------------------------------------------------------ confinement

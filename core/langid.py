@@ -33,7 +33,7 @@ __all__ = ["LanguageGuess", "guess_language", "detect_lang", "lang_from_filename
 
 _KNOWN_CODES = {"ar", "de", "el", "en", "es", "fr", "hi", "it", "ja", "ko", "nl", "pt", "ro",
                 "ru", "th", "tr", "vi", "zh"}
-_NAME_WORDS = {"cmrc": "zh", "dureader": "zh", "chinese": "zh", "english": "en",
+_NAME_WORDS = {"cmrc": "zh", "dureader": "zh", "chinese": "zh", "korquad": "ko", "english": "en",
                "german": "de", "germanquad": "de"}
 
 # (first, last code point, language) of the scripts that identify a language on their own.

@@ -16,6 +16,7 @@ from components.answers import answer_cards
 from components.ask_speech import forget_if_moved, speech_panel
 from components.ask_tools import counterfactual_panel, repair_panel
 from components.attribution import attributions_panel
+from components.context_box import context_box
 from components.frame import page_frame
 from components.highlight import highlight_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
@@ -58,8 +59,7 @@ with item_slot:
         st.caption(f"{md_escape(ds.name)} · id {md_escape(ex.id)} · {md_escape(ex.title.replace('_', ' '))}")
     else:
         persist.keep("ask_context")   # kept only where it is drawn: see components/persist.py
-        context = st.text_area("Context", height=180, key="ask_context",
-                               placeholder="Paste a paragraph the answer should come from.")
+        context = context_box("ask_context", 180)   # refused past the engine's limit, before any work
         lang = guess_language(context).code if context.strip() else "en"
 # a recording and its transcripts belong to the item (or pasted passage) they were made for
 forget_if_moved("\n".join([ds.name, ex.id, context]) if ex is not None else context)
@@ -146,7 +146,8 @@ with mt_slot:
                 st.session_state.pop("ask_mt_model", None)  # a folder that went away
             st.selectbox(f"Your own translation model (optional), translating "
                          f"{translate.language_name(plan.lang)} → {translate.language_name(lang)}",
-                         ["", *folders], key="ask_mt_model", format_func=lambda f: f or "none (Apertium only)")
+                         ["", *folders], key="ask_mt_model",
+                         format_func=lambda f: config.shown_path(f) if f else "none (Apertium only)")
         else:
             st.session_state.pop("ask_mt_model", None)
             st.caption("A Hugging Face seq2seq translation model can answer here too: an administrator puts "

@@ -29,8 +29,9 @@ from components.heatmaps.heatmap import LAYOUT_NOTES, LAYOUTS, METRICS, VALUES, 
 from components.heatmaps.noise_curves import noise_curve_section
 from components.heatmaps.report_download import report_downloads
 from components.heatmaps.rows_table import rows_section
-from components.sweep_db_picker import db_path_input, demo_caption, stored_sweeps_or_stop
+from components.sweep_db_picker import db_path_input, demo_caption, label, stored_sweeps_or_stop
 from components.text import md_escape
+from core.config import hide_server_paths
 from core.explore import demo_sweep
 from core.metrics import METRICS as METRIC_INFO
 from core.sweeps.analysis import aggregates as aggregates
@@ -64,7 +65,7 @@ if _no_sweep(db_path):   # an empty database chosen: a one-click demo sweep into
     offer_demo_sweep("hm", db_path, "This sweep database holds no sweep yet: the heatmaps show a stored sweep.")
     st.stop()
 sweeps = stored_sweeps_or_stop(
-    db_path, f"No sweep database at {db_path}. Run a sweep first (Sweeps page, or "
+    db_path, f"No sweep database at {md_escape(label(str(db_path)))}. Run a sweep first (Sweeps page, or "
              "`python -m core.sweeps --dataset ... --perturbations ... --models ...`).")
 
 by_id = {s["id"]: s for s in sweeps}
@@ -74,7 +75,7 @@ persist.keep("hm_sweep", newest_first)
 persist.keep_all(["hm_metric", "hm_value", "hm_layout"])
 keep_valid("hm_sweep", newest_first)
 sweep_id = st.selectbox("Sweep", newest_first, key="hm_sweep",
-                        format_func=lambda i: f"{by_id[i]['name']} · {by_id[i]['dataset']}")
+                        format_func=lambda i: f"{by_id[i]['name']} · {hide_server_paths(by_id[i]['dataset'])}")
 # One read handle for every view below; a new version (rows added) is a new handle.
 stored = loaders.stored_sweep(str(db_path), sweep_id, aggregates.version_of(by_id[sweep_id]))
 sweep = stored.info

@@ -114,7 +114,7 @@ registry_table = pd.DataFrame([{
     "model": m.name,
     "languages": ", ".join(m.languages),
     "status": status[m.name],
-    "source": m.source,
+    "source": m.shown_source,   # a folder on the server by its name (QAX_SHOW_PATHS)
     "base package": ((cards[m.name] or {}).get("base") or {}).get("package", ""),
     "ticked by default": m.name in ticked,   # as the model pickers choose
     "description": m.description,
@@ -186,7 +186,7 @@ for m in entries:
     card = cards[m.name]
     with st.expander(md_escape(f"{m.name}: {status[m.name]}")):
         if card is None:
-            st.markdown(f"No model card. Source: {md_escape(m.source)}.")
+            st.markdown(f"No model card. Source: {md_escape(m.shown_source)}.")
             continue
         # A card is data (a user's model folder may bring its own): its text is escaped before the
         # renderer lays it out as Markdown, so it cannot add an image or a link.

@@ -10,7 +10,6 @@ the flips of the recordings against synthetic noise are compared in components/t
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -21,6 +20,7 @@ from components.pickers import evaluation_sets, load_set
 from components.text import html_text, md_escape
 from components.trial_agreement import agreement_panel
 from components.trial_scoring import score_panel
+from core import config
 from core.collect import trial_sets, trials
 from core.datasets import DatasetError
 from core.speech import asr
@@ -29,7 +29,8 @@ from core.speech.audio import AudioError
 page_frame()
 st.title("Speech trial")
 st.caption("Read questions aloud, one at a time. Every recording is kept on this server "
-           f"(`{trials.trials_root()}`) until you delete it; each speech recogniser transcribes it, and "
+           f"({md_escape(config.shown_path(trials.trials_root(), 'its trials folder'))}) until you delete it; "
+           "each speech recogniser transcribes it, and "
            "your transcripts become a challenge set that sweeps can evaluate models on.")
 
 ENGINES = list(asr.ENGINE_NAMES)
@@ -191,11 +192,11 @@ def _results(trial: trials.Trial) -> None:
     paths = st.session_state.get("trial_paths")
     if paths and paths.get("original", "").startswith(str(trial.path)):
         st.caption("SQuAD-format challenge sets (paired with the original by question id):")
-        for key, path in paths.items():
+        shown = trial_sets.shown_paths(paths)   # the server's folders only with QAX_SHOW_PATHS=1
+        for key, path in shown.items():
             st.text(f"{key}: {path}")
         models = st.session_state.get("trial_models") or ["MODEL"]
-        st.code(trial_sets.sweep_command(trial, {k: Path(v) for k, v in paths.items()}, models),
-                language="bash")
+        st.code(trial_sets.sweep_command(trial, shown, models), language="bash")
         score_panel(trial, paths)
 
 

@@ -228,7 +228,7 @@ st.subheader("Stored sweeps")
 if db_path is None:
     st.info("Choose a sweep database above to see its sweeps.")
     st.stop()
-sweeps = stored_sweeps_or_stop(db_path, md_escape(f"No sweep database at {db_path} yet: the first sweep "
+sweeps = stored_sweeps_or_stop(db_path, md_escape(f"No sweep database at {label(str(db_path))} yet: the first sweep "
                                                   "creates it."))
 
 if (to_resume := stored_sweeps(sweeps, job, resume_disabled=busy or db_path is None, db_path=db_path,

@@ -16,6 +16,7 @@ from components import loaders, permalink, persist
 from components.answers import legend, spans_in_context
 from components.ask_tools import repair_panel
 from components.attribution import why_changed_panel
+from components.context_box import context_box
 from components.edits import edits_html
 from components.frame import page_frame
 from components.highlight import color_for
@@ -52,8 +53,7 @@ if source == "Dataset item":
     example = dataclasses.replace(item, question=question)
 else:
     persist.keep("var_context")   # kept only where it is drawn: see components/persist.py
-    context = st.text_area("Context", height=160, key="var_context",
-                           placeholder="Paste a paragraph the answer should come from.")
+    context = context_box("var_context", 160)   # refused past the engine's limit, before any work
     question = st.text_area("Question", key="var_question", height=68)
     lang = detect_lang(context) if context.strip() else "en"
     example = QAExample(id="typed", question=question, context=context, lang=lang)

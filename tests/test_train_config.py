@@ -4,7 +4,8 @@ import dataclasses
 
 import pytest
 
-from core.training.cli import TrainConfig, build_parser, parse_config, train_command
+from core.training.cli import build_parser, parse_config
+from core.training.config import TrainConfig, train_command
 
 
 def test_the_argument_table_is_the_config_field_for_field():

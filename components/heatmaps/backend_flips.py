@@ -10,6 +10,7 @@ import streamlit as st
 
 from components.export import csv_download, file_stem
 from components.loaders import stored_sweep
+from components.text import md_escape
 from core.sweeps.analysis import aggregates
 from core.sweeps.analysis.stored import StoredSweep
 
@@ -31,7 +32,7 @@ def backend_flips_section(sweep: StoredSweep, sweeps: Sequence[Mapping[str, Any]
             with st.spinner("Pairing the two sweeps' answers…"):
                 rows = sweep.backend_flips(stored_sweep(str(sweep.db), other, aggregates.version_of(by_id[other])))
         except ValueError as e:
-            st.info(str(e))
+            st.info(md_escape(e))
             return
         df = pd.DataFrame(rows)
         st.dataframe(df, hide_index=True, key="hm_backend_table")

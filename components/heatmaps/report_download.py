@@ -12,6 +12,7 @@ import shlex
 import streamlit as st
 
 from components.export import file_stem
+from components.sweep_db_picker import label
 from core import config, reports
 from core.sweeps.analysis.stored import StoredSweep
 
@@ -29,13 +30,15 @@ def report_downloads(stored: StoredSweep, metric: str = "f1") -> None:
             return
         bar = st.progress(0.0, text="Building the report…")
         out = f"{file_stem('report', sweep['name'])}.html"
+        shown_db = label(str(db_path))   # relative to the repository, else the file's name (QAX_SHOW_PATHS)
         command = " ".join(["python -m core.sweeps", "--show", shlex.quote(sweep["name"]), "--db",
-                            shlex.quote(config.shown_path(db_path)), "--report", shlex.quote(out), "--metric", metric])
-        html, md = reports.build(db_path, sweep["id"], metric=metric, command=command, stored=stored,
+                            shlex.quote(shown_db), "--report", shlex.quote(out), "--metric", metric])
+        html, md = reports.build(db_path, sweep["id"], metric=metric, command=command, stored=stored, shown_db=shown_db,
                                  progress=lambda done, total, label: bar.progress(
                                      done / total, text=f"Building the report: {label} ({done}/{total})"))
         bar.empty()
-        built = (key, html, md)
+        # a dataset or file: spec named by a server path (a CLI sweep) loses its folder too
+        built = (key, config.hide_server_paths(html), config.hide_server_paths(md))
         st.session_state["hm_report"] = built
     stem = file_stem("report", sweep["name"])
     row = st.container(horizontal=True)   # side by side where they fit, else one under the other: never cut

@@ -18,7 +18,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.collect.trials import QuestionState, StoredTranscript, Trial, TrialError, slug, write_atomic
+from core import config
+from core.collect.trials import QuestionState, StoredTranscript, Trial, TrialError, slug, trials_root, write_atomic
 from core.datasets import Dataset
 from core.metrics.text_distance import corpus_cer, corpus_wer, table3_summary, wer
 from core.speech import asr
@@ -74,8 +75,17 @@ def write_challenge_sets(trial: Trial, out_dir: str | Path | None = None,
     return paths
 
 
-def sweep_command(trial: Trial, paths: dict[str, Path], models: Sequence[str] = ("MODEL",)) -> str:
-    """The ``python -m core.sweeps`` command that evaluates models on the written sets."""
+def shown_paths(paths: dict[str, str | Path]) -> dict[str, str]:
+    """The challenge sets' paths as a visitor sees them: in full with QAX_SHOW_PATHS=1, else from the
+    trials folder down (``trials/<trial>/<set>.json``), which names no folder of the server."""
+    base = trials_root().parent
+    return {k: config.shown_path(p, str(Path(p).relative_to(base)) if Path(p).is_relative_to(base) else Path(p).name)
+            for k, p in paths.items()}
+
+
+def sweep_command(trial: Trial, paths: dict[str, str | Path], models: Sequence[str] = ("MODEL",)) -> str:
+    """The ``python -m core.sweeps`` command that evaluates models on the written sets (``paths`` as
+    they should be shown: :func:`shown_paths` on a page)."""
     specs = ",".join(f"file:{p}" for k, p in paths.items() if k != "original")
     return (f"python -m core.sweeps --dataset {paths['original']} --perturbations {specs} "
             f"--models {','.join(models)} --name trial-{trial.id}")

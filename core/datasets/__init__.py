@@ -34,12 +34,22 @@ from core.datasets.pairing import (
     legacy_rule,
     pair_challenge,
 )
-from core.datasets.squad import FORMATS, ON_AMBIGUOUS, Dataset, DatasetError, load_squad, nearest_occurrence
+from core.datasets.squad import (
+    FORMATS,
+    ON_AMBIGUOUS,
+    ON_UNSCORABLE,
+    Dataset,
+    DatasetError,
+    data_name,
+    load_squad,
+    nearest_occurrence,
+)
 
 __all__ = [
     "DatasetError", "Dataset", "Pairing", "DatasetInfo", "EVAL_ONLY", "TRAINABLE_EVAL",
     "load_squad", "pair_challenge", "discover_datasets",
-    "ON_AMBIGUOUS", "PAIR_RULES", "FORMATS", "contexts_agree", "disagreement", "nearest_occurrence",
+    "ON_AMBIGUOUS", "ON_UNSCORABLE", "data_name",
+    "PAIR_RULES", "FORMATS", "contexts_agree", "disagreement", "nearest_occurrence",
     "normalize_context", "trainable_eval_files", "eval_contexts", "find_eval_overlap", "squad_dev_minus_xquad",
     "load_demo", "demo_dataset", "DEMO_PATH", "FILE_PREFIX", "XQUAD_PARAGRAPHS", "CONTEXT_SIMILARITY",
     "legacy_rule", "has_gold", "resolve_data_file", "load_dataset", "dataset_file", "confined_file", "sample_examples",

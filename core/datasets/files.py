@@ -29,6 +29,8 @@ EVAL_ONLY: tuple[str, ...] = ("xquad/xquad.*.json", "noiseqa/Synthetic/*.json", 
 # and Chinese models train on it; XQuAD and NoiseQA stay evaluation sets, always.
 TRAINABLE_EVAL: tuple[str, ...] = ("eval/mlqa/*.json",)
 
+# A name under the data directory is found with these endings, in this order (a file may be gzip-compressed).
+_SUFFIXES = (".json", "", ".json.gz")
 # A data set name (or a sweep spec) ``file:<path under the data directory>`` (core.perturb.spec).
 FILE_PREFIX = "file:"
 
@@ -74,23 +76,26 @@ def discover_datasets(data_dir: str | Path | None = None) -> list[DatasetInfo]:
     def add(path: Path, role: str, lang: str | None = None, original: Path | None = None):
         if not config.within(path, [root]):
             return
-        rel = path.relative_to(root).as_posix().removesuffix(".json")
+        rel = path.relative_to(root).as_posix().removesuffix(".gz").removesuffix(".json")
         infos.append(DatasetInfo(rel, path, lang or lang_from_filename(path) or "und", role,
                                  original))
 
-    for p in root.glob("xquad/xquad.*.json"):
+    def glob(pattern: str) -> list[Path]:   # each file as it is or gzip-compressed (.json.gz)
+        return sorted(root.glob(pattern)) + sorted(root.glob(pattern + ".gz"))
+
+    for p in glob("xquad/xquad.*.json"):
         add(p, "eval")
     xquad_en = root / "xquad" / "xquad.en.json"
-    for p in root.glob("noiseqa/Synthetic/*.json"):
-        if p.name.endswith("-synthetic.json"):
+    for p in glob("noiseqa/Synthetic/*.json"):
+        if p.name.removesuffix(".gz").endswith("-synthetic.json"):
             add(p, "challenge", "en", xquad_en if xquad_en.exists() else None)
         else:  # xquad-context-en-question-en.json: the clean set, identical to xquad.en
             add(p, "eval")
-    for p in root.glob("squad/*.json"):
+    for p in glob("squad/*.json"):
         add(p, "train" if p.name.startswith("train") else "eval", "en")
-    for p in root.glob("eval/mlqa/*.json"):
+    for p in glob("eval/mlqa/*.json"):
         add(p, "eval")
-    for p in root.glob("train/**/*.json"):
+    for p in glob("train/**/*.json"):
         english = p.relative_to(root / "train").parts[0] in _ENGLISH_TRAIN_DIRS
         add(p, "train", lang_from_filename(p) or ("en" if english else None))
     order = {"eval": 0, "challenge": 1, "train": 2}
@@ -199,20 +204,18 @@ def resolve_data_file(name: str, data_dir: str | Path | None = None, *, what: st
     folder, the speech trials' folder, QAX_EXTRA_ROOTS): core.translate.natural_mt and the speech trials
     print such paths. Anything else is a DatasetError naming the allowed folders; nothing is read.
     """
-    rel = name.strip().removesuffix(".json")
+    rel = name.strip().removesuffix(".gz").removesuffix(".json")
     if not rel:
         raise DatasetError(f"{what}: needs a path under the data directory")
     root = Path(data_dir).expanduser().resolve() if data_dir is not None else config.data_dir()
     try:
         if Path(rel).expanduser().is_absolute():
             roots = config.read_roots(root)
-            candidates = [config.confine(Path(rel + ".json").expanduser(), roots, "the file"),
-                          config.confine(Path(rel).expanduser(), roots, "the file")]
+            candidates = [config.confine(Path(rel + ext).expanduser(), roots, "the file") for ext in _SUFFIXES]
         elif root is None:
             raise DatasetError(f"no data directory to find {rel}.json in (set QAX_DATA_DIR)")
         else:
-            candidates = [config.under(root, rel + ".json", "the path"),
-                          config.under(root, rel, "the path")]
+            candidates = [config.under(root, rel + ext, "the path") for ext in _SUFFIXES]
     except ValueError as e:   # ConfinementError; a NUL byte in the name
         raise DatasetError(f"{what}: {e}") from None
     path = next((c for c in candidates if c.is_file()), None)
@@ -265,7 +268,7 @@ def dataset_file(name: str, data_dir: str | Path | None = None, *, confined: boo
         root = Path(data_dir) if data_dir is not None else config.data_dir()
         if root is None:
             return None
-        for rel in (name, f"{name}.json"):
+        for rel in (name, f"{name}.json", f"{name}.json.gz"):
             candidate = config.under(root, rel, "the path")
             if candidate.is_file():
                 return candidate
@@ -275,16 +278,16 @@ def dataset_file(name: str, data_dir: str | Path | None = None, *, confined: boo
 
 
 def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: bool = False,
-                 lang: str | None = None, on_ambiguous: str = "error") -> Dataset:
+                 lang: str | None = None, on_ambiguous: str = "error", on_unscorable: str = "drop") -> Dataset:
     """A data set by name: ``demo.<lang>`` (the bundled demo set), ``file:<path>`` or a path under
     the data directory with or without ``.json`` (``xquad/xquad.en``), both kept inside the
     roots (:func:`resolve_data_file`), or, unless ``confined`` (the web UI), any existing file
-    path (the CLI is the administrator's tool). ``lang`` and ``on_ambiguous``: see
+    path (the CLI is the administrator's tool). ``lang``, ``on_ambiguous`` and ``on_unscorable``: see
     :func:`core.datasets.load_squad` (the demo set has its own languages)."""
-    opts = {"lang": lang, "on_ambiguous": on_ambiguous}
+    opts = {"lang": lang, "on_ambiguous": on_ambiguous, "on_unscorable": on_unscorable}
     if name.startswith(FILE_PREFIX):
         path = resolve_data_file(name[len(FILE_PREFIX):], data_dir, what=f"dataset {name!r}")
-        return load_squad(path, name=name[len(FILE_PREFIX):].strip().removesuffix(".json"), **opts)
+        return load_squad(path, name=name[len(FILE_PREFIX):].strip().removesuffix(".gz").removesuffix(".json"), **opts)
     if name.startswith("demo.") and "/" not in name:
         return demo_dataset(name.split(".", 1)[1])
     path = Path(name).expanduser()
@@ -298,13 +301,13 @@ def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: boo
     if root is None:
         raise DatasetError(f"dataset {name!r}: no such file, and no data directory "
                          "(set QAX_DATA_DIR)")
-    for rel in (name, f"{name}.json"):
+    for rel in (name, f"{name}.json", f"{name}.json.gz"):
         try:
             candidate = config.under(root, rel, "the path")
         except ValueError as e:   # ConfinementError; a NUL byte in the name
             raise DatasetError(f"dataset {name!r}: {e}") from None
         if candidate.is_file():
-            return load_squad(candidate, name=name.removesuffix(".json"), **opts)
+            return load_squad(candidate, name=name.removesuffix(".gz").removesuffix(".json"), **opts)
     raise DatasetError(f"dataset {name!r}: neither a file nor found under the data directory {root}")
 
 

@@ -31,8 +31,11 @@ Language of the examples, first rule that gives one wins:
 """
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -41,7 +44,8 @@ from core.io import safe_json
 from core.langid import detect_lang, is_cjk, lang_from_filename
 from core.types import Answer, QAExample
 
-__all__ = ["DatasetError", "Dataset", "load_squad", "ON_AMBIGUOUS", "FORMATS", "nearest_occurrence"]
+__all__ = ["DatasetError", "Dataset", "load_squad", "ON_AMBIGUOUS", "ON_UNSCORABLE", "FORMATS", "nearest_occurrence",
+           "data_name", "MAX_UNPACKED_BYTES"]
 
 
 class DatasetError(ValueError):
@@ -70,6 +74,8 @@ class Dataset:
     # "articles", "file name", "script of the text"): the one-line report, :meth:`load_line`.
     format: str = "SQuAD v1.1"
     lang_source: str = ""
+    # the ids of the questions left out (none of their answers is in the context): the load line names them
+    left_out: list[str] = field(default_factory=list)
     by_id: dict[str, QAExample] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -99,11 +105,14 @@ class Dataset:
         if self.lang_source:
             head += f" ({self.lang_source})"
         parts = []
-        groups = (("repaired", ("offsets_recovered", "offsets_repaired")),
+        groups = (("repaired", ("offsets_recovered", "offsets_repaired", "whitespace_repaired")),
                   ("guessed", ("ambiguous_first", "ambiguous_nearest")),
-                  ("dropped", ("answers_dropped", "answers_empty")))
+                  ("dropped", ("answers_dropped", "answers_empty", "questions_dropped")))
         for verb, kinds in groups:
             said = [f"{self.stats[k]} {_Fixes.SHORT[k]}" for k in kinds if self.stats.get(k)]
+            if verb == "dropped" and self.left_out:   # each question left out, by id (the report says why)
+                more = f" and {len(self.left_out) - 20} more" if len(self.left_out) > 20 else ""
+                said[-1] += f" (question ids {', '.join(self.left_out[:20])}{more})"
             if said:
                 parts.append(f"{verb}: {', '.join(said)}")
         impossible = sum(ex.is_impossible for ex in self.examples)
@@ -154,12 +163,50 @@ class Dataset:
 # Loading
 
 
+# A gzip-compressed file is unpacked to at most this many bytes (a 1 MB bomb unpacks to 1 GB): an
+# upload to the upload limit (core.io.safe_json.max_upload_bytes), a file named on the server to this.
+MAX_UNPACKED_BYTES = 1024 ** 3
+# What a binary file's first bytes say it is: the message names it instead of "not UTF-8".
+_FIRST = "decompress it first (a gzip-compressed .json.gz is read as it is)"
+_MAGIC = ((b"PK\x03\x04", "a zip archive, not JSON: unzip it and give the JSON file inside (a gzip-compressed "
+                          ".json.gz is read as it is)"),
+          (b"BZh", f"bzip2-compressed, not JSON: {_FIRST}"),
+          (b"\xfd7zXZ\x00", f"xz-compressed, not JSON: {_FIRST}"),
+          (b"7z\xbc\xaf\x27\x1c", f"a 7z archive, not JSON: {_FIRST}"),
+          (b"%PDF", "a PDF document, not JSON"),
+          (b"SQLite format 3\x00", "an SQLite database, not JSON"))
+
+
+def _unpacked(raw: bytes, where: str, limit: int) -> bytes:
+    """``raw`` gunzipped when it is gzip (its magic bytes, whatever the file is called), to at most
+    ``limit`` bytes; other binary files are refused with what they are."""
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as f:
+                data = f.read(limit + 1)
+        except (OSError, EOFError, zlib.error) as e:
+            raise DatasetError(f"{where}: a damaged gzip file ({e})") from None
+        if len(data) > limit:
+            raise DatasetError(f"{where}: gzip-compressed JSON that unpacks to more than "
+                               f"{limit / 1024 / 1024:,.0f} MB, the limit") from None
+        raw = data
+    for magic, what in _MAGIC:
+        if raw.startswith(magic):
+            raise DatasetError(f"{where}: {what}")
+    nul = raw.find(b"\x00", 0, 4096)
+    if nul >= 0:   # JSON text never holds a NUL byte (UTF-16 would: it is not read either)
+        raise DatasetError(f"{where}: a binary file, not JSON text (a NUL byte at byte {nul})")
+    return raw
+
+
 def _read_json(source: str | Path | IO, where: str) -> Any:
     try:
         if isinstance(source, (str, Path)):
-            raw: str | bytes = Path(source).read_bytes()
-        else:
+            raw: str | bytes = _unpacked(Path(source).read_bytes(), where, MAX_UNPACKED_BYTES)
+        else:   # an upload: unpacked to no more than an upload may be
             raw = source.read()
+            if isinstance(raw, bytes):
+                raw = _unpacked(raw, where, safe_json.max_upload_bytes())
         if isinstance(raw, bytes):
             raw = raw.decode("utf-8-sig")
         # Nesting is checked before parsing: json.loads recurses per level, and a small file
@@ -216,28 +263,42 @@ class _Fixes:
                              "question words nearby taken",
         "offsets_repaired": "answer offsets that did not match the answer text, moved to the "
                             "nearest occurrence",
+        "whitespace_repaired": "answers that differ from the context only in whitespace (a non-breaking, "
+                               "double or other Unicode space), set to the context's text",
         "answers_dropped": "answers whose text does not occur in the context, dropped (the "
                            "question kept other answers)",
         "answers_empty": "answers with an empty text, dropped",
         "no_gold": "questions without any gold answer (EM/F1 cannot be scored on them)",
+        "questions_dropped": "questions left out: none of their answers occurs in the context, even "
+                             "modulo whitespace",
     }
 
     SHORT = {"offsets_recovered": "answer_start -1 found (one occurrence)",
              "ambiguous_first": "answer_start -1 set to the first of several occurrences",
              "ambiguous_nearest": "answer_start -1 set to the occurrence nearest the question's words",
              "offsets_repaired": "wrong offsets moved to the text",
+             "whitespace_repaired": "answers matched modulo whitespace",
              "answers_dropped": "answers not in the context",
              "answers_empty": "empty answers",
-             "no_gold": "without gold"}
+             "no_gold": "without gold",
+             "questions_dropped": "questions whose answers are not in the context"}
 
     def __init__(self) -> None:
         self.ids: dict[str, list[str]] = {k: [] for k in self.LABELS}
+        self.dropped: list[str] = []   # one line per question left out, each named in the report
 
     def add(self, kind: str, qid: str) -> None:
         self.ids[kind].append(qid)
 
     def stats(self) -> dict[str, int]:
         return {k: len(v) for k, v in self.ids.items() if v}
+
+    def drop(self, question: _Unscorable, where: str, on_unscorable: str) -> None:
+        """Leave ``question`` out and name it in the report, or refuse the file (``on_unscorable="error"``)."""
+        if on_unscorable == "error":
+            raise DatasetError(str(question)) from None
+        self.add("questions_dropped", question.qid)
+        self.dropped.append(f"left out: {str(question).removeprefix(where + ': ')}")
 
     def lines(self) -> list[str]:
         out = []
@@ -247,10 +308,13 @@ class _Fixes:
                 more = f" and {len(unique) - 5} more" if len(unique) > 5 else ""
                 out.append(f"{len(ids)} {self.LABELS[kind]}; question ids: "
                            f"{', '.join(unique[:5])}{more}")
-        return out
+        return out + self.dropped
 
 
 ON_AMBIGUOUS = ("error", "first", "nearest")
+# A question none of whose answers occurs in its context: left out and named in the report ("drop"),
+# or the whole file refused ("error").
+ON_UNSCORABLE = ("drop", "error")
 # "nearest": the occurrence with the most question words within this many characters of it.
 NEAREST_WINDOW = 150
 
@@ -280,52 +344,82 @@ def nearest_occurrence(context: str, found: list[int], length: int, question: st
     return max(found, key=lambda i: (overlap(i), -i))
 
 
+# Whitespace that real files swap for one another: any run of Unicode spaces (NBSP, U+2009, U+3000,
+# ...), tabs and line breaks, plus zero-width spaces and BOMs, which str.isspace does not count.
+_SPACE_RUN = r"[\s\u200b\u2060\ufeff]+"
+
+
+def _whitespace_occurrences(context: str, text: str) -> list[tuple[int, int]]:
+    """Every (start, end) in ``context`` where ``text`` occurs up to whitespace: each run of
+    spaces in either may be any other run (a non-breaking space for a space, two spaces for one).
+
+    >>> ctx = "Der Vertrag von\u00a0Rom  wurde 1957 unterzeichnet."
+    >>> [ctx[a:b] for a, b in _whitespace_occurrences(ctx, "Vertrag von Rom wurde")]
+    ['Vertrag von\xa0Rom  wurde']
+    """
+    words = re.split(_SPACE_RUN, text.strip())
+    if not any(words):
+        return []
+    pattern = re.compile(_SPACE_RUN.join(re.escape(w) for w in words))
+    return [(m.start(), m.end()) for m in pattern.finditer(context)]
+
+
 def _locate(context: str, text: str, start: int, qid: str, where: str, path: str,
-            on_ambiguous: str, fixes: _Fixes, question: str = "") -> int | None:
-    """The checked offset of one answer, or None when its text is not in the context."""
+            on_ambiguous: str, fixes: _Fixes, question: str = "") -> Answer | None:
+    """The answer with a checked offset (and, matched modulo whitespace, the context's own text),
+    or None when its text is not in the context."""
     if start >= 0 and context[start:start + len(text)] == text:
-        return start
+        return Answer(text, start)
     found = _occurrences(context, text)
+    spans = [(i, i + len(text)) for i in found]
+    repair = "offsets_repaired"
     if not found:
-        return None
+        spans = _whitespace_occurrences(context, text)
+        if not spans:
+            return None
+        found, repair = [a for a, _ in spans], "whitespace_repaired"
+    end = dict(spans)
+
+    def answer(i: int) -> Answer:
+        return Answer(context[i:end[i]], i)
+
     if start < 0:
         if len(found) == 1:
-            fixes.add("offsets_recovered", qid)
-            return found[0]
+            fixes.add("offsets_recovered" if repair == "offsets_repaired" else repair, qid)
+            return answer(found[0])
         if on_ambiguous == "first":
             fixes.add("ambiguous_first", qid)
-            return found[0]
+            return answer(found[0])
         if on_ambiguous == "nearest":
             fixes.add("ambiguous_nearest", qid)
-            return nearest_occurrence(context, found, len(text), question)
+            return answer(nearest_occurrence(context, found, len(text), question))
         raise DatasetError(
             f"{where}: {path} (question id {qid!r}): answer_start is -1 and the answer "
             f"{text!r} occurs {len(found)} times in the context, so its position is ambiguous; "
             f"choose on_ambiguous='first' (the first occurrence) or 'nearest' (the one nearest "
             f"the question's words): --on-ambiguous first|nearest on the command line")
-    fixes.add("offsets_repaired", qid)
-    return min(found, key=lambda i: (abs(i - start), i))
+    fixes.add(repair, qid)
+    return answer(min(found, key=lambda i: (abs(i - start), i)))
 
 
 def load_squad(source: str | Path | IO, lang: str | None = None, *, name: str | None = None,
-               on_ambiguous: str = "error") -> Dataset:
+               on_ambiguous: str = "error", on_unscorable: str = "drop") -> Dataset:
     """Read a SQuAD v1.1/v2.0-style JSON file (path or open file) into a :class:`Dataset`.
 
     ``lang``: the language of every example; None = per-article ``"lang"`` field, else the file
     name, else the script of the text (see the module docstring). ``name``: the data set name
     (default: the file name without ``.json``). ``on_ambiguous``: "error" (default), "first" or
     "nearest" (:func:`nearest_occurrence`), what to do with an ``answer_start`` of -1 whose text
-    occurs several times in the context. Raises DatasetError naming the file and the JSON path of
+    occurs several times in the context. ``on_unscorable``: "drop" (default) leaves out a question
+    none of whose answers occurs in its context, even modulo whitespace, and names each one in the
+    report; "error" refuses the file instead. Raises DatasetError naming the file and the JSON path of
     the problem. The result's :meth:`Dataset.load_line` says what was recognised and repaired.
     """
-    if on_ambiguous not in ON_AMBIGUOUS:
-        raise ValueError(f"on_ambiguous must be one of {', '.join(ON_AMBIGUOUS)}, not {on_ambiguous!r}")
-    if lang is not None and not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z]{2,4})?", lang):
-        raise ValueError(f"lang should be a language code like en, de or zh, not {lang!r}")
+    _check_options(lang, on_ambiguous, on_unscorable)
     src_name = str(source) if isinstance(source, (str, Path)) else getattr(source, "name", None)
     where = src_name if isinstance(src_name, str) else "<stream>"
     if name is None:
-        name = Path(where).name.removesuffix(".json") if isinstance(src_name, str) else "dataset"
+        name = data_name(where) if isinstance(src_name, str) else "dataset"
 
     doc = _read_json(source, where)
     if not isinstance(doc, dict):
@@ -366,8 +460,14 @@ def load_squad(source: str | Path | IO, lang: str | None = None, *, name: str | 
             context = _get(paragraph, "context", str, where, ppath)
             qas = _get(paragraph, "qas", list, where, ppath)
             for qi, qa in enumerate(qas):
-                examples.append(_read_question(qa, f"{ppath}.qas[{qi}]", where, context, title, ex_lang,
-                                               on_ambiguous, fixes, seen))
+                try:
+                    examples.append(_read_question(qa, f"{ppath}.qas[{qi}]", where, context, title, ex_lang,
+                                                   on_ambiguous, fixes, seen))
+                except _Unscorable as e:
+                    fixes.drop(e, where, on_unscorable)
+    if fixes.dropped and not examples:
+        raise DatasetError(f"{where}: no question can be scored; the first: "
+                           f"{fixes.dropped[0].removeprefix('left out: ')}")
 
     langs = {ex.lang for ex in examples}
     ds_lang = langs.pop() if len(langs) == 1 else ("mul" if langs else (file_lang or "und"))
@@ -379,7 +479,25 @@ def load_squad(source: str | Path | IO, lang: str | None = None, *, name: str | 
                                  if detected[0] == "en" else ""))
     fmt = _recognise_format(doc, src_name if isinstance(src_name, str) else name, examples, fixes)
     return Dataset(name=name, lang=ds_lang, examples=examples, report=report,
-                   stats=fixes.stats(), format=fmt, lang_source=lang_source)
+                   stats=fixes.stats(), format=fmt, lang_source=lang_source, left_out=fixes.ids["questions_dropped"])
+
+
+def _check_options(lang: str | None, on_ambiguous: str, on_unscorable: str) -> None:
+    if on_ambiguous not in ON_AMBIGUOUS:
+        raise ValueError(f"on_ambiguous must be one of {', '.join(ON_AMBIGUOUS)}, not {on_ambiguous!r}")
+    if on_unscorable not in ON_UNSCORABLE:
+        raise ValueError(f"on_unscorable must be one of {', '.join(ON_UNSCORABLE)}, not {on_unscorable!r}")
+    if lang is not None and not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z]{2,4})?", lang):
+        raise ValueError(f"lang should be a language code like en, de or zh, not {lang!r}")
+
+
+def data_name(path: str | Path) -> str:
+    """A data file's name without ``.json`` or ``.json.gz``.
+
+    >>> data_name("it/SQuAD_it-test.json.gz"), data_name("xquad.de.json")
+    ('SQuAD_it-test', 'xquad.de')
+    """
+    return Path(path).name.removesuffix(".gz").removesuffix(".json")
 
 
 def _lang_source(lang: str | None, data: list, file_lang: str | None) -> str:
@@ -391,6 +509,14 @@ def _lang_source(lang: str | None, data: list, file_lang: str | None) -> str:
     if file_lang:
         return "from the file name"
     return "guessed from the script of the text"
+
+
+class _Unscorable(DatasetError):
+    """A question none of whose answers is in its context: dropped or refused (``on_unscorable``)."""
+
+    def __init__(self, qid: str, message: str):
+        super().__init__(message)
+        self.qid = qid
 
 
 def _read_question(qa: Any, qpath: str, where: str, context: str, title: str, ex_lang: str, on_ambiguous: str,
@@ -423,10 +549,10 @@ def _read_question(qa: Any, qpath: str, where: str, context: str, title: str, ex
             continue
         found = _locate(context, text, start, qid, where, npath, on_ambiguous, fixes, question)
         if found is not None:
-            answers.append(Answer(text, found))
+            answers.append(found)
     texts = [a["text"] for a in raw_answers if a["text"]]
     if texts and not answers:
-        raise DatasetError(
+        raise _Unscorable(qid,
             f"{where}: {qpath} (question id {qid!r}): no answer text occurs in the "
             f"context (first answer: {texts[0]!r})")
     for _ in range(len(texts) - len(answers)):

@@ -3,6 +3,8 @@
 Modules (each documented and doctested on hand-checked cases):
   squad          SQuAD v1.1 EM/F1, exactly as the official evaluate-v1.1.py
   chinese        character-level EM/F1 for Chinese (CMRC 2018 / DuReader-robust)
+  korean         character-level EM/F1 for Korean (KorQuAD 1.0)
+  rules          which of the three scores a language (``scoring_rule``), named in every corpus score
   text_distance  CER, WER (jiwer) and BLEU (sacreBLEU) of noisy vs original questions (NoiseQA)
   dpr            Different Prediction Rate and bucketing for similarity plots (DuReader-robust)
   penalty        percentage change, band and penalty per heatmap cell (Satheesh et al. 2024)
@@ -10,30 +12,36 @@ Modules (each documented and doctested on hand-checked cases):
 
 Each module declares its metrics once (``DECLARED``); ``METRICS`` gathers them by name, so a page or
 a table takes a metric's label, help text and direction from here. Chinese EM/F1 are the same
-metrics at the character level, so they are not declared twice.
+metrics at the character level, so they are not declared twice (Korean's too).
 
 >>> METRICS["f1"].label, METRICS["wer"].better, METRICS["pct_change"].better
 ('F1', 'lower', 'zero')
 
-This package picks the answer scorer by language: Chinese ("zh", "zh-CN", ...) is scored at the
-character level, every other language with SQuAD's normalisation and whitespace tokens.
+This package picks the answer scorer by language (core.metrics.rules): Chinese ("zh", "zh-CN", ...)
+and Korean ("ko") are scored at the character level as CMRC 2018's and KorQuAD 1.0's scripts do,
+every other language with SQuAD's normalisation and whitespace tokens.
 
 >>> score_answer("the Denver Broncos", ["Denver Broncos", "Broncos"], "en")
 (1.0, 1.0)
 >>> em, f1 = score_answer("北京奥运会", ["2008年北京奥运会"], "zh")
 >>> em, round(f1, 6)
 (0.0, 0.833333)
+>>> em, f1 = score_answer("서울에서", ["서울"], "ko")
+>>> em, round(f1, 6)
+(0.0, 0.666667)
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from core.metrics import chinese, dpr, penalty, squad, text_distance
+from core.metrics import chinese, dpr, korean, penalty, squad, text_distance
 from core.metrics.chinese import chinese_scores, is_chinese_lang
 from core.metrics.declared import Metric
 from core.metrics.dpr import bucket_by, different_prediction_rate, predictions_differ
+from core.metrics.korean import korean_scores
 from core.metrics.penalty import band, pct_change, total_penalty
 from core.metrics.penalty import penalty as penalty_for
+from core.metrics.rules import ScoringRule, scoring_rule
 from core.metrics.squad import metric_max_over_ground_truths, squad_scores
 from core.metrics.text_distance import noise_summary
 
@@ -46,7 +54,10 @@ __all__ = [
     "word_overlap_f1",
     "squad_scores",
     "chinese_scores",
+    "korean_scores",
     "corpus_scorer",
+    "scoring_rule",
+    "ScoringRule",
     "is_chinese_lang",
     "noise_summary",
     "predictions_differ",
@@ -57,6 +68,7 @@ __all__ = [
     "penalty_for",
     "total_penalty",
     "chinese",
+    "korean",
     "dpr",
     "penalty",
     "squad",
@@ -67,7 +79,8 @@ __all__ = [
 def score_answer(prediction: str, golds: Sequence[str], lang: str) -> tuple[float, float]:
     """(EM, F1) of one predicted answer against its gold answers, each in [0, 1], max over golds.
 
-    ``lang`` picks the scorer: Chinese -> ``core.metrics.chinese`` (character level), anything
+    ``lang`` picks the scorer (:func:`core.metrics.rules.scoring_rule`): Chinese ->
+    ``core.metrics.chinese``, Korean -> ``core.metrics.korean`` (both character level), anything
     else -> ``core.metrics.squad`` (SQuAD v1.1).
 
     >>> score_answer("Carolina", ["Carolina Panthers"], "de")
@@ -77,20 +90,22 @@ def score_answer(prediction: str, golds: Sequence[str], lang: str) -> tuple[floa
     ...
     ValueError: no gold answers to score the prediction 'Broncos' against
     """
-    module = chinese if is_chinese_lang(lang) else squad
+    module = scoring_rule(lang).module
     em = metric_max_over_ground_truths(module.exact_match_score, prediction, golds)
     f1 = metric_max_over_ground_truths(module.f1_score, prediction, golds)
     return float(em), float(f1)
 
 
 def corpus_scorer(lang: str | None) -> tuple[str, Callable]:
-    """(name, scorer) for a data set in ``lang``: Chinese -> ``chinese_scores`` (character
-    level), anything else -> ``squad_scores``; what every score of a whole set records.
+    """(name, scorer) for a data set in ``lang``: Chinese -> ``chinese_scores``, Korean ->
+    ``korean_scores`` (character level), anything else -> ``squad_scores``; the name is the rule's
+    (:func:`core.metrics.rules.scoring_rule`), what every score of a whole set records.
 
-    >>> corpus_scorer("zh")[0], corpus_scorer("de")[0]
-    ('chinese-char', 'squad-v1.1')
+    >>> corpus_scorer("zh")[0], corpus_scorer("ko")[0], corpus_scorer("de")[0]
+    ('chinese-char', 'korquad-char', 'squad-v1.1')
     """
-    return ("chinese-char", chinese_scores) if is_chinese_lang(lang) else ("squad-v1.1", squad_scores)
+    name = scoring_rule(lang).name
+    return name, {"chinese-char": chinese_scores, "korquad-char": korean_scores}.get(name, squad_scores)
 
 
 def word_overlap_f1(a: str, b: str) -> float:

@@ -9,8 +9,9 @@ bucket one number by another: ``bucket_by``.
 Which predictions count as "different" (our choice; the paper compares predicted answers):
 two predictions are the same when they are an exact match under the EM normalisation of the
 language, i.e. SQuAD's ``normalize_answer`` (lower-case, no ASCII punctuation, no articles,
-collapsed spaces) for every language but Chinese, and the character-level normalisation of
-``core.metrics.chinese`` (lower-case, no punctuation, no whitespace) for Chinese. So "the
+collapsed spaces) for every language but Chinese and Korean, and the character-level
+normalisations of ``core.metrics.chinese`` and ``core.metrics.korean`` for those two
+(core.metrics.rules.scoring_rule). So "the
 Broncos." and "Broncos" are the same prediction; "Denver Broncos" and "Broncos" differ. In
 other words DPR = 100 - mean EM of the paraphrase's prediction against the original's.
 
@@ -22,8 +23,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from core.metrics import chinese, squad
 from core.metrics.declared import Metric
+from core.metrics.rules import scoring_rule
 
 __all__ = ["predictions_differ", "different_prediction_rate", "bucket_by"]
 
@@ -47,8 +48,7 @@ def predictions_differ(original: str, paraphrase: str, lang: str = "en") -> bool
     >>> predictions_differ("北京。", "北 京", lang="zh"), predictions_differ("北京", "北京市", lang="zh")
     (False, True)
     """
-    module = chinese if chinese.is_chinese_lang(lang) else squad
-    return not module.exact_match_score(original, paraphrase)
+    return not scoring_rule(lang).module.exact_match_score(original, paraphrase)
 
 
 def different_prediction_rate(

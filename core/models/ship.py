@@ -27,7 +27,7 @@ from core.config import repo_root
 from core.io import safe_json
 from core.models.cards import render_card_markdown
 from core.qa.registry import BASE_FILE
-from core.training.cli import train_command
+from core.training.config import train_command
 
 BASES = {
     "minilm": {

@@ -171,3 +171,13 @@ def resolve_base_path(base: str) -> str:
     if base == "e5":
         return e5_path()
     return base  # a local folder or a hub id, handed to from_pretrained
+
+
+def grow_embeddings_to(model, tokenizer) -> None:
+    """Grow a base model's input embeddings to ``tokenizer`` (an adapter trained with a grown
+    vocabulary carries the tokenizer and the whole matrix; the base must have its shape before
+    peft loads the adapter's copy over it). The new rows keep the plain initialisation, skipping
+    transformers' default draw from the old rows' mean and covariance: the adapter's matrix
+    replaces every row."""
+    if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
+        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)

@@ -16,12 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.config import repo_root
+from core.config import repo_root, shown_path
 from core.qa.engine import EngineSettings, QAEngine
 
 # In a folder of weights over a base: {"base": key, "from_base": {tensor name: the base's tensor name}}
@@ -60,6 +61,16 @@ class ModelEntry:
         if self.over_base:
             return f"{self.path}+base:{self.base}"
         return self.path if self.path else f"hub:{self.hf_id}"
+
+    @property
+    def shown_source(self) -> str:
+        """``source`` as a page shows it: an absolute folder by its name only unless QAX_SHOW_PATHS=1
+        (:func:`core.config.shown_path`); a folder in the repository or a hub id as it is.
+
+        >>> ModelEntry("m", path="/srv/models/qa-de", base="minilm").shown_source
+        'qa-de+base:minilm'
+        """
+        return re.sub(r"(?<![\w.~-])/[^\s+]+", lambda m: shown_path(m.group(0)), self.source)
 
     def local_dir(self) -> Path | None:
         folder = self.path or self.adapter
@@ -351,8 +362,7 @@ def load_adapter_model_and_tokenizer(entry: ModelEntry):
     import torch
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
-    from core.qa.bases import BaseModelError, base_missing, resolve_base_path
-    from core.training.lora import grow_embeddings_to
+    from core.qa.bases import BaseModelError, base_missing, grow_embeddings_to, resolve_base_path
 
     d = entry.local_dir()
     for f in ("adapter_config.json", "adapter_model.safetensors"):

@@ -24,13 +24,17 @@ not enough: Markdown still turns ``![x](http://host/p.png)`` into an image the b
   HTML inside a Markdown paragraph, whose character references are decoded before remark-gfm
   looks for links, so without them ``http&#58;&#47;&#47;h`` became a live link (issue 46).
 
-Both go through :func:`no_autolink`, so either is safe whatever Markdown surrounds it.
+Both go through :func:`no_autolink`, so either is safe whatever Markdown surrounds it, and through
+:func:`core.config.hide_server_paths`: an error message that quotes a server path (a database, a
+data file, models.toml) shows the file's name only unless the server sets QAX_SHOW_PATHS=1.
 
 Where neither fits, render plain text (``st.text``, ``st.code``, ``st.dataframe``).
 """
 from __future__ import annotations
 
 import re
+
+from core.config import hide_server_paths
 
 __all__ = ["md_escape", "html_text", "no_autolink", "WORD_JOINER"]
 
@@ -70,7 +74,7 @@ def md_escape(text: object) -> str:
     >>> md_escape("see HTTP://h.org, www.h.org or a@h.org").replace(WORD_JOINER, "|")
     'see HTTP\\:|\\/\\/h\\.org\\, www|\\.h\\.org or a\\@|h\\.org'
     """
-    return _ASCII_PUNCT.sub(r"\\\1", no_autolink(str(text)))
+    return _ASCII_PUNCT.sub(r"\\\1", no_autolink(hide_server_paths(str(text))))
 
 
 def html_text(text: object) -> str:
@@ -86,5 +90,5 @@ def html_text(text: object) -> str:
     >>> html_text("Zürich 北京")
     'Zürich 北京'
     """
-    s = no_autolink(str(text).replace("\r\n", "\n").replace("\r", "\n"))
+    s = no_autolink(hide_server_paths(str(text)).replace("\r\n", "\n").replace("\r", "\n"))
     return _ASCII_PUNCT.sub(lambda m: f"&#{ord(m.group(1))};", s).replace("\n", "<br>")

@@ -28,10 +28,11 @@ def markdown_path(out: str | Path) -> Path:
 
 
 def build(db: str | Path, sweep: int | str, metric: str = "f1", seed: int = 0, progress: ProgressFn | None = None,
-          command: str = "", stored: StoredSweep | None = None) -> tuple[str, str]:
+          command: str = "", stored: StoredSweep | None = None, shown_db: str | None = None) -> tuple[str, str]:
     """(HTML, Markdown) of the report on ``sweep`` in ``db``; ``command``: the one that made it;
-    ``stored``: that sweep's read handle when the caller has one (its cached views are reused)."""
-    rep = collect(db, sweep, metric=metric, seed=seed, progress=progress, stored=stored)
+    ``stored``: that sweep's read handle when the caller has one (its cached views are reused);
+    ``shown_db``: the database as the report names it (:func:`collect`)."""
+    rep = collect(db, sweep, metric=metric, seed=seed, progress=progress, stored=stored, shown_db=shown_db)
     return render_html(rep, command), render_markdown(rep, command)
 
 

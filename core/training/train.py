@@ -8,7 +8,7 @@ shuffle the batches) so dynamic padding wastes little compute: that is what make
 of MiniLM feasible. On a GPU, bf16/fp16 autocast is used.
 
 The rest of a run lives beside this module: the settings (:mod:`core.training.cli`,
-:class:`~core.training.cli.TrainConfig`), noise augmentation (:mod:`core.training.augment`),
+:class:`~core.training.config.TrainConfig`), noise augmentation (:mod:`core.training.augment`),
 consistency distillation (:mod:`core.training.distill`), LoRA (:mod:`core.training.lora`) and
 vocabulary extension (:mod:`core.training.vocab`). :func:`run` is the whole run, in the order
 its random draws must happen for the same settings to give the same model: seeds, model, data,
@@ -32,13 +32,13 @@ import numpy as np
 import torch
 
 from core.io.outputs import write_text_atomic
+from core.qa.bases import grow_embeddings_to
 from core.qa.features import build_windows
-from core.training.cli import train_command
+from core.training.config import train_command
 from core.training.distill import batch_distill_kl, distill_targets
 from core.training.lora import (
     adapter_lora_settings,
     forward_module,
-    grow_embeddings_to,
     input_embedding_name,
     is_adapter_folder,
     lora_settings,
@@ -48,7 +48,7 @@ from core.training.lora import (
 from core.types import QAExample
 
 if TYPE_CHECKING:
-    from core.training.cli import TrainConfig
+    from core.training.config import TrainConfig
 
 
 class TrainingDataError(ValueError):

@@ -26,7 +26,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from core.metrics import chinese, squad
+from core.metrics.rules import scoring_rule
 from core.perturb import nlp
 
 __all__ = ["Trap", "sentence_spans", "question_similarity", "find_trap"]
@@ -72,8 +72,7 @@ def question_similarity(a: str, b: str, lang: str = "en") -> float:
     >>> question_similarity("When was the tower built?", "When was the tower completed?")
     0.75
     """
-    module = chinese if chinese.is_chinese_lang(lang) else squad
-    return float(module.f1_score(a, b))
+    return float(scoring_rule(lang).module.f1_score(a, b))
 
 
 def _entity_runs(tokens, key) -> list[tuple[int, int, str]]:
@@ -101,7 +100,7 @@ def _overlaps(a_start: int, a_end: int, b_start: int, b_end: int) -> bool:
 
 
 def _normal(text: str, lang: str) -> str:
-    return (chinese if chinese.is_chinese_lang(lang) else squad).normalize_answer(text)
+    return scoring_rule(lang).module.normalize_answer(text)
 
 
 def find_trap(context: str, question: str, answer_text: str, answer_start: int, lang: str) -> Trap | None:
