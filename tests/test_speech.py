@@ -471,8 +471,8 @@ def test_a_refused_upload_is_named_by_its_file_name_not_by_an_internal_object():
     with pytest.raises(AudioError) as refused:
         recorder.from_audio_input(Upload(b"\x00\x01 not audio " * 200))
     message = str(refused.value)
-    assert message == ("interview.mp4 is not a readable audio file (corrupt or unsupported format): "
-                       "Format not recognised.")
+    assert message == ("the recording interview.mp4 is not a readable audio file (corrupt or unsupported "
+                       "format): Format not recognised.")
     with pytest.raises(AudioError) as refused:
         load_audio(b"\x00\x01 not audio " * 200)
     assert "object at 0x" not in str(refused.value) and str(refused.value).startswith("the recording is not")
