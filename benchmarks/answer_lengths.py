@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     from core.config import data_dir
 
     ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json", help="also write the figures as JSON")
+    ap.add_output("--json", help="also write the figures as JSON")
+    ap.reads(*TRAIN_FILES, "xquad/xquad.en")   # no output may be one of them
     args = ap.parse_args(argv)
     root = data_dir()
     if root is None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import cli
+from core.budgets import MAX_QUESTIONS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="minilm-squad,minilm-squad-noise,minilm-squad-lora,mpnet-squad-lora")
-    ap.add_argument("--n", type=int, default=20)
+    ap.add_argument("--n", type=cli.Count(MAX_QUESTIONS), default=20)
     ap.add_argument("--setups", default="torch,default", help="backend settings to compare")
     args = ap.parse_args(argv)
     models = args.models.split(",")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import cli
+from core.budgets import MAX_QUESTIONS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -31,8 +32,8 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = cli.ArgumentParser(prog="benchmarks/batch_invariance.py", description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad-v2")
-    ap.add_argument("--dataset", default="xquad/xquad.en")
-    ap.add_argument("--n", type=cli.positive_int, default=96, help="questions")
+    ap.add_input("--dataset", paths=cli.dataset_files(), default="xquad/xquad.en")
+    ap.add_argument("--n", type=cli.Count(MAX_QUESTIONS), default=96, help="questions")
     ap.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated (default: every backend)")
     args = ap.parse_args(argv)
     try:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import cli
+from core.budgets import MAX_NBEST
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -73,10 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     from core.qa import registry
 
     ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--file", default=DEFAULT_FILE)
+    ap.add_input("--file", default=DEFAULT_FILE)
     ap.add_argument("--model", nargs="+", required=True)
-    ap.add_argument("--k", type=int, default=5, help="n-best size (default 5)")
-    ap.add_argument("--json", help="also write the figures as JSON")
+    ap.add_argument("--k", type=cli.Count(MAX_NBEST), default=5, help="n-best size (default 5)")
+    ap.add_output("--json", help="also write the figures as JSON")
     args = ap.parse_args(argv)
     bfile = load(args.file)
     tests = [t for t in bfile.tests if t.kind == "MFT"]

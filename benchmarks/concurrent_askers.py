@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from core import cli  # noqa: E402  (the project on the path first)
+from core.budgets import MAX_QUESTIONS, MAX_ROUNDS  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -60,9 +61,9 @@ def run(model: str, backend: str, threads: int | None, askers: int, n: int) -> l
 def main(argv: list[str] | None = None) -> int:
     ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad")
-    ap.add_argument("--n", type=int, default=48, help="questions per asker")
+    ap.add_argument("--n", type=cli.Count(MAX_QUESTIONS), default=48, help="questions per asker")
     ap.add_argument("--backends", default="torch,onnx")
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=cli.Count(MAX_ROUNDS), default=2)
     args = ap.parse_args(argv)
     setups = [("alone, policy", 1, None), ("two, 2 threads each", 2, 2), ("two, 1 thread each", 2, 1),
               ("two, policy", 2, None)]

@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from core import cli  # noqa: E402  (the project on the path first)
+from core.budgets import MAX_QUESTIONS  # noqa: E402
 from core.perturb.spec import parse_specs  # noqa: E402
 from core.sweeps.analysis import aggregates as sweep_aggregates  # noqa: E402
 from core.sweeps.config import SweepConfig  # noqa: E402
@@ -73,6 +74,22 @@ def build(db: Path, sample: int) -> str:
     return run.name
 
 
+def refuse_foreign_store(db: Path) -> None:
+    """The benchmark writes its sweep into ``db`` (and drops and stores its aggregates): only a
+    new file or a store of this benchmark's own sweeps, never one it was given to read."""
+    if not db.exists():
+        return
+    from core.sweeps.analysis.report import list_sweeps
+    from core.sweeps.store import Store
+
+    with Store(db, readonly=True) as store:   # a folder or a non-SQLite file: refused untouched
+        others = sorted(s["name"] for s in list_sweeps(store) if not re.fullmatch(r"benchmark-\d+", s["name"]))
+    if others:
+        shown = ", ".join(repr(n) for n in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        raise cli.CLIError(f"--db {db} holds other sweeps ({shown}): the benchmark writes its own sweep; "
+                           "name a new file, or leave --db out for a temporary one")
+
+
 def open_page(db: Path) -> float:
     import streamlit as st
     from streamlit.testing.v1 import AppTest
@@ -93,10 +110,15 @@ def open_page(db: Path) -> float:
 @cli.command("benchmarks/heatmaps_open.py")
 def main(argv: list[str] | None = None) -> None:
     ap = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sample", type=int, default=900, help="XQuAD-en questions in the sweep (default 900)")
-    ap.add_argument("--db", type=Path, help="sweep database to build into / reuse (default: a temporary one)")
-    ap.add_argument("--json", type=Path, help="write the figures here too")
+    ap.add_argument("--sample", type=cli.Count(MAX_QUESTIONS), default=900,
+                    help="XQuAD-en questions in the sweep (default 900)")
+    ap.add_output("--db", also_input=True, type=Path,
+                  help="the benchmark's own sweep database, built on the first run and reused after (default: "
+                       "a temporary one); a database holding any other sweep is refused")
+    ap.add_output("--json", type=Path, help="write the figures here too")
     args = ap.parse_args(argv)
+    if args.db is not None:
+        refuse_foreign_store(args.db)
     db = args.db or Path(tempfile.mkdtemp()) / "heatmaps_bench.sqlite"
     name = build(db, args.sample)
     sweep_aggregates.drop(db, name)

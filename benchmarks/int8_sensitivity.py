@@ -33,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import cli
+from core.budgets import MAX_QUESTIONS, MAX_THREADS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -121,10 +122,12 @@ def main(argv: list[str] | None = None) -> dict:
 
     ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad")
-    ap.add_argument("--pairs", type=int, default=60, help="SQuAD training questions (their windows are scored)")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--json", type=Path)
+    ap.add_argument("--pairs", type=cli.Count(MAX_QUESTIONS), default=60,
+                    help="SQuAD training questions (their windows are scored)")
+    ap.add_argument("--seed", type=cli.seed, default=1)
+    ap.add_argument("--threads", type=cli.Count(MAX_THREADS), default=2)
+    ap.add_output("--json", type=Path)
+    ap.reads(TRAIN_FILE)   # no output may be one of them
     args = ap.parse_args(argv)
 
     model, tokenizer = registry.load_model_and_tokenizer(registry.get_entry(args.model))

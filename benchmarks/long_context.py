@@ -27,6 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import cli
+from core.budgets import MAX_QUESTIONS, MAX_ROUNDS, MAX_THREADS
+from core.qa.engine import MAX_CONTEXT_CHARS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -74,14 +76,16 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad")
-    ap.add_argument("--n", type=int, default=12, help="questions (one per SQuAD dev article)")
-    ap.add_argument("--chars", type=int, default=20_000, help="minimum context length in characters")
+    ap.add_argument("--n", type=cli.Count(MAX_QUESTIONS), default=12, help="questions (one per SQuAD dev article)")
+    ap.add_argument("--chars", type=cli.Bounded(1, MAX_CONTEXT_CHARS), default=20_000,
+                    help="minimum context length in characters")
     ap.add_argument("--configs", default="384:128:8,512:128:8,512:64:8",
                     help="comma-separated max_length:stride:batch window shapes for long contexts")
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--max-answer-tokens", type=int, default=30)
-    ap.add_argument("--json", help="also write the figures to this JSON file")
+    ap.add_argument("--rounds", type=cli.Count(MAX_ROUNDS), default=2)
+    ap.add_argument("--threads", type=cli.Count(MAX_THREADS), default=2)
+    ap.add_argument("--max-answer-tokens", type=cli.Bounded(1, 512), default=30)
+    ap.add_output("--json", help="also write the figures to this JSON file")
+    ap.reads("squad/dev-v1.1")   # no output may be one of them
     args = ap.parse_args(argv)
 
     root = config.data_dir()

@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import cli
+from core.budgets import MAX_QUESTIONS, MAX_ROUNDS, MAX_THREADS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -54,12 +55,12 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = cli.ArgumentParser(prog="benchmarks/padding.py", description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad-v2")
-    ap.add_argument("--dataset", default="xquad/xquad.en")
-    ap.add_argument("--n", type=cli.positive_int, default=300, help="questions timed (the counts use all)")
-    ap.add_argument("--rounds", type=cli.positive_int, default=2)
+    ap.add_input("--dataset", paths=cli.dataset_files(), default="xquad/xquad.en")
+    ap.add_argument("--n", type=cli.Count(MAX_QUESTIONS), default=300, help="questions timed (the counts use all)")
+    ap.add_argument("--rounds", type=cli.Count(MAX_ROUNDS), default=2)
     ap.add_argument("--backend", default="default")
-    ap.add_argument("--threads", type=cli.non_negative_int, default=0, help="threads (0 = the policy)")
-    ap.add_argument("--json", help="write the figures to this JSON file")
+    ap.add_argument("--threads", type=cli.Count(MAX_THREADS, low=0), default=0, help="threads (0 = the policy)")
+    ap.add_output("--json", help="write the figures to this JSON file")
     args = ap.parse_args(argv)
     registry.get_entry(args.model)   # an unknown model: one line, before anything loads
     ds = load_dataset(args.dataset)
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{100 * timed_counts[s].share:5.1f}% padding  "
               f"{best['max_length'] / best[s]:5.2f}x max_length  (rounds: {', '.join(f'{x:.2f}' for x in rounds[s])})")
     if args.json:
-        Path(args.json).write_text(json.dumps({
+        cli.write_text_atomic(args.json, json.dumps({
             "model": args.model, "backend": engine.backend_name, "dataset": args.dataset, "batch_size": size,
             "max_length": max_length, "windows": len(every), "counts": {s: c.as_dict() for s, c in counts.items()},
             "timed_questions": n, "timed_counts": {s: c.as_dict() for s, c in timed_counts.items()},

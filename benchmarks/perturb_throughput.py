@@ -31,6 +31,7 @@ from core import (
     cli,
     config,
 )
+from core.budgets import MAX_QUESTIONS
 from core.datasets import load_squad
 from core.perturb import nlp, registry
 from core.perturb.catalogue import translation
@@ -60,9 +61,10 @@ def measure(perturbation, examples, warmup, seed: int = 0) -> dict:
 @cli.command("benchmarks/perturb_throughput.py")
 def main(argv: list[str] | None = None) -> int:
     parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n", type=int, default=200, help="first N questions of XQuAD-en")
+    parser.add_argument("--n", type=cli.Count(MAX_QUESTIONS), default=200, help="first N questions of XQuAD-en")
     parser.add_argument("--ids", nargs="*", help="only these perturbation ids")
-    parser.add_argument("--json", help="also write the numbers to this file")
+    parser.add_output("--json", help="also write the numbers to this file")
+    parser.reads("xquad/xquad.en")   # no output may be one of them
     args = parser.parse_args(argv)
 
     root = config.data_dir()

@@ -32,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import cli
+from core.budgets import MAX_BATCH_SIZE, MAX_CHUNK, MAX_QUESTIONS, MAX_THREADS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -45,13 +46,13 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = cli.ArgumentParser(prog="benchmarks/qa_throughput.py", description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad")
-    ap.add_argument("--dataset", default="xquad/xquad.en")
-    ap.add_argument("--n", type=cli.non_negative_int, default=400, help="questions (0 = all)")
-    ap.add_argument("--batch-size", type=cli.positive_int, default=None,
+    ap.add_input("--dataset", paths=cli.dataset_files(), default="xquad/xquad.en")
+    ap.add_argument("--n", type=cli.Count(MAX_QUESTIONS, low=0), default=400, help="questions (0 = all)")
+    ap.add_argument("--batch-size", type=cli.Count(MAX_BATCH_SIZE), default=None,
                     help="default: the engine's (8 on CPU, 256 on a GPU)")
-    ap.add_argument("--batch-sizes", type=cli.positive_int_list, default=None,
+    ap.add_argument("--batch-sizes", type=cli.CountList(MAX_BATCH_SIZE), default=None,
                     help="comma-separated: time the batched engine at each of these batch sizes and stop")
-    ap.add_argument("--threads", type=cli.non_negative_int, default=0, help="torch threads (0 = the policy)")
+    ap.add_argument("--threads", type=cli.Count(MAX_THREADS, low=0), default=0, help="torch threads (0 = the policy)")
     ap.add_argument("--backend", default="default",
                     help="default (the model card's), torch, torch-bf16, onnx, onnx-int8, openvino or openvino-int8")
     ap.add_argument("--compare-backends", action="store_true",
@@ -59,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backends", default=None,
                     help="with --compare-backends: comma-separated backends to time (default: all; torch, "
                          "the reference, is always timed)")
-    ap.add_argument("--chunk", type=cli.positive_int, default=16,
+    ap.add_argument("--chunk", type=cli.Count(MAX_CHUNK), default=16,
                     help="with --compare-backends: questions per interleaved chunk (every backend answers each)")
-    ap.add_argument("--json", help="with --compare-backends: write the figures to this JSON file")
+    ap.add_output("--json", help="with --compare-backends: write the figures to this JSON file")
     ap.add_argument("--card", action="store_true",
                     help="with --compare-backends: record the figures and the chosen default in the model card")
     args = ap.parse_args(argv)
@@ -108,15 +109,12 @@ def main(argv: list[str] | None = None) -> int:
 def check_inputs(args) -> None:
     """Every flag checked before a model loads (core.cli: one line, exit 2): the engine settings,
     the model name, the data set (and that it has questions), the --json path."""
-    from core.datasets import dataset_file, load_dataset
+    from core.datasets import load_dataset
     from core.qa import registry
 
     cli.engine_settings(batch_size=args.batch_size, threads=args.threads or None, backend=args.backend)
     registry.get_entry(args.model)
     args.backends = backend_list(args.backends)
-    if args.json:
-        cli.writable_file(args.json, "--json")
-        cli.refuse_inputs({"--json": args.json}, {"--dataset": dataset_file(args.dataset)})
     if not load_dataset(args.dataset).examples:
         raise cli.CLIError(f"--dataset {args.dataset}: no questions")
 

@@ -27,6 +27,7 @@ from core import (
     cli,
     config,
 )
+from core.budgets import MAX_QUESTIONS
 from core.datasets import load_squad
 from core.metrics.text_distance import corpus_wer
 from core.speech import asr, tts
@@ -47,11 +48,13 @@ def xquad_questions(n: int, seed: int) -> list[str]:
 @cli.command("benchmarks/speech.py")
 def main(argv: list[str] | None = None) -> dict:
     parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n", type=int, default=20, help="number of XQuAD-en questions (default 20)")
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    parser.add_argument("--n", type=cli.Count(MAX_QUESTIONS), default=20,
+                        help="number of XQuAD-en questions (default 20)")
+    parser.add_argument("--seed", type=cli.seed, default=0, help="sampling seed (default 0)")
     parser.add_argument("--voices", nargs="*", help="voice ids (default: every working voice)")
     parser.add_argument("--engines", nargs="*", help="ASR engines (default: every available engine)")
-    parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    parser.add_output("--json", type=Path, help="also write the results to this JSON file")
+    parser.reads("xquad/xquad.en")   # no output may be one of them
     args = parser.parse_args(argv)
 
     questions = xquad_questions(args.n, args.seed)

@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from core import cli
+from core.budgets import MAX_CHUNK, MAX_QUESTIONS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -41,14 +42,15 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = cli.ArgumentParser(prog="benchmarks/static_int8.py", description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad-v2")
-    ap.add_argument("--dataset", default="xquad/xquad.en")
-    ap.add_argument("--n", type=cli.positive_int, default=200)
-    ap.add_argument("--calib-pairs", type=cli.positive_int, default=128)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_input("--dataset", paths=cli.dataset_files(), default="xquad/xquad.en")
+    ap.add_argument("--n", type=cli.Count(MAX_QUESTIONS), default=200)
+    ap.add_argument("--calib-pairs", type=cli.Count(MAX_QUESTIONS), default=128)
+    ap.add_argument("--seed", type=cli.seed, default=0)
     ap.add_argument("--fp32-attention", action="store_true",
                     help="keep the MatMuls of two activations (attention) in fp32; only the weights' MatMuls int8")
-    ap.add_argument("--chunk", type=cli.positive_int, default=20)
-    ap.add_argument("--json", help="write the figures to this JSON file")
+    ap.add_argument("--chunk", type=cli.Count(MAX_CHUNK), default=20)
+    ap.add_output("--json", help="write the figures to this JSON file")
+    ap.reads("train/squad/train-v1.1-first4370")   # no output may be one of them
     args = ap.parse_args(argv)
     entry = registry.get_entry(args.model)
     ex = load_dataset(args.dataset).examples[: args.n]

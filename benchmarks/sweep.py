@@ -42,6 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import cli
+from core.budgets import MAX_BATCH_SIZE, MAX_CHUNK, MAX_QUESTIONS, MAX_REPEATS, MAX_ROUNDS, MAX_THREADS
 from core.datasets import load_dataset, sample_examples
 from core.metrics import score_answer
 from core.perturb.spec import parse_specs
@@ -93,22 +94,23 @@ def sweep_mean_f1(db: Path, name: str) -> dict[str, float]:
 @cli.command("benchmarks/sweep.py")
 def main(argv: list[str] | None = None) -> dict:
     ap = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--dataset", default="xquad/xquad.en")
+    ap.add_input("--dataset", paths=cli.dataset_files(), default="xquad/xquad.en")
     ap.add_argument("--models", default="minilm-squad,minilm-squad-noise")
     ap.add_argument("--perturbations", default=DEFAULT_PERTURBATIONS)
-    ap.add_argument("--sample", type=int, default=None, help="a seeded sample of N questions (default: all)")
-    ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--chunk-size", type=int, default=256)
-    ap.add_argument("--batch-size", type=int, default=None)
-    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--sample", type=cli.Count(MAX_QUESTIONS), default=None,
+                    help="a seeded sample of N questions (default: all)")
+    ap.add_argument("--repeats", type=cli.Count(MAX_REPEATS), default=1)
+    ap.add_argument("--seed", type=cli.seed, default=0)
+    ap.add_argument("--chunk-size", type=cli.Count(MAX_CHUNK), default=256)
+    ap.add_argument("--batch-size", type=cli.Count(MAX_BATCH_SIZE), default=None)
+    ap.add_argument("--threads", type=cli.Count(MAX_THREADS), default=None)
     ap.add_argument("--engine-backend", default="default",
                     help="default (each model's, from its card), torch, torch-bf16, onnx or onnx-int8")
     ap.add_argument("--skip-naive", action="store_true", help="leave out the naive loop")
     ap.add_argument("--compare-cold", default=None, metavar="BACKEND:N,...",
                     help="time cold sweeps of these setups side by side (engine backend: worker processes) and stop")
-    ap.add_argument("--rounds", type=cli.positive_int, default=2, help="with --compare-cold: rounds")
-    ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    ap.add_argument("--rounds", type=cli.Count(MAX_ROUNDS), default=2, help="with --compare-cold: rounds")
+    ap.add_output("--json", type=Path, help="also write the results to this JSON file")
     args = ap.parse_args(argv)
     if args.compare_cold:
         return compare_cold(args)

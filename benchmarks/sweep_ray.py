@@ -44,6 +44,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from core import cli  # noqa: E402  (the project on the path first)
+from core.budgets import MAX_CHUNK, MAX_PROCESSES, MAX_QUESTIONS, MAX_RAY_WORKERS, MAX_REPEATS, MAX_THREADS  # noqa: E402
 
 TEXT_SPECS = "keyboard_Q,TLQ,DCRQ,DRQ,SwapRQ"
 ASR_SPECS = "asr_Q:voice=flite:kal16:engine=pocketsphinx"
@@ -287,29 +288,29 @@ def two_node_cluster(args, tmp: Path, reference: dict) -> dict:
 @cli.command("benchmarks/sweep_ray.py")
 def main(argv: list[str] | None = None) -> dict | None:
     ap = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--dataset", default="xquad/xquad.en")
-    ap.add_argument("--text-sample", type=int, default=40)
-    ap.add_argument("--asr-sample", type=int, default=30)
+    ap.add_input("--dataset", paths=cli.dataset_files(), default="xquad/xquad.en")
+    ap.add_argument("--text-sample", type=cli.Count(MAX_QUESTIONS), default=40)
+    ap.add_argument("--asr-sample", type=cli.Count(MAX_QUESTIONS), default=30)
     ap.add_argument("--text-models", default="minilm-squad,minilm-squad-noise")
     ap.add_argument("--asr-models", default="minilm-squad")
-    ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--chunk-size", type=int, default=32)
+    ap.add_argument("--repeats", type=cli.Count(MAX_REPEATS), default=1)
+    ap.add_argument("--chunk-size", type=cli.Count(MAX_CHUNK), default=32)
     ap.add_argument("--kinds", default="text,asr")
     ap.add_argument("--cluster", action="store_true", help="also run the text sweep on a two-node cluster here")
-    ap.add_argument("--port", type=int, default=6391)
+    ap.add_argument("--port", type=cli.Bounded(1024, 65535), default=6391)
     ap.add_argument("--stages", action="store_true", help="also measure the per-stage costs")
-    ap.add_argument("--json", type=Path)
+    ap.add_output("--json", type=Path)
     # child mode
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--backend", default="local", help=argparse.SUPPRESS)
-    ap.add_argument("--db", help=argparse.SUPPRESS)
+    ap.add_output("--db", also_input=True, help=argparse.SUPPRESS)
     ap.add_argument("--specs", help=argparse.SUPPRESS)
-    ap.add_argument("--sample", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--sample", type=cli.Count(MAX_QUESTIONS), help=argparse.SUPPRESS)
     ap.add_argument("--models", help=argparse.SUPPRESS)
-    ap.add_argument("--workers", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--threads", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--workers", type=cli.Count(MAX_RAY_WORKERS), help=argparse.SUPPRESS)
+    ap.add_argument("--threads", type=cli.Count(MAX_THREADS), help=argparse.SUPPRESS)
     ap.add_argument("--address", help=argparse.SUPPRESS)
-    ap.add_argument("--cores", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--cores", type=cli.Count(MAX_PROCESSES), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         child(args)

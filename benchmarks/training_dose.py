@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", nargs="+", default=list(MODELS))
-    ap.add_argument("--json", help="also write the figures as JSON")
+    ap.add_output("--json", help="also write the figures as JSON")
     args = ap.parse_args(argv)
     table = {}
     print(f"{'model':22s} {'stage':>5s} {'steps':>6s} {'batch':>5s} {'windows':>8s} {'questions':>9s} "

@@ -14,6 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import cli
+from core.budgets import MAX_QUESTIONS
 
 
 @cli.command("benchmarks/translation.py")
@@ -22,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     from core.translate import ApertiumTranslator
 
     ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=100)
+    ap.add_argument("--n", type=cli.Count(MAX_QUESTIONS), default=100)
     args = ap.parse_args(argv)
     mt = ApertiumTranslator()
     pairs = sorted(p for p in mt.available_pairs() if p[1] == "en")

@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from core import cli  # noqa: E402  (the project on the path first)
+from core.budgets import MAX_ROUNDS  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -54,9 +55,9 @@ def make_file(copies: int, out: Path) -> int:
 @cli.command("benchmarks/upload_memory.py")
 def main(argv: list[str] | None = None) -> None:
     ap = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--copies", type=int, default=4)
-    ap.add_argument("--after", type=int, default=60, help="seconds to sample after closing")
-    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--copies", type=cli.Count(MAX_ROUNDS), default=4)
+    ap.add_argument("--after", type=cli.Bounded(0, 3600), default=60, help="seconds to sample after closing")
+    ap.add_argument("--rounds", type=cli.Count(MAX_ROUNDS), default=1)
     args = ap.parse_args(argv)
 
     import psutil

@@ -16,7 +16,7 @@ from components import persist
 from components.choice import keep_valid
 from components.sweep_db_picker import label
 from components.text import md_escape
-from core.budgets import MAX_RAY_WORKERS
+from core.budgets import MAX_RAY_WORKERS, Budget, BudgetError
 from core.datasets import DatasetError
 from core.perturb import registry
 from core.perturb.spec import FILE_PREFIX, PerturbationSpec, SpecError, chain_steps, parse_specs
@@ -97,8 +97,23 @@ def challenge_pairing(files: list[str], dataset_name: str, data_dir: str, on_amb
     return pair_by, unpaired
 
 
-def run_on_picker(key: str) -> None:
-    """"Run on" (``{key}_where``) and, for Ray, the worker count (``{key}_workers``)."""
+def count_input(where, label: str, budget: Budget, default: int, key: str, help: str) -> tuple[int, str | None]:
+    """A number box for a count the server bounds (``budget``): any whole number from 1 may be
+    typed, and one over the budget is answered under the box with the limit and the server
+    setting that sets it (a ``max_value`` would only mark it red). Returns the value and that
+    refusal (None when within the budget); the page keeps Start disabled while there is one."""
+    value = int(where.number_input(label, min_value=1, value=default, step=1, key=key, help=help))
+    try:
+        budget.check(value, "the sweep", "asks for")
+    except BudgetError as e:
+        where.error(md_escape(str(e)))
+        return value, str(e)
+    return value, None
+
+
+def run_on_picker(key: str) -> str | None:
+    """"Run on" (``{key}_where``) and, for Ray, the worker count (``{key}_workers``); the worker
+    count's refusal when it is over the server's budget (else None)."""
     ray_address = os.environ.get(RAY_ADDRESS_ENV, "").strip()
     where_options = list(WHERE if ray_address else WHERE[:2])
     keep_valid(f"{key}_where", where_options)
@@ -110,16 +125,18 @@ def run_on_picker(key: str) -> None:
     if where != WHERE[0]:
         persist.keep(f"{key}_workers")   # kept only where it is drawn: see components/persist.py
         most = MAX_RAY_WORKERS.value()
-        c2.number_input("Workers", 1, most, min(2, most), key=f"{key}_workers",
-                        help=f"Each worker holds one copy of every selected model; perturbation tasks run at most "
-                             f"this many at once. At most {most} (the server's CPUs, {MAX_RAY_WORKERS.env}).")
+        _, refused = count_input(c2, "Workers", MAX_RAY_WORKERS, min(2, most), f"{key}_workers",
+                                 f"Each worker holds one copy of every selected model; perturbation tasks run at "
+                                 f"most this many at once. At most {most} (the server's {MAX_RAY_WORKERS.env}).")
         if where == WHERE[2]:
             c1.caption(md_escape(f"The cluster at {ray_address} (the server's {RAY_ADDRESS_ENV}): every node "
                                  "needs the project, its models and the data directory."))
         else:
             c1.caption("A local Ray with this machine's CPUs, started with the first Ray sweep and kept for the next.")
-    elif not ray_address:
+        return refused
+    if not ray_address:
         c1.caption(f"A Ray cluster is offered when the server sets {RAY_ADDRESS_ENV}.")
+    return None
 
 
 def ray_options(key: str) -> RayOptions | None:

@@ -27,7 +27,9 @@ from dataclasses import dataclass
 __all__ = ["Budget", "BudgetError", "BUDGETS", "MAX_SPECS", "MAX_REPEATS", "MAX_RAY_WORKERS",
            "MAX_TOML_KB", "MAX_TOML_DEPTH", "MAX_BEHAVIOUR_CHARS", "MAX_NAME_CHARS", "MAX_NOTE_CHARS",
            "MAX_SWEEPS", "MAX_SWEEPS_PER_SESSION", "SWEEP_GRACE_S", "MODEL_MEMORY_MB", "SESSION_MEMORY_MB",
-           "MAX_ATTRIBUTIONS", "table", "clean_name",
+           "MAX_ATTRIBUTIONS", "MAX_PROCESSES", "MAX_THREADS",
+           "MAX_BATCH_SIZE", "MAX_CHUNK", "MAX_QUESTIONS", "MAX_ROUNDS", "MAX_NBEST", "MAX_RESAMPLES",
+           "MAX_ATTRIBUTION_STEPS", "MAX_BEAMS", "MAX_TRAIN_STEPS", "COUNTS", "table", "clean_name",
            "clean_note"]
 
 
@@ -136,10 +138,60 @@ SESSION_MEMORY_MB = Budget(
     "with N sessions is known: model memory + N x this (benchmarks/concurrent_askers.py --rss "
     "measures it).")
 
+
+# ------------------------------------------------------------------ the command lines' counts
+# Each count a command line takes (core.cli.Count) is checked against one of these (or MAX_REPEATS,
+# MAX_RAY_WORKERS) while its flags are parsed: over the limit, one line and exit status 2 before
+# any work. docs/SECURITY.md lists every such option (core.commands.count_table).
+
+MAX_PROCESSES = Budget(
+    "worker processes", "QAX_MAX_PROCESSES", 0, "processes",
+    "Processes one command starts to answer in parallel (a sweep's --processes, a benchmark's "
+    "--cores); each loads its own copy of the models. Default: the CPU count.", default_fn=_cpus)
+MAX_THREADS = Budget(
+    "threads", "QAX_MAX_THREADS", 0, "threads",
+    "Threads one forward pass may use (--threads). Default: the CPU count.", default_fn=_cpus)
+MAX_BATCH_SIZE = Budget(
+    "batch size", "QAX_MAX_BATCH_SIZE", 1024, "windows",
+    "Windows (or training examples) in one forward pass (--batch-size, --batch-sizes); an H100 "
+    "was fastest at 256-512.")
+MAX_CHUNK = Budget(
+    "chunk size", "QAX_MAX_CHUNK", 4096, "units",
+    "Questions or sweep units handled between two commits or timings (--chunk-size, --chunk); "
+    "the Sweeps page's Chunk size goes as high.")
+MAX_QUESTIONS = Budget(
+    "questions", "QAX_MAX_QUESTIONS", 200_000, "questions",
+    "Questions (or question pairs) one command reads, samples, times or lists (--n, --first, "
+    "--sample, --limit, --pairs, ...): SQuAD's training set has 87,599.")
+MAX_ROUNDS = Budget(
+    "rounds", "QAX_MAX_ROUNDS", 100, "rounds",
+    "Times a benchmark repeats its measurement (--rounds, --copies).")
+MAX_NBEST = Budget(
+    "n-best size", "QAX_MAX_NBEST", 100, "answers",
+    "Candidate answers kept per question (--k).")
+MAX_RESAMPLES = Budget(
+    "bootstrap resamples", "QAX_MAX_RESAMPLES", 100_000, "resamples",
+    "Bootstrap resamples of a confidence interval (--n-boot).")
+MAX_ATTRIBUTION_STEPS = Budget(
+    "attribution steps", "QAX_MAX_ATTRIBUTION_STEPS", 1000, "steps",
+    "Integrated-gradients steps, each a forward and a backward pass (--steps).")
+MAX_BEAMS = Budget(
+    "beam size", "QAX_MAX_BEAMS", 32, "beams",
+    "Beams of a machine translation's search (--num-beams).")
+MAX_TRAIN_STEPS = Budget(
+    "training steps", "QAX_MAX_TRAIN_STEPS", 1_000_000, "steps",
+    "Optimiser steps one training run may take (--max-steps).")
+
+COUNTS: tuple[Budget, ...] = (MAX_PROCESSES, MAX_THREADS, MAX_RAY_WORKERS, MAX_BATCH_SIZE, MAX_CHUNK,
+                              MAX_QUESTIONS, MAX_REPEATS, MAX_ROUNDS, MAX_NBEST, MAX_RESAMPLES,
+                              MAX_ATTRIBUTION_STEPS, MAX_BEAMS, MAX_TRAIN_STEPS)
+
 BUDGETS: tuple[Budget, ...] = (MAX_SPECS, MAX_REPEATS, MAX_RAY_WORKERS, MAX_TOML_KB, MAX_TOML_DEPTH,
                                MAX_BEHAVIOUR_CHARS, MAX_NAME_CHARS, MAX_NOTE_CHARS, MAX_SWEEPS,
                                MAX_SWEEPS_PER_SESSION, SWEEP_GRACE_S, MODEL_MEMORY_MB, SESSION_MEMORY_MB,
-                               MAX_ATTRIBUTIONS)
+                               MAX_ATTRIBUTIONS, MAX_PROCESSES, MAX_THREADS,
+                               MAX_BATCH_SIZE, MAX_CHUNK, MAX_QUESTIONS, MAX_ROUNDS, MAX_NBEST,
+                               MAX_RESAMPLES, MAX_ATTRIBUTION_STEPS, MAX_BEAMS, MAX_TRAIN_STEPS)
 
 
 def table() -> str:

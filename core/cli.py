@@ -10,6 +10,13 @@ UTF-8 errors; OSError; SQLite errors; a model that cannot be loaded) end as
 on stderr with exit status 2, the convention argparse already uses for bad flags. ``--debug``
 anywhere on the command line (or QAX_DEBUG=1) lets the exception through with its traceback,
 for the bug a message hides. Anything else (a real bug) keeps its traceback.
+
+What a command reads, writes and counts is declared on its :class:`ArgumentParser`, and checked
+while parsing, before any work: files with ``add_output`` / ``add_input`` (an output that is an
+input, or that cannot be written, is refused), counts with ``type=Count(budget)`` (over the
+budget of core.budgets, refused), seeds with ``type=seed``, other whole numbers with
+``type=Bounded(low, high)``. tests/test_cli_guards.py holds every command in core/ and
+benchmarks/ to it (core.commands reads their parsers).
 """
 from __future__ import annotations
 
@@ -20,9 +27,11 @@ import pickle
 import sqlite3
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from core.budgets import Budget
 from core.io.outputs import refuse_inputs, write_bytes_atomic, write_text_atomic  # noqa: F401 (the CLIs' helpers)
 
 DEBUG_FLAG = "--debug"
@@ -80,17 +89,135 @@ def one_line(exc: BaseException) -> str:
     return " ".join(text.split()) or type(exc).__name__
 
 
+# How an option's value names files: given the value and the whole namespace, the paths it reads
+# or writes (a data set name resolved under the data directory, a default derived from other flags).
+PathsOf = Callable[[object, argparse.Namespace], "str | os.PathLike | Iterable[str | os.PathLike] | None"]
+
+
+@dataclass(frozen=True)
+class PathRole:
+    """What an option's files are to its command: ``output`` (written) or ``input`` (read).
+    ``folder``: the output is a folder (not probed as a file); ``also_input``: an output the
+    command also reads in other modes (a sweep store: written by a sweep, read by ``--list``), so
+    it is kept off the other inputs and the other outputs are kept off it, and it is not probed."""
+
+    kind: str
+    paths: PathsOf | None = None
+    folder: bool = False
+    also_input: bool = False
+
+
+class ParserBuilt(BaseException):
+    """Raised instead of parsing while :func:`capture_parsers` is active: carries the parser a
+    command built, so the commands can be listed without running them (a BaseException, so no
+    command's error handling swallows it)."""
+
+    def __init__(self, parser: argparse.ArgumentParser):
+        super().__init__(parser.prog)
+        self.parser = parser
+
+
+_capturing = False
+
+
+class capture_parsers:
+    """``with capture_parsers(): main([])`` raises :class:`ParserBuilt` with ``main``'s parser at
+    its first ``parse_args``: how :mod:`core.commands` lists every option of every command."""
+
+    def __enter__(self):
+        global _capturing
+        _capturing = True
+        return self
+
+    def __exit__(self, *exc):
+        global _capturing
+        _capturing = False
+        return False
+
+
+def option_name(action: argparse.Action) -> str:
+    """``--json`` for an option, the metavar (or the upper-cased name) for a positional."""
+    if action.option_strings:
+        return max(action.option_strings, key=len)
+    return action.metavar if isinstance(action.metavar, str) else action.dest.upper()
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with a one-line error (no usage block before it) and ``--debug`` in its --help
-    (:func:`command` takes the flag off the command line before parsing)."""
+    (:func:`command` takes the flag off the command line before parsing).
+
+    Every file a command writes is declared with :meth:`add_output` and every file it reads with
+    :meth:`add_input`; parsing then refuses, before the command does any work, an output that is
+    one of the inputs (or another output) and an output file that cannot be written. This is the
+    only way a command names an output (tests/test_cli_guards.py enumerates every option of every
+    command line and fails on one that looks like an output and is not declared)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.add_argument(DEBUG_FLAG, action="store_true",
                           help="show the full traceback of an error instead of a one-line message")
+        self.fixed_inputs: list[tuple[str, PathsOf]] = []
+
+    def reads(self, *names: str) -> None:
+        """Declare data sets the command reads that no option names (a benchmark's fixed
+        ``xquad/xquad.en``): names under the data directory, resolved when the flags are parsed."""
+        for name in names:
+            self.fixed_inputs.append((name, lambda _, namespace, name=name: dataset_files()([name], namespace)))
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see --help)\n")
+
+    def _declare(self, role: PathRole, flags: tuple[str, ...], kwargs: dict) -> argparse.Action:
+        action = self.add_argument(*flags, **kwargs)
+        action.path_role = role
+        return action
+
+    def add_output(self, *flags: str, paths: PathsOf | None = None, folder: bool = False,
+                   also_input: bool = False, **kwargs) -> argparse.Action:
+        """``add_argument`` for a file (or, with ``folder``, a folder) the command writes."""
+        return self._declare(PathRole("output", paths, folder, also_input), flags, kwargs)
+
+    def add_input(self, *flags: str, paths: PathsOf | None = None, **kwargs) -> argparse.Action:
+        """``add_argument`` for a file the command reads; ``paths`` resolves a name (a data set
+        under the data directory) or a default to the file that is read."""
+        return self._declare(PathRole("input", paths), flags, kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        if _capturing:
+            raise ParserBuilt(self)
+        namespace, extras = super().parse_known_args(args, namespace)
+        self.check_paths(namespace)
+        return namespace, extras
+
+    def check_paths(self, namespace: argparse.Namespace) -> None:
+        """Refuse (OutputIsInputError, CLIError: one line, exit 2 under :func:`command`) an output
+        that is an input or another output, or an output file that cannot be created."""
+        outputs: dict[str, object] = {}
+        inputs: dict[str, object] = {}
+        probe: dict[str, object] = {}
+        for action in self._actions:
+            role = getattr(action, "path_role", None)
+            if role is None:
+                continue
+            value = getattr(namespace, action.dest, None)
+            paths = role.paths(value, namespace) if role.paths is not None else value
+            if paths is None or paths == "" or paths == []:
+                continue
+            flag = option_name(action)
+            if role.kind == "output":
+                outputs[flag] = paths
+                if role.also_input:
+                    inputs[flag] = paths
+                elif not role.folder:
+                    probe[flag] = paths
+            else:
+                inputs[flag] = paths
+        for name, paths_of in self.fixed_inputs:
+            inputs[f"{name} (from the data directory)"] = paths_of(None, namespace)
+        refuse_inputs(outputs, inputs)
+        for flag, paths in probe.items():
+            for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
+                writable_file(path, flag)
 
 
 def _whole_number_at_least(text: str, low: int) -> int:
@@ -147,6 +274,113 @@ def positive_int_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers of at least 1 (like 2,4,8), "
                                          f"got {text!r}")
     return values
+
+
+class Count:
+    """argparse ``type=`` for a count of work (processes, threads, questions, rounds, ...): a
+    whole number of at least ``low``, at most ``budget`` (core.budgets: its default, or the
+    environment variable that overrides it). Over the budget, argparse's one-line error and exit
+    status 2, before any work. ``budget`` is kept for the table in docs/SECURITY.md.
+
+    >>> from core.budgets import MAX_ROUNDS
+    >>> Count(MAX_ROUNDS)("3")
+    3
+    >>> Count(MAX_ROUNDS)("100000")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: 100,000 rounds is over the limit of 100 (set QAX_MAX_ROUNDS to change it)
+    """
+
+    def __init__(self, budget: Budget, low: int = 1):
+        self.budget, self.low = budget, low
+        self.__name__ = "count"
+
+    def check(self, value: int) -> int:
+        try:
+            limit = self.budget.value()
+        except ValueError as exc:   # a malformed variable: the administrator's message
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"{self.budget.amount(value)} is over the limit of {limit:,} "
+                                             f"(set {self.budget.env} to change it)")
+        return value
+
+    def __call__(self, text: str) -> int:
+        return self.check(_whole_number_at_least(text, self.low))
+
+    def __repr__(self) -> str:
+        return f"Count({self.budget.env}, low={self.low})"
+
+
+class CountList(Count):
+    """:class:`Count` for comma-separated counts (``--batch-sizes 2,4,8``), each within the budget.
+
+    >>> from core.budgets import MAX_BATCH_SIZE
+    >>> CountList(MAX_BATCH_SIZE)("2, 4,8")
+    [2, 4, 8]
+    """
+
+    def __call__(self, text: str) -> list[int]:  # type: ignore[override]
+        return [self.check(v) for v in positive_int_list(text)]
+
+
+class Bounded:
+    """argparse ``type=`` for a whole-number setting that is not a count of work (a port, a
+    threshold, a model's shape): fixed bounds, stated in the message.
+
+    >>> Bounded(1, 65535)("70000")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a whole number from 1 to 65,535, got '70000'
+    """
+
+    def __init__(self, low: int, high: int):
+        self.low, self.high = low, high
+        self.__name__ = "whole number"
+
+    def __call__(self, text: str) -> int:
+        value = _whole_number_at_least(text, self.low)
+        if value > self.high:
+            raise argparse.ArgumentTypeError(f"must be a whole number from {self.low:,} to {self.high:,}, "
+                                             f"got {text!r}")
+        return value
+
+
+SEED_MAX = 2**32 - 1
+
+
+def seed(text: str) -> int:
+    """argparse ``type=`` for a random seed: a whole number from 0 to 2**32 - 1 (what numpy's
+    generators take). A negative seed is refused, not folded onto another one.
+
+    >>> seed("7")
+    7
+    >>> seed("-1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: a seed is a whole number from 0 to 4,294,967,295, got '-1'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to {SEED_MAX:,}, got {text!r}")
+    return value
+
+
+def dataset_files(data_dir_dest: str | None = None) -> PathsOf:
+    """``paths=`` for a data-set option (:meth:`ArgumentParser.add_input`): each name (a file,
+    ``demo.<lang>``, a name under the data directory or the folder in ``data_dir_dest``'s flag)
+    resolved to the file it reads (core.datasets.dataset_file; reads nothing)."""
+    def paths(value, namespace):
+        from core.datasets import dataset_file
+
+        names = [] if value is None else [value] if isinstance(value, (str, os.PathLike)) else list(value)
+        data_dir = getattr(namespace, data_dir_dest, None) if data_dir_dest else None
+        return [p for p in (dataset_file(str(n), data_dir) for n in names) if p is not None]
+
+    return paths
 
 
 def exit_status(result: object) -> int:

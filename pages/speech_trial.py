@@ -131,7 +131,7 @@ def _recording_step(trial: trials.Trial) -> None:
     if audio is not None and (trial.id, ex.id, digest) not in takes:
         takes.add((trial.id, ex.id, digest))
         try:
-            rec = trial.add_recording(ex.id, audio.getvalue())
+            rec = trial.add_recording(ex.id, audio.getvalue(), name=getattr(audio, "name", None))
         except AudioError as e:
             st.error(f"This recording cannot be used: {md_escape(e)}. Please record again.")
         else:

@@ -33,7 +33,7 @@ from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir
 from components.stored_sweeps import stored_sweeps
 from components.sweep_db_picker import db_picker, label, stored_sweeps_or_stop
-from components.sweep_setup import challenge_pairing, ray_options, run_on_picker, typed_specs
+from components.sweep_setup import challenge_pairing, count_input, ray_options, run_on_picker, typed_specs
 from components.text import choose_hint, md_escape
 from core import budgets, config
 from core.datasets import DatasetError, has_gold, load_dataset, sample_examples
@@ -187,9 +187,9 @@ specs = list(dict.fromkeys(specs))
 pair_by, unpaired = challenge_pairing(files, dataset_name, str(data_dir) if data_dir else "", on_ambiguous, ds)
 
 c1, c2, c3, c4 = st.columns(4)
-repeats = int(c1.number_input("Repeats (randomised)", 1, 100, 3, key="sw_repeats",
-                              help="Runs of each randomised perturbation with independent seeds, averaged "
-                                   "(the German paper uses 25). Deterministic ones and files run once."))
+repeats, too_many = count_input(c1, "Repeats (randomised)", budgets.MAX_REPEATS, 3, "sw_repeats",
+                                "Runs of each randomised perturbation with independent seeds, averaged (the "
+                                "German paper uses 25). Deterministic ones and files run once.")
 seed = int(c2.number_input("Seed", 0, 2**31 - 1, 0, key="sw_seed"))
 name = c3.text_input("Name (optional)", key="sw_name", help="Default: what the sweep runs and a short hash of its "
                      "configuration; the same configuration under the same name resumes.")
@@ -198,7 +198,7 @@ c4.number_input("Chunk size", 8, 4096, CHUNK, step=8, key="sw_chunk",
 models = model_picker("sw", lang=ds.lang)
 language_mismatch_note(models, ds.lang)
 
-run_on_picker("sw")
+too_many = run_on_picker("sw") or too_many
 
 n_examples = len(sample_examples(usable, sample or None, seed)) if usable else 0
 total = launch.planned_rows(n_examples, len(models), specs, repeats, {i: p.randomised for i, p in by_id.items()})
@@ -213,7 +213,7 @@ default_name = readable_name(dataset_name, [str(s) for s in specs], models,
 if specs and models and not name.strip():
     st.caption(md_escape(f"It will be called “{default_name}”."))
 if st.button("Start sweep", type="primary", key="sw_start",
-             disabled=busy or db_path is None or not (specs and models and usable) or bool(unpaired)):
+             disabled=busy or db_path is None or not (specs and models and usable) or bool(unpaired) or bool(too_many)):
     start_job(SweepConfig(dataset_name, specs, models, repeats=repeats, seed=seed, sample=sample or None,
                           name=name.strip() or default_name, pair_by=pair_by, on_ambiguous=on_ambiguous), ds)
 if unpaired:

@@ -300,3 +300,28 @@ def test_a_ray_sweep_being_prepared_says_ray_is_starting():
     assert not at.exception, at.exception
     [bar] = at.get("progress")
     assert "starting Ray and loading the models in its workers" in bar.proto.text.replace("\\", "")
+
+
+def test_repeats_and_workers_over_the_budget_say_why_and_keep_start_disabled(env, monkeypatch):
+    """Issue 57: the boxes only turned red at the budget; now the page says the limit and the
+    server setting that sets it, and Start stays disabled until the value is within it."""
+    monkeypatch.delenv("QAX_MAX_REPEATS", raising=False)
+    monkeypatch.setenv("QAX_MAX_RAY_WORKERS", "3")
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    at.multiselect(key="sw_fam_case").set_value(["TUQ"]).run()
+    assert not at.button(key="sw_start").disabled
+    at.number_input(key="sw_repeats").set_value(150).run()
+    assert not at.exception, at.exception
+    assert [e.value.replace("\\", "") for e in at.error] == [
+        "the sweep asks for 150 repeats; the limit is 100 (the server's QAX_MAX_REPEATS)"]
+    assert at.button(key="sw_start").disabled
+    at.number_input(key="sw_repeats").set_value(100).run()
+    assert not at.error and not at.button(key="sw_start").disabled
+
+    at.radio(key="sw_where").set_value("Ray on this machine").run()
+    at.number_input(key="sw_workers").set_value(4).run()
+    assert [e.value.replace("\\", "") for e in at.error] == [
+        "the sweep asks for 4 workers; the limit is 3 (the server's QAX_MAX_RAY_WORKERS)"]
+    assert at.button(key="sw_start").disabled
+    at.number_input(key="sw_workers").set_value(3).run()
+    assert not at.error and not at.button(key="sw_start").disabled

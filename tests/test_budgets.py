@@ -113,7 +113,7 @@ def test_repeats_over_the_budget_are_refused_by_the_cli_and_the_sweep(tmp_path, 
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert ("--repeats asks for 1,000,000,000 repeats; the limit is 100 (the server's QAX_MAX_REPEATS)"
+    assert ("argument --repeats: 1,000,000,000 repeats is over the limit of 100 (set QAX_MAX_REPEATS to change it)"
             in proc.stderr), proc.stderr
     assert time.perf_counter() - t0 < 60
     assert not (tmp_path / "s.sqlite").exists()

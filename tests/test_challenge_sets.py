@@ -295,8 +295,10 @@ def test_evaluate_first_sample_predictions_and_csv(original, tmp_path, tiny_regi
     assert main(["--model", "tiny-a", "--dataset", str(original), "--sample", "4", "--seed", "4",
                  "--predictions", str(preds), "--threads", "1"]) == 0
     assert len(two) == 2 and two < set(json.loads(preds.read_text()))
-    assert main(["--model", "tiny-a", "--dataset", str(original), "--first", "0"]) == 2
-    assert "--first must be at least 1, got 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:   # argparse's own refusal, while parsing
+        main(["--model", "tiny-a", "--dataset", str(original), "--first", "0"])
+    assert refused.value.code == 2
+    assert "argument --first: must be a whole number of at least 1, got '0'" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------------------ Table 3

@@ -85,11 +85,11 @@ EVALUATE_CASES = {
                           ["could not load 'no-such-org/no-such-qa-model' from the Hugging Face hub",
                            "register it in models.toml with path"]),
     "negative batch size": (["--model", "tiny-a", "--dataset", "demo.en", "--batch-size", "-1"],
-                            ["--batch-size must be at least 1, got -1"]),
+                            ["argument --batch-size: must be a whole number of at least 1, got '-1'"]),
     "negative threads": (["--model", "tiny-a", "--dataset", "demo.en", "--threads", "-3"],
-                         ["--threads must be at least 1, got -3"]),
+                         ["argument --threads: must be a whole number of at least 0, got '-3'"]),
     "batch size not a number": (["--model", "tiny-a", "--dataset", "demo.en", "--batch-size", "eight"],
-                                ["argument --batch-size: invalid int value: 'eight'"]),
+                                ["argument --batch-size: must be a whole number of at least 1, got 'eight'"]),
     "json output under a file": (["--model", "tiny-a", "--dataset", "demo.en", "--json", "{d}/a-file/out.json"],
                                  ["--json", "a-file is a file, not a folder"]),
     "only unanswerable questions": (["--model", "tiny-a", "--dataset", "{d}/impossible.json"],
@@ -146,7 +146,7 @@ def test_batch_size_minus_one_never_reaches_the_prediction_cache(env, tmp_path):
     later correct run of the same configuration in that database reused them."""
     db = tmp_path / "sweeps.sqlite"
     bad = run(env, "core.sweeps", *SWEEP, "--db", db, "--batch-size", "-1")
-    assert_refused(bad, "core.sweeps", "--batch-size must be at least 1, got -1")
+    assert_refused(bad, "core.sweeps", "argument --batch-size: must be a whole number of at least 1, got '-1'")
     assert not db.exists()  # refused before the database was opened
 
     good = run(env, "core.sweeps", *SWEEP, "--db", db)
@@ -157,7 +157,7 @@ def test_batch_size_minus_one_never_reaches_the_prediction_cache(env, tmp_path):
 
     before = digest(db)
     again = run(env, "core.sweeps", *SWEEP, "--db", db, "--batch-size", "-1")
-    assert_refused(again, "core.sweeps", "--batch-size must be at least 1, got -1")
+    assert_refused(again, "core.sweeps", "argument --batch-size: must be a whole number of at least 1, got '-1'")
     assert digest(db) == before and predictions(db) == rows
 
 
@@ -183,7 +183,7 @@ SWEEP_CASES = {
     "unknown model": (["--dataset", "demo.en", "--perturbations", "TLQ", "--models", "tiny-a,nope"],
                       ["no model named 'nope'"]),
     "zero repeats": (["--dataset", "demo.en", "--perturbations", "TLQ", "--models", "tiny-a", "--repeats", "0"],
-                     ["--repeats must be at least 1, got 0"]),
+                     ["argument --repeats: must be a whole number of at least 1, got '0'"]),
     "unknown dataset": (["--dataset", "demo.xx", "--perturbations", "TLQ", "--models", "tiny-a"],
                         ["the demo set has no 'xx' part"]),
 }
@@ -275,7 +275,7 @@ def test_train_refuses_a_planted_checkpoint_before_it_runs_code(env, train_env, 
 
 
 @pytest.mark.parametrize("extra, fragment", [
-    (["--batch-size", "0"], "--batch-size must be at least 1, got 0"),
+    (["--batch-size", "0"], "argument --batch-size: must be a whole number of at least 1, got '0'"),
     (["--stride", "40"], "--stride must be at most half of --max-length (48), got 40"),
 ])
 def test_train_bad_numbers(env, train_env, tmp_path, extra, fragment):
@@ -304,7 +304,7 @@ def test_ship_bad_input_writes_nothing(env, tmp_path):
 def test_natural_mt_bad_input_writes_nothing(env, tmp_path):
     d = env[0]
     proc = run(env, "core.translate.natural_mt", "--lang", "es", "--output", tmp_path / "o.json", "--limit", "0")
-    assert_refused(proc, "core.translate.natural_mt", "--limit must be at least 1, got 0")
+    assert_refused(proc, "core.translate.natural_mt", "argument --limit: must be a whole number of at least 1, got '0'")
     proc = run(env, "core.translate.natural_mt", "--lang", "es", "--output", d / "a-file" / "o.json")
     assert_refused(proc, "core.translate.natural_mt", "--output", "a-file is a file, not a folder")
     assert list(tmp_path.iterdir()) == []

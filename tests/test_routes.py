@@ -67,7 +67,10 @@ def test_three_routes_on_real_german_items_with_a_perfect_translator():
 def test_cli_refuses_english_or_a_bad_language_in_one_line(capsys):
     assert routes.main(["--source", "en", "--model", "e5-qa-multi"]) == 2
     assert "--source takes two-letter XQuAD languages other than en, got en" in capsys.readouterr().err
-    assert routes.main(["--source", "de", "--model", "e5-qa-multi", "--first", "1"]) == 2
+    with pytest.raises(SystemExit) as refused:   # argparse's own refusal, while parsing
+        routes.main(["--source", "de", "--model", "e5-qa-multi", "--first", "1"])
+    assert refused.value.code == 2
+    assert "argument --first: must be a whole number of at least 2, got '1'" in capsys.readouterr().err
 
 
 def test_stored_results_table_reads_cli_rows(tmp_path, monkeypatch):

@@ -461,3 +461,18 @@ def test_loading_whisper_keeps_torch_threads():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.split()[-1] == "1"
+
+
+def test_a_refused_upload_is_named_by_its_file_name_not_by_an_internal_object():
+    """Issue 57: the message showed libsndfile's "Error opening <_io.BytesIO object at 0x...>"."""
+    class Upload(io.BytesIO):   # what st.audio_input hands the page: bytes with the file's name
+        name = "interview.mp4"
+
+    with pytest.raises(AudioError) as refused:
+        recorder.from_audio_input(Upload(b"\x00\x01 not audio " * 200))
+    message = str(refused.value)
+    assert message == ("the recording interview.mp4 is not a readable audio file (corrupt or unsupported "
+                       "format): Format not recognised.")
+    with pytest.raises(AudioError) as refused:
+        load_audio(b"\x00\x01 not audio " * 200)
+    assert "object at 0x" not in str(refused.value) and str(refused.value).startswith("the recording is not")

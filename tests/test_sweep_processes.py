@@ -159,7 +159,7 @@ def test_cli_sweep_with_processes_killed_resumes_and_leaves_no_worker(env, tmp_p
 def test_processes_flag_is_checked_and_the_default_is_the_stored_measurement(env, tmp_path):
     from core.sweeps.running.job import SweepJob
 
-    for argv, message in ((["--processes", "0"], "--processes must be at least 1, got 0"),
+    for argv, message in ((["--processes", "0"], "argument --processes: must be a whole number of at least 1, got '0'"),
                           (["--processes", "2", "--backend", "ray"], "--processes goes with --backend local")):
         done = subprocess.run([sys.executable, "-m", "core.sweeps", *ARGS, "--db", str(tmp_path / "x.sqlite"), *argv],
                               cwd=REPO, env=env, capture_output=True, text=True, timeout=120)

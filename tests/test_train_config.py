@@ -28,7 +28,7 @@ def test_a_recorded_command_parses_back_into_the_same_config():
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--batch-size", "0"], "--batch-size must be at least 1, got 0"),
+    (["--batch-size", "0"], "argument --batch-size: must be a whole number of at least 1, got '0'"),
     (["--lora-rank", "4", "--embedding-lr", "0.01"], "--embedding-lr needs a full fine-tune"),
     (["--augment-share", "0.2", "--augment", "nope_Q"], "--augment: "),
     (["--train", "a.json", "--repeat", "b.json=2"], "--repeat b.json=2: no --train file"),
@@ -44,7 +44,7 @@ def test_bad_flags_end_in_one_line_before_anything_loads(flags, message, capsys)
 
 @pytest.mark.parametrize("alias, argv, message", [
     ("core.train", ["--base", "minilm", "--output", "o", "--batch-size", "0"],
-     "python -m core.training: error: --batch-size must be at least 1, got 0"),
+     "python -m core.training: error: argument --batch-size: must be a whole number of at least 1, got '0'"),
     ("core.evaluate", ["--model", "a", "b", "c", "--paired", "--dataset", "demo.en"],
      "python -m core.models.evaluate: error: --paired compares exactly two models"),
 ])

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from core import cli
 from core.behaviour import case_rows, load, results_rows, run_file
+from core.budgets import MAX_QUESTIONS
 
 PROG = "python -m core.behaviour"
 
@@ -22,17 +23,18 @@ PROG = "python -m core.behaviour"
 def _parser():
     ap = cli.ArgumentParser(prog=PROG, description="Run CheckList-style behaviour tests (MFT, INV, DIR) from a "
                                                    "TOML file against QA models; exit 1 when a test fails too often.")
-    ap.add_argument("file", help="behaviour file (TOML; see docs/BEHAVIOUR.md), e.g. assets/behaviour/en.toml")
+    ap.add_input("file", help="behaviour file (TOML; see docs/BEHAVIOUR.md), e.g. assets/behaviour/en.toml")
     ap.add_argument("--model", required=True, action="append",
                     help="model name from models.toml (repeat the flag for several models)")
     ap.add_argument("--max-failure-rate", type=float, default=None,
                     help="fail (exit 1) when a test without its own max_failure_rate fails more than this share "
                          "of its cases (0 to 1)")
-    ap.add_argument("--json", metavar="PATH", help="write every case's result as JSON")
-    ap.add_argument("--csv", metavar="PATH", help="write every case's result as CSV")
+    ap.add_output("--json", metavar="PATH", help="write every case's result as JSON")
+    ap.add_output("--csv", metavar="PATH", help="write every case's result as CSV")
     ap.add_argument("--card", action="store_true",
                     help="write each model's failure rate per family into its model_card.json (under 'capabilities')")
-    ap.add_argument("--failures", type=int, default=3, help="failing cases printed per test (default 3)")
+    ap.add_argument("--failures", type=cli.Count(MAX_QUESTIONS, low=0), default=3,
+                    help="failing cases printed per test (default 3)")
     ap.add_argument("--backend", default="default",
                     help="engine backend: default (each model's, from its card), torch, torch-bf16, onnx or onnx-int8; "
                          "torch gives the weights' own answers (an int8 default answers ~9%% of questions "
@@ -46,12 +48,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     rate = args.max_failure_rate
     if rate is not None and not 0 <= rate <= 1:
         raise cli.CLIError(f"--max-failure-rate must be between 0 and 1, got {rate}")
-    if args.failures < 0:
-        raise cli.CLIError("--failures must be at least 0")
-    for flag, path in (("--json", args.json), ("--csv", args.csv)):
-        if path:
-            cli.writable_file(path, flag)
-    cli.refuse_inputs({"--json": args.json, "--csv": args.csv}, {"FILE": args.file})
     bfile = load(args.file)
     from core.behaviour import expand
 

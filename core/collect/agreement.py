@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 
 from core import cli
+from core.budgets import MAX_QUESTIONS, MAX_RESAMPLES
 from core.collect import flip_agreement
 from core.collect.agreement_natural import (
     NATURAL_SETS,
@@ -35,16 +36,24 @@ from core.io.csv_export import csv_bytes
 PROG = "python -m core.collect.agreement"
 
 
+def _trial_files(trial_id, args) -> list:
+    """The files of the trial ``--trial`` names (its record, store and recordings): no output
+    may be one of them."""
+    trial = flip_agreement.trial_or_error(trial_id)
+    return [trial.path / "trial.json", trial.path / "trial.sqlite", *(r.path for r in trial.recordings())]
+
+
 def _parser() -> cli.ArgumentParser:
     ap = cli.ArgumentParser(prog=PROG, description="Which answers flip under natural speech, TTS -> ASR and "
                                                    "keyboard noise, and how well the flips agree (Cohen's kappa).")
     where = ap.add_mutually_exclusive_group(required=True)
-    where.add_argument("--trial", help="a speech trial's id (Speech trial page) or its folder")
+    trial = where.add_argument("--trial", help="a speech trial's id (Speech trial page) or its folder")
+    trial.path_role = cli.PathRole("input", _trial_files)   # read: no output may be one of its files
     where.add_argument("--natural", choices=sorted(NATURAL_SETS),
                        help="a natural set instead of a trial: heysquad (human and TTS transcripts) or disfl-qa")
-    ap.add_argument("--sample", type=cli.positive_int, default=200,
+    ap.add_argument("--sample", type=cli.Count(MAX_QUESTIONS), default=200,
                     help="--natural: questions, a seeded sample (default 200)")
-    ap.add_argument("--disfluency-n", type=cli.non_negative_int, default=None,
+    ap.add_argument("--disfluency-n", type=cli.Bounded(0, 8), default=None,
                     help="add the disfluency perturbation with N disfluencies per question (default: 1 for "
                          "--natural, none for a trial; 0 leaves it out)")
     ap.add_argument("--model", action="append", required=True, help="a model of models.toml (repeat for more)")
@@ -57,13 +66,13 @@ def _parser() -> cli.ArgumentParser:
                     help=f"the TTS voice of the TTS -> ASR condition (default {flip_agreement.DEFAULT_VOICE})")
     ap.add_argument("--keyboard-p", type=float, default=flip_agreement.KEYBOARD_P,
                     help=f"keyboard noise rate (default {flip_agreement.KEYBOARD_P}, NoiseQA's; 0 leaves it out)")
-    ap.add_argument("--seed", type=cli.non_negative_int, default=0,
+    ap.add_argument("--seed", type=cli.seed, default=0,
                     help="seed of the keyboard noise and of the bootstrap (default 0)")
-    ap.add_argument("--n-boot", type=cli.positive_int, default=flip_agreement.N_BOOT,
+    ap.add_argument("--n-boot", type=cli.Count(MAX_RESAMPLES), default=flip_agreement.N_BOOT,
                     help=f"bootstrap resamples of the kappa interval (default {flip_agreement.N_BOOT})")
-    ap.add_argument("--json", default=None, help="write everything as JSON here")
-    ap.add_argument("--csv", default=None, help="write the kappa rows as CSV here")
-    ap.add_argument("--questions-csv", default=None, help="write the per-question table as CSV here")
+    ap.add_output("--json", default=None, help="write everything as JSON here")
+    ap.add_output("--csv", default=None, help="write the kappa rows as CSV here")
+    ap.add_output("--questions-csv", default=None, help="write the per-question table as CSV here")
     return ap
 
 
@@ -90,18 +99,9 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if not 0 <= args.keyboard_p <= 1:
         ap.error(f"--keyboard-p must be in 0..1, got {args.keyboard_p}")
-    outputs = {"--json": args.json, "--csv": args.csv, "--questions-csv": args.questions_csv}
     if args.natural:
-        for flag, path in outputs.items():
-            if path:
-                cli.writable_file(path, flag)
         return _natural(args)
     trial = flip_agreement.trial_or_error(args.trial)
-    cli.refuse_inputs(outputs, {"--trial": [trial.path / "trial.json", trial.path / "trial.sqlite",
-                                            *(r.path for r in trial.recordings())]})
-    for flag, path in outputs.items():
-        if path:
-            cli.writable_file(path, flag)
     from core.collect.trial_sets import engines_transcribed
     from core.qa.registry import get_entry, load_engine
 

@@ -327,17 +327,18 @@ class Trial:
         recs = [Recording(q, a, self.path / p, h, s, r, c) for q, a, p, h, s, r, c in rows]
         return sorted(recs, key=lambda rec: (order.get(rec.qid, len(order)), rec.attempt))
 
-    def add_recording(self, qid: str, wav: bytes) -> Recording:
+    def add_recording(self, qid: str, wav: bytes, name: str | None = None) -> Recording:
         """Store a new attempt at question ``qid`` (WAV bytes, kept exactly as recorded).
 
-        The audio is checked first (AudioError for empty, corrupt, silent or over-long audio:
-        nothing is stored). The same bytes as the latest attempt return that attempt.
+        The audio is checked first (AudioError for empty, corrupt, silent or over-long audio,
+        naming the upload's file ``name`` when given: nothing is stored). The same bytes as the
+        latest attempt return that attempt.
         """
         self._example(qid)
         if not isinstance(wav, (bytes, bytearray)):
             raise TypeError(f"a recording is WAV bytes, got {type(wav).__name__}")
         wav = bytes(wav)
-        audio = load_audio(wav)
+        audio = load_audio(wav, name=name)
         digest = hashlib.sha256(wav).hexdigest()
         previous = self.recordings(qid)
         if previous and previous[-1].sha256 == digest:

@@ -18,8 +18,10 @@ change, an empty question, an output that is an input) is one line on stderr and
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from core import cli
+from core.budgets import MAX_ATTRIBUTION_STEPS
 from core.explain.integrated import DEFAULT_STEPS
 
 PROG = "python -m core.explain"
@@ -32,11 +34,12 @@ def _parser() -> cli.ArgumentParser:
     ap.add_argument("--question", required=True, help="the question (text)")
     ap.add_argument("--perturbation", default=None,
                     help="one perturbation spec (keyboard_Q:p=0.5, TLQ+keyboard_Q, ...) to explain too")
-    ap.add_argument("--seed", type=int, default=None, help="the perturbation's seed (required with --perturbation)")
+    ap.add_argument("--seed", type=cli.seed, default=None,
+                    help="the perturbation's seed (required with --perturbation)")
     ap.add_argument("--lang", default=None, help="language of the example (default: detected from the context)")
-    ap.add_argument("--steps", type=int, default=DEFAULT_STEPS,
-                    help=f"integration steps of integrated gradients (2-1000, default {DEFAULT_STEPS})")
-    ap.add_argument("--json", required=True, help="output JSON file")
+    ap.add_argument("--steps", type=cli.Count(MAX_ATTRIBUTION_STEPS, low=2), default=DEFAULT_STEPS,
+                    help=f"integration steps of integrated gradients (at least 2, default {DEFAULT_STEPS})")
+    ap.add_output("--json", required=True, help="output JSON file")
     return ap
 
 
@@ -68,12 +71,10 @@ def main(argv: list[str]) -> int:
         ap.error("--perturbation needs --seed N (the perturbation's random seed)")
     if args.seed is not None and args.perturbation is None:
         ap.error("--seed is only for --perturbation")
-    if not 2 <= args.steps <= 1000:
-        ap.error(f"--steps must be in 2..1000, got {args.steps}")
     from core.qa.engine import validate_pair
     from core.qa.registry import get_entry
 
-    out = cli.writable_file(args.json, "--json")
+    out = Path(args.json).expanduser()
     entry = get_entry(args.model)
     folder = entry.local_dir()
     if folder is not None and out.resolve().is_relative_to(folder.resolve()):

@@ -18,7 +18,6 @@ demo against the shipped one.
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
 import os
@@ -28,7 +27,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from core import config
+from core import cli, config
 from core.qa import registry
 
 DEMO_NAME = "demo · demo.en (bundled)"
@@ -131,11 +130,12 @@ def write_dump(out: str | Path, models: Sequence[str] | None = None,
     return Path(out)
 
 
+@cli.command("python -m core.explore.demo_sweep")
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m core.explore.demo_sweep", description=(
+    ap = cli.ArgumentParser(prog="python -m core.explore.demo_sweep", description=(
         "Rebuild the demo sweep with this machine's models and write it as the SQL text that a fresh "
         "clone's Heatmaps and Gallery open on."))
-    ap.add_argument("--write-dump", default=str(SHIPPED_DUMP), metavar="OUT",
+    ap.add_output("--write-dump", default=str(SHIPPED_DUMP), metavar="OUT",
                     help="where to write the dump (default: the shipped assets/demo/demo-sweep.sql)")
     ap.add_argument("--models", default=None, help="comma-separated models (default: the measured English defaults)")
     args = ap.parse_args(argv)

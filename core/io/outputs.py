@@ -1,6 +1,8 @@
 """Outputs: never one of the inputs, always written whole.
 
-Every command-line tool that writes files names them with :func:`refuse_inputs` before any work:
+Every command-line tool declares the files it writes and reads on its parser
+(:meth:`core.cli.ArgumentParser.add_output` / ``add_input``), which calls :func:`refuse_inputs`
+while parsing, before any work:
 an output path that resolves to one of the command's inputs (the same path, a symlink to it, a
 hard link: :func:`os.path.samefile` where both exist, resolved paths otherwise) is refused with
 :class:`OutputIsInputError`, a ValueError, which :func:`core.cli.command` turns into one line and
@@ -78,7 +80,8 @@ def refuse_inputs(outputs: Mapping[str, PathLike | Iterable[PathLike] | None],
     outs, ins = _items(outputs), _items(inputs)
     for oflag, out in outs:
         for iflag, inp in ins:
-            if same_file(out, inp):
+            # a flag that is both (a store the command reads and writes) is not its own clash
+            if oflag != iflag and same_file(out, inp):
                 raise OutputIsInputError(
                     f"{oflag} {out} is the input {iflag} ({inp}): refusing to overwrite an input; "
                     "name another output file")

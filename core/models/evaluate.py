@@ -24,6 +24,7 @@ import time
 from datetime import datetime, timezone
 
 from core import cli
+from core.budgets import MAX_BATCH_SIZE, MAX_QUESTIONS, MAX_THREADS
 from core.datasets import Dataset
 from core.metrics import corpus_scorer, score_answer
 from core.metrics.paired import paired_difference
@@ -167,35 +168,44 @@ def compare_paired(result_a: dict, result_b: dict, seed: int = 0) -> dict:
             "bootstrap": {"n_resamples": r["n_resamples"], "seed": r["seed"], "method": "paired percentile (scipy)"}}
 
 
+def _prediction_paths(value, args) -> list[str] | None:
+    """Every file ``--predictions`` writes (one per model and data set when there are several)."""
+    if not value:
+        return None
+    many = len(args.model) * len(args.dataset) > 1
+    return [prediction_path(value, m, d, many) for m in args.model for d in args.dataset]
+
+
 def build_parser() -> cli.ArgumentParser:
     """The argument table."""
     ap = cli.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("--model", nargs="+", required=True, help="registered model names")
-    ap.add_argument("--dataset", nargs="+", required=True,
+    ap.add_input("--dataset", nargs="+", required=True, paths=cli.dataset_files(),
                     help="files, demo.<lang>, or names under the data dir (xquad/xquad.en)")
-    ap.add_argument("--threads", type=int, default=0,
+    ap.add_argument("--threads", type=cli.Count(MAX_THREADS, low=0), default=0,
                     help="CPU threads (default 0: the policy of core.qa.threads, every core when alone)")
-    ap.add_argument("--batch-size", type=int, default=None,
+    ap.add_argument("--batch-size", type=cli.Count(MAX_BATCH_SIZE), default=None,
                     help="windows per forward pass (default: 8 on CPU, 256 on a GPU)")
     ap.add_argument("--backend", default="default",
                     help="forward pass: default (the model card's choice by the rule), torch, torch-bf16, onnx "
                          "(ONNX Runtime fp32) or onnx-int8; the card records which one answered")
     ap.add_argument("--card", action="store_true", help="write results into the model card")
-    ap.add_argument("--json", help="also write all results to this JSON file")
+    ap.add_output("--json", help="also write all results to this JSON file")
     ap.add_argument("--paired", action="store_true",
                     help="with exactly two models: the second minus the first in F1 on each data set, "
                          "with a 95%% paired-bootstrap interval over questions")
     pick = ap.add_mutually_exclusive_group()
-    pick.add_argument("--first", type=int, metavar="N", help="score only the first N scorable questions")
-    pick.add_argument("--sample", type=int, metavar="N",
+    pick.add_argument("--first", type=cli.Count(MAX_QUESTIONS), metavar="N",
+                      help="score only the first N scorable questions")
+    pick.add_argument("--sample", type=cli.Count(MAX_QUESTIONS), metavar="N",
                       help="score a seeded sample of N scorable questions (the sample core.sweeps draws)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
-    ap.add_argument("--predictions", metavar="OUT.json",
+    ap.add_argument("--seed", type=cli.seed, default=0, help="seed of --sample (default 0)")
+    ap.add_output("--predictions", metavar="OUT.json", paths=_prediction_paths,
                     help="write the predictions in the official SQuAD format {id: answer}; with several "
                          "models or data sets, one file each: OUT.<model>.<dataset>.json")
-    ap.add_argument("--csv", metavar="OUT.csv",
+    ap.add_output("--csv", metavar="OUT.csv",
                     help="write one row per question: model, dataset, id, question, gold, prediction, EM, F1")
-    ap.add_argument("--max-answer-tokens", type=int, default=30,
+    ap.add_argument("--max-answer-tokens", type=cli.Bounded(1, 512), default=30,
                     help="longest answer span the engine may return, in tokens (default 30; long answers "
                          "in domain sets need more)")
     cli.add_loader_options(ap)
@@ -267,23 +277,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.paired and len(args.model) != 2:
         ap.error("--paired compares exactly two models (--model A B)")
-    for flag, value in (("--first", args.first), ("--sample", args.sample)):
-        if value is not None and value < 1:
-            raise cli.CLIError(f"{flag} must be at least 1, got {value}")
 
     settings = cli.engine_settings(threads=args.threads or None, batch_size=args.batch_size, backend=args.backend,
                                    max_answer_tokens=args.max_answer_tokens)
-    for flag, path in (("--json", args.json), ("--predictions", args.predictions), ("--csv", args.csv)):
-        if path:
-            cli.writable_file(path, flag)
-    from core.datasets import dataset_file
-
-    many = len(args.model) * len(args.dataset) > 1
-    cli.refuse_inputs(
-        {"--json": args.json, "--csv": args.csv,
-         "--predictions": [prediction_path(args.predictions, m, d, many) for m in args.model
-                           for d in args.dataset] if args.predictions else None},
-        {"--dataset": [p for p in (dataset_file(d) for d in args.dataset) if p is not None]})
     entries = {name: registry.get_entry(name) for name in args.model}
     if args.card:
         for entry in entries.values():

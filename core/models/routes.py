@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core import cli
+from core.budgets import MAX_QUESTIONS
 
 PROG = "python -m core.models.routes"
 ROUTES = ("translate", "cross", "native")
@@ -172,17 +173,24 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _read_files(langs, args) -> list:
+    """The XQuAD files the routes read for ``--source``: each language's and the English one."""
+    names = [f"xquad/xquad.{str(lang).lower()}" for lang in langs or []] + ["xquad/xquad.en"]
+    return cli.dataset_files()(names, args)
+
+
 def build_parser() -> cli.ArgumentParser:
     ap = cli.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    ap.add_argument("--source", nargs="+", required=True, help="XQuAD languages other than en (de es zh ...)")
+    ap.add_input("--source", nargs="+", required=True, paths=_read_files,
+                 help="XQuAD languages other than en (de es zh ...)")
     ap.add_argument("--model", required=True, help="the multilingual model (routes b and c)")
     ap.add_argument("--english-model", help="the English model of route a (default: --model)")
-    ap.add_argument("--first", type=cli.positive_int,
+    ap.add_argument("--first", type=cli.Count(MAX_QUESTIONS, low=2),
                     help="only the first N parallel questions of each language")
-    ap.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    ap.add_argument("--seed", type=cli.seed, default=0, help="bootstrap seed")
     ap.add_argument("--backend", default="default")
-    ap.add_argument("--json", help="write the rows to this JSON file")
-    ap.add_argument("--csv", help="write one row per language and route to this CSV file")
+    ap.add_output("--json", help="write the rows to this JSON file")
+    ap.add_output("--csv", help="write one row per language and route to this CSV file")
     return ap
 
 
@@ -192,15 +200,10 @@ def main(argv=None) -> int:
     from core.translate import default_translator
 
     args = build_parser().parse_args(argv)
-    if args.first is not None and args.first < 2:
-        raise cli.CLIError(f"--first must be at least 2, got {args.first}")
     langs = [lang.lower() for lang in args.source]
     bad = [lang for lang in langs if lang == "en" or not lang.isalpha() or len(lang) != 2]
     if bad:
         raise cli.CLIError(f"--source takes two-letter XQuAD languages other than en, got {', '.join(bad)}")
-    for flag, path in (("--json", args.json), ("--csv", args.csv)):
-        if path:
-            cli.writable_file(path, flag)
     settings = cli.engine_settings(backend=args.backend)
     registry.get_entry(args.model)
     multilingual = registry.load_engine(args.model, settings)

@@ -317,18 +317,18 @@ def register(entry: str, name: str, toml_path: Path) -> bool:
 def main(argv=None) -> int:
     """Every check (name, run folder, its log and files, the registry) before anything is written."""
     ap = cli.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    ap.add_argument("--run", required=True, type=Path)
+    ap.add_input("--run", required=True, type=Path, help="the training run's folder")
     ap.add_argument("--name", required=True)
     ap.add_argument("--description", required=True)
     ap.add_argument("--note", action="append", default=[])
     ap.add_argument("--wall-time", help="total wall time across resumed processes, for the card")
-    ap.add_argument("--dest", type=Path, help="folder to ship into (default: assets/models)")
+    ap.add_output("--dest", type=Path, folder=True, help="folder to ship into (default: assets/models)",
+                  paths=lambda dest, args: Path(dest or repo_root() / "assets" / "models") / args.name)
     ap.add_argument("--languages", default="en", help="comma-separated, for the registry entry")
     ap.add_argument("--register", action="store_true",
                     help="append the entry to models.toml (QAX_MODELS_TOML when set)")
     args = ap.parse_args(argv)
     check_name(args.name)
-    cli.refuse_inputs({"--dest": (args.dest or repo_root() / "assets" / "models") / args.name}, {"--run": args.run})
     log = read_train_log(args.run)
     if args.register:
         from core.qa.registry import load_registry, registry_path

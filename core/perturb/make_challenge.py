@@ -48,6 +48,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from core import cli
+from core.budgets import MAX_QUESTIONS
 from core.datasets import Dataset, DatasetError, load_dataset, load_squad, pair_challenge
 from core.datasets.natural import CONDITIONS, NATURAL_PREFIX, natural_questions, xquad_ids
 from core.metrics.text_distance import noise_summary, table3_summary
@@ -229,18 +230,18 @@ def main(argv: list[str] | None = None) -> int:
     written, a perturbation whose tool is missing) ends in one line and exit status 2 (core.cli);
     the output is written whole at the end or not at all."""
     parser = cli.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
-    parser.add_argument("--input", required=True, help="SQuAD-format JSON file (XQuAD, SQuAD dev, ...)")
+    parser.add_input("--input", required=True, help="SQuAD-format JSON file (XQuAD, SQuAD dev, ...)")
     parser.add_argument("--perturbation", help="one spec: ID, ID:key=value, or a chain ID1:key=value+ID2 "
                                                "(the sweep's spec language)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", help="where to write the challenge set (SQuAD JSON)")
-    parser.add_argument("--challenge", metavar="FILE",
+    parser.add_argument("--seed", type=cli.seed, default=0)
+    parser.add_output("--output", help="where to write the challenge set (SQuAD JSON)")
+    parser.add_input("--challenge", metavar="FILE",
                         help="instead of writing one: pair this existing challenge file with --input and "
                              "print the pairing and its Table 3 (CER / WER / BLEU)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="a parameter (for a chain STEP_ID.name=value); the same as writing it in the spec")
     cli.add_loader_options(parser, pairing=True)
-    parser.add_argument("--limit", type=int, default=None, help="only the first N examples")
+    parser.add_argument("--limit", type=cli.Count(MAX_QUESTIONS), default=None, help="only the first N examples")
     parser.add_argument("--only-perturbed", action="store_true",
                         help="leave out the examples the perturbation did not apply to")
     args = parser.parse_args(argv)
@@ -259,12 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     missing = [f for f, v in (("--perturbation", args.perturbation), ("--output", args.output)) if not v]
     if missing:
         raise cli.CLIError(f"{' and '.join(missing)} required (or --challenge FILE to measure an existing set)")
-    if args.limit is not None and args.limit < 1:
-        raise cli.CLIError(f"--limit must be at least 1, got {args.limit}")
 
     perturbation, flat = _perturbation(args.perturbation, args.param)
-    cli.writable_file(args.output, "--output")  # before the work, not after it
-    cli.refuse_inputs({"--output": args.output}, {"--input": args.input})
     dataset = load_squad(args.input, **cli.loader_kwargs(args))
     print(dataset.load_line())
     examples = dataset.examples[: args.limit] if args.limit else dataset.examples

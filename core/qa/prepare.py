@@ -9,11 +9,11 @@ requirement: a failure is reported and the command goes on with the next model.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from typing import Sequence
 
+from core import cli
 from core.qa.registry import installed_models, load_engine
 
 
@@ -26,8 +26,9 @@ def models_to_prepare(names: Sequence[str] | None = None) -> list[tuple[str, str
     return [(n, b) for n, b in chosen if b in ("onnx", "onnx-int8", "openvino", "openvino-int8")]
 
 
+@cli.command("python -m core.qa.prepare")
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m core.qa.prepare", description=__doc__.split("\n\n")[0])
+    parser = cli.ArgumentParser(prog="python -m core.qa.prepare", description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="*", help="only these registered models (default: every installed one)")
     args = parser.parse_args(argv)
     failed = 0

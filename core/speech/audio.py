@@ -123,16 +123,25 @@ def validate(samples: np.ndarray, sample_rate: int, *, max_seconds: float = MAX_
 
 
 def load_audio(source: bytes | bytearray | str | Path | BinaryIO, *, max_seconds: float = MAX_SECONDS,
-               speech: bool = True) -> Audio:
+               speech: bool = True, name: str | None = None) -> Audio:
     """Decode an audio file (WAV, FLAC, OGG... anything libsndfile reads) given as bytes, a path
     or a binary file object, :func:`validate` it and (``speech``, the default: audio from
     outside) refuse a truncated WAV or what cannot be speech (:func:`speech_problem`).
-    Raises AudioError naming the problem."""
+    Raises AudioError naming the problem, and the file as "the recording NAME" (``name``: the
+    uploaded file's name), by its path's name, or as "the recording"; never by the object it was
+    read from.
+
+    >>> try:
+    ...     load_audio(b"not audio" * 100, name="talk.mp4")
+    ... except AudioError as e:
+    ...     print(e)
+    the recording talk.mp4 is not a readable audio file (corrupt or unsupported format): Format not recognised.
+    """
     import soundfile as sf  # imported here so that a missing libsndfile only breaks audio loading
 
     truncated = None
     if isinstance(source, (bytes, bytearray)):
-        what = "the recording"
+        what = f"the recording {name}" if name else "the recording"
         if len(source) == 0:
             raise AudioError("empty audio: the file has 0 bytes")
         truncated = _wav_truncation(bytes(source[:4096]), len(source))
@@ -148,14 +157,18 @@ def load_audio(source: bytes | bytearray | str | Path | BinaryIO, *, max_seconds
             truncated = _wav_truncation(f.read(4096), path.stat().st_size)
         handle = str(path)
     elif hasattr(source, "read"):
-        what = getattr(source, "name", None) or "the recording"
+        named = name or getattr(source, "name", None)
+        what = f"the recording {named}" if named else "the recording"
         handle = source
     else:
         raise AudioError(f"expected audio bytes, a path or a binary file, got {type(source).__name__}")
     try:
         data, rate = sf.read(handle, dtype="float32", always_2d=False)
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
-        raise AudioError(f"{what} is not a readable audio file (corrupt or unsupported format): {exc}") from None
+        # libsndfile's message names the object it read ("Error opening <_io.BytesIO object at
+        # 0x...>: ..."): its own reason only
+        reason = getattr(exc, "error_string", None) or str(exc).replace(repr(handle), str(what))
+        raise AudioError(f"{what} is not a readable audio file (corrupt or unsupported format): {reason}") from None
     if speech and truncated:
         raise AudioError(f"{what} {truncated} (cut off while uploading or saving?)")
     audio = validate(data, rate, max_seconds=max_seconds, what=str(what))

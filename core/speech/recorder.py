@@ -94,4 +94,4 @@ def from_audio_input(recording: Any, *, max_seconds: float = MAX_SECONDS) -> Aud
         data = recording.read()
     else:
         raise AudioError(f"expected the recorder's audio (bytes or an uploaded file), got {type(recording).__name__}")
-    return load_audio(data, max_seconds=max_seconds)
+    return load_audio(data, max_seconds=max_seconds, name=getattr(recording, "name", None) or None)

@@ -23,7 +23,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core import cli
-from core.budgets import MAX_REPEATS, BudgetError
+from core.budgets import (
+    MAX_BATCH_SIZE,
+    MAX_CHUNK,
+    MAX_PROCESSES,
+    MAX_QUESTIONS,
+    MAX_RAY_WORKERS,
+    MAX_REPEATS,
+    MAX_THREADS,
+)
 from core.datasets import Dataset, load_dataset
 from core.perturb.spec import PerturbationSpec, parse_specs
 from core.sweeps.config import DEFAULT_DB, SweepConfig
@@ -36,24 +44,34 @@ __all__ = ["main", "PROG"]
 PROG = "python -m core.sweeps"
 
 
+def _report_files(report: str | None, args: argparse.Namespace) -> list[str] | None:
+    """The files ``--report`` writes: the HTML file and the Markdown beside it."""
+    from core.reports import markdown_path
+
+    return [report, str(markdown_path(report))] if report else None
+
+
 def _build_parser() -> argparse.ArgumentParser:
     ap = cli.ArgumentParser(
         prog=PROG,
         description="Evaluate QA models under question/context perturbations over a data set. "
                     "Re-run the same command to resume an interrupted sweep.")
-    ap.add_argument("--dataset", help="file path, demo.<lang>, or a path under the data dir "
-                                      "(e.g. xquad/xquad.en)")
+    ap.add_input("--dataset", paths=cli.dataset_files("data_dir"),
+                 help="file path, demo.<lang>, or a path under the data dir (e.g. xquad/xquad.en)")
     ap.add_argument("--perturbations", help="comma-separated: ID, ID:key=1..4, file:PATH, family:NAME")
     ap.add_argument("--models", help="comma-separated model names from the model registry (models.toml)")
-    ap.add_argument("--repeats", type=int, default=1, help="runs of each randomised perturbation (default 1)")
-    ap.add_argument("--seed", type=int, default=0, help="base seed for sampling and perturbing (default 0)")
-    ap.add_argument("--sample", type=int, default=None, help="use a seeded sample of N examples")
+    ap.add_argument("--repeats", type=cli.Count(MAX_REPEATS), default=1,
+                    help="runs of each randomised perturbation (default 1)")
+    ap.add_argument("--seed", type=cli.seed, default=0, help="base seed for sampling and perturbing (default 0)")
+    ap.add_argument("--sample", type=cli.Count(MAX_QUESTIONS), default=None, help="use a seeded sample of N examples")
     ap.add_argument("--name", default=None, help="sweep name (default: <dataset>-<config hash>)")
-    ap.add_argument("--db", default=DEFAULT_DB, help=f"SQLite results file (default {DEFAULT_DB})")
-    ap.add_argument("--data-dir", default=None, help="data directory (default: QAX_DATA_DIR or ../shared/data)")
-    ap.add_argument("--chunk-size", type=int, default=256, help="units per committed chunk (default 256)")
-    ap.add_argument("--batch-size", type=int, default=None, help="engine batch size")
-    ap.add_argument("--threads", type=int, default=None,
+    ap.add_output("--db", default=DEFAULT_DB, also_input=True,
+                  help=f"SQLite results file, written by a sweep, read by --list and --show (default {DEFAULT_DB})")
+    ap.add_input("--data-dir", default=None, help="data directory (default: QAX_DATA_DIR or ../shared/data)")
+    ap.add_argument("--chunk-size", type=cli.Count(MAX_CHUNK), default=256,
+                    help="units per committed chunk (default 256)")
+    ap.add_argument("--batch-size", type=cli.Count(MAX_BATCH_SIZE), default=None, help="engine batch size")
+    ap.add_argument("--threads", type=cli.Count(MAX_THREADS), default=None,
                     help="CPU threads per engine (default: the policy of core.qa.threads: every core when "
                          "alone, one beside other askers; QAX_THREADS sets the budget)")
     ap.add_argument("--backend", default="local", metavar="{local,ray}",
@@ -67,9 +85,10 @@ def _build_parser() -> argparse.ArgumentParser:
                          "Without it, --name of a stored sweep resumes with the backend that sweep was made with")
     ap.add_argument("--address", default=None, help="with --backend ray: the cluster to join (printed by `ray start "
                                                     "--head`, or auto); default: start a local Ray")
-    ap.add_argument("--workers", type=int, default=None, help="with --backend ray: workers (one actor per model "
-                                                              "each; default: the cluster's GPUs, else its CPUs)")
-    ap.add_argument("--processes", type=int, default=None,
+    ap.add_argument("--workers", type=cli.Count(MAX_RAY_WORKERS), default=None,
+                    help="with --backend ray: workers (one actor per model each; default: the cluster's "
+                         "GPUs, else its CPUs)")
+    ap.add_argument("--processes", type=cli.Count(MAX_PROCESSES), default=None,
                     help="local sweeps: worker processes answering (one thread each; core.sweeps.running.processes). "
                          "Default: this machine's measurement (python -m core.sweeps.running.processes "
                          "--calibrate), else 1")
@@ -87,14 +106,15 @@ def _build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--curve", choices=("cer", "wer", "bleu"), help="with --show: F1 against each variant's measured "
                     "question noise, binned, with 95%% bootstrap bands (seeded by --seed) and each model's break "
                     "point (F1 below 90%% of clean)")
-    ap.add_argument("--curve-csv", metavar="OUT", help="with --curve: also write the curve's rows as CSV")
+    ap.add_output("--curve-csv", metavar="OUT", help="with --curve: also write the curve's rows as CSV")
     ap.add_argument("--backend-vs", metavar="NAME", help="with --show A: the answers that differ between sweep A "
                     "and sweep NAME (the same data, perturbations and seed run with another --engine-backend), "
                     "per model and perturbation, with the question noise of flipped and kept rows")
-    ap.add_argument("--backend-csv", metavar="OUT", help="with --backend-vs: also write its rows as CSV")
-    ap.add_argument("--report", metavar="OUT.html", help="with --show: write the sweep's report as one self-contained "
-                    "HTML file (heatmap, tables, the papers' views, slices, curves, worst examples; no external "
-                    "request when opened) and Markdown beside it (OUT.md)")
+    ap.add_output("--backend-csv", metavar="OUT", help="with --backend-vs: also write its rows as CSV")
+    ap.add_output("--report", metavar="OUT.html", paths=_report_files,
+                  help="with --show: write the sweep's report as one self-contained "
+                       "HTML file (heatmap, tables, the papers' views, slices, curves, worst examples; no "
+                       "external request when opened) and Markdown beside it (OUT.md)")
     ap.add_argument("--list-perturbations", action="store_true", help="list registered perturbations and exit")
     cli.add_loader_options(ap, pairing=True)
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -123,10 +143,6 @@ def _backends(args: argparse.Namespace) -> tuple[str, str]:
             raise cli.CLIError(f"{' and '.join(given)} go with --backend ray")
     elif args.processes is not None:
         raise cli.CLIError("--processes goes with --backend local (on Ray, --workers)")
-    if args.processes is not None and args.processes < 1:
-        raise cli.CLIError(f"--processes must be at least 1, got {args.processes}")
-    if args.workers is not None and args.workers < 1:
-        raise cli.CLIError(f"--workers must be at least 1, got {args.workers}")
     return where, engine or "default"
 
 
@@ -173,20 +189,8 @@ def _read(args: argparse.Namespace) -> int:
         raise cli.CLIError(f"{args.db} is a folder, not a sweep database")
     if not Path(args.db).is_file():
         if args.list:
-            print(f"no sweep database at {args.db}")
-            return 0
+            raise cli.CLIError(f"no sweep database at {args.db}: nothing to list")
         raise cli.CLIError(f"no sweep database at {args.db}: cannot show {args.show!r}")
-    for flag, out in (("--curve-csv", args.curve_csv), ("--backend-csv", args.backend_csv)):
-        if out:   # checked before any work: never the database, never a folder
-            cli.refuse_inputs({flag: out}, {"--db": args.db})
-            cli.writable_file(out, flag)
-    if args.report:
-        from core.reports import markdown_path
-
-        cli.refuse_inputs({"--report": args.report, "the Markdown beside --report": markdown_path(args.report)},
-                          {"--db": args.db})
-        for out in (args.report, markdown_path(args.report)):
-            cli.writable_file(out, "--report")
     with Store(args.db, readonly=True) as store:
         if args.list:
             print(report.format_sweep_list(report.list_sweeps(store)))
@@ -250,12 +254,10 @@ def _check_inputs(args: argparse.Namespace, specs: list[PerturbationSpec], model
     """Data set, perturbation ids and parameters, challenge files, model names and the database:
     all checked before the first (slow) model load, so a typo costs a second, not a model load,
     and prints nothing else. Returns the loaded data set."""
-    from core.datasets import dataset_file
     from core.io.sqlite_db import sqlite_kind
     from core.perturb import registry as perturbations
     from core.qa.registry import get_entry
 
-    cli.refuse_inputs({"--db": args.db}, {"--dataset": dataset_file(args.dataset, args.data_dir)})
     dataset = load_dataset(args.dataset, args.data_dir, **cli.loader_kwargs(args))
     print(dataset.load_line(), flush=True)
     for spec in specs:
@@ -301,13 +303,6 @@ def _sweep(args: argparse.Namespace) -> int:
     # it can never leave empty predictions in the shared prediction cache.
     where, engine_backend = _backends(args)
     settings = cli.engine_settings(batch_size=args.batch_size, threads=args.threads or None, backend=engine_backend)
-    for flag, value in (("--repeats", args.repeats), ("--chunk-size", args.chunk_size), ("--sample", args.sample)):
-        if value is not None and value < 1:
-            raise cli.CLIError(f"{flag} must be at least 1, got {value}")
-    try:
-        MAX_REPEATS.check(args.repeats, "--repeats", "asks for")
-    except BudgetError as e:
-        raise cli.CLIError(str(e)) from None
     specs = parse_specs(args.perturbations)
     model_names = [m.strip() for m in args.models.split(",") if m.strip()]
     dataset = _check_inputs(args, specs, model_names)

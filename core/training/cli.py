@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core import cli
+from core.budgets import MAX_BATCH_SIZE, MAX_THREADS, MAX_TRAIN_STEPS
 from core.training.config import PROG, TrainConfig
 
 __all__ = ["build_parser", "parse_config", "check_files", "main"]
@@ -18,26 +19,29 @@ __all__ = ["build_parser", "parse_config", "check_files", "main"]
 
 def build_parser() -> cli.ArgumentParser:
     """The argument table. Its dests are :class:`TrainConfig`'s fields, in the same order."""
+    from core.qa.engine import MIN_MAX_LENGTH
+
     d = TrainConfig(base="", output="")  # the defaults, from one place
     ap = cli.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("--base", required=True, help="local folder, 'minilm', 'mpnet' or a hub id")
-    ap.add_argument("--train", nargs="*", default=[], help="SQuAD-format training files")
+    ap.add_input("--train", nargs="*", default=[], help="SQuAD-format training files")
     ap.add_argument("--squad-dev-minus-xquad", action="store_true")
     ap.add_argument("--repeat", nargs="*", default=[], metavar="SOURCE=K",
                     help="weight a source up: its questions K times per epoch; SOURCE is a --train file "
                          "(as given or its file name) or squad-dev (--squad-dev-minus-xquad)")
     cli.add_loader_options(ap)
-    ap.add_argument("--output", required=True)
+    ap.add_output("--output", required=True, folder=True, help="the run's folder")
     ap.add_argument("--epochs", type=float, default=d.epochs)
     ap.add_argument("--lr", type=float, default=d.lr)
-    ap.add_argument("--batch-size", type=int, default=d.batch_size)
-    ap.add_argument("--max-length", type=int, default=d.max_length)
-    ap.add_argument("--stride", type=int, default=d.stride)
+    ap.add_argument("--batch-size", type=cli.Count(MAX_BATCH_SIZE), default=d.batch_size)
+    ap.add_argument("--max-length", type=cli.Bounded(MIN_MAX_LENGTH, 4096), default=d.max_length)
+    ap.add_argument("--stride", type=cli.Bounded(0, 2048), default=d.stride)
     ap.add_argument("--warmup", type=float, default=d.warmup)
-    ap.add_argument("--seed", type=int, default=d.seed)
-    ap.add_argument("--max-steps", type=int, default=d.max_steps, help="stop after this many steps (0 = all)")
-    ap.add_argument("--save-every", type=int, default=d.save_every)
-    ap.add_argument("--threads", type=int, default=d.threads)
+    ap.add_argument("--seed", type=cli.seed, default=d.seed)
+    ap.add_argument("--max-steps", type=cli.Count(MAX_TRAIN_STEPS, low=0), default=d.max_steps,
+                    help="stop after this many steps (0 = all)")
+    ap.add_argument("--save-every", type=cli.Count(MAX_TRAIN_STEPS), default=d.save_every)
+    ap.add_argument("--threads", type=cli.Count(MAX_THREADS, low=0), default=d.threads)
     ap.add_argument("--augment-share", type=float, default=d.augment_share)
     ap.add_argument("--augment", default=d.augment,
                     help="comma-separated perturbations in the sweep's spec syntax (ID:key=value...), "
@@ -56,22 +60,24 @@ def build_parser() -> cli.ArgumentParser:
                          "NoiseQA never are")
     ap.add_argument("--cpu-bf16", choices=["auto", "on", "off"], default=d.cpu_bf16)
     ap.add_argument("--save-dtype", choices=["float16", "float32"], default=d.save_dtype)
-    ap.add_argument("--lora-rank", type=int, default=d.lora_rank, help="LoRA rank (peft); 0 = full fine-tune")
-    ap.add_argument("--lora-alpha", type=int, default=d.lora_alpha, help="LoRA alpha (default 2 x rank)")
+    ap.add_argument("--lora-rank", type=cli.Bounded(0, 1024), default=d.lora_rank,
+                    help="LoRA rank (peft); 0 = full fine-tune")
+    ap.add_argument("--lora-alpha", type=cli.Bounded(1, 100_000), default=d.lora_alpha,
+                    help="LoRA alpha (default 2 x rank)")
     ap.add_argument("--lora-dropout", type=float, default=d.lora_dropout)
     ap.add_argument("--lora-targets", default=d.lora_targets,
                     help="comma-separated module names (default by architecture: BERT/MiniLM "
                          "query,key,value,dense; MPNet q,k,v,o,dense)")
-    ap.add_argument("--init-from", default=d.init_from,
+    ap.add_input("--init-from", default=d.init_from,
                     help="start from this trained QA model folder (a run's model/ or a shipped full "
                          "model) instead of the base's fresh QA head: a further training stage; "
                          "--base still names the encoder the weights descend from")
-    ap.add_argument("--extend-vocab-min-count", type=int, default=d.extend_vocab_min_count,
+    ap.add_argument("--extend-vocab-min-count", type=cli.Bounded(0, 10**9), default=d.extend_vocab_min_count,
                     help="add every character of the training texts that the tokenizer maps to "
                          "[UNK] and that occurs at least this often as a new token (0 = off; "
                          "for Chinese on an English vocabulary; with --init-from, characters the "
                          "trained model already has are not added again)")
-    ap.add_argument("--extend-vocab-words", type=int, default=d.extend_vocab_words,
+    ap.add_argument("--extend-vocab-words", type=cli.Bounded(0, 10**9), default=d.extend_vocab_words,
                     help="add every word of the training texts that the vocabulary cuts into "
                          "pieces and that occurs at least this often as a whole WordPiece entry, "
                          "its embedding the mean of its pieces' (0 = off; for German on an "
@@ -115,7 +121,6 @@ def check_files(config: TrainConfig) -> None:
         p = Path(f).expanduser()
         if not p.is_file():
             raise cli.CLIError(f"--train {f}: " + ("a folder, not a file" if p.is_dir() else "no such file"))
-    cli.refuse_inputs({"--output": config.output}, {"--train": config.train})
 
 
 @cli.command(PROG)

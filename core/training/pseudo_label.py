@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from core import cli
+from core.budgets import MAX_QUESTIONS
 from core.types import QAExample, Span
 
 
@@ -70,12 +71,13 @@ def to_squad(labelled: Sequence[tuple[QAExample, Span]], meta: dict) -> dict:
 def build_parser() -> cli.ArgumentParser:
     ap = cli.ArgumentParser(prog="python -m core.training.pseudo_label", description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True, help="registered model name (core.qa.registry)")
-    ap.add_argument("--data", required=True, help="SQuAD-format file of the questions to label")
-    ap.add_argument("--output", required=True, help="the labelled SQuAD v1.1 file to write")
+    ap.add_input("--data", required=True, help="SQuAD-format file of the questions to label")
+    ap.add_output("--output", required=True, help="the labelled SQuAD v1.1 file to write")
     ap.add_argument("--min-score", type=float, default=0.5,
                     help="keep a question when its best span's p(start)*p(end) is at least this (default 0.5)")
     ap.add_argument("--backend", default="default", help="engine backend (default: the model card's)")
-    ap.add_argument("--first", type=int, default=None, metavar="N", help="label only the first N questions")
+    ap.add_argument("--first", type=cli.Count(MAX_QUESTIONS), default=None, metavar="N",
+                    help="label only the first N questions")
     cli.add_loader_options(ap)
     return ap
 
@@ -89,10 +91,7 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if not 0.0 <= args.min_score <= 1.0:
         raise cli.CLIError(f"--min-score is a probability, between 0 and 1, not {args.min_score}")
-    if args.first is not None and args.first < 1:
-        raise cli.CLIError(f"--first must be at least 1, got {args.first}")
-    out = cli.writable_file(args.output, "--output")
-    cli.refuse_inputs({"--output": out}, {"--data": args.data})
+    out = Path(args.output).expanduser()
     registry.get_entry(args.model)  # an unknown name fails before the data loads
     ds = load_squad(args.data, **cli.loader_kwargs(args))
     examples = [e for e in ds.examples if e.question.strip()][:args.first]

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core import cli, config, translate
+from core.budgets import MAX_BEAMS, MAX_QUESTIONS
 from core.datasets import Dataset, DatasetError, load_squad, pair_challenge
 from core.metrics.text_distance import noise_summary, table3_summary
 
@@ -152,21 +153,33 @@ def _translator(args) -> translate.Translator:
 PROG = "python -m core.translate.natural_mt"
 
 
-def _refuse_inputs_as_outputs(args, langs: list[str]) -> None:
-    """No output (--output, the --output-dir files, --summary-json) may be an input (--original,
-    --source or their defaults under the data directory): core.io.outputs.refuse_inputs."""
-    def default(lang: str) -> Path | None:
-        try:
-            return xquad_path(lang, args.data_dir)
-        except NaturalMTError:   # no data directory: the load says so
-            return None
+def _langs(args) -> list[str]:
+    """The languages ``--lang`` may translate: itself, or every XQuAD language for ``all``."""
+    return list(XQUAD_LANGS) if args.lang == "all" else [args.lang]
 
-    outputs = {"--output": args.output, "--summary-json": args.summary_json,
-               "--output-dir": None if args.output or not args.output_dir else
-               [Path(args.output_dir) / f"xquad-natural-mt-{lang}.json" for lang in langs]}
-    sources = [args.source] if args.source and args.lang != "all" else [default(lang) for lang in langs]
-    cli.refuse_inputs(outputs, {"--original": args.original or default("en"),
-                                "--source": [s for s in sources if s is not None]})
+
+def _default(lang: str, args) -> Path | None:
+    try:
+        return xquad_path(lang, args.data_dir)
+    except NaturalMTError:   # no data directory: the load says so
+        return None
+
+
+def _original_file(original, args) -> Path | None:
+    return original or _default("en", args)
+
+
+def _source_files(source, args) -> list:
+    """The source-language files read: --source, or each language's XQuAD file."""
+    found = [source] if source and args.lang != "all" else [_default(lang, args) for lang in _langs(args)]
+    return [p for p in found if p is not None]
+
+
+def _output_dir_files(output_dir, args) -> list | None:
+    """The files ``--output-dir`` receives, one per language (none when --output is given)."""
+    if args.output or not output_dir:
+        return None
+    return [Path(output_dir) / f"xquad-natural-mt-{lang}.json" for lang in _langs(args)]
 
 
 @cli.command(PROG)
@@ -177,26 +190,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lang", required=True,
                     help="source language of the human questions (es, de, ... or 'all' = every XQuAD "
                          "language the MT backend covers)")
-    ap.add_argument("--output", help="challenge file to write (one language)")
-    ap.add_argument("--output-dir", help="folder for xquad-natural-mt-<lang>.json files (with --lang all)")
-    ap.add_argument("--original", help="English SQuAD file (default: <data dir>/xquad/xquad.en.json)")
-    ap.add_argument("--source", help="source-language file with the same ids (default: xquad.<lang>.json)")
-    ap.add_argument("--data-dir", type=Path, default=None, help="data directory (default: QAX_DATA_DIR)")
-    ap.add_argument("--model", help="a local seq2seq model folder translating <lang> -> en (default: Apertium)")
-    ap.add_argument("--num-beams", type=int, default=4, help="beam size for --model (default 4)")
-    ap.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    ap.add_argument("--summary-json", help="also write the summaries (a list) to this JSON file")
+    ap.add_output("--output", help="challenge file to write (one language)")
+    ap.add_output("--output-dir", paths=_output_dir_files,
+                  help="folder for xquad-natural-mt-<lang>.json files (with --lang all)")
+    ap.add_input("--original", paths=_original_file,
+                 help="English SQuAD file (default: <data dir>/xquad/xquad.en.json)")
+    ap.add_input("--source", paths=_source_files,
+                 help="source-language file with the same ids (default: xquad.<lang>.json)")
+    ap.add_input("--data-dir", type=Path, default=None, help="data directory (default: QAX_DATA_DIR)")
+    ap.add_input("--model", help="a local seq2seq model folder translating <lang> -> en (default: Apertium)")
+    ap.add_argument("--num-beams", type=cli.Count(MAX_BEAMS), default=4, help="beam size for --model (default 4)")
+    ap.add_argument("--limit", type=cli.Count(MAX_QUESTIONS), default=None, help="only the first N questions")
+    ap.add_output("--summary-json", help="also write the summaries (a list) to this JSON file")
     ap.add_argument("--on-ambiguous", choices=("error", "first", "nearest"), default="error",
                     help="an answer with answer_start -1 that occurs several times in its context: error "
                          "(default), the first occurrence, or the one nearest the question's words (--lang "
                          "here names the source language)")
     args = ap.parse_args(argv)
-    for flag, value in (("--num-beams", args.num_beams), ("--limit", args.limit)):
-        if value is not None and value < 1:
-            raise cli.CLIError(f"{flag} must be at least 1, got {value}")
-    for flag, path in (("--output", args.output), ("--summary-json", args.summary_json)):
-        if path:
-            cli.writable_file(path, flag)
     if args.output_dir and Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
         raise cli.CLIError(f"--output-dir {args.output_dir} is a file, not a folder")
 
@@ -213,7 +223,6 @@ def main(argv: list[str] | None = None) -> int:
             raise NaturalMTError("give --output FILE (or --output-dir)")
         langs = [args.lang]
     args.langs = langs
-    _refuse_inputs_as_outputs(args, langs)
     translator = _translator(args)
     original = load_squad(args.original or xquad_path("en", args.data_dir), on_ambiguous=args.on_ambiguous)
     print(original.load_line())

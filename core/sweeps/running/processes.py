@@ -331,6 +331,7 @@ def calibrate(model: str, questions: Sequence[str], contexts: Sequence[str], mos
 
 def main(argv: list[str] | None = None) -> int:
     from core import cli
+    from core.budgets import MAX_QUESTIONS
 
     @cli.command("python -m core.sweeps.running.processes")
     def run(args_list: list[str]) -> int:
@@ -340,8 +341,8 @@ def main(argv: list[str] | None = None) -> int:
                                 description="How many worker processes a local sweep uses on this machine.")
         ap.add_argument("--calibrate", action="store_true", help="measure and store the choice for this machine")
         ap.add_argument("--model", default="minilm-squad-v2")
-        ap.add_argument("--dataset", default="xquad/xquad.en")
-        ap.add_argument("--n", type=cli.positive_int, default=200, help="questions timed")
+        ap.add_input("--dataset", default="xquad/xquad.en", paths=cli.dataset_files())
+        ap.add_argument("--n", type=cli.Count(MAX_QUESTIONS), default=200, help="questions timed")
         args = ap.parse_args(args_list)
         if args.calibrate:
             from core.qa import registry
