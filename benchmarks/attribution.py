@@ -38,6 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import cli
+from core.budgets import MAX_QUESTIONS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -157,11 +158,12 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm-squad-v2")
-    ap.add_argument("--dataset", default="xquad/xquad.en")
-    ap.add_argument("--passages", type=int, default=3)
+    ap.add_input("--dataset", paths=cli.dataset_files(), default="xquad/xquad.en")
+    ap.add_argument("--passages", type=cli.Count(MAX_QUESTIONS), default=3)
     ap.add_argument("--methods", default="captum-50,batched-16,batched-8,adaptive,grad-x-input")
-    ap.add_argument("--captum-passages", type=int, default=1, help="passages captum-50 runs on (it is slow)")
-    ap.add_argument("--json", default=None, help="write the figures here too")
+    ap.add_argument("--captum-passages", type=cli.Count(MAX_QUESTIONS, low=0), default=1,
+                    help="passages captum-50 runs on (it is slow)")
+    ap.add_output("--json", default=None, help="write the figures here too")
     args = ap.parse_args(argv)
     if not 1 <= args.passages <= 50:
         ap.error("--passages must be in 1..50")

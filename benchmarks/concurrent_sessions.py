@@ -154,11 +154,11 @@ def run(sessions: int, after: int, warm_wait: float) -> dict:
 @cli.command("benchmarks/concurrent_sessions.py")
 def main(argv: list[str] | None = None) -> int:
     ap = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sessions", type=cli.positive_int, default=10)
-    ap.add_argument("--after", type=cli.positive_int, default=90, help="seconds to sample after the browser closed")
+    ap.add_argument("--sessions", type=cli.Bounded(1, 50), default=10, help="browser sessions answering at once")
+    ap.add_argument("--after", type=cli.Bounded(1, 3600), default=90, help="seconds to sample after the browser closed")
     ap.add_argument("--warm-wait", type=float, default=0.0,
                     help="seconds to wait after the tabs opened, before the clicks")
-    ap.add_argument("--json", help="write the figures to this JSON file")
+    ap.add_output("--json", help="write the figures to this JSON file")
     args = ap.parse_args(argv)
     target = cli.writable_file(args.json, "--json") if args.json else None
     out = run(args.sessions, args.after, args.warm_wait)

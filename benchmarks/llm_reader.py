@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import cli
+from core.budgets import MAX_QUESTIONS
 
 MODEL = "qwen2.5-coder-0.5b"
 WRAPPER_REPEATS = 20
@@ -53,9 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     from core.qa.generative.reader import tidy
 
     ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=20)
-    ap.add_argument("--dataset", default="xquad/xquad.en")
-    ap.add_argument("--json", default=None, help="also write the figures here")
+    ap.add_argument("--n", type=cli.Count(MAX_QUESTIONS), default=20)
+    ap.add_input("--dataset", paths=cli.dataset_files(), default="xquad/xquad.en")
+    ap.add_output("--json", default=None, help="also write the figures here")
     args = ap.parse_args(argv)
     ds = load_dataset(args.dataset) if data_dir() else demo_dataset("en")
     examples = [e for e in ds.examples if e.answers][: args.n]

@@ -42,6 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from core import cli  # noqa: E402  (the project on the path first)
+from core.budgets import MAX_QUESTIONS  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -138,11 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = cli.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="", help="comma-separated model names (default: every installed one)")
     ap.add_argument("--backend", default="default", help="the backend to load each with (default: its own)")
-    ap.add_argument("--answers", type=cli.positive_int, default=12, help="demo questions answered before measuring")
+    ap.add_argument("--answers", type=cli.Count(MAX_QUESTIONS), default=12,
+                    help="demo questions answered before measuring")
     ap.add_argument("--card", action="store_true", help="write each model's figure on its card")
     ap.add_argument("--languages", default="", help="instead: the app's walk over these languages, one process")
     ap.add_argument("--unbounded", action="store_true", help="with --languages: no budget, torch copies kept")
-    ap.add_argument("--json", help="write the figures to this JSON file")
+    ap.add_output("--json", help="write the figures to this JSON file")
     ap.add_argument("--one", help=argparse_hidden())
     args = ap.parse_args(argv)
     if args.one:

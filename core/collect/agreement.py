@@ -53,7 +53,7 @@ def _parser() -> cli.ArgumentParser:
                        help="a natural set instead of a trial: heysquad (human and TTS transcripts) or disfl-qa")
     ap.add_argument("--sample", type=cli.Count(MAX_QUESTIONS), default=200,
                     help="--natural: questions, a seeded sample (default 200)")
-    ap.add_argument("--disfluency-n", type=cli.Bounded(0, 8), default=None,
+    ap.add_argument("--disfluency-n", type=cli.Bounded(0, 4), default=None,
                     help="add the disfluency perturbation with N disfluencies per question (default: 1 for "
                          "--natural, none for a trial; 0 leaves it out)")
     ap.add_argument("--model", action="append", required=True, help="a model of models.toml (repeat for more)")

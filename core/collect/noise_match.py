@@ -20,6 +20,7 @@ import json
 import sys
 
 from core import cli
+from core.budgets import MAX_QUESTIONS, MAX_RESAMPLES
 from core.collect import noise_profiles
 from core.io.csv_export import csv_bytes
 
@@ -33,22 +34,22 @@ def _parser() -> cli.ArgumentParser:
                                                    "and the closest synthetic setting per natural condition.")
     ap.add_argument("--natural", nargs="+", default=["asr_human", "asr_tts"], choices=list(CONDITIONS),
                     help="natural conditions (default asr_human asr_tts: HeySQuAD)")
-    ap.add_argument("--sample", type=cli.positive_int, default=300,
+    ap.add_argument("--sample", type=cli.Count(MAX_QUESTIONS), default=300,
                     help="questions per condition, a seeded sample (default 300)")
     ap.add_argument("--setting", action="append", default=None, metavar="SPEC",
                     help="a synthetic setting in the spec language, value lists allowed (repeat; default: "
                          + "; ".join(noise_profiles.DEFAULT_SETTINGS) + ")")
-    ap.add_argument("--asr-sample", type=cli.non_negative_int, default=0,
+    ap.add_argument("--asr-sample", type=cli.Count(MAX_QUESTIONS, low=0), default=0,
                     help="TTS -> ASR settings on this many of the sampled questions (default 0: none)")
     ap.add_argument("--asr-setting", action="append", default=None, metavar="SPEC",
                     help="a TTS -> ASR setting (default: " + "; ".join(noise_profiles.ASR_SETTINGS) + ")")
     ap.add_argument("--model", action="append", default=[], help="a model of models.toml: flip agreement of "
                                                                  "each closest setting (repeat for more)")
-    ap.add_argument("--seed", type=cli.non_negative_int, default=0, help="sample, noise and bootstrap seed")
-    ap.add_argument("--n-boot", type=cli.positive_int, default=1000, help="bootstrap resamples (default 1000)")
-    ap.add_argument("--top", type=cli.positive_int, default=5, help="settings printed per condition (default 5)")
-    ap.add_argument("--json", default=None, help="write everything as JSON here")
-    ap.add_argument("--csv", default=None, help="write the ranking as CSV here")
+    ap.add_argument("--seed", type=cli.seed, default=0, help="sample, noise and bootstrap seed")
+    ap.add_argument("--n-boot", type=cli.Count(MAX_RESAMPLES), default=1000, help="bootstrap resamples (default 1000)")
+    ap.add_argument("--top", type=cli.Bounded(1, 1000), default=5, help="settings printed per condition (default 5)")
+    ap.add_output("--json", default=None, help="write everything as JSON here")
+    ap.add_output("--csv", default=None, help="write the ranking as CSV here")
     return ap
 
 

@@ -110,11 +110,11 @@ def main(argv: list[str] | None = None) -> int:
         ap = cli.ArgumentParser(prog="python -m core.sweeps.analysis.paired_subsets",
                                 description="Paired F1 differences (models, or a spec against another), "
                                             "XQuAD's paragraphs apart.")
-        ap.add_argument("--db", required=True)
+        ap.add_input("--db", required=True, help="the sweep database (read only)")
         ap.add_argument("--sweep", required=True)
         ap.add_argument("--models", default=None, help="A,B: model B against model A under every condition")
         ap.add_argument("--specs", default=None, help="A;B: the spec labelled B against the one labelled A, per model")
-        ap.add_argument("--seed", type=cli.non_negative_int, default=0)
+        ap.add_argument("--seed", type=cli.seed, default=0)
         args = ap.parse_args(args_list)
         if args.models:
             a, _, b = args.models.partition(",")
