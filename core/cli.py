@@ -410,6 +410,9 @@ def add_loader_options(ap: argparse.ArgumentParser, pairing: bool = False) -> No
     ap.add_argument("--lang", default=None,
                     help="language of the data (en, de, zh, ...); default: from the file's articles, "
                          "its name, or the script of its text")
+    ap.add_argument("--on-unscorable", choices=("drop", "error"), default="drop",
+                    help="a question none of whose answers can be found in its context, even modulo "
+                         "whitespace: drop it and name it in the load report (default), or refuse the file")
     if pairing:
         ap.add_argument("--pair-by", choices=("auto", "id", "position"), default="auto",
                         help="how a challenge file is paired with its original: auto (default: by id "
@@ -419,8 +422,8 @@ def add_loader_options(ap: argparse.ArgumentParser, pairing: bool = False) -> No
 
 
 def loader_kwargs(args: argparse.Namespace) -> dict:
-    """``{"lang": ..., "on_ambiguous": ...}`` from :func:`add_loader_options`' flags."""
-    return {"lang": args.lang, "on_ambiguous": args.on_ambiguous}
+    """``{"lang": ..., "on_ambiguous": ..., "on_unscorable": ...}`` from :func:`add_loader_options`' flags."""
+    return {"lang": args.lang, "on_ambiguous": args.on_ambiguous, "on_unscorable": args.on_unscorable}
 
 
 def command(prog: str) -> Callable[[Callable[[list[str]], int]], Callable[[Sequence[str] | None], int]]:

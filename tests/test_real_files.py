@@ -19,6 +19,7 @@ import zipfile
 
 import pytest
 
+from core import cli
 from core.datasets import DatasetError, discover_datasets, load_dataset, load_squad
 from core.types import Answer
 
@@ -163,6 +164,23 @@ def test_unscorable_questions_are_left_out_and_each_named_unless_error_is_asked(
     assert [ex.id for ex in load_dataset(str(path)).examples] == ["ok", "ok2"]
     with pytest.raises(DatasetError, match="gone1"):
         load_dataset(str(path), on_unscorable="error")
+
+
+def test_a_command_line_drops_unscorable_questions_unless_on_unscorable_error(tmp_path, capsys):
+    """Every command that loads data takes --on-unscorable (core.cli.add_loader_options)."""
+    from core.models.evaluate import main
+
+    path = tmp_path / "arcd-test.json"
+    path.write_text(json.dumps(arcd_doc(
+        qa("ok", "1908", ARCD_CONTEXT.index("1908")), qa("gone1", "جامعة الإسكندرية", 0),
+    ), ensure_ascii=False), encoding="utf-8")
+    ap = cli.ArgumentParser(prog="p")
+    cli.add_loader_options(ap)
+    assert cli.loader_kwargs(ap.parse_args([]))["on_unscorable"] == "drop"
+    assert [ex.id for ex in load_dataset(str(path), **cli.loader_kwargs(ap.parse_args([]))).examples] == ["ok"]
+    assert main(["--model", "minilm-squad", "--dataset", str(path), "--on-unscorable", "error"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "gone1" in err and "no answer text occurs in the context" in err and "\n" not in err
 
 
 def test_a_file_with_no_scorable_question_is_refused(tmp_path):

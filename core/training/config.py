@@ -25,6 +25,7 @@ class TrainConfig:
     repeat: list[str] = field(default_factory=list)
     on_ambiguous: str = "error"
     lang: str | None = None
+    on_unscorable: str = "drop"
     output: str
     epochs: float = 2.0
     lr: float = 8e-5
@@ -57,8 +58,8 @@ class TrainConfig:
 
     @property
     def loader(self) -> dict:
-        """load_squad's ``lang`` / ``on_ambiguous`` for the training files."""
-        return {"lang": self.lang, "on_ambiguous": self.on_ambiguous}
+        """load_squad's ``lang`` / ``on_ambiguous`` / ``on_unscorable`` for the training files."""
+        return {"lang": self.lang, "on_ambiguous": self.on_ambiguous, "on_unscorable": self.on_unscorable}
 
     @property
     def repeat_by_source(self) -> dict[str, int]:
