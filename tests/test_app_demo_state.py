@@ -285,10 +285,13 @@ def test_sweep_progress_under_start_moves_often_names_the_sweep_and_says_time_le
     at.run()
     next_chunk()
     at.run()
-    elements = _flat(at.main)
+    # the bar and Cancel are pinned to the window's bottom edge (st.bottom, AppTest's fourth root
+    # block), so they stay in view at 800 px (issue 53): on screen, below everything under Start
+    elements = _flat(at.main) + _flat(at._tree.children[3])
     start = next(i for i, e in enumerate(elements) if getattr(e, "key", None) == "sw_start")
     bars = [i for i, e in enumerate(elements) if e.type == "progress"]
     assert bars and bars[0] > start, "the progress bar sits under Start"
+    assert any(e.type == "progress" for e in _flat(at._tree.children[3])), "the bar is pinned to the bottom"
     text = elements[bars[0]].proto.text
     assert "Sweep 'demo.en · TUQ, TLQ · 2 models · 8 ex · " in text.replace("\\", "") and " left" in text, text
     for _ in range(200):
