@@ -82,7 +82,7 @@ def _zip(doc: dict) -> bytes:
     (_zip(IT_DOC), "x.json: a zip archive, not JSON: unzip it and give the JSON file inside"),
     (bz2.compress(json.dumps(IT_DOC).encode()), "x.json: bzip2-compressed, not JSON: decompress it first"),
     (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "x.json: a binary file, not JSON text (a NUL byte at byte 8)"),
-    (gzip.compress(b"\x00\x01\x02 binary"), "x.json: a binary file, not JSON text (a NUL byte at byte 0)"),
+    (gzip.compress(b"\x00\x01\x02 binary", mtime=0), "x.json: a binary file, not JSON text (a NUL byte at byte 0)"),
     (b"\x1f\x8b\x08\x00garbage", "x.json: a damaged gzip file"),
     ("{\"data\": [\"caf\xe9\"]}".encode("latin-1"), "x.json: not UTF-8 text (byte 14 cannot be decoded"),
 ])
