@@ -16,7 +16,7 @@ def _section(cache: str) -> None:
 
 
 def _result() -> dict:
-    from core.collect import noise_match as nm
+    from core.collect import noise_profiles as nm
 
     natural = nm.profile("natural:asr_human", ["a", "b"], ["Who won?", "Where is it?"], ["who one", "where is it"])
     close = nm.profile("keyboard_Q:p=0.1", ["a", "b"], ["Who won?", "Where is it?"], ["Who wno?", "Where is it?"])

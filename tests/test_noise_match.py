@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from core.collect import noise_match as nm
+from core.collect import noise_profiles as nm
 from tests.test_natural import natural_dir  # noqa: F401 (the fixture)
 
 BASE = "what year did the war in the north of the country end after the long siege"   # 16 words
