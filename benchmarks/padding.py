@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import cli
 from core.budgets import MAX_QUESTIONS, MAX_ROUNDS, MAX_THREADS
+from core.qa.engine import engine_settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ds = load_dataset(args.dataset)
     if not ds.examples:
         raise SystemExit(f"{args.dataset} has no questions")
-    engine = registry.load_engine(args.model, cli.engine_settings(threads=args.threads or None,
+    engine = registry.load_engine(args.model, engine_settings(threads=args.threads or None,
                                                                   backend=args.backend))
     max_length, stride = engine._window_shape()
     size = engine.settings.batch_size

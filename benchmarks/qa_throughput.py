@@ -33,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import cli
 from core.budgets import MAX_BATCH_SIZE, MAX_CHUNK, MAX_QUESTIONS, MAX_THREADS
+from core.qa.engine import engine_settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     ds = load_dataset(args.dataset)
     ex = ds.examples[: args.n] if args.n else ds.examples
     qs, cs = [e.question for e in ex], [e.context for e in ex]
-    eng = registry.load_engine(args.model, cli.engine_settings(batch_size=args.batch_size,
+    eng = registry.load_engine(args.model, engine_settings(batch_size=args.batch_size,
                                                                threads=args.threads or None, backend=args.backend))
     eng.predict(qs[:8], cs[:8])  # warm-up: first-call allocations are not the engine's speed
 
@@ -112,7 +113,7 @@ def check_inputs(args) -> None:
     from core.datasets import load_dataset
     from core.qa import registry
 
-    cli.engine_settings(batch_size=args.batch_size, threads=args.threads or None, backend=args.backend)
+    engine_settings(batch_size=args.batch_size, threads=args.threads or None, backend=args.backend)
     registry.get_entry(args.model)
     args.backends = backend_list(args.backends)
     if not load_dataset(args.dataset).examples:

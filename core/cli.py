@@ -389,17 +389,6 @@ def exit_status(result: object) -> int:
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
 
 
-def engine_settings(**flags):
-    """EngineSettings from flag values (``batch_size=...``); a bad one is a CLIError naming the
-    flag: ``--batch-size must be at least 1, got -1``."""
-    from core.qa.engine import EngineSettings, SettingsError
-
-    try:
-        return EngineSettings(**flags)
-    except SettingsError as exc:
-        raise CLIError(f"--{exc.setting.replace('_', '-')} {exc.problem}") from None
-
-
 def add_loader_options(ap: argparse.ArgumentParser, pairing: bool = False) -> None:
     """The data-loading flags every command shares: ``--on-ambiguous``, ``--lang`` and, where a
     challenge file is paired with its original, ``--pair-by`` (core.datasets)."""

@@ -29,7 +29,7 @@ from core.datasets import Dataset
 from core.metrics import corpus_scorer, score_answer
 from core.metrics.paired import paired_difference
 from core.models.cards import read_card, write_card
-from core.qa.engine import QAEngine, QAInputError, validate_pair
+from core.qa.engine import QAEngine, QAInputError, engine_settings, validate_pair
 from core.types import QAExample
 
 PROG = "python -m core.models.evaluate"
@@ -278,7 +278,7 @@ def main(argv=None) -> int:
     if args.paired and len(args.model) != 2:
         ap.error("--paired compares exactly two models (--model A B)")
 
-    settings = cli.engine_settings(threads=args.threads or None, batch_size=args.batch_size, backend=args.backend,
+    settings = engine_settings(threads=args.threads or None, batch_size=args.batch_size, backend=args.backend,
                                    max_answer_tokens=args.max_answer_tokens)
     entries = {name: registry.get_entry(name) for name in args.model}
     if args.card:

@@ -25,6 +25,7 @@ import numpy as np
 
 from core import cli
 from core.budgets import MAX_QUESTIONS
+from core.qa.engine import engine_settings
 
 PROG = "python -m core.models.routes"
 ROUTES = ("translate", "cross", "native")
@@ -204,7 +205,7 @@ def main(argv=None) -> int:
     bad = [lang for lang in langs if lang == "en" or not lang.isalpha() or len(lang) != 2]
     if bad:
         raise cli.CLIError(f"--source takes two-letter XQuAD languages other than en, got {', '.join(bad)}")
-    settings = cli.engine_settings(backend=args.backend)
+    settings = engine_settings(backend=args.backend)
     registry.get_entry(args.model)
     multilingual = registry.load_engine(args.model, settings)
     english = registry.load_engine(args.english_model, settings) if args.english_model else multilingual

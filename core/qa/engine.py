@@ -55,6 +55,17 @@ class SettingsError(ValueError):
 MIN_MAX_LENGTH = 32
 
 
+def engine_settings(**flags) -> "EngineSettings":
+    """EngineSettings from a command line's flag values (``batch_size=...``); a bad one is a
+    CLIError naming the flag: ``--batch-size must be at least 1, got -1`` (core.cli's one line)."""
+    from core.cli import CLIError
+
+    try:
+        return EngineSettings(**flags)
+    except SettingsError as exc:
+        raise CLIError(f"--{exc.setting.replace('_', '-')} {exc.problem}") from None
+
+
 def check_count(name: str, value, minimum: int = 1, optional: bool = False):
     """``value`` as an int when it is a whole number >= ``minimum`` (or None when ``optional``),
     else SettingsError naming the setting. bool is refused: ``True`` is not a batch size.

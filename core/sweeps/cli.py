@@ -34,6 +34,7 @@ from core.budgets import (
 )
 from core.datasets import Dataset, load_dataset
 from core.perturb.spec import PerturbationSpec, parse_specs
+from core.qa.engine import engine_settings
 from core.sweeps.config import DEFAULT_DB, SweepConfig
 from core.sweeps.running.resolve import resolve_spec
 from core.sweeps.store import Store
@@ -302,7 +303,7 @@ def _sweep(args: argparse.Namespace) -> int:
     # Settings first: a bad one must stop the run before a model loads or the database opens, so
     # it can never leave empty predictions in the shared prediction cache.
     where, engine_backend = _backends(args)
-    settings = cli.engine_settings(batch_size=args.batch_size, threads=args.threads or None, backend=engine_backend)
+    settings = engine_settings(batch_size=args.batch_size, threads=args.threads or None, backend=engine_backend)
     specs = parse_specs(args.perturbations)
     model_names = [m.strip() for m in args.models.split(",") if m.strip()]
     dataset = _check_inputs(args, specs, model_names)

@@ -29,6 +29,7 @@ import numpy as np
 
 from core import cli
 from core.budgets import MAX_QUESTIONS
+from core.qa.engine import engine_settings
 from core.types import QAExample, Span
 
 
@@ -97,7 +98,7 @@ def main(argv: list[str]) -> int:
     examples = [e for e in ds.examples if e.question.strip()][:args.first]
     if not examples:
         raise cli.CLIError(f"{args.data}: no question to label")
-    engine = registry.load_engine(args.model, cli.engine_settings(backend=args.backend))
+    engine = registry.load_engine(args.model, engine_settings(backend=args.backend))
     print(f"{ds.load_line()}; labelling {len(examples)} questions with {args.model} "
           f"({engine.resolve_backend()})", file=sys.stderr, flush=True)
 
