@@ -269,8 +269,12 @@ def test_fingerprint_has_the_backend_only_when_it_is_not_torch(make):
     h.update(f"{max_length}:{stride}:{s.max_answer_tokens}:{s.top_k}".encode())
     assert engine_fingerprint(torch_eng) == h.hexdigest()[:20]
     # the cache never serves one backend's answer for another
-    prints = {b: engine_fingerprint(make(b)) for b in selection.BACKENDS}
-    assert len(set(prints.values())) == len(selection.BACKENDS)
+    # (a backend this CPU cannot run answers with torch, and then has torch's key: the bf16 ones
+    # on a CPU without AVX512-BF16 or AMX)
+    engines = {b: make(b) for b in selection.BACKENDS}
+    prints = {b: engine_fingerprint(e) for b, e in engines.items() if e.resolve_backend() == b}
+    assert {"torch", "onnx", "onnx-int8"} <= set(prints)
+    assert len(set(prints.values())) == len(prints)
 
 
 def test_a_new_quantisation_recipe_gets_a_new_cache_key(make, monkeypatch):
