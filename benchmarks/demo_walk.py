@@ -1,0 +1,134 @@
+"""A presenter's walk through the app, timed, with the server's memory watched (issue 53).
+
+    python benchmarks/demo_walk.py                        # prints the figures
+    python benchmarks/demo_walk.py --after 60 --json out.json
+
+Serves the app as ``./run.sh app`` does (``python -m components.server app.py``: warm start on,
+MALLOC_ARENA_MAX=2; benchmarks/concurrent_sessions.py's ``serve``) and drives one headless Chromium
+(Debian's /usr/bin/chromium through Playwright's ``executable_path``) through the walk: Ask on the
+English, German and Chinese demo items (Answer each; the English one twice, the second a warm
+answer), token attribution of the English answer per model (Ask's "Colour tokens by attribution"
+button, timed until each model's coloured passage is drawn), then Variants, Heatmaps, Gallery and
+Beat the AI opened in turn. The browser closes and the server's RSS is sampled ``--after``
+seconds more. Speech with a fake microphone is not part of this walk.
+
+Prints and (``--json``) writes ``first_answer_s`` (Answer clicked to the first span drawn, the
+server having reported ready just before), ``first_answer_after_ready_s``, ``warm_answer_s``,
+``answer_s`` per language, ``attribution_s`` (the whole button run, all ticked models) and
+``attribution_models``, ``page_s`` per page, ``rss_mb`` after each step, ``peak_rss_mb`` and
+``idle_rss_mb`` (``--after`` seconds after the browser closed) with the model memory budget.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from core import cli  # noqa: E402  (the project on the path first)
+
+PAGES = ("variants", "heatmaps", "gallery", "beat_the_ai")
+
+
+def _settled(page, timeout_s: float = 300) -> None:
+    """Wait until Streamlit's "Running" indicator has stayed away for a second."""
+    deadline, quiet_since = time.monotonic() + timeout_s, None
+    while time.monotonic() < deadline:
+        running = page.locator('[data-testid="stStatusWidget"]').count() > 0
+        quiet_since = None if running else (quiet_since or time.monotonic())
+        if quiet_since and time.monotonic() - quiet_since > 1.0:
+            return
+        time.sleep(0.2)
+
+
+def _answer(page, url: str, lang: str | None) -> float:
+    """Open Ask (on the ``lang`` demo set's first item; None: the first screen's), click Answer,
+    seconds until a span is drawn."""
+    from browser import click_settled
+
+    link = f"?v=1&ds=demo.{lang}&id=demo-{lang}-01-q1" if lang else ""
+    page.goto(url + "/" + link, timeout=300_000, wait_until="commit")
+    page.locator('textarea[aria-label="Question"]').wait_for(timeout=300_000)
+    t = time.monotonic()
+    click_settled(page.get_by_role("button", name="Answer", exact=True), timeout=300_000)
+    page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=600_000)
+    return round(time.monotonic() - t, 1)
+
+
+def run(after: int) -> dict:
+    from browser import click_settled, free_port, launch_chromium
+    from concurrent_sessions import Sampler, serve, wait_healthy
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc, log = serve(port, {})
+    out: dict = {"rss_mb": {}, "answer_s": {}, "page_s": {}}
+    try:
+        sampler = Sampler(proc.pid)
+        wait_healthy(url, proc, log)
+        t_ready = time.monotonic()
+        out["rss_mb"]["ready"] = round(sampler.now())
+        with launch_chromium() as browser:
+            page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+            out["first_answer_s"] = _answer(page, url, None)
+            out["first_answer_after_ready_s"] = round(time.monotonic() - t_ready, 1)
+            out["rss_mb"]["first answer"] = round(sampler.now())
+            out["warm_answer_s"] = _answer(page, url, None)
+            for lang in ("de", "zh"):
+                out["answer_s"][lang] = _answer(page, url, lang)
+                out["rss_mb"][f"answer {lang}"] = round(sampler.now())
+            _answer(page, url, None)
+            button = page.get_by_role("button", name="Colour tokens by attribution (why this span?)")
+            t = time.monotonic()
+            click_settled(button, timeout=120_000)
+            page.get_by_text("Attributions sum to the score").first.wait_for(timeout=900_000)
+            models = page.locator('[data-testid="stMultiSelect"] [data-baseweb="tag"]').count() or 1
+            while page.get_by_text("Attributions sum to the score").count() < models:
+                time.sleep(0.5)
+            out["attribution_s"], out["attribution_models"] = round(time.monotonic() - t, 1), models
+            out["rss_mb"]["attribution"] = round(sampler.now())
+            for name in PAGES:
+                t = time.monotonic()
+                page.goto(f"{url}/{name}", timeout=300_000, wait_until="commit")
+                page.locator('[data-testid="stMainBlockContainer"]').first.wait_for(timeout=300_000)
+                time.sleep(1.0)
+                _settled(page)
+                out["page_s"][name] = round(time.monotonic() - t, 1)
+                out["rss_mb"][name] = round(sampler.now())
+        out["peak_rss_mb"] = round(sampler.peak())
+        time.sleep(after)
+        out["idle_rss_mb"], out["idle_after_s"] = round(sampler.now()), after
+        sampler.stop()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    from core.budgets import MODEL_MEMORY_MB
+
+    out["budget_mb"] = MODEL_MEMORY_MB.value()
+    return out
+
+
+@cli.command("benchmarks/demo_walk.py")
+def main(argv: list[str] | None = None) -> int:
+    ap = cli.ArgumentParser(prog="benchmarks/demo_walk.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--after", type=cli.Bounded(1, 3600), default=60,
+                    help="seconds to sample the server after the browser closed (default 60)")
+    ap.add_output("--json", help="write the figures to this JSON file")
+    args = ap.parse_args(argv)
+    out = run(args.after)
+    print(json.dumps(out, indent=1))
+    if args.json:
+        cli.write_bytes_atomic(args.json, json.dumps(out, indent=1).encode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
