@@ -47,13 +47,17 @@ def _settled(page, timeout_s: float = 300) -> None:
 
 
 def _answer(page, url: str, lang: str | None) -> float:
-    """Open Ask (on the ``lang`` demo set's first item; None: the first screen's), click Answer,
-    seconds until a span is drawn."""
+    """Open Ask (the ``lang`` demo set's first item picked; None: the first screen's), click
+    Answer, seconds until a span is drawn."""
     from browser import click_settled
 
-    link = f"?v=1&ds=demo.{lang}&id=demo-{lang}-01-q1" if lang else ""
-    page.goto(url + "/" + link, timeout=300_000, wait_until="commit")
+    page.goto(url + "/", timeout=300_000, wait_until="commit")
     page.locator('textarea[aria-label="Question"]').wait_for(timeout=300_000)
+    if lang:   # the data set picker, as a presenter would: the ticked models follow the language
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Dataset").click()
+        page.get_by_role("option", name=f"demo.{lang}").click()
+        time.sleep(1.0)
+        _settled(page)
     t = time.monotonic()
     click_settled(page.get_by_role("button", name="Answer", exact=True), timeout=300_000)
     page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=600_000)

@@ -105,7 +105,7 @@ def test_heatmaps_tabs_tables_and_title_fit(server):
         page.locator(".js-plotly-plot").first.wait_for()
         page.wait_for_timeout(2000)
         names = tabs.all_inner_texts()
-        assert len(names) == 9 and "Backend flips" not in names   # nothing to pair the demo with
+        assert len(names) == 10 and "Backend flips" not in names   # nothing to pair the demo with
         main = page.locator('[data-testid="stMainBlockContainer"]').bounding_box()
         for tab in tabs.all():   # every tab within the page: none behind an arrow
             box = tab.bounding_box()
