@@ -78,6 +78,15 @@ def serve(port: int, env_extra: dict):
     return proc, log
 
 
+def stop_server(proc) -> None:
+    """Terminate the server, killed if it has not ended within 15 s."""
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def wait_healthy(url: str, proc, log, timeout: float = 120) -> None:
     deadline = time.time() + timeout
     while True:
@@ -138,11 +147,7 @@ def run(sessions: int, after: int, warm_wait: float) -> dict:
         out["samples"] = [(round(t, 1), round(r)) for t, r in sampler.samples[::4]]
         sampler.stop()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_server(proc)
     from core.budgets import MODEL_MEMORY_MB, SESSION_MEMORY_MB
 
     out["budget_mb"], out["session_allowance_mb"] = MODEL_MEMORY_MB.value(), SESSION_MEMORY_MB.value()

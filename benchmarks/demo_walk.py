@@ -21,7 +21,6 @@ model's coloured passage), ``page_s`` per page, ``rss_mb`` after each step, ``pe
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -66,7 +65,7 @@ def _answer(page, url: str, lang: str | None) -> float:
 
 def run(after: int) -> dict:
     from browser import click_settled, free_port, launch_chromium
-    from concurrent_sessions import Sampler, serve, wait_healthy
+    from concurrent_sessions import Sampler, serve, stop_server, wait_healthy
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -106,11 +105,7 @@ def run(after: int) -> dict:
         out["idle_rss_mb"], out["idle_after_s"] = round(sampler.now()), after
         sampler.stop()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_server(proc)
     from core.budgets import MODEL_MEMORY_MB
 
     out["budget_mb"] = MODEL_MEMORY_MB.value()
