@@ -185,10 +185,30 @@ def argparse_hidden():
     return argparse.SUPPRESS
 
 
+def card_command(argv: list[str]) -> list[str]:
+    """The flags a card records: the output file is wherever this run wrote it, not part of the
+    measurement (and a path of the measuring machine).
+
+    >>> card_command(["--models", "a,b", "--card", "--json", "/tmp/x.json"])
+    ['--models', 'a,b', '--card']
+    >>> card_command(["--json=/tmp/x.json", "--card"])
+    ['--card']
+    """
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--json":
+            skip = True
+        elif not arg.startswith("--json="):
+            out.append(arg)
+    return out
+
+
 def write_on_card(entry, row: dict, argv: list[str] | None) -> None:
     from core.models.cards import write_memory
 
-    command = "python benchmarks/model_memory.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python benchmarks/model_memory.py " + " ".join(card_command(argv if argv is not None else sys.argv[1:]))
     write_memory(entry.local_dir(), row["backend"], {
         "resident_mb": row["resident_mb"], "torch_copy_mb": row["torch_copy_mb"], "load_s": row["load_s"],
         "answers": row["answers"], "date": date.today().isoformat(), "command": command.strip(),
