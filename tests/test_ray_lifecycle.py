@@ -74,7 +74,9 @@ def test_workers_are_bounded_by_the_cpus(monkeypatch, tmp_path):
     assert not job.running
 
 
-def test_the_workers_field_goes_no_higher_than_the_cpus(monkeypatch, tiny_registry, tmp_path):
+def test_the_workers_field_refuses_more_than_the_cpus(monkeypatch, tiny_registry, tmp_path):
+    """Any whole number may be typed; one over QAX_MAX_RAY_WORKERS is refused under the box with the
+    limit and its setting, and Start stays disabled until it is lowered."""
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("QAX_MODELS_TOML", str(tiny_registry))
@@ -84,4 +86,11 @@ def test_the_workers_field_goes_no_higher_than_the_cpus(monkeypatch, tiny_regist
     at.radio(key="sw_where").set_value("Ray on this machine").run()
     assert not at.exception, at.exception
     field = at.number_input(key="sw_workers")
-    assert (field.min, field.max, field.value) == (1, 3, 2)
+    assert (field.min, field.value) == (1, 2)
+    assert not [e for e in at.error if "workers" in e.value]
+    field.set_value(4).run()
+    refusals = [e.value for e in at.error if "workers" in e.value]
+    from core.render.text import md_escape
+
+    assert refusals == [md_escape("the sweep asks for 4 workers; the limit is 3 (the server's QAX_MAX_RAY_WORKERS)")]
+    assert at.button(key="sw_start").disabled

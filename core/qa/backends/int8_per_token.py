@@ -35,6 +35,13 @@ everywhere, 0.0039 with this one for the FFN output projections (argmax agreemen
 Where a MatMul's input feeds several (a layer's query, key and value projections) it is quantised
 once. MatMuls whose output is narrower than ``MIN_OUTPUT_WIDTH`` (the QA head: two logits per
 token) stay fp32: they cost nothing and write the logits themselves.
+
+On an x86 CPU without VNNI (AVX2 alone), ONNX Runtime multiplies uint8 by int8 with VPMADDUBSW,
+which adds two products into a saturating int16: 255 x 127 twice is 64,770, past 32,767, so a
+large activation next to a large weight is clipped (one of 320 outputs of a random 48 x 32 MatMul
+was 8.31 instead of 8.53 on a Zen 3). ONNX Runtime's documented remedy is the U8U8 kernel: there
+the weights are stored uint8 about a zero point of 128 (the same integers, ``UNSIGNED_WEIGHTS``),
+multiplied without saturation; on CPUs with VNNI the int8 weights are kept (exact and faster).
 """
 from __future__ import annotations
 
@@ -46,6 +53,8 @@ MS_DOMAIN = "com.microsoft"
 MIN_OUTPUT_WIDTH = 16
 ZERO_POINT = 128  # uint8 activations symmetric about it: |x| / s <= 127 stays inside 1..255
 PREFIX = "per_token_int8/"
+# the weights' zero point where they are stored uint8 (``integer_products_saturate``)
+UNSIGNED_WEIGHTS_ZERO = 128
 # -min GELU(x), rounded up over its exact and tanh forms: GELU outputs plus this are >= 0
 GELU_FLOOR = 0.1701
 
@@ -59,6 +68,27 @@ def quantize_weight(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     scale = np.maximum(np.abs(w).max(axis=0), 1e-12).astype(np.float32) / np.float32(127)
     return np.clip(np.round(w / scale), -127, 127).astype(np.int8), scale.astype(np.float32)
+
+
+def integer_products_saturate(cpuinfo: str | None = None) -> bool:
+    """Whether ONNX Runtime's uint8 x int8 product saturates on this CPU: x86 with AVX2 but no VNNI
+    (AVX512-VNNI, AVX-VNNI or AMX's int8 tiles accumulate in int32).
+
+    >>> integer_products_saturate("flags : fpu sse4_2 avx2 fma")
+    True
+    >>> integer_products_saturate("flags : fpu avx2 avx512f avx512_vnni")
+    False
+    >>> integer_products_saturate("Features : fp asimd asimddp")  # an ARM CPU: its dot products
+    False
+    """
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as f:
+                cpuinfo = f.read()
+        except OSError:
+            return False
+    flags = set(cpuinfo.split())
+    return "avx2" in flags and not flags & {"avx512_vnni", "avx_vnni", "amx_int8"}
 
 
 def reference_matmul(x: np.ndarray, w: np.ndarray, floor: float | None = None) -> np.ndarray:
@@ -124,16 +154,18 @@ def weight_matmuls(graph, skip=()) -> list:
 class _Builder:
     """The nodes and constants of the rewrite, named under ``PREFIX``; one per rewritten graph."""
 
-    def __init__(self, main_opset: int):
+    def __init__(self, main_opset: int, unsigned_weights: bool):
         from onnx import helper, numpy_helper
 
         self.helper, self.numpy_helper, self.main_opset = helper, numpy_helper, main_opset
+        self.unsigned_weights = unsigned_weights
         self.added: list = []
         self.eps = self.const("eps", np.float32(1e-8))  # an all-zero row: any scale, no division by 0
         self.inv127 = self.const("inv127", np.float32(1 / 127))
         self.inv255 = self.const("inv255", np.float32(1 / 255))
         self.zero_point = self.const("zero_point", np.uint8(ZERO_POINT))
         self.unsigned_zero = self.const("unsigned_zero", np.uint8(0))
+        self.weight_zero = self.const("weight_zero_point", np.uint8(UNSIGNED_WEIGHTS_ZERO))  # dropped if unused
         self.one = self.const("one", np.float32(1.0))
         self.flat = self.const("flat", np.array([-1], np.int64))
         self.first = self.const("first", np.array([0], np.int64))
@@ -182,12 +214,15 @@ class _Builder:
         scaled, the GELU shift taken back out, in ``x``'s shape."""
         n, p, q = self.node, name, PREFIX + q
         wq, w_scale = quantize_weight(w)
+        inputs = [q + "/uint8", self.const(p + "/weight_int8", wq), self.one, self.const(p + "/weight_scale", w_scale),
+                  self.zero_point if floor is None else self.unsigned_zero]
+        if self.unsigned_weights:  # the same integers, shifted into uint8: ONNX Runtime's U8U8 kernel
+            shifted = (wq.astype(np.int16) + UNSIGNED_WEIGHTS_ZERO).astype(np.uint8)
+            inputs[1] = self.const(p + "/weight_uint8", shifted)
+            inputs.append(self.weight_zero)
         nodes = [
-            self.helper.make_node("MatMulIntegerToFloat",
-                                  [q + "/uint8", self.const(p + "/weight_int8", wq), self.one,
-                                   self.const(p + "/weight_scale", w_scale),
-                                   self.zero_point if floor is None else self.unsigned_zero],
-                                  [PREFIX + p + "/unscaled"], name=PREFIX + p, domain=MS_DOMAIN),
+            self.helper.make_node("MatMulIntegerToFloat", inputs, [PREFIX + p + "/unscaled"], name=PREFIX + p,
+                                  domain=MS_DOMAIN),
             n("Mul", [PREFIX + p + "/unscaled", q + "/scale"], PREFIX + p + "/scaled"),
         ]
         out = PREFIX + p + "/scaled"
@@ -201,17 +236,22 @@ class _Builder:
                                               name=PREFIX + p + "/out")]
 
 
-def quantize_per_token(model, skip=(), shift_gelu: bool = True) -> list[str]:
+def quantize_per_token(model, skip=(), shift_gelu: bool = True, unsigned_weights: bool | None = None) -> list[str]:
     """Rewrite ``model`` (an onnx ModelProto, in place): every MatMul of ``weight_matmuls`` becomes
     the per-token int8 subgraph above (a GELU-fed one shifted and unsigned unless ``shift_gelu`` is
-    off); fp32 weights no longer used are dropped. Returns the names of the rewritten MatMuls."""
+    off); fp32 weights no longer used are dropped. Returns the names of the rewritten MatMuls.
+    ``unsigned_weights`` (default: where ``integer_products_saturate`` on this CPU) stores the
+    weights uint8 about 128."""
     from onnx import helper, numpy_helper
 
     graph = model.graph
     chosen = {n.name for n in weight_matmuls(graph, skip)}
     if not chosen:
         return []
-    build = _Builder(next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17))
+    if unsigned_weights is None:
+        unsigned_weights = integer_products_saturate()
+    build = _Builder(next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17),
+                     unsigned_weights)
     weights = {i.name: i for i in graph.initializer}
     floors = gelu_floors(graph) if shift_gelu else {}
     quantised: dict[str, str] = {}  # activation -> name of its quantised rows

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from core.qa.backends.int8_per_token import integer_products_saturate
+
 log = logging.getLogger(__name__)
 
 # Part of the export folder's name: a change in how we export must not reuse old files.
@@ -33,7 +35,9 @@ EXPORT_VERSION = 5
 # onnxruntime's own fusion of Add + LayerNormalization into SkipLayerNormalization, made when a
 # session opens; kept off for the reason in _fuse.
 SESSION_DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
-INT8_FILE = "model-int8-per-token.onnx"
+# weights stored uint8 where int8 products saturate on this CPU (int8_per_token): another file, so a
+# cache folder moved between machines never gives one CPU the other's graph
+INT8_FILE = "model-int8-per-token-u8-weights.onnx" if integer_products_saturate() else "model-int8-per-token.onnx"
 # The logit a per-window run leaves at a padded position: far below any real one, still finite.
 PAD_LOGIT = -1e4
 OPSET = 17
