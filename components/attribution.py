@@ -213,10 +213,20 @@ def attributions_panel(page: str, question: str, context: str, models: Sequence[
             if getattr(engine, "kind", "") == "generative":   # an LLM reader has no span logits to attribute
                 st.caption(html_text(extractive_only_note([name], "Attributions")))
                 continue
-            out.append((name, lambda progress, engine=engine: explain(engine, question, context, progress=progress,
-                                                                       **attr_run.explain_settings())))
+            out.append((name, attr_run.releasing(engine, lambda progress, engine=engine: explain(
+                engine, question, context, progress=progress, **attr_run.explain_settings()))))
         return out
 
+    # one model unless more are asked for: the cheapest (a MiniLM's attribution is seconds, an
+    # MPNet-base model's seven times that), so the button answers in seconds by default
+    by_cost = attr_run.cheapest_first(list(models), _torch_ms)
+    from components import persist
+
+    persist.keep(f"{page}_attr_models", by_cost, by_cost[:1])
+    picked = st.multiselect("Models to attribute", by_cost, key=f"{page}_attr_models",
+                            help="Each model's attribution runs on its torch weights, one model after the other; "
+                                 "the cheapest is picked first.")
+    models = [m for m in models if m in picked]
     key = ("ask", question, context)
     run, done = _asked(page, key, models, "Colour tokens by attribution (why this span?)", COST_NOTE, tasks)
     if not done and run is None:
@@ -227,6 +237,15 @@ def attributions_panel(page: str, question: str, context: str, models: Sequence[
             draw(name, *done[name])
     if run is not None:
         _follow(page, run, draw, set(done))
+
+
+def _torch_ms(name: str) -> float | None:
+    from core.qa import registry
+
+    try:
+        return registry.torch_cpu_ms_per_question(registry.get_entry(name))
+    except Exception:   # a hub model or one not in models.toml: cost unknown
+        return None
 
 
 def why_changed_html(rows: Sequence) -> str:
@@ -278,9 +297,9 @@ def why_changed_expander(page: str, models: Sequence[str], question: str, contex
             except Exception as e:   # a model not installed here: said, not raised
                 st.error(html_text(f"{model}: {type(e).__name__}: {e}"))
                 return []
-            return [(model, lambda progress: explain_change(engine, question, context, perturbed_question,
-                                                            perturbed_context, edits, field, progress=progress,
-                                                            **attr_run.explain_settings()))]
+            return [(model, attr_run.releasing(engine, lambda progress: explain_change(
+                engine, question, context, perturbed_question, perturbed_context, edits, field, progress=progress,
+                **attr_run.explain_settings())))]
 
         key = ("change", model, question, context, perturbed_question, perturbed_context)
         run, done = _asked(page, key, [model], f"Explain the change ({model})",

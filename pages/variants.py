@@ -24,6 +24,7 @@ from components.narrow import fitted
 from components.params import param_form
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.text import choose_hint, html_text, md_escape
+from core.config import hide_server_paths
 from core.explore import variants as cv
 from core.explore.answers import load_engines
 from core.explore.question_match import same_question
@@ -106,7 +107,7 @@ unavailable = [(pid, r) for pid, r in reasons.items() if r]
 if unavailable:
     with st.expander(f"Not available for this example ({len(unavailable)})"):
         for pid, reason in unavailable:
-            st.text(f"{pid}: {reason}")
+            st.text(hide_server_paths(f"{pid}: {reason}"))  # plain text: md_escape does not run
 for pid in chosen_ids:
     if reasons[pid]:
         st.warning(md_escape(f"{pid} will be skipped: {reasons[pid]}"))

@@ -31,9 +31,16 @@ def test_ask_attribution_button_colours_tokens_per_model(tiny_env):
     at.button(key="ask_go").click().run()
     assert not [m for m in at.markdown if "qax-attr" in m.value]   # nothing until asked
     assert not running_runs() and "ask_attr_run" not in at.session_state
+    # one model is picked to start with: the cheapest measured, else the first (tiny-a)
+    assert at.multiselect(key="ask_attr_models").value == ["tiny-a"]
     at.button(key="ask_attr_go").click().run()
     finished(at, "ask")
     assert not at.exception
+    assert len([m for m in at.markdown if 'class="qax-attr"' in m.value]) == 2
+    at.multiselect(key="ask_attr_models").set_value(["tiny-a", "tiny-b"]).run()
+    at.button(key="ask_attr_go").click().run()     # only tiny-b is computed: tiny-a's is kept
+    assert [m.model for m in at.session_state["ask_attr_run"].models] == ["tiny-b"]
+    finished(at, "ask")
     coloured = [m.value for m in at.markdown if 'class="qax-attr"' in m.value]
     assert len(coloured) == 4                       # question and context, for tiny-a and tiny-b
     assert all("<script>" not in h and "<b>" not in h for h in coloured)

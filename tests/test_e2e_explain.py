@@ -20,8 +20,8 @@ def test_browser_toggle_colours_question_and_context_tokens(tiny_registry):
         assert page.locator("div.qax-attr").count() == 0
         click_settled(page.get_by_role("button", name="Colour tokens by attribution (why this span?)"))
         coloured = page.locator("div.qax-attr")
-        coloured.nth(3).wait_for(timeout=120_000)
-        assert coloured.count() == 4                       # question and context of tiny-a and tiny-b
+        coloured.nth(1).wait_for(timeout=120_000)
+        assert coloured.count() == 2                       # question and context of tiny-a, picked by default
         first = coloured.nth(0)
         assert first.inner_text() == "When was Carrow Point Lighthouse <b>first</b> lit?"   # shown as text
         assert first.locator("b").count() == 0

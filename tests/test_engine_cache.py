@@ -152,3 +152,24 @@ def test_an_onnx_engine_keeps_one_copy_and_brings_torch_back_when_asked():
     assert held.mb_now() > before + 80
     with_torch = cache.get(A, TORCH)
     assert with_torch.fingerprint_with("onnx-int8") == fingerprint
+
+
+@pytest.mark.slow
+def test_an_attribution_gives_the_torch_weights_back_when_it_ends():
+    """Attribution reads the torch weights of an engine that answers with ONNX; the app's run
+    (core.explain.run.releasing) lets go of them once the run ends, so the cache's figure is what
+    the model holds again; the attribution's result is kept."""
+    from core.explain import explain
+    from core.explain.run import releasing
+
+    cache = EngineCache(Budget())
+    eng = cache.get(A, EngineSettings(backend="onnx-int8"))
+    if eng.backend_name != "onnx-int8":
+        pytest.skip(f"onnx-int8 does not run here: {eng.backend_message}")
+    [held] = cache.loaded()
+    without = held.mb_now()
+    task = releasing(eng, lambda progress: explain(eng, QUESTION, CONTEXT, n_steps=4, progress=progress))
+    result = task(lambda phase, done, total: None)
+    assert result.answer.text == "Berlin" and eng.torch_reloads == 1
+    assert not eng.holds_torch and eng.torch_bytes() == 0 and held.mb_now() <= without + 1
+    assert eng.answer(QUESTION, CONTEXT).best.text == "Berlin"   # still answers, with its graph

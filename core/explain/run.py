@@ -32,7 +32,7 @@ from core.budgets import MAX_ATTRIBUTIONS, BudgetError
 from core.explain.integrated import Cancelled, Progress
 
 __all__ = ["STEPS", "ModelProgress", "AttributionRun", "start", "running_runs", "reap", "explain_settings",
-           "BudgetError", "WAITING", "RUNNING", "DONE", "FAILED", "CANCELLED"]
+           "releasing", "cheapest_first", "BudgetError", "WAITING", "RUNNING", "DONE", "FAILED", "CANCELLED"]
 
 STEPS = 16
 
@@ -149,6 +149,38 @@ def reap(is_active: Callable[[str], bool]) -> list[AttributionRun]:
             log.warning("attribution of %s cancelled: its browser session ended",
                         ", ".join(m.model for m in run.models))
     return gone
+
+
+def releasing(engine, compute: Task) -> Task:
+    """``compute`` (a task attributing with ``engine``), after which the engine lets go of what the
+    attribution loaded beside its graph: the torch weights an ONNX or OpenVINO engine had dropped
+    (QAEngine.release_torch; they load again on the next attribution) and the float32 copy of fp16
+    weights (core.explain.integrated.float32_model). Without it, each attributed model kept its
+    torch weights outside the engine cache's budget: a demo server went from 2.3 GB to 4.5 GB after
+    one attribution of three models and stayed at 3.5 GB (docs/results/demo-walk-2026-11-27.md)."""
+    def task(progress: Progress):
+        try:
+            return compute(progress)
+        finally:
+            engine.__dict__.pop("_explain_float32", None)
+            release = getattr(engine, "release_torch", None)
+            if release is not None and release():
+                from core import memory
+
+                memory.trim_later(1.0)   # once this thread's own references have gone too
+    return task
+
+
+def cheapest_first(models: Sequence[str], torch_ms: Callable[[str], float | None]) -> list[str]:
+    """``models`` ordered by what one attribution costs (``torch_ms``: the torch pass's CPU ms per
+    question; unmeasured last, the given order kept among equals): the first is the one a page
+    attributes unless asked for more.
+
+    >>> cheapest_first(["mpnet", "e5", "minilm", "odd"], {"mpnet": 498.0, "e5": 149.2, "minilm": 67.6}.get)
+    ['minilm', 'e5', 'mpnet', 'odd']
+    """
+    cost = {m: torch_ms(m) for m in models}
+    return sorted(models, key=lambda m: (cost[m] is None, cost[m] or 0.0))
 
 
 def start(tasks: Sequence[tuple[str, Task]], key: Any = None, owner: str | None = None) -> AttributionRun:

@@ -125,6 +125,19 @@ def cpu_ms_per_question(entry: ModelEntry, lang: str | None = None) -> float | N
     return float(ev["ms_per_question"]) if ev else None
 
 
+def torch_cpu_ms_per_question(entry: ModelEntry) -> float | None:
+    """CPU milliseconds per question of the model's torch fp32 forward pass, from its card's backend
+    comparison (None when not measured): what an attribution, which runs on the torch weights
+    whatever backend answers, costs per pass."""
+    try:
+        card = entry.model_card() or {}
+    except (OSError, ValueError):
+        return None
+    torch_row = ((card.get("backends") or {}).get("backends") or {}).get("torch") if isinstance(card, dict) else None
+    value = torch_row.get("cpu_ms_per_question") if isinstance(torch_row, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
 def base_family(entry: ModelEntry) -> str:
     """The pretrained encoder a model was fine-tuned from ('minilm', 'mpnet', 'e5', ...), from its
     entry or its card's base package; a model of unknown origin is its own family."""
