@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.qa.backends import int8_per_token  # noqa: E402
+from core.qa.backends import int8_per_token
 
 # (K, N): MiniLM's FFN in and out, MPNet's and E5-base's attention projection and FFN in
 SHAPES = [(384, 1536), (1536, 384), (768, 768), (768, 3072)]

@@ -128,6 +128,13 @@ tab_names = (["Heatmap", "Rows"] + (["Model vs model"] if len(sweep["models"]) >
 tabs = dict(zip(tab_names, st.tabs(tab_names, key="hm_tabs", on_change="rerun",
                                    default=permalink.tab(link, tab_names))))
 
+
+def shown(name: str) -> bool:
+    """Whether the tab ``name`` is there and open: Streamlit runs the code of a hidden tab too, so
+    every tab but the heatmap (the model comparison's bootstrap, the slices, the curves, XQuAD's
+    routes) is built only while it is the one shown."""
+    return name in tabs and tabs[name].open
+
 # -------------------------------------------------------------------------------------------- heatmap
 with tabs["Heatmap"]:
     st.subheader("Model × perturbation")
@@ -177,11 +184,11 @@ with tabs["Heatmap"]:
 
 # Every answer as one filterable table, linked to the drill-down, Ask and Variants (components.heatmaps.rows_table).
 with tabs["Rows"]:
-    if tabs["Rows"].open:   # built only when shown: a large sweep's table takes seconds (slices, noise)
+    if shown("Rows"):   # a large sweep's table takes seconds (slices, noise)
         rows_section(stored, stem)
 
 # ------------------------------------------------------------------------------------ model vs model
-if "Model vs model" in tabs:
+if shown("Model vs model"):
     with tabs["Model vs model"]:
         st.subheader("Model vs model: which differences are real?")
         st.caption("B − A in F1 points on the examples both models were scored on, with a 95% paired-bootstrap "
@@ -203,37 +210,42 @@ if "Model vs model" in tabs:
 
 # ------------------------------------------------------------ the papers' views (components.heatmaps.paper_views)
 
-if "Penalty by n" in tabs:
+if shown("Penalty by n"):
     with tabs["Penalty by n"]:
         paper_views.penalty_by_n_section(stored, metric, stem)
-if "NoiseQA" in tabs:
+if shown("NoiseQA"):
     with tabs["NoiseQA"]:
         paper_views.noiseqa_section(stored, metric, stem)
-with tabs["DuReader-robust"]:
-    paper_views.dureader_section(stored, stem)
+if shown("DuReader-robust"):
+    with tabs["DuReader-robust"]:
+        paper_views.dureader_section(stored, stem)
 
 # ------------------------------------------------------------------------------------ error analysis
 # NoiseQA's repair table, slices, confidence and abstention (components.heatmaps.error_views).
-if "Repair" in tabs:
+if shown("Repair"):
     with tabs["Repair"]:
         error_views.repair_section(stored, stem)
-with tabs["Slices & calibration"]:
-    error_views.slices_section(stored, stem)
-    error_views.calibration_section(stored, stem)
+if shown("Slices & calibration"):
+    with tabs["Slices & calibration"]:
+        error_views.slices_section(stored, stem)
+        error_views.calibration_section(stored, stem)
 
 # F1 against each variant's measured noise, with break points (components.heatmaps.noise_curves).
-with tabs["Noise curves"]:
-    noise_curve_section(stored, stem)
+if shown("Noise curves"):
+    with tabs["Noise curves"]:
+        noise_curve_section(stored, stem)
 
 # Answers that change between this sweep and one run with another engine backend (components.heatmaps.backend_flips).
-if "Backend flips" in tabs:
+if shown("Backend flips"):
     with tabs["Backend flips"]:
         backend_flips_section(stored, sweeps, stem)
 
 # ------------------------------------------------------------- translate or answer in the language?
 # Not a view of this sweep: XQuAD's parallel questions by route (components.heatmaps.route_view).
-with tabs["Translate or answer?"]:
-    route_view.render(loaders.multilingual_models())
+if shown("Translate or answer?"):
+    with tabs["Translate or answer?"]:
+        route_view.render(loaders.multilingual_models())
 # Not a view of this sweep either: real people's noise against synthetic settings (components.heatmaps.natural_match).
-with tabs["Natural against synthetic"]:
-    natural_match.render()
+if shown("Natural against synthetic"):
+    with tabs["Natural against synthetic"]:
+        natural_match.render()

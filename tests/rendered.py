@@ -14,3 +14,10 @@ def shown(value: str) -> str:
     """``value`` with Markdown backslash escapes, HTML character references and the word joiners
     that break autolinks undone."""
     return html.unescape(_BACKSLASH_ESCAPE.sub(r"\1", value)).replace("\u2060", "")
+
+
+def open_tab(at, name: str, key: str = "hm_tabs"):
+    """Show the tab ``name`` of the page's tabs ``key`` and run the page again: a page builds a
+    costly tab only while it is shown (pages/heatmaps.py ``shown``), as a visitor's click does."""
+    at.session_state[key] = name
+    return at.run()

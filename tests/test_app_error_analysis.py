@@ -3,7 +3,7 @@ sweep, the Behaviour tests page, and Ask's repair and counterfactual panels with
 from __future__ import annotations
 
 import pytest
-from rendered import shown
+from rendered import open_tab, shown
 from streamlit.testing.v1 import AppTest
 from test_error_analysis import EXAMPLES, FILE, NOISY, TABLE, TOY, TableEngine
 
@@ -34,11 +34,12 @@ def sweep_db(tmp_path, monkeypatch):
 
 
 def test_heatmaps_repair_slices_and_abstention(sweep_db):
-    at = AppTest.from_file("../pages/heatmaps.py", default_timeout=180).run()
+    at = open_tab(AppTest.from_file("../pages/heatmaps.py", default_timeout=180).run(), "Repair")
     assert not at.exception, at.exception
     repair = _frame(at, "repaired F1")
     row = repair[(repair["noise"] == "file:toy-keyboard-synthetic") & (repair["setting"] == "content")].iloc[0]
     assert (row["N"], row["noisy F1"], row["repaired F1"], row["gain"]) == (4, 50.0, 100.0, 50.0)
+    open_tab(at, "Slices & calibration")
     slices = _frame(at, "slice group")
     noisy = slices[slices["spec"] == "file:toy-keyboard-synthetic"]
     assert dict(zip(noisy["slice group"], noisy["N"])) == {"what": 1, "who": 1, "when": 2}

@@ -19,6 +19,7 @@ import json
 import re
 
 import pytest
+from rendered import open_tab
 from streamlit.testing.v1 import AppTest
 
 from components.heatmaps.heatmap import (
@@ -309,6 +310,8 @@ def test_page_heatmap_totals_drilldown_and_exports(sweep_db):
     # EM: fake-a TUQ -50 % (+3), RUQ +inf (+1), drop_qmark 0, DCRQ 2 x +4; fake-b TUQ EM 80 vs 100 (-20 %, +2)
     assert list(penalties["penalty total (EM)"]) == [12, 14]
 
+    assert not [df for df in at.dataframe if "no n" in df.value.columns]   # a hidden tab is not built
+    open_tab(at, "Penalty by n")
     pen_n = _frame(at, "total")
     assert list(pen_n.columns) == ["model", "n_chars=1", "n_chars=2", "total"]
     assert pen_n.to_dict("records")[0] == {"model": "fake-a", "n_chars=1": 4, "n_chars=2": 4, "total": 8}
@@ -318,6 +321,7 @@ def test_page_heatmap_totals_drilldown_and_exports(sweep_db):
         [["TUQ", None, -6.67, 1], ["RUQ", None, -100.0, 4], ["DCRQ(n_words=1)", -100.0, None, 8]]
 
     # Drill-down through the select box (AppTest cannot click a Plotly point): fake-a x TUQ is cell 1.
+    open_tab(at, "Heatmap")
     at.selectbox(key="hm_cell").set_value(1).run()
     assert not at.exception
     ex = _frame(at, "F1 loss")
@@ -348,9 +352,10 @@ def test_page_heatmap_totals_drilldown_and_exports(sweep_db):
     labels = [b.label for b in at.get("download_button")]
     for expected in ("⬇ CSV", "⬇ CSV of all cells", "⬇ HTML (interactive)"):
         assert expected in labels, labels
-    assert labels.count("⬇ CSV") >= 4    # penalties, clean, examples, penalty by n
+    assert labels.count("⬇ CSV") >= 3    # penalties, clean, examples
 
     # Plain statements where the sweep has no such perturbations
+    open_tab(at, "DuReader-robust")
     infos = " ".join(i.value for i in at.info)
     # a view with nothing to show has no tab (issue 43), instead of a "This sweep has no ..." box
     tabs = [t.label for t in at.tabs]
@@ -362,6 +367,8 @@ def test_page_heatmap_totals_drilldown_and_exports(sweep_db):
 def test_page_model_vs_model_paired_differences(sweep_db):
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     assert not at.exception, at.exception
+    assert not [df for df in at.dataframe if "F1 fake-b" in df.value.columns]   # no bootstrap until shown
+    open_tab(at, "Model vs model")
     diff = _frame(at, "F1 fake-b").set_index("spec")
     # clean: fake-b gains 1/3 on q5 only -> +6.67; TUQ: 53.33 -> 93.33 -> +40.00
     assert (diff.loc["clean", "n"], diff.loc["clean", "difference"]) == (5, 6.67)
@@ -466,7 +473,7 @@ def test_page_noiseqa_and_dureader_views(tmp_path, monkeypatch):
                          ["fake-a"], name="noise")
     run_sweep(config, {"fake-a": LookupEngine(ANSWERS_A, "a1")}, db, dataset=TOY, data_dir=tmp_path / "data")
     monkeypatch.setenv("QAX_SWEEP_DB", str(db))
-    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at = open_tab(AppTest.from_file(PAGE, default_timeout=120).run(), "NoiseQA")
     assert not at.exception, at.exception
 
     table4 = _frame(at, "fake-a noisy F1")
@@ -488,6 +495,7 @@ def test_page_noiseqa_and_dureader_views(tmp_path, monkeypatch):
     assert mt["data"][0]["x"] == ["th"] and mt["data"][0]["y"] == [73.33]
 
     # DPR over the ASR file: every answer changed (empty vs the clean answer): 100 %
+    open_tab(at, "DuReader-robust")
     at.multiselect(key="hm_dpr_families").set_value(["asr"]).run()
     assert not at.exception, at.exception
     dpr = _frame(at, "DPR %")
@@ -549,7 +557,7 @@ def test_page_translate_or_answer_tab_reads_stored_route_comparisons(sweep_db, t
     de = routes.summarise("de", {"cross": [1.0, 0.0], "native": [0.5, 0.5]}) | {"translate_missing": "no de->en pair"}
     rows = [r | {"model": "e5-qa-multi", "english_model": "e5-qa-multi"} for r in (es, de)]
     (tmp_path / "cache" / "routes" / "run.json").write_text(json.dumps(rows))
-    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at = open_tab(AppTest.from_file(PAGE, default_timeout=120).run(), "Translate or answer?")
     assert not at.exception, at.exception
     table = next(df.value for df in at.dataframe if "language" in df.value.columns)
     assert list(table["language"]) == ["es", "de"]

@@ -1,6 +1,7 @@
 """Heatmaps' "F1 against measured noise" section (AppTest) on the toy sweep of test_app_heatmaps."""
 import json
 
+from rendered import open_tab
 from streamlit.testing.v1 import AppTest
 from test_app_heatmaps import PAGE
 
@@ -8,7 +9,7 @@ from core.sweeps.analysis.curves import sweep_curves
 
 
 def test_heatmaps_noise_curve_section_draws_core_curves(sweep_db):
-    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at = open_tab(AppTest.from_file(PAGE, default_timeout=120).run(), "Noise curves")
     assert not at.exception, at.exception
     expected = sweep_curves(sweep_db, "toy-sweep", "cer", seed=0)
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
