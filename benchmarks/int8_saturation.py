@@ -12,7 +12,6 @@ saturation of ONNX Runtime's uint8 x int8 kernel; the uint8 weights' is float ro
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -22,6 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from core import cli
+from core.budgets import MAX_QUESTIONS, MAX_THREADS
 from core.qa.backends import int8_per_token
 
 # (K, N): MiniLM's FFN in and out, MPNet's and E5-base's attention projection and FFN in
@@ -62,11 +63,12 @@ def measure(k: int, n: int, unsigned: bool, tokens: int, repeats: int, threads: 
             "max_abs_error": error}
 
 
+@cli.command("benchmarks/int8_saturation.py")
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tokens", type=int, default=384)
-    parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--threads", type=int, default=1)
+    parser = cli.ArgumentParser(prog="benchmarks/int8_saturation.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tokens", type=cli.Bounded(1, 4096), default=384)
+    parser.add_argument("--repeats", type=cli.Count(MAX_QUESTIONS), default=30)
+    parser.add_argument("--threads", type=cli.Count(MAX_THREADS), default=1)
     args = parser.parse_args(argv)
     print(json.dumps({"integer_products_saturate": int8_per_token.integer_products_saturate()}))
     for k, n in SHAPES:

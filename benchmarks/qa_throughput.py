@@ -14,7 +14,8 @@ give the same answers.
 questions, one model load shared by all, interleaved per chunk of questions (every backend
 answers each chunk, in rotated order) so that a neighbour's load on the shared cores falls on
 every backend alike; prints q/s, CPU ms, the speed-up over torch, the F1 against the gold answers
-the achieved GFLOP/s and its share of this CPU's peak for the backend's precision
+the achieved GFLOP/s and its share of the rate benchmarks/peak.py measured on this machine for the
+backend's precision (core.qa.measured_peak; run that first) and of the computed peak
 (core.qa.roofline: FLOPs from the model's shapes, each window at its own length; peak from the
 detected ISA, cores and clock; also per CPU-second against one core's peak, the figure a shared
 machine distorts least) and the load average, with ``--json`` writes
@@ -148,7 +149,7 @@ def compare_backends(args) -> int:
     from core.compat import FINGERPRINT_TAGS
     from core.datasets import load_dataset
     from core.metrics import corpus_scorer
-    from core.qa import registry
+    from core.qa import measured_peak, registry
     from core.qa.backends.selection import F1_TOLERANCE, choose_default
     from core.qa.backends.torch_eager import bf16_unavailable
     from core.qa.engine import EngineSettings, QAEngine
@@ -172,6 +173,7 @@ def compare_backends(args) -> int:
     names = list(engines)
     flops = answered_flops(next(iter(engines.values())), ex)
     peak = detect_peak()
+    measured = measured_peak.load()   # benchmarks/peak.py on this machine, if it was run
     wall = {name: 0.0 for name in names}
     cpu = {name: 0.0 for name in names}
     answers = {name: [] for name in names}
@@ -216,6 +218,8 @@ def compare_backends(args) -> int:
             # a machine shared with other work says more than wall time against every core
             "share_of_core_peak_per_cpu_second": round(
                 flops / cpu[name] / 1e9 / (peak.gflops(BACKEND_PRECISION[name]) / peak.cores), 4),
+            # against the rate benchmarks/peak.py reached on this machine (None when not measured)
+            "share_of_measured_peak": measured_peak.share(flops / wall[name] / 1e9, BACKEND_PRECISION[name], measured),
         }
     import platform
     from datetime import datetime, timezone
@@ -239,7 +243,10 @@ def compare_backends(args) -> int:
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "roofline": {"gflop_answered": round(flops / 1e9, 1), "cpu": peak.describe(),
                      "peak_gflops": {p: round(peak.gflops(p)) for p in ("fp32", "bf16", "int8")},
-                     "counted": "matrix-product FLOPs per window at its own length (core.qa.roofline)"},
+                     "counted": "matrix-product FLOPs per window at its own length (core.qa.roofline)",
+                     "measured_peak_gops": ({p: b["gops"] for p, b in measured["attainable_gops"].items()}
+                                            if measured else None),
+                     "measured_peak_date": measured.get("date") if measured else None},
     }
     print(f"model {args.model} on {args.dataset}: {len(ex)} questions, interleaved per {args.chunk}; "
           f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after")
@@ -249,7 +256,9 @@ def compare_backends(args) -> int:
               f"(cpu {b['cpu_ms_per_question']:6.1f})  x{b['speedup_over_torch']:.2f}  F1 {b['f1']:6.2f}  "
               f"identical spans {b['identical_spans_to_torch']:.1%}  {b['gflops_per_second']:6.1f} GFLOP/s "
               f"= {b['share_of_peak']:.1%} of {b['precision']} peak "
-              f"({b['share_of_core_peak_per_cpu_second']:.1%} per CPU-second)")
+              f"({b['share_of_core_peak_per_cpu_second']:.1%} per CPU-second)"
+              + (f", {b['share_of_measured_peak']:.1%} of the measured {b['precision']} peak"
+                 if b["share_of_measured_peak"] is not None else ""))
     print(f"default (fastest within {F1_TOLERANCE} F1 of torch): {out['default']}")
     if args.json:
         cli.write_text_atomic(args.json, json.dumps(out, indent=2) + "\n")

@@ -100,3 +100,24 @@ def test_compare_backends_reports_the_flops_answered_and_each_backends_share_of_
     assert torch_row["share_of_peak"] == pytest.approx(flops / wall_s / 1e9 / peak.gflops("fp32"),
                                                       rel=0.02, abs=1e-4)  # both rounded in the JSON
     assert "GFLOP/s = " in capsys.readouterr().out
+
+
+def test_the_measured_peak_times_real_products_and_keeps_the_best(tmp_path, monkeypatch):
+    """benchmarks/peak.py's core on two small shapes: every installed int8 and fp32 runtime is timed
+    (ONNX Runtime at least), each rate is 2 M K N over the time, and the attainable rate is the best;
+    the record is read back for a backend's share."""
+    from core.qa import measured_peak
+
+    shapes = [(64, 32, 48), (64, 48, 32)]
+    rates = measured_peak.measure(shapes, threads=1, precisions=["fp32", "int8"], repeats=1, min_seconds=0.01)
+    runtimes = {(r.precision, r.runtime) for r in rates}
+    assert ("fp32", "onnxruntime") in runtimes and any(p == "int8" and "onnxruntime" in rt for p, rt in runtimes)
+    for r in rates:
+        assert abs(r.gops - 2 * r.m * r.k * r.n / (r.ms / 1000) / 1e9) <= 0.05 * r.gops + 0.1
+    best = measured_peak.attainable(rates)
+    assert best["int8"]["gops"] == max(r.gops for r in rates if r.precision == "int8")
+    monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path))
+    record = measured_peak.record(rates, 1)
+    measured_peak.default_path().write_text(__import__("json").dumps(record))
+    assert measured_peak.share(best["fp32"]["gops"] / 2, "fp32", measured_peak.load()) == 0.5
+    assert measured_peak.share(1.0, "bf16", measured_peak.load()) is None   # not measured
