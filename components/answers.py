@@ -3,7 +3,7 @@
 Every page that shows several models' answers (Ask and its error-analysis panels, Variants, Beat
 the AI, Heatmaps' drill-down, Behaviour tests) gives model ``i`` (in the order chosen) the colour
 ``color_for(i)``, a card headed by a bar of that colour, and the spans highlighted in the context
-(components/highlight.py) under a legend. Model names and answers are data: escaped, never read
+(core/render/highlight.py) under a legend. Model names and answers are data: escaped, never read
 as Markdown.
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
-from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.text import html_text, md_escape
 from core.explore.answers import ModelAnswer, generative_line
+from core.render.highlight import Mark, color_for, highlight_html, legend_html
 from core.types import Prediction, Span
 
 

@@ -26,9 +26,9 @@ from contextlib import contextmanager
 import streamlit as st
 
 from components import session_memory
-from components.highlight import CSS
 from components.loaders import start_warm_start
 from components.state import init_state, sidebar_settings
+from core.render.highlight import CSS
 
 PAGE_CONFIG = {"page_title": "QA Robustness Explorer", "page_icon": "🔎", "layout": "wide"}
 

@@ -18,7 +18,6 @@ from components.ask_tools import counterfactual_panel, repair_panel
 from components.attribution import attributions_panel
 from components.context_box import context_box
 from components.frame import page_frame
-from components.highlight import highlight_html
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.state import current_data_dir
 from components.text import md_escape
@@ -27,6 +26,7 @@ from core.explore import answers, ask_input
 from core.explore.question_match import same_question
 from core.io.csv_export import csv_bytes
 from core.langid import guess_language
+from core.render.highlight import highlight_html
 
 page_frame()
 # Ask is the app's first screen: it says what the app is, then what this page does, in two lines

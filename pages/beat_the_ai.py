@@ -19,13 +19,13 @@ from components.answers import answer_card
 from components.beat_views import attempts_table, collected_tab, leaderboard_tab, statistics_tab
 from components.browser_id import browser_token
 from components.frame import page_frame
-from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.pickers import dataset_picker, language_mismatch_note, model_picker
 from components.span_picker import SELECT, span_keys, span_picker
 from components.text import count, md_escape
 from core import config
 from core.collect import beat, beat_store, identity
 from core.explore.answers import answer_all
+from core.render.highlight import Mark, color_for, highlight_html, legend_html
 from core.types import Span
 
 page_frame()

@@ -14,13 +14,13 @@ import streamlit as st
 
 from components import loaders
 from components.frame import page_frame
-from components.highlight import Mark, color_for, highlight_html, legend_html
 from components.narrow import fitted, key_first
 from components.pickers import language_mismatch_note, model_picker
 from components.text import md_escape
 from core.behaviour import BehaviourError, case_rows, expand, loads, results_rows, run_file
 from core.behaviour.spec import check_size
 from core.io.csv_export import csv_bytes
+from core.render.highlight import Mark, color_for, highlight_html, legend_html
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "behaviour"
 

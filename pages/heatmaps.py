@@ -4,7 +4,7 @@ DuReader views, the German paper's penalty table; every table as CSV, every figu
 Numbers come from one read handle of the chosen sweep (core.sweeps.analysis.stored.StoredSweep,
 cached per database, sweep and version by components.loaders.stored_sweep) and the tables built
 from them (core.sweeps.analysis.tables);
-the figures from components.heatmaps.heatmap; the sections below the heatmap from components.heatmaps.cell_drill
+the figures from core.render.heatmap; the sections below the heatmap from components.heatmaps.cell_drill
 (a cell's examples), components.heatmaps.rows_table (every answer as one table),
 components.heatmaps.paper_views (penalty by n, NoiseQA, DuReader-robust) and
 components.heatmaps.error_views (repair, slices, calibration).
@@ -25,7 +25,7 @@ from components.frame import page_frame
 from components.heatmaps import error_views, natural_match, paper_views, route_view
 from components.heatmaps.backend_flips import backend_flips_apply, backend_flips_section
 from components.heatmaps.cell_drill import cell_examples
-from components.heatmaps.heatmap import LAYOUT_NOTES, LAYOUTS, METRICS, VALUES, heatmap_figure, layout_for
+from components.heatmaps.model_differences import model_differences_section
 from components.heatmaps.noise_curves import noise_curve_section
 from components.heatmaps.report_download import report_downloads
 from components.heatmaps.rows_table import rows_section
@@ -35,6 +35,7 @@ from components.text import md_escape
 from core.config import hide_server_paths
 from core.explore import demo_sweep
 from core.metrics import METRICS as METRIC_INFO
+from core.render.heatmap import LAYOUT_NOTES, LAYOUTS, METRICS, VALUES, heatmap_figure, layout_for
 from core.sweeps.analysis import aggregates as aggregates
 from core.sweeps.analysis import report as report
 from core.sweeps.analysis import tables as views
@@ -190,23 +191,7 @@ with tabs["Rows"]:
 # ------------------------------------------------------------------------------------ model vs model
 if shown("Model vs model"):
     with tabs["Model vs model"]:
-        st.subheader("Model vs model: which differences are real?")
-        st.caption("B − A in F1 points on the examples both models were scored on, with a 95% paired-bootstrap "
-                   "interval over those examples (2,000 resamples, seed 0). **Significant** = the interval excludes 0. "
-                   "It says how much the choice of questions alone could move the difference, not how much "
-                   "retraining with another seed would.")
-        c1, c2 = st.columns(2)
-        model_a = c1.selectbox("Model A", sweep["models"], index=0, key="hm_diff_a")
-        model_b = c2.selectbox("Model B", [m for m in sweep["models"] if m != model_a], index=0, key="hm_diff_b")
-        with st.spinner("Resampling examples (paired bootstrap)…"):
-            diff_df = pd.DataFrame(stored.model_differences(model_a, model_b))
-        st.dataframe(diff_df.drop(columns=["perturbation", "params_json"]), hide_index=True, key="hm_diff")
-        d1, d2, _ = st.columns([1, 1, 2])   # wide enough for "⬇ JSON" at 800 px
-        with d1:
-            csv_download(diff_df, file_stem("model-differences", stem, model_a, model_b), "hm_diff_csv")
-        d2.download_button("⬇ JSON", diff_df.to_json(orient="records", indent=1),
-                           file_name=f"{file_stem('model-differences', stem, model_a, model_b)}.json",
-                           mime="application/json", key="hm_diff_json")
+        model_differences_section(stored, sweep["models"], stem)
 
 # ------------------------------------------------------------ the papers' views (components.heatmaps.paper_views)
 

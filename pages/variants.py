@@ -19,7 +19,6 @@ from components.attribution import why_changed_panel
 from components.context_box import context_box
 from components.edits import edits_html
 from components.frame import page_frame
-from components.highlight import color_for
 from components.narrow import fitted
 from components.params import param_form
 from components.pickers import item_picker, language_mismatch_note, model_picker
@@ -33,6 +32,7 @@ from core.langid import detect_lang
 from core.perturb import registry
 from core.perturb.nlp import tagger_warning
 from core.qa.engine import QAInputError, validate_pair
+from core.render.highlight import color_for
 from core.types import QAExample
 
 page_frame()

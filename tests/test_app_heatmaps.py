@@ -22,7 +22,9 @@ import pytest
 from rendered import open_tab
 from streamlit.testing.v1 import AppTest
 
-from components.heatmaps.heatmap import (
+from core.datasets import Dataset
+from core.perturb.spec import parse_specs
+from core.render.heatmap import (
     BAND_COLOURS,
     MAX_ACROSS,
     NO_SCORE_COLOUR,
@@ -32,8 +34,6 @@ from components.heatmaps.heatmap import (
     heatmap_figure,
     layout_for,
 )
-from core.datasets import Dataset
-from core.perturb.spec import parse_specs
 from core.sweeps.analysis import report as report
 from core.sweeps.analysis import tables as views
 from core.sweeps.config import SweepConfig

@@ -11,7 +11,7 @@ import sqlite3
 from streamlit.testing.v1 import AppTest
 from test_app_heatmaps import PAGE, _chart_spec, _frame
 
-from components.heatmaps.heatmap import heatmap_figure
+from core.render.heatmap import heatmap_figure
 from core.sweeps.analysis import aggregates as aggregates
 from core.sweeps.analysis import report as report
 

@@ -1,9 +1,9 @@
 """Every metric is declared once (core.metrics.declared) and the app's labels come from there."""
 import pytest
 
-from components.heatmaps import heatmap
 from core.metrics import METRICS, Metric
 from core.models import cards
+from core.render import heatmap
 
 
 def test_each_metric_declares_label_direction_unit_and_description():

@@ -14,11 +14,11 @@ from components.answers import card_header, legend, spans_in_context
 from components.attribution import why_changed_expander
 from components.choice import keep_valid
 from components.export import csv_download, file_stem
-from components.heatmaps.heatmap import METRICS, format_value
-from components.highlight import color_for
 from components.loaders import engine_for_state
 from components.text import md_escape
 from core.metrics import predictions_differ
+from core.render.heatmap import METRICS, format_value
+from core.render.highlight import color_for
 from core.sweeps.analysis import drill
 from core.sweeps.analysis.stored import StoredSweep
 

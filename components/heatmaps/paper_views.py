@@ -20,9 +20,9 @@ import streamlit as st
 
 from components.choice import keep_valid
 from components.export import csv_download, figure_downloads, file_stem
-from components.heatmaps.heatmap import METRICS
-from components.heatmaps.sweep_figures import breakdown_figure, bucket_figure
 from components.text import md_escape
+from core.render.heatmap import METRICS
+from core.render.sweep_figures import breakdown_figure, bucket_figure
 from core.sweeps.analysis import tables as views
 from core.sweeps.analysis.stored import StoredSweep
 
