@@ -1,6 +1,6 @@
 """The Sweeps page's list of stored sweeps, with Resume for an unfinished one.
 
-The table and the notes come from core.sweeps.running.launch (a sweep still running elsewhere, or
+The table and the notes come from core.sweeps.running.offer (a sweep still running elsewhere, or
 interrupted because its process is gone: core.sweeps.store.effective_status decides which).
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import streamlit as st
 from components.choice import keep_valid
 from components.job_progress import follow
 from components.text import md_escape
-from core.sweeps.running import launch
+from core.sweeps.running import offer
 from core.sweeps.running.job import running_on_this_server
 
 
@@ -26,8 +26,8 @@ def stored_sweeps(sweeps: Sequence[Mapping[str, Any]], job: Any, resume_disabled
     A sweep still running on this server's thread for another session (this browser before a
     reload, another tab) is offered to follow here: its progress bar and Cancel in
     ``st.session_state[state_key]``."""
-    st.dataframe(pd.DataFrame(launch.stored_rows(sweeps)), hide_index=True, width="stretch", key="sw_list")
-    unfinished = launch.unfinished(sweeps)
+    st.dataframe(pd.DataFrame(offer.stored_rows(sweeps)), hide_index=True, width="stretch", key="sw_list")
+    unfinished = offer.unfinished(sweeps)
     if not unfinished:
         st.caption("Every stored sweep is complete.")
         return None
@@ -45,7 +45,7 @@ def stored_sweeps(sweeps: Sequence[Mapping[str, Any]], job: Any, resume_disabled
                 "was reloaded): follow it here to see its progress and cancel it.")
         if st.button("Follow it here", key="sw_follow", disabled=job is not None and job.running):
             follow(state_key, "sw", here)
-    elif note := launch.resume_note(chosen, own):
+    elif note := offer.resume_note(chosen, own):
         getattr(st, note[0])(md_escape(note[1]))
     # a running sweep has its driver: a second one would be refused (core.sweeps.running.run)
     running = chosen["status"] == "running"

@@ -22,7 +22,7 @@ from core.perturb import registry
 from core.perturb.spec import FILE_PREFIX, PerturbationSpec, SpecError, chain_steps, parse_specs
 from core.sweeps.config import SweepError
 from core.sweeps.running.job import RayOptions
-from core.sweeps.running.launch import cli_only_params
+from core.sweeps.running.offer import cli_only_params
 from core.sweeps.running.ray import RAY_ADDRESS_ENV
 from core.sweeps.running.resolve import pair_file, resolve_spec
 

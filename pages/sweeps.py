@@ -41,7 +41,7 @@ from core.perturb import registry
 from core.perturb.spec import PerturbationSpec
 from core.sweeps.analysis.repair import SETTINGS, repair_specs
 from core.sweeps.config import SweepConfig, SweepError
-from core.sweeps.running import launch
+from core.sweeps.running import offer
 from core.sweeps.running.job import SweepJob
 from core.sweeps.running.progress import readable_name
 
@@ -65,7 +65,7 @@ def dataset_by_name(name: str, data_dir: str, on_ambiguous: str = "error", lang:
 
 @st.cache_data(ttl=10, show_spinner=False)
 def other_challenge_files(roots: tuple[str, ...]) -> list[str]:
-    return launch.challenge_files(roots)
+    return offer.challenge_files(roots)
 
 
 def start_job(config: SweepConfig, ds, stored: dict[str, str] | None = None) -> None:
@@ -103,7 +103,7 @@ data_dir = current_data_dir()
 options = list(DEMO_LANGS)
 challenges: dict[str, list[str]] = {}  # data set name -> challenge files paired with it
 if data_dir:
-    evaluation_sets, challenges = launch.offered_datasets(loaders.discovered(str(data_dir)))
+    evaluation_sets, challenges = offer.offered_datasets(loaders.discovered(str(data_dir)))
     options += evaluation_sets
 
 persist.keep("sw_dataset", options)   # this page's inputs survive a visit to another page
@@ -201,7 +201,7 @@ language_mismatch_note(models, ds.lang)
 too_many = run_on_picker("sw") or too_many
 
 n_examples = len(sample_examples(usable, sample or None, seed)) if usable else 0
-total = launch.planned_rows(n_examples, len(models), specs, repeats, {i: p.randomised for i, p in by_id.items()})
+total = offer.planned_rows(n_examples, len(models), specs, repeats, {i: p.randomised for i, p in by_id.items()})
 if specs and models:
     st.caption(f"{len(specs)} perturbation spec(s) × {n_examples} examples × {len(models)} model(s): "
                f"{total:,} result rows (clean + perturbed).")
@@ -233,8 +233,8 @@ sweeps = stored_sweeps_or_stop(db_path, md_escape(f"No sweep database at {label(
 
 if (to_resume := stored_sweeps(sweeps, job, resume_disabled=busy or db_path is None, db_path=db_path,
                                state_key=JOB)) is not None:
-    resume = launch.resume_config(to_resume)
-    if named := launch.cli_only_params(resume.perturbations):   # a model or file chosen with the CLI
+    resume = offer.resume_config(to_resume)
+    if named := offer.cli_only_params(resume.perturbations):   # a model or file chosen with the CLI
         st.error(md_escape(f"This sweep names {', '.join(named)}, which only the command line may set: "
                            f"resume it with python -m core.sweeps."))
         st.stop()
@@ -244,4 +244,4 @@ if (to_resume := stored_sweeps(sweeps, job, resume_disabled=busy or db_path is N
     except (SweepError, DatasetError, OSError) as e:
         st.error(md_escape(f"Cannot reload the data set {resume.dataset!r} of this sweep: {e}"))
         st.stop()
-    start_job(resume, resume_ds, stored=launch.stored_fingerprints(to_resume))
+    start_job(resume, resume_ds, stored=offer.stored_fingerprints(to_resume))

@@ -1,4 +1,4 @@
-"""Starting and resuming sweeps from the app: what is on offer, what a sweep will cost, and a
+"""What the Sweeps page offers: the data sets and challenge files, what a sweep will cost, and a
 stored sweep's configuration rebuilt for Resume (the Sweeps page draws only the widgets).
 
 * :func:`challenge_files` - ``file:`` specs for the SQuAD-style files under the server's roots;
