@@ -25,6 +25,7 @@ from components.frame import page_frame
 from components.heatmaps import error_views, natural_match, paper_views, route_view
 from components.heatmaps.backend_flips import backend_flips_apply, backend_flips_section
 from components.heatmaps.cell_drill import cell_examples
+from components.heatmaps.llm_alignment import alignment_section, generative_models
 from components.heatmaps.model_differences import model_differences_section
 from components.heatmaps.noise_curves import noise_curve_section
 from components.heatmaps.report_download import report_downloads
@@ -124,6 +125,7 @@ tab_names = (["Heatmap", "Rows"] + (["Model vs model"] if len(sweep["models"]) >
              + (["Penalty by n"] if has_n else []) + (["NoiseQA"] if has_noise else [])
              + ["DuReader-robust"] + (["Repair"] if has_repair else []) + ["Slices & calibration"]
              + ["Noise curves"] + (["Backend flips"] if backend_flips_apply(stored, sweeps) else [])
+             + (["LLM answers"] if (readers := generative_models(sweep["models"])) else [])
              + ["Translate or answer?", "Natural against synthetic"])
 # on_change="rerun": each tab knows whether it is shown (``.open``), so a costly one can wait until it is
 tabs = dict(zip(tab_names, st.tabs(tab_names, key="hm_tabs", on_change="rerun",
@@ -224,6 +226,11 @@ if shown("Noise curves"):
 if shown("Backend flips"):
     with tabs["Backend flips"]:
         backend_flips_section(stored, sweeps, stem)
+
+# How a generative reader's answers were found in the passage, per spec (components.heatmaps.llm_alignment).
+if shown("LLM answers"):
+    with tabs["LLM answers"]:
+        alignment_section(stored, readers, stem)
 
 # ------------------------------------------------------------- translate or answer in the language?
 # Not a view of this sweep: XQuAD's parallel questions by route (components.heatmaps.route_view).

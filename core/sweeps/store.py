@@ -516,6 +516,22 @@ class Store(SQLiteFile):
             (sweep_id, model)).fetchall()
         return perturbed, clean
 
+    def alignment_counts(self, sweep_id: int, model: str) -> list[sqlite3.Row]:
+        """(perturbation, params_json, kind, n) of the model's scored answers, clean ones under
+        perturbation 'clean'. ``kind`` reads the stored answer as a generative reader wrote it
+        (core.qa.generative.reader): no answer; a free answer with no span (not in the passage);
+        a span scored 1 (found exactly) or below (the approximate window's similarity)."""
+        kind = ("CASE WHEN p.answer = '' THEN 'no answer' WHEN p.span_start IS NULL THEN 'not in the passage' "
+                "WHEN p.score >= 1.0 THEN 'exact' ELSE 'approximate' END")
+        return self.conn.execute(
+            f"SELECT 'clean' AS perturbation, '{{}}' AS params_json, {kind} AS kind, COUNT(*) AS n "
+            "FROM clean_results c JOIN predictions p ON p.key = c.prediction_key "
+            "WHERE c.sweep_id = ? AND c.model = ? GROUP BY kind "
+            f"UNION ALL SELECT r.perturbation, r.params_json, {kind} AS kind, COUNT(*) AS n "
+            "FROM results r JOIN predictions p ON p.key = r.prediction_key "
+            "WHERE r.sweep_id = ? AND r.model = ? AND r.status = 'ok' GROUP BY r.perturbation, r.params_json, kind",
+            (sweep_id, model, sweep_id, model)).fetchall()
+
     def original_questions(self, sweep_id: int) -> list[sqlite3.Row]:
         """(hash, question) of the sweep's examples."""
         return self.conn.execute(

@@ -159,6 +159,14 @@ class StoredSweep:
 
         return self._memo(("curves", measure, seed), lambda: curves.sweep_curves(self.db, self.id, measure, seed=seed))
 
+    def alignment_rates(self, models: Sequence[str]) -> list[dict[str, Any]]:
+        """How the generative readers ``models`` found their answers in the passage, per spec
+        (:func:`core.sweeps.analysis.alignment.alignment_rates`)."""
+        from core.sweeps.analysis import alignment
+
+        return self._memo(("alignment", tuple(models)),
+                          lambda: alignment.alignment_rates(self.db, self.id, list(models)))
+
     def backend_flips(self, other: StoredSweep) -> list[dict[str, Any]]:
         """Answers that differ between this sweep and ``other`` (another backend's run of the same
         data); ValueError when they share no row. Kept per version of the other sweep too."""
