@@ -65,8 +65,8 @@ def test_behaviour_page_runs_a_shipped_file(monkeypatch):
     at.button(key="bt_go").click().run()
     assert not at.exception, at.exception
     summary = _frame(at, "failure rate %")
-    assert len(summary) == 9 and set(summary["type"]) == {"MFT", "INV", "DIR"}
-    assert summary["cases"].sum() == 180     # 8 tests x 20 cases, and 20 distinct pairs of 5 names
+    assert len(summary) == 10 and set(summary["type"]) == {"MFT", "INV", "DIR"}
+    assert summary["cases"].sum() == 200     # 9 tests x 20 cases, and 20 distinct pairs of 5 names
     failing = summary[summary["failed"] > 0]["test"].tolist()
     assert failing, "the shipped file has tests minilm-squad fails (typos, comparison)"
     html = "".join(m.value for m in at.markdown)
