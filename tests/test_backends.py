@@ -453,7 +453,7 @@ NEEDS_BF16 = pytest.mark.skipif(not NATIVE_BF16, reason="this CPU has no native 
 
 
 @pytest.mark.needs_data("xquad/xquad.en.json")
-@pytest.mark.parametrize("name,backend", [("minilm-squad", "onnx"), ("mpnet-squad-lora", "onnx"),
+@pytest.mark.parametrize("name,backend", [("minilm-squad", "onnx"), ("mpnet-squad-v2", "onnx"),
                                           pytest.param("minilm-squad", "torch-bf16", marks=NEEDS_BF16)])
 def test_a_shipped_models_fp32_onnx_and_bf16_answers_are_torchs(name, backend):
     """The fused ONNX graph and the bf16 weights read the same best span as torch on the demo set
