@@ -68,7 +68,11 @@ def test_click_on_a_cell_shows_its_examples(tmp_path):
             # the data grid also holds the text in a hidden accessibility cell: wait for a visible one
             page.get_by_text("HOW MANY PEOPLE LIVE IN BERLIN?").filter(visible=True).first.wait_for(timeout=60_000)
             marks = page.locator("div.qax-context mark.qax-span")
-            assert sorted(m.inner_text() for m in marks.all()) == ["Berlin", "three million"]
+            # the previous cell's example can still be on screen while the rerun draws this one
+            deadline, want = time.monotonic() + 60, ["Berlin", "three million"]
+            while sorted(m.inner_text() for m in marks.all()) != want and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert sorted(m.inner_text() for m in marks.all()) == want
             page.screenshot(path=str(ROOT / ".pytest_cache" / "e2e_heatmaps.png"))
     finally:
         proc.terminate()

@@ -184,7 +184,9 @@ def test_a_second_start_of_a_running_sweep_is_refused_and_loses_nothing(cli_env,
     script = tmp_path / "slow_cli.py"
     script.write_text(SLOW_CLI.format(repo=str(REPO)))
     db = tmp_path / "busy.sqlite"
-    first = subprocess.Popen([sys.executable, str(script), "1.0", *ARGS, "--db", str(db)],
+    # 4 s a chunk: 24 chunks outlast the second start and the page's check on a loaded machine (at
+    # 1 s a chunk the first had finished before them once); it is killed when they are done
+    first = subprocess.Popen([sys.executable, str(script), "4.0", *ARGS, "--db", str(db)],
                              cwd=REPO, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 180
