@@ -64,7 +64,13 @@ case "$MODE" in
   # components/server.py: streamlit run, with the first screen's models loading as the server starts
   app)   MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" exec .venv/bin/python -m components.server app.py --server.headless true "$@" ;;
   # lint first (pyproject.toml's [tool.ruff]): a finding stops the run with its file and line
-  test)  .venv/bin/ruff check . && exec .venv/bin/python -m pytest -q "$@" ;;
+  # three pytest-xdist workers unless the arguments choose (-n, --numprocesses, -p no:xdist): most
+  # of a browser, Ray or process test is waiting, and each file stays on one worker (--dist
+  # loadfile) so a module's cluster or server is started once
+  test)  .venv/bin/ruff check .
+         XDIST=(-n 3 --dist loadfile)
+         for a in "$@"; do case "$a" in -n|-n*|--numprocesses*|no:xdist) XDIST=() ;; esac; done
+         exec .venv/bin/python -m pytest -q "${XDIST[@]}" "$@" ;;
   setup) echo "[setup] done" ;;
   *)     echo "usage: ./run.sh [app|test|setup] [args...]" >&2; exit 2 ;;
 esac
