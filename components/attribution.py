@@ -312,11 +312,15 @@ def why_changed_expander(page: str, models: Sequence[str], question: str, contex
 
 
 def _generative(name: str, engine_for: Callable) -> bool:
-    """An LLM reader has no span logits to attribute (a model that fails to load is left to the
-    panel, which says why)."""
+    """An LLM reader has no span logits to attribute. Read from models.toml, not from a loaded
+    engine: deciding whether to draw a closed panel must not load a model (under load that kept a
+    Heatmaps server busy for over a minute with nobody asking). A model not in models.toml (a hub
+    id) is extractive."""
+    from core.qa import registry
+
     try:
-        return getattr(engine_for(name), "kind", "") == "generative"
-    except Exception:
+        return registry.get_entry(name).kind == "generative"
+    except (registry.ModelLoadError, ValueError, OSError):
         return False
 
 

@@ -1,7 +1,7 @@
 """The Sweeps page's list of stored sweeps, with Resume for an unfinished one.
 
 The table and the notes come from core.sweeps.running.offer (a sweep still running elsewhere, or
-interrupted because its process is gone: core.sweeps.store.effective_status decides which).
+interrupted because its process is gone: core.sweeps.ownership.effective_status decides which).
 """
 from __future__ import annotations
 

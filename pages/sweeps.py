@@ -13,7 +13,7 @@ Confinement: nothing here takes a path typed in the browser. The database comes 
 components.sweep_db_picker (a new one by file name only, created when its first sweep starts), data sets
 and challenge files from what exists under the server's roots (core.config), and data sets are
 loaded with ``confined=True``, so a stored sweep naming a file elsewhere cannot be resumed here.
-A sweep whose process died is listed as interrupted (core.sweeps.store.effective_status) and offered
+A sweep whose process died is listed as interrupted (core.sweeps.ownership.effective_status) and offered
 for resume like a cancelled one.
 
 Where a sweep runs: this process, a Ray started on this machine, or the Ray cluster named by the

@@ -85,11 +85,13 @@ def test_cli_backend_vs_prints_and_writes_csv(db, tmp_path):
 
 
 def test_heatmaps_backend_flips_section(db, monkeypatch):
+    from rendered import open_tab
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("QAX_SWEEP_DB", str(db))
     at = AppTest.from_file("../pages/heatmaps.py", default_timeout=120).run()
     assert not at.exception, at.exception
+    at = open_tab(at, "Backend flips")
     (section,) = [e for e in at.expander if e.label.startswith("Backend flips")]
     assert section.selectbox(key="hm_backend_other").value is not None
     table = next(d.value for d in at.dataframe if "flip %" in d.value.columns)

@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
-from browser import CHROMIUM, click_settled, launch_chromium, serve_app
+from browser import CHROMIUM, FIRST_ANSWER_MS, click_settled, launch_chromium, serve_app
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,7 +22,7 @@ def test_browser_asks_and_sees_highlighted_span():
         question.fill("When was Carrow Point Lighthouse first lit?")
         click_settled(page.get_by_role("button", name="Answer", exact=True))
         marks = page.locator("div.qax-context mark.qax-span")
-        marks.first.wait_for(timeout=120_000)
+        marks.first.wait_for(timeout=FIRST_ANSWER_MS)
         highlighted = "".join(marks.all_inner_texts())
         assert highlighted == "14 October 1871"
         assert "mpnet-squad-v2" in (marks.first.get_attribute("title") or "")   # the first default model
@@ -65,6 +65,6 @@ def test_model_chips_follow_the_items_language_and_keep_answering():
                                           "minilm-mlqa-de · de only, not for en", "minilm-squad"]
         click_settled(page.get_by_role("button", name="Answer", exact=True))
         marks = page.locator("div.qax-context mark.qax-span")
-        marks.first.wait_for(timeout=120_000)
+        marks.first.wait_for(timeout=FIRST_ANSWER_MS)
         answered = " ".join(m.get_attribute("title") or "" for m in marks.all())
         assert re.search(r"\bminilm-squad\b(?!-)", answered), answered  # it answers again

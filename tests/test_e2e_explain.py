@@ -2,7 +2,7 @@
 import os
 
 import pytest
-from browser import CHROMIUM, click_settled, launch_chromium, serve_app
+from browser import CHROMIUM, FIRST_ANSWER_MS, click_settled, launch_chromium, serve_app
 
 pytestmark = pytest.mark.e2e
 
@@ -16,7 +16,7 @@ def test_browser_toggle_colours_question_and_context_tokens(tiny_registry):
         question.wait_for(timeout=90_000)
         question.fill("When was Carrow Point Lighthouse <b>first</b> lit?")
         click_settled(page.get_by_role("button", name="Answer", exact=True))
-        page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=120_000)
+        page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=FIRST_ANSWER_MS)
         assert page.locator("div.qax-attr").count() == 0
         click_settled(page.get_by_role("button", name="Colour tokens by attribution (why this span?)"))
         coloured = page.locator("div.qax-attr")

@@ -4,7 +4,7 @@ Chinese items answered by their own models), and no button label is cut off at 8
 from __future__ import annotations
 
 import pytest
-from browser import click_settled, launch_chromium, serve_app
+from browser import FIRST_ANSWER_MS, click_settled, launch_chromium, serve_app
 
 pytestmark = pytest.mark.e2e
 
@@ -40,7 +40,7 @@ def test_answer_in_view_and_the_models_follow_the_language():
         assert _chips(page) == ["e5-qa-multi", "mpnet-mlqa-de", "minilm-mlqa-de"]
         click_settled(page.get_by_role("button", name="Answer", exact=True))
         marks = page.locator("div.qax-context mark.qax-span")
-        marks.first.wait_for(timeout=180_000)
+        marks.first.wait_for(timeout=FIRST_ANSWER_MS)
         cards = page.locator('[data-testid="stText"]').all_inner_texts()
         # real answers of the German models on this item (e5-qa-multi exactly right)
         assert "Answer: 1952" in cards, cards
@@ -49,7 +49,7 @@ def test_answer_in_view_and_the_models_follow_the_language():
         page.get_by_role("button", name="Remove mpnet-cmrc-zh", exact=True).wait_for(timeout=60_000)
         assert _chips(page) == ["e5-qa-multi", "mpnet-cmrc-zh", "minilm-cmrc-zh-v2"]
         click_settled(page.get_by_role("button", name="Answer", exact=True))
-        page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=180_000)
+        page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=FIRST_ANSWER_MS)
         page.get_by_text("Answer: 1986年").first.wait_for(timeout=60_000)
 
 

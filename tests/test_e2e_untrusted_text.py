@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from browser import CHROMIUM, click_settled, launch_chromium, serve_app
+from browser import CHROMIUM, FIRST_ANSWER_MS, click_settled, launch_chromium, serve_app
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / ".pytest_cache"
@@ -154,7 +154,7 @@ def test_hostile_text_causes_no_request_on_any_page(counting_server, tiny_regist
         _choose(page, "Dataset", "upload:evil.json")
         _wait_visible(page, "[click me](http://127.0.0.1", 60_000)
         click_settled(page.get_by_role("button", name="Answer", exact=True))
-        page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=120_000)
+        page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=FIRST_ANSWER_MS)
         page.wait_for_timeout(2_000)
         _no_fetchable_elements(page, port)
         assert "id`![px](" in page.inner_text("body")  # the id is shown, backtick and all

@@ -27,7 +27,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.sweeps.analysis import report as report
-from core.sweeps.store import SCHEMA, STALE_AFTER_S, Store, effective_status, process_identity
+from core.sweeps.ownership import STALE_AFTER_S, effective_status, process_identity
+from core.sweeps.store import SCHEMA, Store
 
 REPO = Path(__file__).resolve().parents[1]
 CHUNK = 3

@@ -35,7 +35,8 @@ from core.metrics.paired import paired_difference
 from core.metrics.penalty import band, pct_change, penalty
 from core.metrics.text_distance import noise_summary, table3_summary
 from core.sweeps.analysis.traps import find_trap, question_similarity
-from core.sweeps.store import Store, effective_status
+from core.sweeps.ownership import effective_status
+from core.sweeps.store import Store
 
 __all__ = [
     "Cell", "DEFAULT_EDGES", "list_sweeps", "sweep_specs", "clean_scores", "cells", "penalty_totals",
@@ -62,7 +63,7 @@ def reading(db: Store | str | Path) -> Iterator[Store]:
 def list_sweeps(db: Store | str | Path) -> list[dict[str, Any]]:
     """Every sweep in the file: name, dataset, size, status, rows done / total, specs, models.
 
-    ``status`` is what a reader should see (:func:`core.sweeps.store.effective_status`: a 'running'
+    ``status`` is what a reader should see (:func:`core.sweeps.ownership.effective_status`: a 'running'
     sweep whose process died is 'interrupted'); ``stored_status`` is the stored one, ``owner``
     names the process that last ran it ("pid 123 on host", or "" when not recorded)."""
     with reading(db) as store:
