@@ -88,7 +88,7 @@ def test_permalinks_reopen_ask_and_a_heatmap_cell_in_a_fresh_browser(tmp_path):
         assert _spans(again) == spans
         assert again.get_by_text("Page not found").count() == 0
         assert again.get_by_text("xquad.en · id").first.inner_text() == caption
-        assert again.locator('textarea[aria-label="Question"]').input_value() == question
+        expect(again.locator('textarea[aria-label="Question"]')).to_have_value(question, timeout=60_000)
         tags = again.locator('[data-testid="stMultiSelect"]').first.locator("span[data-tag] > span")
         assert tags.all_inner_texts() == models
         _label_whole(again)

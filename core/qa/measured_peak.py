@@ -168,7 +168,7 @@ def measure(shapes: Sequence[tuple[int, int, int]], threads: int, precisions: Se
                     break
                 seconds = _time(make(m, k, n), repeats, min_seconds)
                 gops = 2 * m * k * n / seconds / 1e9
-                rate = Rate(precision, runtime, m, k, n, round(seconds * 1000, 3), round(gops, 1))
+                rate = Rate(precision, runtime, m, k, n, round(seconds * 1000, 6), round(gops, 1))
                 rates.append(rate)
                 if progress:
                     progress(rate)
