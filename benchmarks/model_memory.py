@@ -189,9 +189,9 @@ def card_command(argv: list[str]) -> list[str]:
     """The flags a card records: the output file is wherever this run wrote it, not part of the
     measurement (and a path of the measuring machine).
 
-    >>> card_command(["--models", "a,b", "--card", "--json", "/tmp/x.json"])
+    >>> card_command(["--models", "a,b", "--card", "--json", "walk.json"])
     ['--models', 'a,b', '--card']
-    >>> card_command(["--json=/tmp/x.json", "--card"])
+    >>> card_command(["--json=walk.json", "--card"])
     ['--card']
     """
     out, skip = [], False
