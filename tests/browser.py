@@ -60,13 +60,23 @@ def serve_app(env_extra: dict | None = None, timeout: float = 90):
                 log.seek(0)
                 raise RuntimeError(f"streamlit did not start:\n{log.read()[-3000:]}")
             time.sleep(0.5)
-        yield url
+        try:
+            yield url
+        except BaseException as failed:
+            # What the server said, and whether it still runs, is the first thing a failure needs
+            # (a disabled page in CI: was the server gone, or busy?)
+            log.seek(0)
+            state = "running" if proc.poll() is None else f"exited with {proc.returncode}"
+            failed.add_note(f"streamlit server: {state}; the end of its log:\n{log.read()[-4000:]}")
+            raise
     finally:
         proc.terminate()
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.close()
+        os.unlink(log.name)
 
 
 @contextlib.contextmanager
@@ -89,4 +99,10 @@ def click_settled(locator, timeout: int = 90_000) -> None:
     from playwright.sync_api import expect
 
     expect(locator).to_have_count(1, timeout=timeout)
-    locator.click(timeout=timeout)
+    try:
+        locator.click(timeout=timeout)
+    except Exception as failed:
+        status = locator.page.get_by_test_id("stStatusWidget")
+        failed.add_note("Streamlit's status widget: "
+                        + (repr(status.inner_text(timeout=5_000)) if status.count() else "not shown"))
+        raise

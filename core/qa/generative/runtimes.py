@@ -15,12 +15,14 @@ one line saying what happened and what to do; an input too long for the model ra
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
 import threading
 import urllib.error
 import urllib.request
+import weakref
 from pathlib import Path
 
 from core.qa.engine import QAInputError
@@ -58,6 +60,12 @@ def _too_long(n_tokens: int, settings: GenerationSettings) -> QAInputError:
                         "passage too long for the model")
 
 
+def _close_if_alive(llm_ref) -> None:
+    llm = llm_ref()
+    if llm is not None:
+        llm.close()
+
+
 class LlamaCppRuntime:
     """A GGUF file on this machine, answered by llama.cpp (one call at a time: a ``Llama`` holds
     one context)."""
@@ -80,6 +88,10 @@ class LlamaCppRuntime:
         self._identity = identity or f"gguf:{self.path.name}:{st.st_size}:{int(st.st_mtime)}"
         self.llm = Llama(model_path=str(self.path), n_ctx=settings.n_ctx, n_threads=_threads(settings),
                          n_threads_batch=_threads(settings), seed=0, verbose=False)
+        # Close the model while llama_cpp's module still exists: left to the interpreter's
+        # shutdown, its finaliser calls into a module already torn down (a TypeError printed at
+        # every exit). A weak reference, so a released engine still frees its memory at once.
+        atexit.register(_close_if_alive, weakref.ref(self.llm))
         self._lock = threading.Lock()
 
     def identity(self) -> str:
