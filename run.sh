@@ -21,6 +21,7 @@ apt_install() {
 }
 
 setup() {
+  local started=$SECONDS
   # Debian packages the app uses (speech, audio) and, for tests, the browser.
   mapfile -t APT < <(grep -vE '^\s*(#|$)' .ci/apt-packages.txt 2>/dev/null || true)
   if [ "$MODE" = test ]; then APT+=(chromium); fi
@@ -55,6 +56,8 @@ setup() {
       echo "[setup] some ONNX exports failed: those models export on first use"
     fi
   fi
+  # what setup cost, every run (a kept environment and cache make it seconds)
+  echo "[setup] $((SECONDS - started)) s; .venv $(du -sh .venv | cut -f1), $cache $(du -sh "$cache" | cut -f1)"
 }
 
 setup

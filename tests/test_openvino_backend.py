@@ -192,3 +192,22 @@ def test_both_backends_have_their_own_recipe_in_the_cache_key():
     assert fingerprint_suffix(8000, "openvino") == ":backend=openvino:ir-v1:bf16"
     assert fingerprint_suffix(8000, "openvino-int8") == \
         ":backend=openvino-int8:ir-v1:nncf-transformer-squad-train-128:ffn-out-bf16:bf16"
+
+
+def test_an_int8_ir_keeps_no_fp32_ir_and_is_the_one_quantised_from_a_kept_fp32_ir(tiny_qa_dir, tmp_path):
+    """int8 asked for first: its fp32 conversion is removed once it is quantised, and the int8
+    weights are byte for byte those quantised from an fp32 IR kept on disk (the fp32 backend asked
+    for first), so a setup that keeps only the int8 graph answers as before."""
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    model, tok = AutoModelForQuestionAnswering.from_pretrained(tiny_qa_dir), AutoTokenizer.from_pretrained(tiny_qa_dir)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    alone, beside = tmp_path / "int8-alone", tmp_path / "int8-beside-fp32"
+    openvino_runtime.ensure_ir(model, tok, "openvino-int8", names, folder=alone)
+    assert sorted(p.name for p in alone.iterdir() if p.is_file() and p.suffix != ".lock") == \
+        [openvino_runtime.INT8_FILE.replace(".xml", ".bin"), openvino_runtime.INT8_FILE]
+    openvino_runtime.ensure_ir(model, tok, "openvino", names, folder=beside)
+    openvino_runtime.ensure_ir(model, tok, "openvino-int8", names, folder=beside)
+    assert (beside / openvino_runtime.FP32_FILE).is_file()
+    int8_bin = openvino_runtime.INT8_FILE.replace(".xml", ".bin")
+    assert (alone / int8_bin).read_bytes() == (beside / int8_bin).read_bytes()

@@ -15,7 +15,9 @@ Files, per set of weights, under ``<cache>/openvino/<weights digest>/<recipe>/``
 ONNX export folder's, core.qa.backends.onnx_runtime.weights_digest; the recipe folder changes with
 IR_RECIPE, so a new recipe never reuses an old graph):
 - ``model.xml``/``.bin``: the torch model converted with ``openvino.convert_model`` (fp32 weights,
-  dynamic batch and sequence axes: the engine pads each batch only to its own longest window);
+  dynamic batch and sequence axes: the engine pads each batch only to its own longest window),
+  kept only when the fp32 backend is asked for: the int8 graph's conversion is removed once it
+  is quantised;
 - ``model-int8-ffn-out-bf16.xml``/``.bin``: that graph quantised by ``nncf.quantize``
   (transformer preset; the FFN output projections left out, FFN_OUTPUT_KEPT), calibrated on SQuAD
   *training* windows (CALIBRATION_PAIRS questions from the end of the shuffle
@@ -185,12 +187,26 @@ def ensure_ir(model, tokenizer, backend: str, input_names: list[str], folder: Pa
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "convert.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not fp32.is_file():
+        if want.is_file():  # made by the process this one waited for
+            return want
+        if backend != "openvino-int8":
             log.info("converting the model to OpenVINO at %s (once for these weights)", fp32)
             _save(ov, _convert(model, input_names), fp32)
-        if backend == "openvino-int8" and not int8.is_file():
+            return want
+        # int8 is quantised from the fp32 IR as saved and read back (saving transforms the graph:
+        # quantising the in-memory conversion could give other int8 weights); an fp32 IR made only
+        # for this is removed after, so an int8 model keeps no 435-470 MB fp32 IR beside it
+        source = fp32
+        if not fp32.is_file():
+            source = folder / "model-fp32-for-int8.partial.xml"
+            _save(ov, _convert(model, input_names), source)
+        try:
             log.info("quantising the OpenVINO model to int8 at %s (once for these weights)", int8)
-            _save(ov, _quantize(ov.Core().read_model(str(fp32)), model.config, tokenizer, input_names), int8)
+            _save(ov, _quantize(ov.Core().read_model(str(source)), model.config, tokenizer, input_names), int8)
+        finally:
+            if source != fp32:
+                source.unlink(missing_ok=True)
+                source.with_suffix(".bin").unlink(missing_ok=True)
     return want
 
 
