@@ -70,7 +70,7 @@ def summarise(rows: list[dict], k: int) -> dict:
 
 @cli.command("benchmarks/capability_nbest.py")
 def main(argv: list[str] | None = None) -> int:
-    from core.behaviour import expand, load
+    from core.behaviour.spec import expand, load
     from core.qa import registry
 
     ap = cli.ArgumentParser(description=__doc__.splitlines()[0])

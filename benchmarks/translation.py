@@ -20,7 +20,7 @@ from core.budgets import MAX_QUESTIONS
 @cli.command("benchmarks/translation.py")
 def main(argv: list[str] | None = None) -> int:
     from core.datasets import load_dataset
-    from core.translate import ApertiumTranslator
+    from core.translate.translators import ApertiumTranslator
 
     ap = cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=cli.Count(MAX_QUESTIONS), default=100)

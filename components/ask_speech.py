@@ -16,10 +16,10 @@ import pandas as pd
 import streamlit as st
 
 from components.text import md_escape
-from core import translate
 from core.explore import ask_input
 from core.speech import asr, recorder
 from core.speech.audio import AudioError, to_wav_bytes
+from core.translate import languages
 
 SPEECH_STATE = ("ask_speech", "ask_latest_take", "ask_browser_digest", "ask_answer_now")
 
@@ -77,7 +77,7 @@ def speech_panel(qlang: str) -> None:
     if not speech:
         st.caption("Record a question: the chosen recogniser's transcript becomes the question below. "
                    + ("Speech is recognised as English; choose the question language above to speak another."
-                      if asr_lang is None else f"Speech is recognised as {translate.language_name(asr_lang)}."))
+                      if asr_lang is None else f"Speech is recognised as {languages.language_name(asr_lang)}."))
         return
     if speech["error"]:
         st.error(f"The recording cannot be used: {md_escape(speech['error'])}")

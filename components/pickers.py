@@ -210,7 +210,7 @@ def model_picker(key: str, default_all: bool = True, lang: str | None = None) ->
 def _offer_language_models(key: str, lang: str | None, chosen: list[str], best: list[str], langs: dict) -> None:
     """A one-click "Use the German models" when the user's own selection has a model not
     trained for the item's language (or none at all) and the language has models of its own."""
-    from core.translate import language_name
+    from core.translate.languages import language_name
 
     if not lang or not best or chosen == best:
         return
@@ -307,7 +307,7 @@ def item_picker(key: str, upload_box=None):
 def language_mismatch_note(models: list[str], lang: str) -> None:
     """A caption naming the selected models that were not trained for the context's language,
     and the installed ones that were: an English model on a Chinese context answers poorly."""
-    from core.translate import language_name
+    from core.translate.languages import language_name
 
     # The slot is there on every run, note or not, so the elements after it keep their place
     # in Streamlit's element tree across reruns (no stale duplicates while a rerun renders).

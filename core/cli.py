@@ -49,7 +49,7 @@ EXPECTED = (ValueError, OSError, KeyError, sqlite3.Error, pickle.UnpicklingError
 # imports their modules (the registry pulls in torch, the speech engines more).
 EXPECTED_ELSEWHERE = frozenset({
     "core.qa.model_entry.ModelLoadError", "core.qa.generative.runtimes.GenerationError",
-    "core.translate.TranslationError",
+    "core.translate.translators.TranslationError",
     "core.perturb.lexicon.LexiconUnavailable", "core.perturb.similarity.EncoderUnavailable",
     "core.speech.asr.ASRError", "core.speech.tts.TTSError", "core.speech.recorder.RecorderError",
 })

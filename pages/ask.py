@@ -21,12 +21,13 @@ from components.frame import page_frame
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.state import current_data_dir
 from components.text import md_escape
-from core import config, translate
+from core import config
 from core.explore import answers, ask_input
 from core.explore.question_match import same_question
 from core.io.csv_export import csv_bytes
 from core.langid import guess_language
 from core.render.highlight import highlight_html
+from core.translate import languages, translators
 
 page_frame()
 # Ask is the app's first screen: it says what the app is, then what this page does, in two lines
@@ -78,23 +79,23 @@ QLANGS = [ask_input.AUTO, "en", "es", "ca", "gl", "eu", "eo", "de", "zh", "ar", 
 
 @st.cache_resource(show_spinner=False)
 def _apertium():
-    return translate.default_translator()
+    return translators.default_translator()
 
 
 @st.cache_data(ttl=60, show_spinner=False)
 def _seq2seq_folders(data: str) -> list:
-    return translate.local_seq2seq_folders(config.read_roots(data or None))
+    return translators.local_seq2seq_folders(config.read_roots(data or None))
 
 
 @st.cache_resource(show_spinner="Loading the translation model…")
 def _user_translator(folder: str, src: str, tgt: str):
-    return translate.Seq2SeqTranslator(folder, [(src, tgt)])
+    return translators.Seq2SeqTranslator(folder, [(src, tgt)])
 
 
 def _lang_label(code: str) -> str:
     if code == ask_input.AUTO:
         return "Auto-detect"
-    return f"{translate.language_name(code)} ({code})"
+    return f"{languages.language_name(code)} ({code})"
 
 
 with options_box:
@@ -115,29 +116,29 @@ with question_slot:
     question = st.text_area("Question", key="ask_question", height=68)
 
 # ------------------------------------------------------------------ translating the question
-translators = []
+available_mt = []
 user_model = st.session_state.get("ask_mt_model") or ""
 plan_lang = qlang if qlang != ask_input.AUTO else guess_language(question).code
 if user_model and plan_lang != lang:
     try:
         folder = config.confine(user_model, config.read_roots(current_data_dir()), "translation model")
-        translators.append(_user_translator(str(folder), plan_lang, lang))
-    except (translate.TranslationError, config.ConfinementError) as e:
+        available_mt.append(_user_translator(str(folder), plan_lang, lang))
+    except (translators.TranslationError, config.ConfinementError) as e:
         question_slot.error(md_escape(e))
-translators.append(_apertium())
-plan = ask_input.plan_question(question, qlang, lang, [t for t in translators if t is not None],
+available_mt.append(_apertium())
+plan = ask_input.plan_question(question, qlang, lang, [t for t in available_mt if t is not None],
                                cache=st.session_state.setdefault("ask_mt_cache", {}))
 with question_slot:
     if question.strip():
         if plan.lang != lang or (plan.guess is not None and plan.lang != "en"):
             how = f" — detected {plan.guess.explain()}" if plan.guess is not None else ""
-            st.caption(md_escape(f"Question language: {translate.language_name(plan.lang)}{how}; "
-                                 f"context language: {translate.language_name(lang)}."))
+            st.caption(md_escape(f"Question language: {languages.language_name(plan.lang)}{how}; "
+                                 f"context language: {languages.language_name(lang)}."))
         if plan.translated:
             t1, t2 = st.columns(2)
-            t1.caption(f"Typed ({translate.language_name(plan.lang)})")
+            t1.caption(f"Typed ({languages.language_name(plan.lang)})")
             t1.text(plan.typed)
-            t2.caption(f"Asked ({translate.language_name(plan.target)}, translated by {plan.translator})")
+            t2.caption(f"Asked ({languages.language_name(plan.target)}, translated by {plan.translator})")
             t2.text(plan.asked)
         elif plan.problem:
             st.warning(md_escape(plan.problem))
@@ -149,7 +150,7 @@ with mt_slot:
             if st.session_state.get("ask_mt_model") not in folders:
                 st.session_state.pop("ask_mt_model", None)  # a folder that went away
             st.selectbox(f"Your own translation model (optional), translating "
-                         f"{translate.language_name(plan.lang)} → {translate.language_name(lang)}",
+                         f"{languages.language_name(plan.lang)} → {languages.language_name(lang)}",
                          ["", *folders], key="ask_mt_model",
                          format_func=lambda f: config.shown_path(f) if f else "none (Apertium only)")
         else:

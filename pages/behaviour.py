@@ -17,8 +17,8 @@ from components.frame import page_frame
 from components.narrow import fitted, key_first
 from components.pickers import language_mismatch_note, model_picker
 from components.text import md_escape
-from core.behaviour import BehaviourError, case_rows, expand, loads, results_rows, run_file
-from core.behaviour.spec import check_size
+from core.behaviour.run import case_rows, results_rows, run_file
+from core.behaviour.spec import BehaviourError, check_size, expand, loads
 from core.io.csv_export import csv_bytes
 from core.render.highlight import Mark, color_for, highlight_html, legend_html
 

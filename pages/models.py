@@ -88,7 +88,7 @@ def _shown(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
 st.subheader("Which model for a language?")
 langs = leaderboard.languages_of(entries, cards)
 if langs:
-    from core.translate import language_name
+    from core.translate.languages import language_name
 
     best = pd.DataFrame(leaderboard.best_per_language(entries, cards, langs))
     st.caption("Best per language: the model trained for it with the best XQuAD F1 in it, and the models "

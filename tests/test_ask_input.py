@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import translate
 from core.explore import ask_input
 from core.speech.audio import Audio
+from core.translate import translators
 
-ES_EN = translate.MappingTranslator(
+ES_EN = translators.MappingTranslator(
     {("es", "en"): {"¿Cuál es la capital de Francia?": "Which is the capital of France?"}})
 
 
@@ -21,12 +21,12 @@ def test_plan_same_language_is_asked_as_typed():
 
 def test_plan_translates_with_the_first_backend_that_covers_the_pair():
     cache: dict = {}
-    other = translate.MappingTranslator({("de", "en"): {}})
+    other = translators.MappingTranslator({("de", "en"): {}})
     plan = ask_input.plan_question("¿Cuál es la capital de Francia?", ask_input.AUTO, "en", [other, ES_EN], cache)
     assert (plan.lang, plan.asked, plan.translator) == ("es", "Which is the capital of France?", "mapping")
     assert cache == {("mapping", "es", "en", "¿Cuál es la capital de Francia?"): "Which is the capital of France?"}
     # Served from the cache (an empty table would fail otherwise).
-    empty = translate.MappingTranslator({("es", "en"): {}})
+    empty = translators.MappingTranslator({("es", "en"): {}})
     again = ask_input.plan_question("¿Cuál es la capital de Francia?", "es", "en", [empty], cache)
     assert again.asked == "Which is the capital of France?" and again.guess is None
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from core.behaviour import BehaviourError, case_rows, expand, load, loads, results_rows, run_file
 from core.behaviour.__main__ import main
+from core.behaviour.run import case_rows, results_rows, run_file
+from core.behaviour.spec import BehaviourError, expand, load, loads
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

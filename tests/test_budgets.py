@@ -251,7 +251,7 @@ def test_a_sweep_whose_sessions_have_gone_is_cancelled_after_the_grace_period(mo
 
 
 def test_a_deeply_nested_toml_is_refused_before_parsing_not_with_a_recursion_error():
-    from core.behaviour import BehaviourError, loads
+    from core.behaviour.spec import BehaviourError, loads
 
     text = "x = " + "[" * 8000 + "]" * 8000   # 16 KB: tomllib recursed until RecursionError
     with pytest.raises(BehaviourError, match=r"evil: its arrays and tables nest 8,000 levels; the limit is 16 "
@@ -264,7 +264,7 @@ def test_a_deeply_nested_toml_is_refused_before_parsing_not_with_a_recursion_err
 
 
 def test_a_toml_over_the_size_budget_is_refused_before_it_is_read(tmp_path, monkeypatch):
-    from core.behaviour import BehaviourError, load, loads
+    from core.behaviour.spec import BehaviourError, load, loads
 
     big = "# " + "x" * 300_000 + "\n"
     with pytest.raises(BehaviourError, match=r"big is 293 KB; the limit is 256 \(the server's QAX_MAX_TOML_KB\)"):
@@ -279,7 +279,7 @@ def test_a_toml_over_the_size_budget_is_refused_before_it_is_read(tmp_path, monk
 
 
 def test_templates_that_amplify_are_refused_before_any_case_is_built():
-    from core.behaviour import BehaviourError, loads
+    from core.behaviour.spec import BehaviourError, loads
 
     long = ", ".join(f'"{"w" * 2500}{i}"' for i in range(10))
     text = (f'[[test]]\nname = "amp"\ntype = "INV"\nquestion = "q {{b}}?"\ncontext = "{"{a}" * 20} {{b}}"\n'
@@ -293,7 +293,7 @@ def test_templates_that_amplify_are_refused_before_any_case_is_built():
 
 
 def test_the_shipped_behaviour_files_fit_the_budgets():
-    from core.behaviour import expand, load
+    from core.behaviour.spec import expand, load
 
     files = [*sorted((ROOT / "assets" / "behaviour").glob("*.toml")), ROOT / "tests" / "behaviour_minilm.toml"]
     assert len(files) >= 2

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core.behaviour import expand, load
 from core.behaviour.__main__ import main
+from core.behaviour.spec import expand, load
 
 REPO = Path(__file__).resolve().parents[1]
 CAPS = REPO / "assets" / "behaviour" / "capabilities_en.toml"

@@ -13,7 +13,8 @@
   from ``analysis`` only :data:`RUNNING_USES_OF_ANALYSIS` (the aggregates stored as a sweep ends);
   the modules that moved there left nothing behind at their old paths;
 * one lifecycle entry point (core.sweeps.running.lifecycle.launch) runs sweeps;
-* the README stays a front door.
+* the README stays a front door;
+* no package keeps code in its ``__init__.py`` (re-exports only).
 
 Each test names every offender with its size, so a failure says what to split.
 """
@@ -332,3 +333,22 @@ def test_the_cycle_check_finds_a_lazy_cycle_and_nothing_else(tmp_path):
 def test_no_import_cycle_in_core():
     cycles = import_cycles(module_graph(_python_files("core")))
     assert not cycles, f"modules that import each other (directly or round a loop): {cycles}"
+
+
+def _package_code(init: Path) -> list[str]:
+    """The functions and classes an ``__init__.py`` defines (re-exports are allowed: a package's
+    front door may name what its modules hold)."""
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+
+
+def test_package_code_lives_in_modules_not_in_init():
+    offenders = {str(p.relative_to(ROOT)): names for p in sorted((ROOT / "core").rglob("__init__.py"))
+                 + sorted((ROOT / "components").rglob("__init__.py")) if (names := _package_code(p))}
+    assert not offenders, f"code in a package's __init__.py (move it to a module named for it): {offenders}"
+
+
+def test_the_init_check_sees_a_function(tmp_path):
+    init = tmp_path / "__init__.py"
+    init.write_text('"""doc"""\nfrom x import y\n\ndef helper():\n    return 1\n')
+    assert _package_code(init) == ["helper"]

@@ -6,10 +6,10 @@ import shutil
 
 import pytest
 
-from core import translate
 from core.perturb import registry
 from core.perturb.base import NotApplicable
 from core.perturb.catalogue import translation
+from core.translate import translators
 from core.types import QAExample
 
 TABLE = {
@@ -22,7 +22,7 @@ TABLE = {
 }
 
 
-class CountingTranslator(translate.MappingTranslator):
+class CountingTranslator(translators.MappingTranslator):
     def __init__(self, table):
         super().__init__(table)
         self.calls = []
@@ -56,12 +56,12 @@ def test_translate_question_de_en_de(table_translator):
 def test_backtranslate_prefers_german_pivot_then_spanish():
     p = registry.get("backtranslate_Q")
     try:
-        translation.use_translator(translate.MappingTranslator(TABLE))
+        translation.use_translator(translators.MappingTranslator(TABLE))
         v = p.apply(ex("In which year did the series start?", "en"), random.Random(0))[0]
         assert v.meta["pivot"] == "de" and v.text == "In what year did the series start?"
         # without de<->en the automatic pivot falls back to Spanish
         no_german = {pair: table for pair, table in TABLE.items() if "de" not in pair}
-        translation.use_translator(translate.MappingTranslator(no_german))
+        translation.use_translator(translators.MappingTranslator(no_german))
         v = p.apply(ex("When did it end?", "en"), random.Random(0))[0]
         assert v.meta["pivot"] == "es" and v.text == "When finished?"
         assert "no en->de, de->en pair" in p.why_not(ex("When did it end?", "en"), {"pivot": "de"})
@@ -89,10 +89,10 @@ def test_incompatible_without_a_backend_pair(table_translator):
 
 
 def test_mapping_translator_refuses_unknown_text_and_pair():
-    t = translate.MappingTranslator(TABLE)
-    with pytest.raises(translate.TranslationError, match="no en->de translation"):
+    t = translators.MappingTranslator(TABLE)
+    with pytest.raises(translators.TranslationError, match="no en->de translation"):
         t.translate(["Unknown?"], "en", "de")
-    with pytest.raises(translate.TranslationError, match="cannot translate fr->en"):
+    with pytest.raises(translators.TranslationError, match="cannot translate fr->en"):
         t.translate(["x"], "fr", "en")
     with pytest.raises(TypeError):
         t.translate("When did it end?", "en", "es")
@@ -100,7 +100,7 @@ def test_mapping_translator_refuses_unknown_text_and_pair():
 
 @pytest.mark.skipif(shutil.which("apertium") is None, reason="Debian apertium not installed")
 def test_apertium_backend_round_trip():
-    t = translate.ApertiumTranslator()
+    t = translators.ApertiumTranslator()
     assert {("en", "es"), ("es", "en")} <= t.available_pairs()
     # one text per line in, one per line out, order kept, internal newlines flattened
     out = t.translate(["Who is the president?", "", "The house\nis red."], "en", "es")

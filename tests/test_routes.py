@@ -43,7 +43,7 @@ def test_three_routes_on_real_german_items_with_a_perfect_translator():
     from core.datasets import load_dataset
     from core.qa import registry
     from core.qa.engine import EngineSettings
-    from core.translate import MappingTranslator
+    from core.translate.translators import MappingTranslator
 
     de, en = load_dataset("xquad/xquad.de"), load_dataset("xquad/xquad.en")
     items = routes.parallel_items(de, en)[:6]

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from core import translate
+from core.translate import translators
 
 
 @pytest.fixture(scope="module")
 def apertium():
     # Not skipped when missing: ./run.sh test installs .ci/apt-packages.txt, and the error names
     # the packages to install.
-    return translate.ApertiumTranslator()
+    return translators.ApertiumTranslator()
 
 
 def test_pairs_from_the_debian_packages(apertium):
@@ -26,7 +26,7 @@ def test_pairs_from_the_debian_packages(apertium):
         assert pair in pairs, f"{pair} missing from {sorted(pairs)}"
     assert ("en", "eu") not in pairs
     assert not any("de" in p or "zh" in p for p in pairs)
-    assert translate.no_backend_reason([("de", "en")], apertium).startswith("apertium has no de->en pair")
+    assert translators.no_backend_reason([("de", "en")], apertium).startswith("apertium has no de->en pair")
 
 
 def test_known_spanish_xquad_question(apertium):
@@ -49,5 +49,5 @@ def test_batch_keeps_order_and_count(apertium):
 
 
 def test_unsupported_pair_names_what_exists(apertium):
-    with pytest.raises(translate.TranslationError, match=r"cannot translate de->en; available pairs: .*es->en"):
+    with pytest.raises(translators.TranslationError, match=r"cannot translate de->en; available pairs: .*es->en"):
         apertium.translate(["Was ist die Hauptstadt von Frankreich?"], "de", "en")

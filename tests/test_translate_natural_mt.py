@@ -5,12 +5,11 @@ import json
 
 import pytest
 
-from core import translate
 from core.datasets import Dataset, load_squad
 from core.sweeps.analysis.report import cells
 from core.sweeps.config import SweepConfig
 from core.sweeps.running.run import run_sweep
-from core.translate import natural_mt
+from core.translate import natural_mt, translators
 from core.types import Answer, Prediction, QAExample, Span
 
 CTX1 = "Paris is the capital of France."
@@ -36,7 +35,7 @@ def spanish() -> Dataset:
         ex("q9", "¿Qué?", "Nada.", "Nada", "es")])
 
 
-TABLE = translate.MappingTranslator({("es", "en"): {
+TABLE = translators.MappingTranslator({("es", "en"): {
     "¿Cuál es la capital de Francia?": "Which is the capital of France?",
     "¿Quién construyó la torre?": "Who built the tower?"}})
 

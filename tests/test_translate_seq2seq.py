@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core import translate
+from core.translate import translators
 
 WORDS = "what is the capital of france ? qué es la capital de francia ¿ cuál cuántos puntos".split()
 
@@ -59,7 +59,7 @@ QUESTIONS = ["qué es la capital de francia ?", "cuál", "cuántos puntos"]
 
 def test_loads_a_folder_and_translates_deterministically(tiny_t5):
     folder, model, tokenizer = tiny_t5
-    mt = translate.Seq2SeqTranslator(folder, [("es", "en")], max_new_tokens=8)
+    mt = translators.Seq2SeqTranslator(folder, [("es", "en")], max_new_tokens=8)
     assert mt.name == f"seq2seq:{folder.name}"
     assert mt.available_pairs() == {("es", "en")}
     first = mt.translate(QUESTIONS, "es", "en")
@@ -75,18 +75,18 @@ def test_loads_a_folder_and_translates_deterministically(tiny_t5):
 
 def test_batches_give_the_same_as_one_by_one(tiny_t5):
     folder, _, _ = tiny_t5
-    mt = translate.Seq2SeqTranslator(folder, [("es", "en")], max_new_tokens=8, batch_size=2)
+    mt = translators.Seq2SeqTranslator(folder, [("es", "en")], max_new_tokens=8, batch_size=2)
     one_by_one = [mt.translate([q], "es", "en")[0] for q in QUESTIONS]
     assert mt.translate(QUESTIONS, "es", "en") == one_by_one
 
 
 def test_prefix_and_language_tokens_reach_the_model(tiny_t5):
     _, model, tokenizer = tiny_t5
-    prefixed = translate.Seq2SeqTranslator(model, [("es", "en")], tokenizer=tokenizer, max_new_tokens=8,
+    prefixed = translators.Seq2SeqTranslator(model, [("es", "en")], tokenizer=tokenizer, max_new_tokens=8,
                                            prefixes={("es", "en"): "translate: "})
     assert prefixed.name == "seq2seq:T5ForConditionalGeneration"
     assert prefixed.translate(QUESTIONS, "es", "en") == direct(model, tokenizer, ["translate: " + q for q in QUESTIONS])
-    coded = translate.Seq2SeqTranslator(model, [("es", "en")], tokenizer=tokenizer, max_new_tokens=8,
+    coded = translators.Seq2SeqTranslator(model, [("es", "en")], tokenizer=tokenizer, max_new_tokens=8,
                                         lang_codes={"es": "__es__", "en": "__en__"})
     out = coded.translate(QUESTIONS, "es", "en")
     assert out == direct(model, tokenizer, QUESTIONS, forced_bos_token_id=3)
@@ -95,25 +95,25 @@ def test_prefix_and_language_tokens_reach_the_model(tiny_t5):
 
 def test_refuses_what_it_cannot_do(tiny_t5, tmp_path):
     folder, model, tokenizer = tiny_t5
-    mt = translate.Seq2SeqTranslator(folder, [("es", "en")])
-    with pytest.raises(translate.TranslationError, match=r"cannot translate de->en; available pairs: es->en"):
+    mt = translators.Seq2SeqTranslator(folder, [("es", "en")])
+    with pytest.raises(translators.TranslationError, match=r"cannot translate de->en; available pairs: es->en"):
         mt.translate(["was ist das"], "de", "en")
-    with pytest.raises(translate.TranslationError, match="does not exist"):
-        translate.Seq2SeqTranslator(tmp_path / "absent", [("es", "en")])
-    with pytest.raises(translate.TranslationError, match="cannot load a seq2seq translation model"):
-        translate.Seq2SeqTranslator(tmp_path, [("es", "en")])          # an empty folder
-    with pytest.raises(translate.TranslationError, match="needs its tokenizer"):
-        translate.Seq2SeqTranslator(model, [("es", "en")])
-    with pytest.raises(translate.TranslationError, match="two different languages"):
-        translate.Seq2SeqTranslator(model, [("es", "es")], tokenizer=tokenizer)
-    with pytest.raises(translate.TranslationError, match="no model language code for es"):
-        translate.Seq2SeqTranslator(model, [("es", "en")], tokenizer=tokenizer, lang_codes={"en": "__en__"})
-    bad_code = translate.Seq2SeqTranslator(model, [("es", "en")], tokenizer=tokenizer,
+    with pytest.raises(translators.TranslationError, match="does not exist"):
+        translators.Seq2SeqTranslator(tmp_path / "absent", [("es", "en")])
+    with pytest.raises(translators.TranslationError, match="cannot load a seq2seq translation model"):
+        translators.Seq2SeqTranslator(tmp_path, [("es", "en")])          # an empty folder
+    with pytest.raises(translators.TranslationError, match="needs its tokenizer"):
+        translators.Seq2SeqTranslator(model, [("es", "en")])
+    with pytest.raises(translators.TranslationError, match="two different languages"):
+        translators.Seq2SeqTranslator(model, [("es", "es")], tokenizer=tokenizer)
+    with pytest.raises(translators.TranslationError, match="no model language code for es"):
+        translators.Seq2SeqTranslator(model, [("es", "en")], tokenizer=tokenizer, lang_codes={"en": "__en__"})
+    bad_code = translators.Seq2SeqTranslator(model, [("es", "en")], tokenizer=tokenizer,
                                            lang_codes={"es": "__es__", "en": "eng_Latn"})
-    with pytest.raises(translate.TranslationError, match="no language token 'eng_Latn'"):
+    with pytest.raises(translators.TranslationError, match="no language token 'eng_Latn'"):
         bad_code.translate(["cuál"], "es", "en")
 
 
 def test_refuses_an_encoder_only_model(tiny_qa_dir):
-    with pytest.raises(translate.TranslationError, match="cannot load a seq2seq|not an encoder-decoder"):
-        translate.Seq2SeqTranslator(tiny_qa_dir, [("es", "en")])
+    with pytest.raises(translators.TranslationError, match="cannot load a seq2seq|not an encoder-decoder"):
+        translators.Seq2SeqTranslator(tiny_qa_dir, [("es", "en")])

@@ -111,7 +111,7 @@ def render(models: list[str]) -> None:
 
 def _run_here(model: str, lang: str, n: int) -> None:
     from components import loaders
-    from core.translate import default_translator
+    from core.translate.translators import default_translator
 
     bar = st.progress(0.0, text=md_escape(f"{model} on {n} questions in {lang}: three routes"))
     try:

@@ -14,7 +14,8 @@ import sys
 from collections.abc import Sequence
 
 from core import cli
-from core.behaviour import case_rows, load, results_rows, run_file
+from core.behaviour.run import case_rows, results_rows, run_file
+from core.behaviour.spec import load
 from core.budgets import MAX_QUESTIONS
 
 PROG = "python -m core.behaviour"
@@ -49,12 +50,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if rate is not None and not 0 <= rate <= 1:
         raise cli.CLIError(f"--max-failure-rate must be between 0 and 1, got {rate}")
     bfile = load(args.file)
-    from core.behaviour import expand
+    from core.behaviour.spec import expand
 
     for test in bfile.tests:   # every template and perturbation checked before a model loads
         expand(test, bfile.seed)
         if test.perturb:
-            from core.behaviour import perturber
+            from core.behaviour.run import perturber
 
             perturber(test.perturb)
     from core.qa.registry import get_entry, load_engine

@@ -17,7 +17,7 @@ Skipped cases (INV tests a perturbation does not apply to) are not counted.
 ... expect = "{x}"
 ... fill.x = ["Ana", "Ben"]
 ... ''')
->>> from core.behaviour import TestResult
+>>> from core.behaviour.run import TestResult
 >>> entry = capability_entry(f, [TestResult("a", "MFT", "m", 2, 1, 1, 0, None)], "t.toml", "0" * 64, "2026-01-01")
 >>> entry["families"]
 {'fam': {'n': 2, 'failed': 1, 'failure_rate': 50.0}}

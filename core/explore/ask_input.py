@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from core import translate
 from core.langid import LanguageGuess, guess_language
 from core.metrics.text_distance import wer as word_error_rate
 from core.speech import asr
 from core.speech.audio import Audio, AudioError
+from core.translate import languages
+from core.translate.translators import TranslationError, Translator
 
 AUTO = "auto"
 
@@ -126,9 +127,9 @@ class QuestionPlan:
         return self.translator is not None
 
 
-def no_mt_message(src: str, tgt: str, translators: Sequence[translate.Translator]) -> str:
+def no_mt_message(src: str, tgt: str, translators: Sequence[Translator]) -> str:
     """The plain sentence the page shows when no installed backend translates ``src`` -> ``tgt``."""
-    names = f"{translate.language_name(src)} → {translate.language_name(tgt)}"
+    names = f"{languages.language_name(src)} → {languages.language_name(tgt)}"
     if src in ("de", "zh") or tgt in ("de", "zh"):
         why = ("Debian ships no Apertium pair for German or Chinese, and no neural translation model "
                "ships its weights through a package registry")
@@ -142,7 +143,7 @@ def no_mt_message(src: str, tgt: str, translators: Sequence[translate.Translator
             "translation model folder.")
 
 
-def plan_question(text: str, chosen: str, target: str, translators: Sequence[translate.Translator],
+def plan_question(text: str, chosen: str, target: str, translators: Sequence[Translator],
                   cache: dict | None = None) -> QuestionPlan:
     """Decide (and do) the translation of ``text`` for a context in ``target``.
 
@@ -168,7 +169,7 @@ def plan_question(text: str, chosen: str, target: str, translators: Sequence[tra
     else:
         try:
             [asked] = translator.translate([text], lang, target)
-        except translate.TranslationError as exc:
+        except TranslationError as exc:
             return QuestionPlan(text, lang, target, text, guess, problem=f"Translation failed: {exc}")
         if cache is not None:
             cache[key] = asked

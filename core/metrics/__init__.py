@@ -32,8 +32,6 @@ every other language with SQuAD's normalisation and whitespace tokens.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
 from core.metrics import chinese, dpr, korean, penalty, squad, text_distance
 from core.metrics.chinese import chinese_scores, is_chinese_lang
 from core.metrics.declared import Metric
@@ -41,8 +39,8 @@ from core.metrics.dpr import bucket_by, different_prediction_rate, predictions_d
 from core.metrics.korean import korean_scores
 from core.metrics.penalty import band, pct_change, total_penalty
 from core.metrics.penalty import penalty as penalty_for
-from core.metrics.rules import ScoringRule, scoring_rule
-from core.metrics.squad import metric_max_over_ground_truths, squad_scores
+from core.metrics.rules import ScoringRule, corpus_scorer, score_answer, scoring_rule
+from core.metrics.squad import squad_scores, word_overlap_f1
 from core.metrics.text_distance import noise_summary
 
 METRICS: dict[str, Metric] = {m.name: m for module in (squad, text_distance, dpr, penalty) for m in module.DECLARED}
@@ -74,46 +72,3 @@ __all__ = [
     "squad",
     "text_distance",
 ]
-
-
-def score_answer(prediction: str, golds: Sequence[str], lang: str) -> tuple[float, float]:
-    """(EM, F1) of one predicted answer against its gold answers, each in [0, 1], max over golds.
-
-    ``lang`` picks the scorer (:func:`core.metrics.rules.scoring_rule`): Chinese ->
-    ``core.metrics.chinese``, Korean -> ``core.metrics.korean`` (both character level), anything
-    else -> ``core.metrics.squad`` (SQuAD v1.1).
-
-    >>> score_answer("Carolina", ["Carolina Panthers"], "de")
-    (0.0, 0.6666666666666666)
-    >>> score_answer("Broncos", [], "en")
-    Traceback (most recent call last):
-    ...
-    ValueError: no gold answers to score the prediction 'Broncos' against
-    """
-    module = scoring_rule(lang).module
-    em = metric_max_over_ground_truths(module.exact_match_score, prediction, golds)
-    f1 = metric_max_over_ground_truths(module.f1_score, prediction, golds)
-    return float(em), float(f1)
-
-
-def corpus_scorer(lang: str | None) -> tuple[str, Callable]:
-    """(name, scorer) for a data set in ``lang``: Chinese -> ``chinese_scores``, Korean ->
-    ``korean_scores`` (character level), anything else -> ``squad_scores``; the name is the rule's
-    (:func:`core.metrics.rules.scoring_rule`), what every score of a whole set records.
-
-    >>> corpus_scorer("zh")[0], corpus_scorer("ko")[0], corpus_scorer("de")[0]
-    ('chinese-char', 'korquad-char', 'squad-v1.1')
-    """
-    name = scoring_rule(lang).name
-    return name, {"chinese-char": chinese_scores, "korquad-char": korean_scores}.get(name, squad_scores)
-
-
-def word_overlap_f1(a: str, b: str) -> float:
-    """SQuAD token F1 between two answers (symmetric). Beat the AI: the model wins above 0.4.
-
-    >>> word_overlap_f1("the Eiffel Tower in Paris", "Eiffel Tower")  # P 2/4, R 2/2
-    0.6666666666666666
-    >>> word_overlap_f1("Paris", "London")
-    0.0
-    """
-    return float(squad.f1_score(a, b))

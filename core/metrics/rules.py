@@ -21,12 +21,13 @@ are word-level; each score records its rule's name (``corpus_scorer``).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
 from core.metrics import chinese, korean, squad
 
-__all__ = ["ScoringRule", "RULES", "scoring_rule"]
+__all__ = ["ScoringRule", "RULES", "scoring_rule", "score_answer", "corpus_scorer"]
 
 
 @dataclass(frozen=True)
@@ -67,3 +68,36 @@ def scoring_rule(lang: str | None) -> ScoringRule:
     if korean.is_korean_lang(lang):
         return RULES["korquad-char"]
     return RULES["squad-v1.1"]
+
+
+def score_answer(prediction: str, golds: Sequence[str], lang: str) -> tuple[float, float]:
+    """(EM, F1) of one predicted answer against its gold answers, each in [0, 1], max over golds.
+
+    ``lang`` picks the scorer (:func:`core.metrics.rules.scoring_rule`): Chinese ->
+    ``core.metrics.chinese``, Korean -> ``core.metrics.korean`` (both character level), anything
+    else -> ``core.metrics.squad`` (SQuAD v1.1).
+
+    >>> score_answer("Carolina", ["Carolina Panthers"], "de")
+    (0.0, 0.6666666666666666)
+    >>> score_answer("Broncos", [], "en")
+    Traceback (most recent call last):
+    ...
+    ValueError: no gold answers to score the prediction 'Broncos' against
+    """
+    module = scoring_rule(lang).module
+    em = squad.metric_max_over_ground_truths(module.exact_match_score, prediction, golds)
+    f1 = squad.metric_max_over_ground_truths(module.f1_score, prediction, golds)
+    return float(em), float(f1)
+
+
+def corpus_scorer(lang: str | None) -> tuple[str, Callable]:
+    """(name, scorer) for a data set in ``lang``: Chinese -> ``chinese_scores``, Korean ->
+    ``korean_scores`` (character level), anything else -> ``squad_scores``; the name is the rule's
+    (:func:`core.metrics.rules.scoring_rule`), what every score of a whole set records.
+
+    >>> corpus_scorer("zh")[0], corpus_scorer("ko")[0], corpus_scorer("de")[0]
+    ('chinese-char', 'korquad-char', 'squad-v1.1')
+    """
+    name = scoring_rule(lang).name
+    scorers = {"chinese-char": chinese.chinese_scores, "korquad-char": korean.korean_scores}
+    return name, scorers.get(name, squad.squad_scores)

@@ -91,7 +91,7 @@ def language_rows(entries: list[ModelEntry], cards: dict[str, dict | None], lang
 def best_per_language(entries: list[ModelEntry], cards: dict[str, dict | None], langs: list[str]) -> list[dict]:
     """Per language: the model trained for it with the best XQuAD F1 in it, and the models the
     pickers tick for an item in it (core.qa.registry.models_for_language)."""
-    from core.translate import language_name
+    from core.translate.languages import language_name
 
     installed = [m for m in entries if m.is_installed()]
     out = []

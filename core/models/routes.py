@@ -198,7 +198,7 @@ def build_parser() -> cli.ArgumentParser:
 @cli.command(PROG)
 def main(argv=None) -> int:
     from core.qa import registry
-    from core.translate import default_translator
+    from core.translate.translators import default_translator
 
     args = build_parser().parse_args(argv)
     langs = [lang.lower() for lang in args.source]

@@ -363,7 +363,7 @@ def get_engine(name: str) -> ASREngine:
 
 def engine_problem(name: str, language: str | None = None) -> str | None:
     """None when engine ``name`` can transcribe ``language`` (None = English) here, else why not."""
-    from core.translate import language_name
+    from core.translate.languages import language_name
 
     try:
         eng = get_engine(name)

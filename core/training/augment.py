@@ -86,7 +86,7 @@ def augment_examples(examples: list[QAExample], share: float, ids: list, rng: ra
     from core.perturb.spec import PerturbationSpec, spec_label
     from core.speech.asr import ASRError
     from core.speech.tts import TTSError
-    from core.translate import TranslationError
+    from core.translate.translators import TranslationError
 
     registry.load_all()
     entries = [(i, {}) if isinstance(i, str) else (i[0], dict(i[1])) for i in ids]

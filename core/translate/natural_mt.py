@@ -32,10 +32,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core import cli, config, translate
+from core import cli, config
 from core.budgets import MAX_BEAMS, MAX_QUESTIONS
 from core.datasets import Dataset, DatasetError, load_squad, pair_challenge
 from core.metrics.text_distance import noise_summary, table3_summary
+from core.translate import languages, translators
 
 XQUAD_LANGS = ("ar", "de", "el", "es", "hi", "ro", "ru", "th", "tr", "vi", "zh")
 
@@ -71,7 +72,7 @@ class NaturalMTSet:
                 "mt_seconds": round(self.seconds, 3)}
 
 
-def build_natural_mt(original: Dataset, source: Dataset, translator: translate.Translator, src_lang: str,
+def build_natural_mt(original: Dataset, source: Dataset, translator: translators.Translator, src_lang: str,
                      *, tgt_lang: str | None = None, limit: int | None = None) -> NaturalMTSet:
     """Translate ``source``'s questions into ``original``'s language and put them into ``original``.
 
@@ -81,10 +82,10 @@ def build_natural_mt(original: Dataset, source: Dataset, translator: translate.T
     tgt_lang = tgt_lang or original.lang
     if src_lang == tgt_lang:
         raise NaturalMTError(f"source and target language are both {src_lang!r}")
-    reason = translate.no_backend_reason([(src_lang, tgt_lang)], translator)
+    reason = translators.no_backend_reason([(src_lang, tgt_lang)], translator)
     if reason:
-        raise NaturalMTError(f"no machine translation {translate.language_name(src_lang)} -> "
-                             f"{translate.language_name(tgt_lang)}: {reason}")
+        raise NaturalMTError(f"no machine translation {languages.language_name(src_lang)} -> "
+                             f"{languages.language_name(tgt_lang)}: {reason}")
     try:
         # by id, unchecked: the contexts are translations of each other, never equal
         pairing = pair_challenge(original, source, verify=False)
@@ -113,7 +114,7 @@ def xquad_path(lang: str, data_dir: Path | None = None) -> Path:
     return Path(root) / "xquad" / f"xquad.{lang}.json"
 
 
-def covered_languages(translator: translate.Translator | None, data_dir: Path | None = None,
+def covered_languages(translator: translators.Translator | None, data_dir: Path | None = None,
                       target: str = "en") -> list[tuple[str, str | None]]:
     """Every XQuAD language with its file present: (lang, None) when ``translator`` can turn it into
     ``target``, else (lang, why not)."""
@@ -121,13 +122,13 @@ def covered_languages(translator: translate.Translator | None, data_dir: Path | 
     for lang in XQUAD_LANGS:
         if not xquad_path(lang, data_dir).is_file():
             continue
-        out.append((lang, translate.no_backend_reason([(lang, target)], translator)))
+        out.append((lang, translators.no_backend_reason([(lang, target)], translator)))
     return out
 
 
 def summary_lines(result: NaturalMTSet) -> list[str]:
     s = result.summary()
-    lines = [f"natural MT {translate.language_name(result.src_lang)} -> English with {result.translator}: "
+    lines = [f"natural MT {languages.language_name(result.src_lang)} -> English with {result.translator}: "
              f"{s['examples']} questions ({s['mt_seconds']:.1f} s"
              + (f", {s['examples'] / s['mt_seconds']:.0f} sentences/s" if s["mt_seconds"] > 0 else "") + ")",
              f"{'':<30}{'CER':>8}{'WER':>8}{'BLEU':>8}",
@@ -140,13 +141,13 @@ def summary_lines(result: NaturalMTSet) -> list[str]:
     return lines
 
 
-def _translator(args) -> translate.Translator:
+def _translator(args) -> translators.Translator:
     if args.model:
-        return translate.Seq2SeqTranslator(args.model, [(lang, "en") for lang in args.langs],
+        return translators.Seq2SeqTranslator(args.model, [(lang, "en") for lang in args.langs],
                                            num_beams=args.num_beams)
-    translator = translate.default_translator()
+    translator = translators.default_translator()
     if translator is None:
-        raise NaturalMTError(translate.no_backend_reason([], None))
+        raise NaturalMTError(translators.no_backend_reason([], None))
     return translator
 
 
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.lang == "all":
         if not args.output_dir or args.output or args.source:
             raise NaturalMTError("--lang all writes one file per language: give --output-dir (not --output/--source)")
-        probe = translate.default_translator() if not args.model else None
+        probe = translators.default_translator() if not args.model else None
         langs = [lang for lang, why in covered_languages(probe, args.data_dir) if why is None] \
             if not args.model else list(XQUAD_LANGS)
         if not langs:
@@ -228,10 +229,10 @@ def main(argv: list[str] | None = None) -> int:
     print(original.load_line())
     summaries = []
     for lang in langs:
-        reason = translate.no_backend_reason([(lang, original.lang)], translator)
+        reason = translators.no_backend_reason([(lang, original.lang)], translator)
         if reason:   # before looking for files: the missing MT is the real problem
-            raise NaturalMTError(f"no machine translation {translate.language_name(lang)} -> "
-                                 f"{translate.language_name(original.lang)}: {reason}")
+            raise NaturalMTError(f"no machine translation {languages.language_name(lang)} -> "
+                                 f"{languages.language_name(original.lang)}: {reason}")
         if args.source and args.lang != "all":
             source_path = Path(args.source)
         else:

@@ -20,27 +20,27 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
-from core import translate
 from core.perturb.base import Param, Perturbation, Variant, make_variant_from_text
 from core.perturb.registry import register
+from core.translate import translators
 from core.types import QAExample
 
-_translator_override: translate.Translator | None = None
+_translator_override: translators.Translator | None = None
 _cache: dict[tuple[str, str, str, str], str] = {}
 
 
-def use_translator(translator: translate.Translator | None) -> None:
+def use_translator(translator: translators.Translator | None) -> None:
     """Use ``translator`` for round-trip perturbations (None: back to the default offline backend)."""
     global _translator_override
     _translator_override = translator
     _cache.clear()
 
 
-def current_translator() -> translate.Translator | None:
-    return _translator_override if _translator_override is not None else translate.default_translator()
+def current_translator() -> translators.Translator | None:
+    return _translator_override if _translator_override is not None else translators.default_translator()
 
 
-def _translate_cached(translator: translate.Translator, texts: list[str], src: str, tgt: str) -> list[str]:
+def _translate_cached(translator: translators.Translator, texts: list[str], src: str, tgt: str) -> list[str]:
     missing = list(dict.fromkeys(t for t in texts if (translator.name, src, tgt, t) not in _cache))
     if missing:
         for text, out in zip(missing, translator.translate(missing, src, tgt)):
@@ -57,7 +57,7 @@ class _RoundTrip(Perturbation):
                         "or auto"),)
     pivot_preference: tuple[str, ...]
 
-    def pivot_for(self, lang: str, requested: str, translator: translate.Translator | None) -> str:
+    def pivot_for(self, lang: str, requested: str, translator: translators.Translator | None) -> str:
         if requested != "auto":
             return requested
         preference = ("en",) if lang != "en" else self.pivot_preference
@@ -72,7 +72,7 @@ class _RoundTrip(Perturbation):
         pivot = self.pivot_for(lang, requested, translator)
         if pivot == lang:
             return f"{self.id}: the pivot language must differ from the question's language ({lang})"
-        reason = translate.no_backend_reason([(lang, pivot), (pivot, lang)], translator)
+        reason = translators.no_backend_reason([(lang, pivot), (pivot, lang)], translator)
         return f"{self.id} cannot run on {lang!r} questions: {reason}" if reason else None
 
     def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
