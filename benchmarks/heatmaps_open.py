@@ -79,7 +79,7 @@ def refuse_foreign_store(db: Path) -> None:
     new file or a store of this benchmark's own sweeps, never one it was given to read."""
     if not db.exists():
         return
-    from core.sweeps.analysis.report import list_sweeps
+    from core.sweeps.analysis.sweep_cells import list_sweeps
     from core.sweeps.store import Store
 
     with Store(db, readonly=True) as store:   # a folder or a non-SQLite file: refused untouched
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     sweep_aggregates.store(db, name)
     stored_in = time.perf_counter() - t0
     stored = open_page(db)
-    from core.sweeps.analysis.report import list_sweeps
+    from core.sweeps.analysis.sweep_cells import list_sweeps
 
     [sweep] = [s for s in list_sweeps(db) if s["name"] == name]
     figures = {"result_rows": sweep["done_units"], "examples": sweep["n_examples"], "models": len(sweep["models"]),

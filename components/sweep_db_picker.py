@@ -12,7 +12,7 @@ The browser never names a path. The picker offers
     from the cache. It is chosen by itself while no database in the roots holds a sweep, so a fresh
     clone opens on something real; the user's own sweeps replace it as soon as there are any.
 Whatever is chosen is checked again with :func:`core.config.confine` before use, and reading opens
-read-only (core.sweeps.analysis.report), so looking at a database can never change it.
+read-only (core.sweeps.analysis.sweep_cells), so looking at a database can never change it.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from components.text import md_escape
 from core import config
 from core.explore import demo_sweep
 from core.io.sqlite_db import sqlite_kind
-from core.sweeps.analysis import report as report
+from core.sweeps.analysis import sweep_cells
 from core.sweeps.store import Store, StoreError
 
 STATE_KEY = "sweep_db"
@@ -102,7 +102,7 @@ class DbChoice:
 def has_sweeps(path: str | Path) -> bool:
     """True when ``path`` is a sweep database holding at least one sweep."""
     try:
-        return Path(path).is_file() and bool(report.list_sweeps(path))
+        return Path(path).is_file() and bool(sweep_cells.list_sweeps(path))
     except Exception:   # foreign or damaged: nothing of the user's to open on
         return False
 
@@ -199,7 +199,7 @@ def stored_sweeps_or_stop(db_path: Path, missing: str) -> list:
         st.info(missing)   # the caller's text; the path in it is the server's, never typed
         st.stop()
     try:
-        sweeps = report.list_sweeps(db_path)
+        sweeps = sweep_cells.list_sweeps(db_path)
     except (StoreError, Exception) as e:  # a foreign or damaged file must not take the page down
         st.error(md_escape(f"Cannot read {config.shown_path(db_path)}: {e}"))
         st.stop()

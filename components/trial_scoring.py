@@ -18,7 +18,7 @@ from components.pickers import language_mismatch_note, model_picker
 from components.text import md_escape
 from core.collect import trial_sets, trials
 from core.explore.answers import load_engines
-from core.sweeps.analysis.report import cells
+from core.sweeps.analysis.sweep_cells import cells
 from core.sweeps.config import SweepConfig
 from core.sweeps.running.job import SweepJob
 

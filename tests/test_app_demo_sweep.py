@@ -15,7 +15,7 @@ from components.sweep_db_picker import DEMO
 from core.explore import demo_sweep
 from core.perturb.spec import parse_specs
 from core.qa import registry
-from core.sweeps.analysis import report
+from core.sweeps.analysis import sweep_cells
 
 # no "Backend flips": the demo is alone in its store, so there is no other backend's run to pair it with
 DEMO_TABS = ["Heatmap", "Rows", "Model vs model", "Penalty by n", "NoiseQA", "DuReader-robust", "Slices & calibration",
@@ -37,16 +37,16 @@ def fresh_clone(tmp_path, monkeypatch):
 def test_the_shipped_dump_is_the_demo_sweep_and_opens_as_a_store(fresh_clone, tmp_path):
     store = demo_sweep.shipped_store()
     assert store.parent == tmp_path / "cache" / "demo" and demo_sweep.shipped_store() == store   # made once
-    [sweep] = report.list_sweeps(store)
+    [sweep] = sweep_cells.list_sweeps(store)
     assert sweep["name"] == demo_sweep.DEMO_NAME and sweep["dataset"] == "demo.en"
     assert sweep["done_units"] == sweep["total_units"] == 264   # 12 questions x 11 rows x 2 models
     assert sweep["models"] == ["mpnet-squad-v2", "minilm-squad-v2"]
     assert sweep["config"]["repeats"] == demo_sweep.DEMO_REPEATS and sweep["config"]["seed"] == 0
-    stored = report.sweep_specs(store, sweep["id"])   # the declared defaults filled in
+    stored = sweep_cells.sweep_specs(store, sweep["id"])   # the declared defaults filled in
     asked = parse_specs(demo_sweep.DEMO_SPECS)
     assert [a.id for a in asked] == [sp["perturbation"] for sp in stored]
     assert all(a.params_dict.items() <= sp["params"].items() for a, sp in zip(asked, stored))
-    cells = {(c.model, c.label): c for c in report.cells(store, demo_sweep.DEMO_NAME)}
+    cells = {(c.model, c.label): c for c in sweep_cells.cells(store, demo_sweep.DEMO_NAME)}
     # real answers of the real models: mpnet right on 11.8 of 12 clean questions, and keyboard noise
     # costs the small model more than the strong one
     assert round(cells[("mpnet-squad-v2", "keyboard_Q(p=0.25)")].clean_f1, 1) == 98.3
@@ -60,7 +60,7 @@ def test_a_changed_dump_makes_a_new_store(fresh_clone, tmp_path):
     other = tmp_path / "other.sql"
     other.write_text(text.replace("demo · demo.en (bundled)", "demo · renamed"), encoding="utf-8")
     a, b = demo_sweep.shipped_store(), demo_sweep.shipped_store(other)
-    assert a != b and [s["name"] for s in report.list_sweeps(b)] == ["demo · renamed"]
+    assert a != b and [s["name"] for s in sweep_cells.list_sweeps(b)] == ["demo · renamed"]
 
 
 def test_heatmaps_and_gallery_open_on_the_demo_then_on_the_users_own(fresh_clone):
@@ -68,7 +68,7 @@ def test_heatmaps_and_gallery_open_on_the_demo_then_on_the_users_own(fresh_clone
     assert not at.exception, at.exception
     assert at.selectbox(key="hm_db").value == DEMO
     assert [i for i in at.info if "bundled demo sweep" in i.value]
-    [demo] = report.list_sweeps(demo_sweep.shipped_store())
+    [demo] = sweep_cells.list_sweeps(demo_sweep.shipped_store())
     assert at.selectbox(key="hm_sweep").value == demo["id"]
     assert [t.label for t in at.tabs] == DEMO_TABS   # no repaired spec in the demo, so no Repair tab
     tables = [d.value for d in at.dataframe if "model" in d.value.columns]
@@ -83,7 +83,7 @@ def test_heatmaps_and_gallery_open_on_the_demo_then_on_the_users_own(fresh_clone
     build_sweep(fresh_clone)   # the user's own sweep (tests/test_app_heatmaps.py's toy sweep)...
     at.run()                   # ...replaces the demo in the same session
     assert at.selectbox(key="hm_db").value == str(fresh_clone)
-    own = next(s["id"] for s in report.list_sweeps(fresh_clone) if s["name"] == "toy-sweep")
+    own = next(s["id"] for s in sweep_cells.list_sweeps(fresh_clone) if s["name"] == "toy-sweep")
     assert at.selectbox(key="hm_sweep").value == own
     assert not [i for i in at.info if "bundled demo sweep" in i.value]
     assert "Bundled demo sweep (read-only)" in at.selectbox(key="hm_db").options   # still one choice away
@@ -112,7 +112,7 @@ def test_an_empty_database_chosen_builds_the_demo_sweep_in_one_click(fresh_clone
     assert not [s for s in at.selectbox if s.key == "hm_sweep"]         # nothing in it yet...
     at.button(key="hm_demo_sweep").click().run()                        # ...but one click away
     assert not at.exception, at.exception
-    sweeps = report.list_sweeps(fresh_clone)
+    sweeps = sweep_cells.list_sweeps(fresh_clone)
     assert [s["name"] for s in sweeps] == [demo_sweep.DEMO_NAME]
     assert sweeps[0]["done_units"] == sweeps[0]["total_units"] == 264
     assert at.selectbox(key="hm_db").value == str(fresh_clone) and at.selectbox(key="hm_sweep").value == sweeps[0]["id"]

@@ -34,7 +34,7 @@ from core.render.heatmap import (
     heatmap_figure,
     layout_for,
 )
-from core.sweeps.analysis import report as report
+from core.sweeps.analysis import sweep_cells
 from core.sweeps.analysis import tables as views
 from core.sweeps.config import SweepConfig
 from core.sweeps.running.run import run_sweep
@@ -110,8 +110,8 @@ def build_sweep(db) -> str:
 
 
 def test_figure_markers_colours_and_labels(sweep_db):
-    cells = report.cells(sweep_db, "toy-sweep")
-    totals = report.penalty_totals(cells, "f1")
+    cells = sweep_cells.cells(sweep_db, "toy-sweep")
+    totals = sweep_cells.penalty_totals(cells, "f1")
     assert totals == {"fake-a": 12, "fake-b": 13}
     fig, plotted = heatmap_figure(cells, "f1", "pct", totals=totals, models=["fake-a", "fake-b"])
     trace = fig.data[0]
@@ -146,7 +146,7 @@ def test_figure_markers_colours_and_labels(sweep_db):
 def test_many_columns_give_small_cells_with_penalty_only(sweep_db):
     import dataclasses
 
-    cells = report.cells(sweep_db, "toy-sweep")
+    cells = sweep_cells.cells(sweep_db, "toy-sweep")
     many = [dataclasses.replace(c, params_json=f"{c.params_json}#{k}", label=f"{c.label}#{k}")
             for k in range(12) for c in cells]                     # 60 columns
     fig, plotted = heatmap_figure(many, layout="models-as-rows")
@@ -160,7 +160,7 @@ def test_more_columns_than_fit_across_are_drawn_down_the_page(sweep_db):
     unreadable, so beyond MAX_ACROSS the perturbations are the rows and the models the columns."""
     import dataclasses
 
-    cells = report.cells(sweep_db, "toy-sweep")
+    cells = sweep_cells.cells(sweep_db, "toy-sweep")
     many = [dataclasses.replace(c, params_json=f"{c.params_json}#{k}", label=f"{c.label}#{k}")
             for k in range(9) for c in cells]                      # 45 columns, 2 models
     assert choose_layout(45) == "perturbations-as-rows" and choose_layout(MAX_ACROSS) == "models-as-rows"
@@ -190,7 +190,7 @@ def test_more_columns_than_fit_across_are_drawn_down_the_page(sweep_db):
 def test_n_across_folds_each_perturbation_into_one_row_with_its_n_across(sweep_db):
     """The German catalogue's 140 specs are 44 perturbations at n = 1..4: one row per perturbation,
     per model one column per n (and one for the specs without n), the cells as in the other layouts."""
-    cells = report.cells(sweep_db, "toy-sweep")
+    cells = sweep_cells.cells(sweep_db, "toy-sweep")
     fig, plotted = heatmap_figure(cells, totals={"fake-a": 12, "fake-b": 13}, layout="n-across")
     _, plotted_across = heatmap_figure(cells, layout="models-as-rows")
     assert [c.label for c in plotted] == [c.label for c in plotted_across]
@@ -217,7 +217,7 @@ def test_n_across_folds_each_perturbation_into_one_row_with_its_n_across(sweep_d
 def test_one_model_with_many_specs_of_n_is_drawn_n_across_by_default(sweep_db):
     import dataclasses
 
-    cells = [c for c in report.cells(sweep_db, "toy-sweep") if c.model == "fake-a"]
+    cells = [c for c in sweep_cells.cells(sweep_db, "toy-sweep") if c.model == "fake-a"]
     many = [dataclasses.replace(c, params={**c.params, "k": k}, params_json=json.dumps({**c.params, "k": k}),
                                 label=f"{c.label}#{k}") for k in range(9) for c in cells]   # 45 specs
     assert views.n_grid(many).n_columns == 3 and len(views.n_grid(many).rows) == 4 * 9   # DCRQ's n_chars across
@@ -237,7 +237,7 @@ def test_one_model_with_many_specs_of_n_is_drawn_n_across_by_default(sweep_db):
 
 
 def test_cell_without_scores_is_grey():
-    from core.sweeps.analysis.report import Cell
+    from core.sweeps.analysis.sweep_cells import Cell
 
     empty = Cell("m", "RUQ", {}, "{}", "RUQ", "character", "question", 0, 0, 5, *([None] * 13))
     fig, _ = heatmap_figure([empty])
@@ -251,7 +251,7 @@ def test_a_small_sweeps_title_wraps_inside_its_figure():
     title now takes as many lines as the figure's width needs, each within it, and the figure grows
     above the plot by those lines (the plot keeps its place)."""
     from core.render.heatmap import TITLE_CHAR_PX, TITLE_LINE_PX
-    from core.sweeps.analysis.report import Cell
+    from core.sweeps.analysis.sweep_cells import Cell
 
     one = [Cell(m, "RUQ", {}, "{}", "RUQ", "character", "question", 0, 0, 5, *([None] * 13))
            for m in ("minilm-squad-v2", "mpnet-squad-v2")]
@@ -267,13 +267,13 @@ def test_a_small_sweeps_title_wraps_inside_its_figure():
 
 
 def test_views_tables(sweep_db):
-    cells = report.cells(sweep_db, "toy-sweep")
+    cells = sweep_cells.cells(sweep_db, "toy-sweep")
     rows = views.cell_rows(cells, ["fake-a", "fake-b"])
     assert [(r["model"], r["label"], r["F1 penalty"]) for r in rows[:3]] == [
         ("fake-a", "drop_qmark_Q", 0), ("fake-a", "TUQ", 3), ("fake-a", "RUQ", 1)]
     assert rows[1]["F1 % change"] == -42.86 and rows[1]["clean F1"] == 93.33
     assert views.noiseqa_table(cells) == []          # no interface-noise family in this sweep
-    table = report.penalty_table(sweep_db, "toy-sweep", param="n_chars")
+    table = sweep_cells.penalty_table(sweep_db, "toy-sweep", param="n_chars")
     assert views.penalty_rows(table) == [{"model": "fake-a", "n_chars=1": 4, "n_chars=2": 4, "total": 8},
                                          {"model": "fake-b", "n_chars=1": 4, "n_chars=2": 4, "total": 8}]
 
@@ -408,7 +408,7 @@ def test_mt_and_asr_breakdowns_from_files_and_params(tmp_path):
     config = SweepConfig("toy", ["file:noiseqa/xquad-translation-natural-th", "keyboard_Q"], ["fake-a"], seed=2)
     run = run_sweep(config, {"fake-a": LookupEngine(ANSWERS_A, "a1")}, tmp_path / "s.sqlite", dataset=TOY,
                     data_dir=tmp_path / "data")
-    cells = report.cells(tmp_path / "s.sqlite", run.name)
+    cells = sweep_cells.cells(tmp_path / "s.sqlite", run.name)
     table = views.noiseqa_table(cells)
     assert [(r["interface"], r["kind"], r["perturbation"]) for r in table] == [
         ("keyboard", "synthetic", "keyboard_Q(p=0.25)"), ("MT", "natural", "file:xquad-translation-natural-th")]
@@ -420,7 +420,7 @@ def test_mt_and_asr_breakdowns_from_files_and_params(tmp_path):
     assert views.asr_breakdown(cells) == []
     # Table 3 beside Table 4: only q1 changed, "What" -> "Which" (3 character edits, 1 word) over the
     # 152 characters / 28 words of the five original questions
-    rates = report.noise_rates(tmp_path / "s.sqlite", run.name)
+    rates = sweep_cells.noise_rates(tmp_path / "s.sqlite", run.name)
     mt_rates = rates[("file:noiseqa/xquad-translation-natural-th", "{}")]
     assert mt_rates["n"] == 5
     assert (round(mt_rates["cer"], 2), round(mt_rates["wer"], 2)) == (1.97, 3.57)
@@ -441,7 +441,7 @@ def test_mt_and_asr_breakdowns_from_files_and_params(tmp_path):
 
 
 def test_asr_breakdown_reads_voice_and_engine():
-    from core.sweeps.analysis.report import Cell
+    from core.sweeps.analysis.sweep_cells import Cell
 
     def asr_cell(model, voice, engine, f1):
         params = {"voice": voice, "engine": engine}
@@ -514,7 +514,7 @@ def test_png_and_html_export_of_the_heatmap(sweep_db):
 
     from components.export import figure_html, figure_png, png_problem
 
-    fig, _ = heatmap_figure(report.cells(sweep_db, "toy-sweep"))
+    fig, _ = heatmap_figure(sweep_cells.cells(sweep_db, "toy-sweep"))
     page = figure_html(fig)
     assert page.startswith("<!doctype html>") and "plotly.js v" in page   # plotly.js inlined
     assert "<script src=" not in page and len(page) > 1_000_000               # nothing fetched when opened

@@ -13,17 +13,17 @@ from test_app_heatmaps import PAGE, _chart_spec, _frame
 
 from core.render.heatmap import heatmap_figure
 from core.sweeps.analysis import aggregates as aggregates
-from core.sweeps.analysis import report as report
+from core.sweeps.analysis import sweep_cells
 
 
 def test_heatmap_fits_beside_the_sidebar_of_an_800px_window(sweep_db):
     """Beside Streamlit's sidebar an 800 px window leaves ~500 px: the figure (labels and legend
     included) fits, the legend is under the grid, not over it, and the cells keep their numbers."""
-    cells = report.cells(sweep_db, "toy-sweep")
+    cells = sweep_cells.cells(sweep_db, "toy-sweep")
     for n_cols in (5, 11):   # the toy's 5 columns, and 11 (the benchmark sweep's)
         cols = sorted({(c.perturbation, c.params_json) for c in cells})
         some = [c for c in cells if (c.perturbation, c.params_json) in cols[:n_cols]]
-        fig, _ = heatmap_figure(some, "f1", "pct", totals=report.penalty_totals(some, "f1"))
+        fig, _ = heatmap_figure(some, "f1", "pct", totals=sweep_cells.penalty_totals(some, "f1"))
         assert fig.layout.width <= 500, fig.layout.width
         assert fig.layout.legend.orientation == "h" and fig.layout.legend.yanchor == "top"
         assert fig.layout.legend.y <= 0   # under the plot area
@@ -39,9 +39,9 @@ def test_heatmap_fits_beside_the_sidebar_of_an_800px_window(sweep_db):
 
 
 def test_first_open_reads_the_stored_aggregates_and_not_stale_ones(sweep_db):
-    sid = report.list_sweeps(sweep_db)[0]["id"]
+    sid = sweep_cells.list_sweeps(sweep_db)[0]["id"]
     stored = aggregates.store(sweep_db, "toy-sweep")
-    assert [c["label"] for c in stored["cells"]] == [c.label for c in report.cells(sweep_db, sid)]
+    assert [c["label"] for c in stored["cells"]] == [c.label for c in sweep_cells.cells(sweep_db, sid)]
     assert set(stored) == {"cells", "noise_rates", "traps:clean", 'differences:["fake-a", "fake-b"]'}
     # Mark the stored copy (a penalty no live computation gives): the page must show it.
     conn = sqlite3.connect(sweep_db)

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.datasets import demo_dataset, sample_examples
-from core.sweeps.analysis import report as report
+from core.sweeps.analysis import sweep_cells
 
 PAGE = "../pages/sweeps.py"
 
@@ -67,7 +67,7 @@ def test_sweep_runs_to_completion_and_is_stored(env):
     assert conn.execute("SELECT perturbation, params_json, COUNT(*) FROM results GROUP BY 1, 2 ORDER BY 1, 2"
                         ).fetchall() == [("DRQ", '{"n_words":1}', 20), ("DRQ", '{"n_words":2}', 20),
                                          ("TUQ", "{}", 10)]
-    [sweep] = report.list_sweeps(env)
+    [sweep] = sweep_cells.list_sweeps(env)
     assert (sweep["name"], sweep["status"], sweep["done_units"], sweep["total_units"]) == ("app-sweep", "done", 60, 60)
     assert sweep["models"] == ["tiny-a", "tiny-b"]
     assert sweep["perturbations"] == ["TUQ", "DRQ(n_words=1)", "DRQ(n_words=2)"]
@@ -139,7 +139,7 @@ def test_cancel_then_resume(env, monkeypatch):
     conn = sqlite3.connect(env)
     assert conn.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 50
     assert conn.execute("SELECT COUNT(*) FROM sweeps").fetchone()[0] == 1
-    assert report.list_sweeps(env)[0]["status"] == "done"
+    assert sweep_cells.list_sweeps(env)[0]["status"] == "done"
 
 
 def test_page_without_database_or_models(tmp_path, monkeypatch):
@@ -194,7 +194,7 @@ def test_sweep_job_reports_errors_and_results(tmp_path):
                     tmp_path / "s.sqlite", dataset=toy).start()
     assert good.wait(30) and good.error is None
     assert (good.result.status, good.done, good.total, good.fraction) == ("done", 6, 6, 1.0)
-    assert report.cells(tmp_path / "s.sqlite", "ok")[0].f1 == 100.0   # the first word is the answer
+    assert sweep_cells.cells(tmp_path / "s.sqlite", "ok")[0].f1 == 100.0   # the first word is the answer
 
     # Left unnamed, the job learns the stored sweep's name as it starts (the page compares it with
     # the stored sweeps to tell its own running sweep from one running elsewhere).

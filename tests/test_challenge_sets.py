@@ -135,7 +135,7 @@ class FakeEngine:
 
 
 def test_sweep_pairs_a_shifted_file_by_position_and_refuses_one_that_does_not_pair(original, tmp_path, monkeypatch):
-    from core.sweeps.analysis.report import sweep_specs
+    from core.sweeps.analysis.sweep_cells import sweep_specs
     from core.sweeps.config import SweepConfig, SweepError
     from core.sweeps.running.run import run_sweep
 

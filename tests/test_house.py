@@ -206,7 +206,8 @@ MOVED_AWAY = ("core/sweeps/report.py", "core/sweeps/run.py", "core/sweeps/runner
               "core/sweeps/job.py", "core/sweeps/lifecycle.py", "core/sweeps/aggregates.py", "core/sweeps/tables.py",
               "core/sweeps/rows.py", "core/qa/onnx_backend.py", "core/qa/openvino_backend.py", "core/qa/int8_split.py",
               "core/qa/int8_per_token.py", "components/heatmap.py", "components/paper_views.py",
-              "components/rows_table.py", "components/report_download.py")
+              "components/rows_table.py", "components/report_download.py", "core/sweeps/analysis/report.py",
+              "components/highlight.py", "components/heatmaps/heatmap.py", "components/heatmaps/sweep_figures.py")
 
 
 def imported_targets(tree: ast.Module) -> set[str]:

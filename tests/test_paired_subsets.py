@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from core.sweeps.analysis import paired_subsets, report
+from core.sweeps.analysis import paired_subsets, sweep_cells
 
 
 def test_model_gain_over_all_questions_is_the_model_vs_model_tabs_figure(sweep_db):
     rows = paired_subsets.model_gain(sweep_db, "toy-sweep", "fake-a", "fake-b")
-    tab = {r["spec"]: r for r in report.model_differences(sweep_db, "toy-sweep", "fake-a", "fake-b")}
+    tab = {r["spec"]: r for r in sweep_cells.model_differences(sweep_db, "toy-sweep", "fake-a", "fake-b")}
     everything = [r for r in rows if r["questions"] == "all"]
     assert [r["condition"] for r in everything] == list(tab)
     for r in everything:
@@ -24,7 +24,7 @@ def test_model_gain_over_all_questions_is_the_model_vs_model_tabs_figure(sweep_d
 
 
 def test_step_gain_names_a_missing_spec(sweep_db):
-    specs = [s["label"] for s in report.sweep_specs(sweep_db, "toy-sweep")]
+    specs = [s["label"] for s in sweep_cells.sweep_specs(sweep_db, "toy-sweep")]
     rows = paired_subsets.step_gain(sweep_db, "toy-sweep", specs[0], specs[1])
     assert {r["model"] for r in rows} == {"fake-a", "fake-b"}
     with pytest.raises(ValueError, match="no spec 'nope'"):

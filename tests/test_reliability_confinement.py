@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from core import config
 from core.datasets import Dataset, DatasetError, load_dataset, resolve_data_file
-from core.sweeps.analysis import report as report
+from core.sweeps.analysis import sweep_cells
 from core.sweeps.config import SweepConfig, SweepError
 from core.sweeps.running.run import run_sweep
 from core.sweeps.store import Store, StoreError
@@ -160,7 +160,7 @@ def test_non_sqlite_file_is_refused_and_left_byte_for_byte(tmp_path):
     with pytest.raises(StoreError, match="is not a SQLite file"):
         run_sweep(SweepConfig("toy", ["TUQ"], ["echo"]), {"echo": Echo()}, notes, dataset=TOY)
     with pytest.raises(StoreError, match="is not a SQLite file"):
-        report.list_sweeps(notes)
+        sweep_cells.list_sweeps(notes)
     assert digest(notes) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.sqlite"]   # no -wal, no -journal
 
@@ -184,12 +184,12 @@ def test_directory_missing_and_empty_files(tmp_path):
             Store(folder, readonly=readonly)
     assert list(folder.iterdir()) == []
     with pytest.raises(StoreError, match="no sweep database at"):
-        report.list_sweeps(tmp_path / "absent.sqlite")          # reading never creates
+        sweep_cells.list_sweeps(tmp_path / "absent.sqlite")          # reading never creates
     assert not (tmp_path / "absent.sqlite").exists()
     empty = tmp_path / "empty.sqlite"
     empty.touch()
     with pytest.raises(StoreError, match=r"no sweep database at .*\(an empty file\)"):
-        report.list_sweeps(empty)
+        sweep_cells.list_sweeps(empty)
     assert empty.stat().st_size == 0
 
 
@@ -197,7 +197,7 @@ def test_a_sweep_store_and_a_new_file_are_written(tmp_path):
     db = tmp_path / "new" / "s.sqlite"
     run_sweep(SweepConfig("toy", ["TUQ"], ["echo"], name="one"), {"echo": Echo()}, db, dataset=TOY)
     run_sweep(SweepConfig("toy", ["TLQ"], ["echo"], name="two"), {"echo": Echo()}, db, dataset=TOY)
-    assert [s["name"] for s in report.list_sweeps(db)] == ["one", "two"]
+    assert [s["name"] for s in sweep_cells.list_sweeps(db)] == ["one", "two"]
     blank = tmp_path / "blank.sqlite"           # a SQLite file with no table yet is new, not foreign
     sqlite3.connect(blank).execute("PRAGMA user_version = 0").connection.close()
     with Store(blank):
@@ -288,7 +288,7 @@ def test_new_database_is_created_only_when_its_sweep_starts(page_env):
     at.run()
     assert not at.exception, at.exception
     assert at.session_state["sweep_job"].error is None
-    assert [s["status"] for s in report.list_sweeps(dbs / "fresh.sqlite")] == ["done"]
+    assert [s["status"] for s in sweep_cells.list_sweeps(dbs / "fresh.sqlite")] == ["done"]
     assert not (dbs / "sweeps.sqlite").exists()
 
 
@@ -344,4 +344,4 @@ def test_model_and_file_parameters_are_not_typed_in_the_browser(page_env):
     assert any("This sweep names ReplaceRQ mlm_model='/srv/any/folder', which only the command line may set"
                in e.value.replace("\\", "") for e in at.error)
     assert "sweep_job" not in at.session_state
-    assert [s["status"] for s in report.list_sweeps(db)] == ["cancelled"]
+    assert [s["status"] for s in sweep_cells.list_sweeps(db)] == ["cancelled"]

@@ -19,7 +19,7 @@ from core import reports
 from core.datasets import Dataset
 from core.perturb.spec import parse_specs
 from core.reports.content import collect, engine_backend
-from core.sweeps.analysis import report as report
+from core.sweeps.analysis import sweep_cells
 from core.sweeps.analysis import tables as views
 from core.sweeps.cli import main
 from core.sweeps.config import SweepConfig
@@ -47,7 +47,7 @@ def _table(section, prefix):
 def test_report_tables_are_the_stores(toy_db):
     rep = collect(toy_db, "toy-sweep")
     heat = _section(rep, "Model × perturbation")
-    cells = report.cells(toy_db, "toy-sweep")
+    cells = sweep_cells.cells(toy_db, "toy-sweep")
     assert _table(heat, "Every cell").rows == views.cell_rows(cells, ["fake-a", "fake-b"])
     tuq = next(r for r in _table(heat, "Every cell").rows if r["model"] == "fake-a" and r["label"] == "TUQ")
     assert (tuq["clean F1"], tuq["F1"], tuq["F1 % change"], tuq["F1 penalty"], tuq["N"]) == (93.33, 53.33, -42.86, 3, 5)
@@ -63,7 +63,7 @@ def test_report_tables_are_the_stores(toy_db):
     assert "Penalty by number of perturbed words / characters" in titles and "Model vs model" in titles
     assert "NoiseQA: interface noise" not in titles and "NoiseQA: question repair" not in titles
     by_n = _section(rep, "Penalty by number of perturbed words / characters").tables[0].rows
-    assert by_n == views.penalty_rows(report.penalty_table(toy_db, "toy-sweep", param="n_chars", metric="f1"))
+    assert by_n == views.penalty_rows(sweep_cells.penalty_table(toy_db, "toy-sweep", param="n_chars", metric="f1"))
     # each perturbation as one row with its n across, as docs/results/german-catalogue.md writes them
     grid = _table(_section(rep, "Penalty by number of perturbed words / characters"), "F1 % change per perturbation")
     assert grid.title == "F1 % change per perturbation and n_chars"
@@ -197,8 +197,8 @@ def test_views_that_apply_noiseqa_and_backend_flips(tmp_path):
     assert rep.header["engine backends"] == "fake-a: torch"
     assert "--engine-backend torch --name torch" in rep.command
     noise = _section(rep, "NoiseQA: interface noise")
-    cells = report.cells(db, "torch")
-    rates = report.noise_rates(db, "torch")   # computed live: the report's are the stored aggregates
+    cells = sweep_cells.cells(db, "torch")
+    rates = sweep_cells.noise_rates(db, "torch")   # computed live: the report's are the stored aggregates
     assert noise.tables[0].rows == views.noiseqa_table(cells, rates)
     flips = _section(rep, "Backend flips").tables
     assert [t.title for t in flips] == ["against onnx"]

@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 from test_app_heatmaps import build_sweep
 
-from core.sweeps.analysis import aggregates, report
+from core.sweeps.analysis import aggregates, sweep_cells
 from core.sweeps.analysis.stored import StoredSweep
 
 
@@ -19,7 +19,7 @@ def db(tmp_path):
 
 def test_the_handle_resolves_the_sweep_once_by_name_or_id(db):
     by_name = StoredSweep(db, "toy-sweep")
-    (row,) = report.list_sweeps(db)
+    (row,) = sweep_cells.list_sweeps(db)
     assert by_name.id == row["id"] and by_name.name == "toy-sweep" and by_name.models == ["fake-a", "fake-b"]
     # 80 rows: 2 models x 5 examples x (clean + 7 perturbed rows: 5 specs, two of them repeated twice)
     assert by_name.version == aggregates.version_of(row) == f"{row['updated_at']}|80"
@@ -31,11 +31,11 @@ def test_the_handle_resolves_the_sweep_once_by_name_or_id(db):
 def test_views_are_the_module_functions_figures_read_once(db, tmp_path):
     sweep = StoredSweep(db, "toy-sweep")
     cells = sweep.cells()
-    assert [c.as_dict() for c in cells] == [c.as_dict() for c in report.cells(db, "toy-sweep")]
-    assert report.penalty_totals(cells, "f1") == {"fake-a": 12, "fake-b": 13}
+    assert [c.as_dict() for c in cells] == [c.as_dict() for c in sweep_cells.cells(db, "toy-sweep")]
+    assert sweep_cells.penalty_totals(cells, "f1") == {"fake-a": 12, "fake-b": 13}
     assert sweep.penalty_table(param="n_chars")["rows"] == {"fake-a": {1: 4, 2: 4}, "fake-b": {1: 4, 2: 4}}
-    assert sweep.clean_scores() == report.clean_scores(db, "toy-sweep")
-    assert sweep.specs() == report.sweep_specs(db, "toy-sweep") and sweep.specs()[0]["label"] == "TUQ"
+    assert sweep.clean_scores() == sweep_cells.clean_scores(db, "toy-sweep")
+    assert sweep.specs() == sweep_cells.sweep_specs(db, "toy-sweep") and sweep.specs()[0]["label"] == "TUQ"
     tuq = next(c for c in cells if c.model == "fake-a" and c.label == "TUQ")
     examples = sweep.cell_examples("fake-a", tuq.perturbation, tuq.params_json)
     # TUQ is deterministic (one repeat); fake-a answers "Berlin" for "three million" (loss 1), "palace"
@@ -45,7 +45,7 @@ def test_views_are_the_module_functions_figures_read_once(db, tmp_path):
     db.rename(tmp_path / "moved.sqlite")
     assert sweep.cells() is cells and sweep.cell_examples("fake-a", tuq.perturbation, tuq.params_json) is examples
     with pytest.raises(Exception):
-        report.cells(db, "toy-sweep")
+        sweep_cells.cells(db, "toy-sweep")
 
 
 def test_cells_come_from_the_aggregates_stored_for_this_version_only(db):
@@ -61,7 +61,7 @@ def test_cells_come_from_the_aggregates_stored_for_this_version_only(db):
     with sqlite3.connect(db) as conn:   # the sweep moved on: the stored cells no longer hold
         conn.execute("UPDATE sweeps SET updated_at = '2099-01-01T00:00:00+00:00'")
     newer = StoredSweep(db, "toy-sweep")
-    assert newer.version != sweep.version and newer.cells()[0].label == report.cells(db, "toy-sweep")[0].label
+    assert newer.version != sweep.version and newer.cells()[0].label == sweep_cells.cells(db, "toy-sweep")[0].label
 
 
 def test_backend_flips_need_another_sweep_of_the_same_database(db, tmp_path):

@@ -25,7 +25,8 @@ from stored_rows import rows_done
 
 from core.datasets import Dataset, DatasetError, demo_dataset, load_dataset, sample_examples
 from core.perturb.spec import PerturbationSpec, SpecError, parse_specs
-from core.sweeps.analysis import report as report
+from core.sweeps import cli_text
+from core.sweeps.analysis import sweep_cells
 from core.sweeps.analysis.traps import find_trap, sentence_spans
 from core.sweeps.config import SweepConfig, SweepError
 from core.sweeps.running.run import run_sweep
@@ -260,7 +261,7 @@ def test_store_rejects_other_schema_version(tmp_path):
 def test_cells_percent_change_band_penalty_hand_computed(tmp_path):
     db = tmp_path / "s.sqlite"
     run, _ = toy_run(db)
-    by_label = {c.label: c for c in report.cells(db, run.name)}
+    by_label = {c.label: c for c in sweep_cells.cells(db, run.name)}
     tuq = by_label["TUQ"]
     # clean F1 over q1..q5 = (1 + 1 + 1 + 1 + 2/3) / 5; TUQ F1 = (1 + 1 + 2/3 + 0 + 0) / 5
     assert tuq.n == 5 and tuq.n_repeats == 1 and tuq.n_not_applicable == 0
@@ -278,14 +279,14 @@ def test_cells_percent_change_band_penalty_hand_computed(tmp_path):
     assert (ruq.clean_em, ruq.em, ruq.em_pct, ruq.em_penalty) == (0.0, 100.0, float("inf"), 1)
     qmark = by_label["drop_qmark_Q"]
     assert (qmark.f1_pct, qmark.f1_band, qmark.f1_penalty) == (0.0, "(-2, 0]", 0)
-    assert report.penalty_totals(list(by_label.values()), "f1") == {"fake": 4}
-    assert report.penalty_totals(list(by_label.values()), "em") == {"fake": 4}
-    assert report.clean_scores(db, run.name) == {"fake": {"em": 80.0, "f1": pytest.approx(280 / 3), "n": 5}}
-    text = report.format_report(db, run.name)
+    assert sweep_cells.penalty_totals(list(by_label.values()), "f1") == {"fake": 4}
+    assert sweep_cells.penalty_totals(list(by_label.values()), "em") == {"fake": 4}
+    assert sweep_cells.clean_scores(db, run.name) == {"fake": {"em": 80.0, "f1": pytest.approx(280 / 3), "n": 5}}
+    text = cli_text.format_report(db, run.name)
     assert "penalty total (F1) fake: 4" in text
     # long labels are printed whole, and the columns stay aligned
     long_cell = dataclasses.replace(tuq, label="asr_Q(engine=pocketsphinx, voice=espeak-ng:en-gb-scotland)")
-    table = report.format_table([tuq, long_cell]).splitlines()
+    table = cli_text.format_table([tuq, long_cell]).splitlines()
     assert "voice=espeak-ng:en-gb-scotland)" in table[3]
     assert table[0].index(" N ") == table[2].index(" 5 ") == table[3].index(" 5 ")
 
@@ -319,7 +320,7 @@ def test_repeats_are_averaged_per_repeat_then_over_repeats(tmp_path):
     assert len(per_repeat) == 4 and sizes[0] != sizes[-1]   # seed 3 gives unequal N per repeat
     expected = sum(100 * sum(f for f, _ in v) / len(v) for v in per_repeat.values()) / 4
     pooled = 100 * sum(f for _, f, _ in rows) / len(rows)
-    cell = report.cells(db, run.name)[0]
+    cell = sweep_cells.cells(db, run.name)[0]
     assert cell.f1 == pytest.approx(expected) and cell.f1 != pytest.approx(pooled)
     assert cell.n_repeats == 4 and cell.f1_repeat_sd is not None
     # the same seed gives the same variants; another seed other ones
@@ -333,7 +334,7 @@ def test_repeats_are_averaged_per_repeat_then_over_repeats(tmp_path):
 def test_drill_down_sorted_by_f1_loss(tmp_path):
     db = tmp_path / "s.sqlite"
     run, _ = toy_run(db)
-    rows = report.cell_examples(db, run.name, "fake", "TUQ")
+    rows = sweep_cells.cell_examples(db, run.name, "fake", "TUQ")
     assert [r["example_id"] for r in rows] == ["q4", "q5", "q3", "q1", "q2"]
     assert [r["f1_loss"] for r in rows] == pytest.approx([1.0, 2 / 3, 1 / 3, 0.0, 0.0])
     q4 = rows[0]
@@ -343,24 +344,24 @@ def test_drill_down_sorted_by_f1_loss(tmp_path):
     assert q4["context"][q4["clean_start"]:q4["clean_end"]] == "three million"
     assert q4["context"][q4["span_start"]:q4["span_end"]] == "Berlin"
     assert q4["perturbed_context"] is None
-    assert [r["example_id"] for r in report.cell_examples(db, run.name, "fake", "TUQ", limit=2)] == ["q4", "q5"]
-    with_na = report.cell_examples(db, run.name, "fake", "RUQ", include_not_applicable=True)
+    assert [r["example_id"] for r in sweep_cells.cell_examples(db, run.name, "fake", "TUQ", limit=2)] == ["q4", "q5"]
+    with_na = sweep_cells.cell_examples(db, run.name, "fake", "RUQ", include_not_applicable=True)
     assert [r["status"] for r in with_na] == ["ok", "n/a", "n/a", "n/a", "n/a"]
 
 
 def test_dpr_and_similarity_buckets(tmp_path):
     db = tmp_path / "s.sqlite"
     run, _ = toy_run(db)
-    table = report.dpr_table(db, run.name, families=None, perturbations=["TUQ"])
+    table = sweep_cells.dpr_table(db, run.name, families=None, perturbations=["TUQ"])
     # TUQ changes the answer of q3, q4, q5 (q3: "river Thames" vs "Thames" differ under EM)
     assert table == [{"model": "fake", "perturbation": "TUQ", "params_json": "{}", "n": 5, "dpr": 60.0},
                      {"model": "fake", "perturbation": "(all)", "params_json": "", "n": 5, "dpr": 60.0}]
-    assert report.dpr_table(db, run.name) == []            # no paraphrase-family spec in this sweep
-    buckets = report.dpr_by_similarity(db, run.name, edges=(0, 0.5, 1), families=None,
+    assert sweep_cells.dpr_table(db, run.name) == []            # no paraphrase-family spec in this sweep
+    buckets = sweep_cells.dpr_by_similarity(db, run.name, edges=(0, 0.5, 1), families=None,
                                        perturbations=["TUQ", "drop_qmark_Q"])["fake"]
     # upper-casing and dropping "?" leave SQuAD tokens unchanged: similarity 1 for all 10 pairs
     assert [(b["n"], b["mean"]) for b in buckets] == [(0, None), (10, 30.0)]
-    traps = report.f1_by_trap_similarity(db, run.name)
+    traps = sweep_cells.f1_by_trap_similarity(db, run.name)
     assert traps["with_trap"] + traps["without_trap"] == 5
 
 
@@ -368,9 +369,9 @@ def test_penalty_table_over_n(tmp_path):
     db = tmp_path / "s.sqlite"
     # The fake engine knows none of the character-perturbed questions: F1 0 everywhere -> -100 %, penalty 4.
     run, _ = toy_run(db, "DCRQ:n_chars=1..2,ICRQ:n_chars=1..2,TUQ")
-    table = report.penalty_table(db, run.name)
+    table = sweep_cells.penalty_table(db, run.name)
     assert table == {"param": "n_chars", "ns": [1, 2], "rows": {"fake": {1: 8, 2: 8}}, "cells": {1: 2, 2: 2}}
-    assert report.penalty_table(db, run.name, param="n_words")["rows"] == {"fake": {1: 16}}
+    assert sweep_cells.penalty_table(db, run.name, param="n_words")["rows"] == {"fake": {1: 16}}
 
 
 def test_traps():
@@ -396,7 +397,7 @@ def test_second_run_makes_no_model_calls(tmp_path, tiny_engine):
     run1 = run_sweep(config, {"tiny": first}, db, dataset=dataset, chunk_size=8)
     assert first.calls > 0 and run1.predictions_computed == len(set(first.pairs))
     assert run1.done_units == run1.total_units == 6 * (1 + 1 + 2 + 2)
-    cells1 = [c.as_dict() for c in report.cells(db, run1.name)]
+    cells1 = [c.as_dict() for c in sweep_cells.cells(db, run1.name)]
 
     again = CountingEngine(tiny_engine)   # same sweep: already done
     assert run_sweep(config, {"tiny": again}, db, dataset=dataset).resumed_units == run1.total_units
@@ -405,7 +406,7 @@ def test_second_run_makes_no_model_calls(tmp_path, tiny_engine):
     run2 = run_sweep(config, {"tiny": renamed}, db, dataset=dataset)
     assert again.calls == renamed.calls == 0 and run2.predictions_computed == 0
     assert run2.variants_computed == 0 and run2.done_units == run1.total_units
-    assert [c.as_dict() for c in report.cells(db, "copy")] == cells1
+    assert [c.as_dict() for c in sweep_cells.cells(db, "copy")] == cells1
 
     # Extending (one more repeat, more examples) only asks the model about pairs it never saw.
     bigger = CountingEngine(tiny_engine)
@@ -413,7 +414,7 @@ def test_second_run_makes_no_model_calls(tmp_path, tiny_engine):
     run3 = run_sweep(config, {"tiny": bigger}, db, dataset=dataset)
     assert bigger.calls > 0 and not set(bigger.pairs) & set(first.pairs)
     assert run3.done_units == 9 * (1 + 1 + 3 + 3)
-    names = [s["name"] for s in report.list_sweeps(db)]
+    names = [s["name"] for s in sweep_cells.list_sweeps(db)]
     assert names == [run1.name, "copy", "bigger"]
     with pytest.raises(SweepError, match="different configuration"):
         config.repeats = 4
@@ -432,15 +433,15 @@ def test_cancel_between_chunks_then_resume(tmp_path):
 
     run, _ = toy_run(db, chunk_size=2, cancel=cancel, progress=progress)
     assert run.status == "cancelled" and 4 <= run.done_units < run.total_units
-    assert report.list_sweeps(db)[0]["status"] == "cancelled"
+    assert sweep_cells.list_sweeps(db)[0]["status"] == "cancelled"
     engine = FakeEngine(ANSWERS)
     resumed, _ = toy_run(db, chunk_size=2, engine=engine)
     assert resumed.status == "done" and resumed.resumed_units == run.done_units
     # only the pairs not answered before the cancel were asked
     assert len(engine.asked) == len(set(engine.asked)) < 16
     fresh, _ = toy_run(tmp_path / "fresh.sqlite")
-    assert ([c.as_dict() for c in report.cells(db, resumed.name)]
-            == [c.as_dict() for c in report.cells(tmp_path / "fresh.sqlite", fresh.name)])
+    assert ([c.as_dict() for c in sweep_cells.cells(db, resumed.name)]
+            == [c.as_dict() for c in sweep_cells.cells(tmp_path / "fresh.sqlite", fresh.name)])
 
 
 class BlockingEngine(FakeEngine):
@@ -525,7 +526,7 @@ def test_resume_after_sigkill_gives_the_same_numbers(tmp_path, tiny_dir):
     total = 12 * (1 + 1 + 2 + 2)
     killed_at = rows_done(db)
     assert 12 < killed_at < total
-    [killed] = report.list_sweeps(db)
+    [killed] = sweep_cells.list_sweeps(db)
     # it never got to say otherwise, but its process is gone: listed as interrupted, not running
     assert (killed["stored_status"], killed["status"]) == ("running", "interrupted")
     assert killed["owner"] == f"pid {proc.pid} on {socket.gethostname()}"
@@ -538,8 +539,8 @@ def test_resume_after_sigkill_gives_the_same_numbers(tmp_path, tiny_dir):
     straight = run_sweep(config, {"tiny": engine}, clean, dataset=demo_dataset("en"), chunk_size=50)
     assert straight.name == resumed.name
 
-    assert [c.as_dict() for c in report.cells(db, resumed.name)] == \
-        [c.as_dict() for c in report.cells(clean, straight.name)]
+    assert [c.as_dict() for c in sweep_cells.cells(db, resumed.name)] == \
+        [c.as_dict() for c in sweep_cells.cells(clean, straight.name)]
     query = ("SELECT model, perturbation, params_json, repeat, example_id, variant_text, answer, span_start, "
              "span_end, em, f1, clean_answer FROM result_rows ORDER BY 1, 2, 3, 4, 5")
     assert sqlite3.connect(db).execute(query).fetchall() == sqlite3.connect(clean).execute(query).fetchall()
@@ -566,11 +567,11 @@ def test_file_challenge_paired_by_id(tmp_path):
     engine = FakeEngine({**ANSWERS, "Waht is the capital of France?": "France"})
     config = SweepConfig("toy", ["file:noiseqa/toy-keyboard-natural"], ["fake"], repeats=3)
     run = run_sweep(config, {"fake": engine}, tmp_path / "s.sqlite", dataset=TOY, data_dir=data)
-    spec = report.sweep_specs(tmp_path / "s.sqlite", run.name)[0]
+    spec = sweep_cells.sweep_specs(tmp_path / "s.sqlite", run.name)[0]
     assert (spec["family"], spec["field"], spec["repeats"], spec["randomised"]) == ("keyboard", "question", 1, False)
-    cell = report.cells(tmp_path / "s.sqlite", run.name)[0]
+    cell = sweep_cells.cells(tmp_path / "s.sqlite", run.name)[0]
     assert (cell.n, cell.n_not_applicable, cell.clean_f1, cell.f1) == (2, 3, 100.0, 50.0)
-    rows = report.cell_examples(tmp_path / "s.sqlite", run.name, "fake", "file:noiseqa/toy-keyboard-natural")
+    rows = sweep_cells.cell_examples(tmp_path / "s.sqlite", run.name, "fake", "file:noiseqa/toy-keyboard-natural")
     assert [(r["example_id"], r["variant_question"], r["answer"]) for r in rows] == [
         ("q1", "Waht is the capital of France?", "France"), ("q2", "When was the tower built?", "1889")]
     with pytest.raises(SweepError, match="no file noiseqa/absent.json"):
@@ -600,7 +601,7 @@ def test_model_differences_paired_by_example(tmp_path):
     db = tmp_path / "s.sqlite"
     config = SweepConfig("toy", parse_specs("TUQ,RUQ"), ["fake", "better"])
     run = run_sweep(config, {"fake": FakeEngine(ANSWERS), "better": FakeEngine(better)}, db, dataset=TOY)
-    rows = {r["spec"]: r for r in report.model_differences(db, run.name, "fake", "better")}
+    rows = {r["spec"]: r for r in sweep_cells.model_differences(db, run.name, "fake", "better")}
     assert list(rows) == ["clean", "TUQ", "RUQ"]
     clean, tuq, ruq = rows["clean"], rows["TUQ"], rows["RUQ"]
     # clean: per-example differences 0, 0, 0, 0, 1/3 -> +6.67 points
@@ -610,9 +611,9 @@ def test_model_differences_paired_by_example(tmp_path):
     assert tuq["ci95_high"] <= 100
     assert ruq["n"] == 1 and ruq["difference"] is None   # one shared example: no interval
     with pytest.raises(ValueError, match="not in this sweep"):
-        report.model_differences(db, run.name, "fake", "nobody")
+        sweep_cells.model_differences(db, run.name, "fake", "nobody")
     with pytest.raises(ValueError, match="two different"):
-        report.model_differences(db, run.name, "fake", "fake")
+        sweep_cells.model_differences(db, run.name, "fake", "fake")
 
 
 def test_cli_compare_two_models(tmp_path, capsys):

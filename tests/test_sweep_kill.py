@@ -6,7 +6,7 @@ units and the tiny model of tests/conftest.py. It is killed before its first chu
 and 5 chunks (in the clean phase and in the perturbed one), resumed each time by the same
 command, and finally finished; its rows must equal those of an uninterrupted run, none lost or
 duplicated. After every kill the sweep lists as interrupted (its owner process is gone), not as
-running, in core.sweeps.analysis.report, ``--list`` and the Sweeps page, which resumes it.
+running, in core.sweeps.analysis.sweep_cells, ``--list`` and the Sweeps page, which resumes it.
 
 (tests/test_sweep.py kills a run_sweep worker once mid-sweep; this file covers the CLI, several
 kill points and how a killed sweep is shown.)
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.sweeps.analysis import report as report
+from core.sweeps.analysis import sweep_cells
 from core.sweeps.ownership import STALE_AFTER_S, effective_status, process_identity
 from core.sweeps.store import SCHEMA, Store
 
@@ -121,7 +121,7 @@ def test_cli_sweep_killed_at_several_points_resumes_to_the_same_rows(cli_env, tm
     for chunks in (0, 1, 3, 5):
         pid, rows = kill_after(cli_env, script, db, chunks)
         assert rows == chunks * CHUNK                     # killed mid-chunk: that chunk left no row
-        [sweep] = report.list_sweeps(db)
+        [sweep] = sweep_cells.list_sweeps(db)
         assert (sweep["stored_status"], sweep["status"]) == ("running", "interrupted")
         assert sweep["owner"] == f"pid {pid} on {socket.gethostname()}"
         assert (sweep["done_units"], sweep["total_units"]) == (rows, TOTAL)
@@ -145,10 +145,10 @@ def test_cli_sweep_killed_at_several_points_resumes_to_the_same_rows(cli_env, tm
             "span_end, em, f1, clean_answer FROM result_rows ORDER BY 1, 2, 3, 4, 5")
     assert _query(db, view) == _query(tmp_path / "straight.sqlite", view)
     assert _query(db, "SELECT COUNT(*) FROM sweeps") == [(1,)]
-    [sweep] = report.list_sweeps(db)
+    [sweep] = sweep_cells.list_sweeps(db)
     assert (sweep["status"], sweep["stored_status"], sweep["done_units"]) == ("done", "done", TOTAL)
-    assert [c.as_dict() for c in report.cells(db, sweep["name"])] == \
-        [c.as_dict() for c in report.cells(tmp_path / "straight.sqlite", sweep["name"])]
+    assert [c.as_dict() for c in sweep_cells.cells(db, sweep["name"])] == \
+        [c.as_dict() for c in sweep_cells.cells(tmp_path / "straight.sqlite", sweep["name"])]
 
 
 def test_sweeps_page_lists_a_killed_cli_sweep_as_interrupted_and_resumes_it(cli_env, tmp_path, monkeypatch):
@@ -201,7 +201,7 @@ def test_a_second_start_of_a_running_sweep_is_refused_and_loses_nothing(cli_env,
         [line] = [x for x in second.stderr.splitlines() if "already running" in x]
         assert f"(pid {first.pid} on {socket.gethostname()}, last chunk at " in line
         assert "stop it (Ctrl-C, or Cancel on the Sweeps page) and run this again to resume" in line
-        [sweep] = report.list_sweeps(db)
+        [sweep] = sweep_cells.list_sweeps(db)
         assert sweep["status"] == "running" and sweep["owner"] == f"pid {first.pid} on {socket.gethostname()}"
         # the Sweeps page says so and offers no Resume while it runs
         monkeypatch.setenv("QAX_SWEEP_DB", str(db))
@@ -281,7 +281,7 @@ def test_old_database_is_read_as_it_was_and_gains_the_owner_columns_on_write(tmp
     conn.close()
     assert "owner_pid" not in {r[1] for r in _query(db, "PRAGMA table_info(sweeps)")}
 
-    listed = report.list_sweeps(db)                     # read-only: nothing added yet
+    listed = sweep_cells.list_sweeps(db)                     # read-only: nothing added yet
     assert [(s["name"], s["status"], s["owner"]) for s in listed] == [
         ("s0", "interrupted", ""), ("s1", "running", ""), ("s2", "done", "")]
     assert "owner_pid" not in {r[1] for r in _query(db, "PRAGMA table_info(sweeps)")}
@@ -291,4 +291,4 @@ def test_old_database_is_read_as_it_was_and_gains_the_owner_columns_on_write(tmp
     columns = [r[1] for r in _query(db, "PRAGMA table_info(sweeps)")]
     assert columns[-3:] == ["owner_pid", "owner_host", "owner_start"]
     assert [tuple(r[:11]) for r in _query(db, "SELECT * FROM sweeps ORDER BY id")] == before
-    assert [s["status"] for s in report.list_sweeps(db)] == ["interrupted", "running", "done"]
+    assert [s["status"] for s in sweep_cells.list_sweeps(db)] == ["interrupted", "running", "done"]

@@ -22,7 +22,8 @@ import pytest
 pytest.importorskip("ray")
 
 from core.datasets import demo_dataset
-from core.sweeps.analysis import report as report
+from core.sweeps import cli_text
+from core.sweeps.analysis import sweep_cells
 from core.sweeps.config import SweepConfig
 from core.sweeps.running.run import run_sweep
 from core.sweeps.store import Store
@@ -116,7 +117,7 @@ def _same_sweep(db: Path, reference: Path, name: str = "s") -> None:
     assert _query(db, VARIANTS) == _query(reference, VARIANTS)
     assert _query(db, PREDICTIONS) == _query(reference, PREDICTIONS)
     with Store(db, readonly=True) as a, Store(reference, readonly=True) as b:
-        assert report.format_report(a, name) == report.format_report(b, name)   # what --show prints
+        assert cli_text.format_report(a, name) == cli_text.format_report(b, name)   # what --show prints
 
 
 def test_ray_sweep_gives_the_rows_of_the_local_backend(cluster, local_db, data_dir, tmp_path):
@@ -207,7 +208,7 @@ def test_a_sigkilled_ray_driver_resumes_to_the_same_sweep(cluster, env, local_db
             proc.wait()
     kept = _query(db, ROWS)
     assert 12 <= len(kept) < TOTAL                         # killed mid-sweep
-    [sweep] = report.list_sweeps(db)
+    [sweep] = sweep_cells.list_sweeps(db)
     assert (sweep["stored_status"], sweep["status"]) == ("running", "interrupted")
 
     resumed = subprocess.run([sys.executable, "-m", "core.sweeps", *args], cwd=REPO, env=env, capture_output=True,

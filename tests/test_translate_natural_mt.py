@@ -6,7 +6,7 @@ import json
 import pytest
 
 from core.datasets import Dataset, load_squad
-from core.sweeps.analysis.report import cells
+from core.sweeps.analysis.sweep_cells import cells
 from core.sweeps.config import SweepConfig
 from core.sweeps.running.run import run_sweep
 from core.translate import natural_mt, translators

@@ -21,7 +21,7 @@ from core.collect import trial_sets, trials
 from core.datasets import Dataset, load_squad, sample_examples
 from core.speech import tts
 from core.speech.audio import AudioError, to_wav_bytes
-from core.sweeps.analysis.report import cells
+from core.sweeps.analysis.sweep_cells import cells
 from core.sweeps.config import SweepConfig
 from core.sweeps.running.run import run_sweep
 from core.types import Answer, Prediction, QAExample, Span

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rapidfuzz.distance import Levenshtein
 
-from core.sweeps.analysis.report import reading
+from core.sweeps.analysis.sweep_cells import reading
 
 __all__ = ["Finding", "RIGHT", "disagreements", "one_keystroke_flips", "beaten", "find_all", "export_rows"]
 

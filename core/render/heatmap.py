@@ -38,7 +38,7 @@ import plotly.graph_objects as go
 
 from core.metrics import METRICS as ANSWER_METRICS
 from core.metrics.penalty import BANDS
-from core.sweeps.analysis.report import Cell
+from core.sweeps.analysis.sweep_cells import Cell
 from core.sweeps.analysis.tables import NGrid, columns, n_grid
 
 __all__ = ["BAND_COLOURS", "NO_SCORE_COLOUR", "title_lines", "VALUES", "METRICS", "LAYOUTS", "MAX_ACROSS", "cell_value",
@@ -188,7 +188,7 @@ def heatmap_figure(cell_list: Sequence[Cell], metric: str = "f1", value: str = "
     """The heatmap figure and the cells in marker order (marker i shows ``plotted[i]``).
 
     ``totals``: {model: penalty total} written into the model labels (pass
-    core.sweeps.analysis.report.penalty_totals for the same metric). ``models``: model order (default: the
+    core.sweeps.analysis.sweep_cells.penalty_totals for the same metric). ``models``: model order (default: the
     order of first appearance in ``cell_list``). ``highlight``: the index (in
     marker order) of a cell to outline, the one whose examples the page shows. ``layout``: one of
     :data:`LAYOUTS` (:func:`choose_layout`).

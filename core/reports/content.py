@@ -25,7 +25,7 @@ from core.render.curve_figure import curve_figure
 from core.render.heatmap import METRICS, heatmap_figure
 from core.render.sweep_figures import breakdown_figure, bucket_figure
 from core.sweeps.analysis import curves as noise_curves
-from core.sweeps.analysis import drill, report
+from core.sweeps.analysis import drill, sweep_cells
 from core.sweeps.analysis import tables as views
 from core.sweeps.analysis.stored import StoredSweep
 
@@ -57,7 +57,7 @@ class Example:
 
     model: str
     spec: str
-    row: dict[str, Any]              # core.sweeps.analysis.report.cell_examples' row
+    row: dict[str, Any]              # core.sweeps.analysis.sweep_cells.cell_examples' row
     across: list[dict[str, Any]]
 
 
@@ -159,7 +159,8 @@ def _header(sweep: dict[str, Any], db: str | Path) -> dict[str, str]:
 def _heatmap(db, sweep: dict, cells: list, clean: dict, metric: str) -> Section:
     if not cells:      # a sweep with no model or no spec: what Heatmaps says too
         return Section("Model × perturbation", "This sweep has no cells.")
-    fig, _ = heatmap_figure(cells, metric, "pct", totals=report.penalty_totals(cells, metric), models=sweep["models"])
+    fig, _ = heatmap_figure(cells, metric, "pct", totals=sweep_cells.penalty_totals(cells, metric),
+                            models=sweep["models"])
     return Section(
         "Model × perturbation",
         f"% change of {METRICS[metric]} against the clean questions, coloured by the German paper's bands; each "
@@ -311,7 +312,7 @@ def worst_examples(db, sid: int, cells: list, k: int = WORST_EXAMPLES) -> list[E
     shown once, at its worst), each with every model's answers on it."""
     pool = []
     for c in cells:
-        for r in report.cell_examples(db, sid, c.model, c.perturbation, c.params_json, limit=k):
+        for r in sweep_cells.cell_examples(db, sid, c.model, c.perturbation, c.params_json, limit=k):
             if r["f1_loss"] is not None and r["f1_loss"] > 0:
                 pool.append((c, r))
     pool.sort(key=lambda cr: -cr[1]["f1_loss"])      # stable: ties keep the sweep's order
@@ -335,7 +336,7 @@ def collect(db: str | Path, sweep: int | str, metric: str = "f1", seed: int = 0,
     bootstrap seed. ``progress(done, total, label)`` is called before each step. ``shown_db``: how
     the header and the reproduce command name the database (a page passes a name that gives away
     no server folder; default ``db`` as given). A sweep name not in ``db`` raises KeyError (from the store)."""
-    sweeps = report.list_sweeps(db)
+    sweeps = sweep_cells.list_sweeps(db)
     # the read handle Heatmaps uses: the same numbers, and what the page has read already is not read again
     stored = stored if stored is not None else StoredSweep(db, sweep)
     sid, info = stored.id, stored.info

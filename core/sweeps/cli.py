@@ -184,7 +184,8 @@ def _list_perturbations() -> None:
 def _read(args: argparse.Namespace) -> int:
     """--list and --show: reading never writes (an old store is not upgraded, a foreign file is
     refused untouched)."""
-    from core.sweeps.analysis import report
+    from core.sweeps import cli_text
+    from core.sweeps.analysis import sweep_cells
 
     if Path(args.db).is_dir():
         raise cli.CLIError(f"{args.db} is a folder, not a sweep database")
@@ -194,12 +195,12 @@ def _read(args: argparse.Namespace) -> int:
         raise cli.CLIError(f"no sweep database at {args.db}: cannot show {args.show!r}")
     with Store(args.db, readonly=True) as store:
         if args.list:
-            print(report.format_sweep_list(report.list_sweeps(store)))
+            print(cli_text.format_sweep_list(sweep_cells.list_sweeps(store)))
         elif args.compare:
             models = [m.strip() for m in args.compare.split(",")]
             if len(models) != 2:
                 raise cli.CLIError("--compare takes two model names, A,B")
-            print(report.format_differences(report.model_differences(store, args.show, *models), *models))
+            print(cli_text.format_differences(sweep_cells.model_differences(store, args.show, *models), *models))
         elif args.repair:
             from core.sweeps.analysis.repair import format_repair_table, repair_table
 
@@ -233,7 +234,7 @@ def _read(args: argparse.Namespace) -> int:
 
             print(format_calibration(calibration_table(store, args.show)))
         else:
-            print(report.format_report(store, args.show, metric=args.metric))
+            print(cli_text.format_report(store, args.show, metric=args.metric))
     return 0
 
 
@@ -294,7 +295,7 @@ def _progress_bar(quiet: bool):
 def _sweep(args: argparse.Namespace) -> int:
     """Run (or resume) the sweep the flags describe (core.sweeps.running.lifecycle.launch: it also stores
     the aggregates), then print its table."""
-    from core.sweeps.analysis import report
+    from core.sweeps import cli_text
 
     missing = [flag for flag, value in (("--dataset", args.dataset), ("--perturbations", args.perturbations),
                                         ("--models", args.models)) if not value]
@@ -342,7 +343,7 @@ def _sweep(args: argparse.Namespace) -> int:
           f"({run.resumed_units} resumed), {run.predictions_computed} predictions computed, "
           f"{run.predictions_cached} from cache, {run.model_calls} model calls, {run.elapsed_s:.1f} s")
     with Store(args.db) as store:
-        print(report.format_report(store, run.sweep_id, metric=args.metric))
+        print(cli_text.format_report(store, run.sweep_id, metric=args.metric))
     return 0
 
 

@@ -20,7 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from core.sweeps.analysis import report as report
+from core.sweeps.analysis import sweep_cells
 from core.sweeps.store import Store
 
 __all__ = ["NAMES", "version_of", "store", "load", "drop"]
@@ -40,12 +40,12 @@ def _pair(models: list[str]) -> tuple[str, str] | None:
 # the noise rates, the clean trap buckets, and the first two models' paired differences.
 def _compute_all(db: str | Path, sid: int, models: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "cells": [asdict(c) for c in report.cells(db, sid)],
-        "noise_rates": [[list(k), v] for k, v in report.noise_rates(db, sid).items()],
-        "traps:clean": report.f1_by_trap_similarity(db, sid, perturbation=None, params=None),
+        "cells": [asdict(c) for c in sweep_cells.cells(db, sid)],
+        "noise_rates": [[list(k), v] for k, v in sweep_cells.noise_rates(db, sid).items()],
+        "traps:clean": sweep_cells.f1_by_trap_similarity(db, sid, perturbation=None, params=None),
     }
     if (pair := _pair(models)) is not None:
-        out[f"differences:{json.dumps(list(pair))}"] = report.model_differences(db, sid, *pair)
+        out[f"differences:{json.dumps(list(pair))}"] = sweep_cells.model_differences(db, sid, *pair)
     return out
 
 
@@ -53,7 +53,7 @@ NAMES = ("cells", "noise_rates", "traps:clean", "differences:<[model a, model b]
 
 
 def _sweep(db: str | Path, sweep: int | str) -> dict:
-    for s in report.list_sweeps(db):
+    for s in sweep_cells.list_sweeps(db):
         if s["id"] == sweep or s["name"] == sweep:
             return s
     raise KeyError(f"no sweep {sweep!r} in {db}")

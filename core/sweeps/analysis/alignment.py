@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.perturb.spec import spec_label
-from core.sweeps.analysis.report import reading
+from core.sweeps.analysis.sweep_cells import reading
 from core.sweeps.store import Store
 
 __all__ = ["KINDS", "alignment_rates"]

@@ -45,7 +45,7 @@ def _mean(xs: list[float]) -> float | None:
 def backend_flips(db, sweep_a: int | str, sweep_b: int | str) -> list[dict[str, Any]]:
     """Rows {model, spec, n, flips, flip %, CER flipped, CER kept}: the clean questions first,
     then each perturbation in sweep A's order; ValueError when the sweeps share no row."""
-    from core.sweeps.analysis.report import reading, sweep_specs
+    from core.sweeps.analysis.sweep_cells import reading, sweep_specs
 
     with reading(db) as store:
         a, b = store.sweep_id(sweep_a), store.sweep_id(sweep_b)

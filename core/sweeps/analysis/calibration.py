@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.sweeps.analysis.report import reading, sweep_specs
+from core.sweeps.analysis.sweep_cells import reading, sweep_specs
 from core.sweeps.store import Store
 
 __all__ = ["score_samples", "score_histogram", "coverage_curve", "threshold_for", "calibration_table",

@@ -154,7 +154,7 @@ class Curves:
 def sweep_curves(db, sweep: int | str, measure: str, edges: Sequence[float] | None = None, n_boot: int = 1000,
                  seed: int = 0) -> Curves:
     """The curves of a stored sweep: every scored question-variant row of every model."""
-    from core.sweeps.analysis.report import clean_scores, reading
+    from core.sweeps.analysis.sweep_cells import clean_scores, reading
 
     if measure not in MEASURES:
         raise ValueError(f"unknown noise measure {measure!r}; one of {', '.join(MEASURES)}")

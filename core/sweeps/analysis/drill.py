@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.sweeps.analysis.report import reading
+from core.sweeps.analysis.sweep_cells import reading
 from core.sweeps.store import Store
 from core.types import Span
 
@@ -37,7 +37,7 @@ def example_across_models(db: Store | str | Path, sweep: int | str, perturbation
 
 
 def example_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A cell's examples (``report.cell_examples``) as the drill-down's table, F1 in %.
+    """A cell's examples (``sweep_cells.cell_examples``) as the drill-down's table, F1 in %.
 
     >>> example_rows([{"example_id": "q1", "repeat": 0, "original_question": "Who?", "variant_question": "Wh0?",
     ...                "golds": ["Ann", "Ann B."], "clean_answer": "Ann", "answer": "Bob", "clean_f1": 1.0,
@@ -84,7 +84,7 @@ def answer_spans(across: list[dict[str, Any]], clean: bool) -> dict[str, Span | 
 
 def shown_context(row: dict[str, Any], clean: bool) -> tuple[str, list[tuple[int, int]], bool]:
     """(the context to mark the answers in, its gold spans, whether it is the perturbed context)
-    for a row of ``report.cell_examples``: the clean answers go in the clean context; the perturbed
+    for a row of ``sweep_cells.cell_examples``: the clean answers go in the clean context; the perturbed
     ones in the perturbed context when the perturbation changed it."""
     if clean:
         return row["context"], gold_spans(row["context"], row["golds"]), False

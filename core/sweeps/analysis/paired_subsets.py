@@ -22,7 +22,7 @@ from typing import Any
 from core.datasets import normalize_context
 from core.datasets.natural import SUBSETS, xquad_contexts
 from core.metrics.paired import paired_difference
-from core.sweeps.analysis.report import reading, sweep_specs
+from core.sweeps.analysis.sweep_cells import reading, sweep_specs
 from core.sweeps.store import Store
 
 __all__ = ["model_gain", "step_gain", "format_rows", "main"]

@@ -26,7 +26,7 @@ from typing import Any
 
 from core.metrics.paired import paired_difference
 from core.perturb.spec import chain_steps
-from core.sweeps.analysis.report import reading, sweep_specs
+from core.sweeps.analysis.sweep_cells import reading, sweep_specs
 from core.sweeps.analysis.tables import INTERFACES, interface_of, kind_of
 from core.sweeps.store import Store, canonical_json
 
@@ -105,7 +105,7 @@ def _base_of(perturbation: str, params: dict[str, Any]) -> tuple[str, dict[str, 
 
 
 def repair_pairs(specs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each repaired spec of ``specs`` (core.sweeps.analysis.report.sweep_specs rows) with the spec it repairs.
+    """Each repaired spec of ``specs`` (core.sweeps.analysis.sweep_cells.sweep_specs rows) with the spec it repairs.
 
     Rows: ``base`` ((perturbation, params_json), ``CLEAN`` for a lone repair_Q), ``base_label``,
     ``family``, ``repaired`` ((perturbation, params_json)), ``setting``. A repaired spec whose base

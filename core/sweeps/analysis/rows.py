@@ -3,7 +3,7 @@
 One row per scored perturbed answer (``results`` with status 'ok'; rows where the perturbation did
 not apply hold no answer and are left out): the example and its question (clean and perturbed),
 the model, the spec, its seed and repeat, the spec's ``n`` (the German paper's n_words or
-n_chars, whichever varies more across the sweep, as :func:`core.sweeps.analysis.report.penalty_table`
+n_chars, whichever varies more across the sweep, as :func:`core.sweeps.analysis.sweep_cells.penalty_table`
 chooses), the example's group in each slice of :mod:`core.sweeps.analysis.slices`, whether the answer
 *changed* (it differs from the same model's clean answer to the same question under the EM
 normalisation, :func:`core.metrics.dpr.predictions_differ`, as DPR counts it), EM and F1 against
@@ -26,8 +26,8 @@ import pandas as pd
 
 from core.metrics.dpr import predictions_differ
 from core.sweeps.analysis.curves import measured_noise
-from core.sweeps.analysis.report import cell_examples, reading, sweep_specs
 from core.sweeps.analysis.slices import SLICES, cer_bucket, example_slices
+from core.sweeps.analysis.sweep_cells import cell_examples, reading, sweep_specs
 from core.sweeps.store import Store
 
 __all__ = ["SLICE_COLUMNS", "COLUMNS", "KEY_COLUMNS", "NOISE_COLUMNS", "RowFilter", "sweep_rows", "filter_rows",
@@ -204,7 +204,7 @@ def row_key(row: pd.Series | dict) -> tuple[str, str, str, str, int]:
 
 
 def row_detail(db: Store | str | Path, sweep: int | str, key: tuple[str, str, str, str, int]) -> dict[str, Any] | None:
-    """The row ``key`` (:func:`row_key`) as :func:`core.sweeps.analysis.report.cell_examples` gives it
+    """The row ``key`` (:func:`row_key`) as :func:`core.sweeps.analysis.sweep_cells.cell_examples` gives it
     (contexts, gold answers, spans), for the drill-down; None when the sweep has no such row."""
     model, perturbation, params_json, example_hash, repeat = key
     for r in cell_examples(db, sweep, model, perturbation, params_json):

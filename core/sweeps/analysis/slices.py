@@ -22,7 +22,7 @@ Our choices: the first five are properties of the ORIGINAL example (the question
 as perturbed), so an example sits in the same group for every spec and the groups are comparable
 across columns; only ``cer`` depends on the variant. The answer type is read from the answer text
 alone (the first gold answer). A cell's clean F1 is measured on the same examples as its perturbed
-F1 (those of the group the perturbation applied to), as in core.sweeps.analysis.report.
+F1 (those of the group the perturbation applied to), as in core.sweeps.analysis.sweep_cells.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from typing import Any
 from core.datasets import normalize_context
 from core.datasets.natural import xquad_contexts
 from core.perturb.nlp import WORD_RE, analyse
-from core.sweeps.analysis.report import cell_examples, reading, sweep_specs
+from core.sweeps.analysis.sweep_cells import cell_examples, reading, sweep_specs
 from core.sweeps.store import Store
 
 __all__ = ["SLICES", "SliceError", "wh_word", "answer_type", "length_bucket", "overlap_bucket", "cer_bucket",
@@ -292,7 +292,7 @@ def slice_cells(db: Store | str | Path, sweep: int | str, slice_name: str) -> li
 
 def slice_examples(db: Store | str | Path, sweep: int | str, slice_name: str, group: str, model: str,
                    perturbation: str, params_json: str, limit: int | None = None) -> list[dict[str, Any]]:
-    """The examples behind one slice cell (core.sweeps.analysis.report.cell_examples rows of that group),
+    """The examples behind one slice cell (core.sweeps.analysis.sweep_cells.cell_examples rows of that group),
     largest F1 loss first. For the clean column (``perturbation`` ""), the group's examples with
     their clean answers."""
     _check(slice_name)

@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.sweeps.analysis import aggregates, report, tables
-from core.sweeps.analysis.report import Cell, reading
+from core.sweeps.analysis import aggregates, sweep_cells, tables
+from core.sweeps.analysis.sweep_cells import Cell, reading
 
 __all__ = ["StoredSweep"]
 
@@ -27,14 +27,14 @@ __all__ = ["StoredSweep"]
 class StoredSweep:
     """The sweep ``name`` (id or name) of the sweep database ``db``; KeyError when it has none.
 
-    ``id``, ``name``, ``info`` (the row :func:`core.sweeps.analysis.report.list_sweeps` gives: dataset,
+    ``id``, ``name``, ``info`` (the row :func:`core.sweeps.analysis.sweep_cells.list_sweeps` gives: dataset,
     models, status, rows done, config, ...), ``models`` and ``version`` are read once, here."""
 
     def __init__(self, db: str | Path, name: int | str):
         self.db = Path(db)
         with reading(self.db) as store:
             self.id = store.sweep_id(name)
-        self.info: dict[str, Any] = next(s for s in report.list_sweeps(self.db) if s["id"] == self.id)
+        self.info: dict[str, Any] = next(s for s in sweep_cells.list_sweeps(self.db) if s["id"] == self.id)
         self.name: str = self.info["name"]
         self.models: list[str] = list(self.info["models"])
         self.version: str = aggregates.version_of(self.info)
@@ -62,34 +62,34 @@ class StoredSweep:
 
     # ---------------------------------------------------------------------------- the sweep itself
     def specs(self) -> list[dict[str, Any]]:
-        """The perturbation specs in sweep order (:func:`core.sweeps.analysis.report.sweep_specs`)."""
-        return self._memo(("specs",), lambda: report.sweep_specs(self.db, self.id))
+        """The perturbation specs in sweep order (:func:`core.sweeps.analysis.sweep_cells.sweep_specs`)."""
+        return self._memo(("specs",), lambda: sweep_cells.sweep_specs(self.db, self.id))
 
     def clean_scores(self) -> dict[str, dict[str, float]]:
         """{model: {"em", "f1", "n"}} over every example done so far."""
-        return self._memo(("clean",), lambda: report.clean_scores(self.db, self.id))
+        return self._memo(("clean",), lambda: sweep_cells.clean_scores(self.db, self.id))
 
     def cells(self) -> list[Cell]:
         """Every (model, spec) heatmap cell: stored with the sweep when it finished, else computed."""
         return self._memo(("cells",), lambda: self._stored_or(
-            "cells", lambda: report.cells(self.db, self.id), lambda v: [Cell(**c) for c in v]))
+            "cells", lambda: sweep_cells.cells(self.db, self.id), lambda v: [Cell(**c) for c in v]))
 
     # ------------------------------------------------------------------------------------ the views
     def model_differences(self, model_a: str, model_b: str) -> list[dict[str, Any]]:
-        """B - A per spec with a paired-bootstrap interval (:func:`report.model_differences`)."""
+        """B - A per spec with a paired-bootstrap interval (:func:`sweep_cells.model_differences`)."""
         return self._memo(("differences", model_a, model_b), lambda: self._stored_or(
             f"differences:{json.dumps([model_a, model_b])}",
-            lambda: report.model_differences(self.db, self.id, model_a, model_b), lambda v: v))
+            lambda: sweep_cells.model_differences(self.db, self.id, model_a, model_b), lambda v: v))
 
     def penalty_table(self, param: str | None = None, metric: str = "f1") -> dict[str, Any]:
         """The German paper's penalty table over n, from the cells already read."""
         return self._memo(("penalty_table", param, metric),
-                          lambda: report.penalty_table(self.db, self.id, param, metric, cell_list=self.cells()))
+                          lambda: sweep_cells.penalty_table(self.db, self.id, param, metric, cell_list=self.cells()))
 
     def noise_rates(self) -> dict:
         """{(perturbation, params_json): CER / WER / BLEU of its noisy questions}."""
         return self._memo(("noise_rates",), lambda: self._stored_or(
-            "noise_rates", lambda: report.noise_rates(self.db, self.id), lambda v: {tuple(k): r for k, r in v}))
+            "noise_rates", lambda: sweep_cells.noise_rates(self.db, self.id), lambda v: {tuple(k): r for k, r in v}))
 
     def mt_breakdown(self) -> list[dict[str, Any]]:
         """The MT cells by source language (:func:`core.sweeps.analysis.tables.mt_breakdown`)."""
@@ -97,24 +97,24 @@ class StoredSweep:
 
     def dpr_table(self, families: Sequence[str]) -> list[dict[str, Any]]:
         return self._memo(("dpr", tuple(families)),
-                          lambda: report.dpr_table(self.db, self.id, families=list(families)))
+                          lambda: sweep_cells.dpr_table(self.db, self.id, families=list(families)))
 
     def dpr_by_similarity(self, families: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         return self._memo(("dpr_sim", tuple(families)),
-                          lambda: report.dpr_by_similarity(self.db, self.id, families=list(families)))
+                          lambda: sweep_cells.dpr_by_similarity(self.db, self.id, families=list(families)))
 
     def traps(self, perturbation: str | None = None, params_json: str | None = None) -> dict[str, Any]:
         """F1 by question-trap similarity: the clean questions (stored with the sweep) or one spec's."""
         def compute():
-            return report.f1_by_trap_similarity(self.db, self.id, perturbation=perturbation, params=params_json)
+            return sweep_cells.f1_by_trap_similarity(self.db, self.id, perturbation=perturbation, params=params_json)
         if perturbation is None:
             return self._memo(("traps", None, None), lambda: self._stored_or("traps:clean", compute, lambda v: v))
         return self._memo(("traps", perturbation, params_json), compute)
 
     def cell_examples(self, model: str, perturbation: str, params_json: str) -> list[dict[str, Any]]:
-        """The scored examples behind one cell, largest F1 loss first (:func:`report.cell_examples`)."""
+        """The scored examples behind one cell, largest F1 loss first (:func:`sweep_cells.cell_examples`)."""
         return self._memo(("cell_examples", model, perturbation, params_json),
-                          lambda: report.cell_examples(self.db, self.id, model, perturbation, params_json))
+                          lambda: sweep_cells.cell_examples(self.db, self.id, model, perturbation, params_json))
 
     def example_across_models(self, perturbation: str, params_json: str, example_hash: str,
                               repeat: int) -> list[dict[str, Any]]:

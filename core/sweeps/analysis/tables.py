@@ -1,6 +1,6 @@
-"""Tables for the Heatmaps page built from a stored sweep's cells (core.sweeps.analysis.report.Cell).
+"""Tables for the Heatmaps page built from a stored sweep's cells (core.sweeps.analysis.sweep_cells.Cell).
 
-core.sweeps.analysis.report computes the cells (clean vs perturbed scores, % change, band, penalty); this
+core.sweeps.analysis.sweep_cells computes the cells (clean vs perturbed scores, % change, band, penalty); this
 module arranges them the way the papers report them. Everything returns plain lists of dicts
 (one per table row), so the page turns them into DataFrames and CSV files as they are.
 
@@ -17,7 +17,7 @@ module arranges them the way the papers report them. Everything returns plain li
     and noisy EM and F1, clean measured on the same questions as noisy.
   * :func:`asr_breakdown`: ASR cells by TTS voice and ASR engine (``asr_Q`` parameters).
   * :func:`mt_breakdown`: MT cells by the source language of the translation into English.
-  * :func:`penalty_rows`: core.sweeps.analysis.report.penalty_table as rows.
+  * :func:`penalty_rows`: core.sweeps.analysis.sweep_cells.penalty_table as rows.
 
 Our choices:
   * interface of a spec = its family: "keyboard", "asr", "mt" (the registry's and
@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from core.perturb.spec import spec_label
-from core.sweeps.analysis.report import Cell
+from core.sweeps.analysis.sweep_cells import Cell
 from core.sweeps.store import Store
 
 __all__ = ["Column", "NGrid", "INTERFACES", "columns", "n_grid", "n_grid_rows", "cell_rows", "is_file_spec", "kind_of",
@@ -277,7 +277,7 @@ def _models(cell_list: Sequence[Cell]) -> list[str]:
 
 def _rate_columns(rates: Mapping[tuple[str, str], Mapping[str, float]] | None,
                   perturbation: str, params_json: str) -> dict[str, Any]:
-    """NoiseQA Table 3 of a spec from core.sweeps.analysis.report.noise_rates: "CER % (Table 3)", "WER %
+    """NoiseQA Table 3 of a spec from core.sweeps.analysis.sweep_cells.noise_rates: "CER % (Table 3)", "WER %
     (Table 3)" (lower-cased, without punctuation, as the paper computes them), "BLEU", and the raw
     "CER % (raw)", "WER % (raw)" where case and punctuation count (None when unknown)."""
     if rates is None:
@@ -292,7 +292,7 @@ def noiseqa_table(cell_list: Sequence[Cell],
                   rates: Mapping[tuple[str, str], Mapping[str, float]] | None = None) -> list[dict[str, Any]]:
     """Table 4 layout: rows (interface, kind, spec), per model "<model> clean EM" / "clean F1" /
     "noisy EM" / "noisy F1" and "<model> N". Empty when the sweep has no interface noise. With
-    ``rates`` (core.sweeps.analysis.report.noise_rates) each row also carries the set's CER, WER and BLEU
+    ``rates`` (core.sweeps.analysis.sweep_cells.noise_rates) each row also carries the set's CER, WER and BLEU
     against the original questions (Table 3)."""
     models = _models(cell_list)
     by_key = {(c.model, c.perturbation, c.params_json): c for c in cell_list}
@@ -398,7 +398,7 @@ def mt_breakdown(db: Store | str | Path, sweep: int | str, cell_list: Sequence[C
 
 
 def penalty_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
-    """core.sweeps.analysis.report.penalty_table -> rows {"model", "<param>=1", ..., "total"}."""
+    """core.sweeps.analysis.sweep_cells.penalty_table -> rows {"model", "<param>=1", ..., "total"}."""
     param, ns = table["param"], table["ns"]
     rows = []
     for model, per_n in table["rows"].items():
@@ -422,7 +422,7 @@ def penalty_summary(cell_list: Sequence[Cell], clean: Mapping[str, Mapping[str, 
     'cells scored': 1}, {'model': 'b', 'penalty total (F1)': 0, 'penalty total (EM)': 0, 'clean EM': None,
     'clean F1': None, 'cells scored': 0}]
     """
-    from core.sweeps.analysis.report import penalty_totals
+    from core.sweeps.analysis.sweep_cells import penalty_totals
 
     f1, em = penalty_totals(cell_list, "f1"), penalty_totals(cell_list, "em")
     return [{"model": m, "penalty total (F1)": f1.get(m, 0), "penalty total (EM)": em.get(m, 0),
@@ -431,7 +431,7 @@ def penalty_summary(cell_list: Sequence[Cell], clean: Mapping[str, Mapping[str, 
 
 
 def clean_rows(clean: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]:
-    """``report.clean_scores`` as a table (EM/F1 to two decimals, N examples).
+    """``sweep_cells.clean_scores`` as a table (EM/F1 to two decimals, N examples).
 
     >>> clean_rows({"a": {"em": 50.0, "f1": 61.234, "n": 12}})
     [{'model': 'a', 'clean EM': 50.0, 'clean F1': 61.23, 'N': 12}]
@@ -442,7 +442,7 @@ def clean_rows(clean: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]
 
 def n_parameters(cell_list: Sequence[Cell]) -> list[str]:
     """The n-count parameters the sweep varies ("n_chars", "n_words"), the one with more distinct
-    values first (the one ``report.penalty_table`` picks).
+    values first (the one ``sweep_cells.penalty_table`` picks).
 
     >>> from types import SimpleNamespace as C
     >>> n_parameters([C(params={"n_words": 1}), C(params={"n_words": 2}), C(params={"n_chars": 1}), C(params={})])
@@ -453,7 +453,7 @@ def n_parameters(cell_list: Sequence[Cell]) -> list[str]:
 
 
 def dpr_rows(rows: Sequence[Mapping[str, Any]], specs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """``report.dpr_table`` as a table, each perturbation under its spec's label.
+    """``sweep_cells.dpr_table`` as a table, each perturbation under its spec's label.
 
     >>> dpr_rows([{"model": "a", "perturbation": "SwapRQ", "params_json": "{}", "n": 4, "dpr": 25.0}],
     ...          [{"perturbation": "SwapRQ", "params_json": "{}", "label": "SwapRQ (swap)"}])

@@ -78,7 +78,7 @@ def planned_rows(n_examples: int, n_models: int, specs: Sequence[PerturbationSpe
 
 
 def resume_config(sweep: Mapping[str, Any]) -> SweepConfig:
-    """The configuration a stored sweep (a row of ``report.list_sweeps``) was started with, under
+    """The configuration a stored sweep (a row of ``sweep_cells.list_sweeps``) was started with, under
     its stored name: running it again continues where it stopped."""
     cfg = sweep["config"]
     return SweepConfig(cfg["dataset"], [PerturbationSpec.make(pid, json.loads(pj)) for pid, pj, *_ in cfg["specs"]],

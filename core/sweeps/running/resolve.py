@@ -8,7 +8,7 @@ Our choices where the papers leave it open:
   * a perturbation that does not apply to an example (returns None, unsupported language, or
     raises PerturbationError/ValueError, e.g. word perturbations on Thai) gives an Outcome with
     status 'n/a' / 'error' and no score; cells compare clean and perturbed scores on the same
-    examples, those where the perturbation applied (see core.sweeps.analysis.report);
+    examples, those where the perturbation applied (see core.sweeps.analysis.sweep_cells);
   * a perturbation returning several variants contributes its first (every catalogue entry
     returns one).
 """
