@@ -8,14 +8,16 @@ MALLOC_ARENA_MAX=2; benchmarks/concurrent_sessions.py's ``serve``) and drives on
 (Debian's /usr/bin/chromium through Playwright's ``executable_path``) through the walk: Ask on the
 English, German and Chinese demo items (Answer each; the English one twice, the second a warm
 answer), token attribution of the English answer (Ask's "Colour tokens by attribution" button,
-timed until the first model's coloured passage is drawn), then Variants, Heatmaps, Gallery and
-Beat the AI opened in turn. The browser closes and the server's RSS is sampled ``--after``
-seconds more. Speech with a fake microphone is not part of this walk.
+timed until the first model's coloured passage is drawn), a question spoken into Ask through
+Chromium's fake microphone (flite saying "what is the capital of france", answered as soon as it
+is transcribed), then Variants, Heatmaps, Gallery and Beat the AI opened in turn. The browser
+closes and the server's RSS is sampled ``--after`` seconds more.
 
 Prints and (``--json``) writes ``first_answer_s`` (Answer clicked to the first span drawn, the
 server having reported ready just before), ``first_answer_after_ready_s``, ``warm_answer_s``,
 ``answer_s`` per language, ``attribution_first_model_s`` (the button clicked to the first ticked
-model's coloured passage), ``page_s`` per page, ``rss_mb`` after each step, ``peak_rss_mb`` and
+model's coloured passage), ``speech_answer_s`` (Stop recording clicked to the spoken
+question's first span), ``page_s`` per page, ``rss_mb`` after each step, ``peak_rss_mb`` and
 ``idle_rss_mb`` (``--after`` seconds after the browser closed) with the model memory budget.
 """
 from __future__ import annotations
@@ -32,6 +34,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from core import cli  # noqa: E402  (the project on the path first)
 
 PAGES = ("variants", "heatmaps", "gallery", "beat_the_ai")
+SPOKEN = "what is the capital of france"
 
 
 def _settled(page, timeout_s: float = 300) -> None:
@@ -63,7 +66,46 @@ def _answer(page, url: str, lang: str | None) -> float:
     return round(time.monotonic() - t, 1)
 
 
+def _spoken_question_wav(folder: Path) -> Path:
+    """flite saying :data:`SPOKEN` at 48 kHz with 0.8 s of silence either side (the clip Chromium's
+    fake microphone plays once, as tests/test_e2e_mic.py does)."""
+    import numpy as np
+
+    from core.speech import tts
+    from core.speech.audio import resample, to_wav_bytes
+
+    samples, rate = tts.synthesize(SPOKEN, "flite:kal16")
+    pad = np.zeros(int(0.8 * 48_000), dtype=np.float32)
+    path = folder / "question.wav"
+    path.write_bytes(to_wav_bytes(np.concatenate([pad, resample(samples, rate, 48_000), pad]), 48_000))
+    return path
+
+
+def _speak(page, url: str) -> float:
+    """Ask on a pasted passage, the question spoken: seconds from Stop recording to the first span
+    (the transcript becomes the question and is answered at once)."""
+    page.goto(url + "/", timeout=300_000, wait_until="commit")
+    page.get_by_text("Paste a context").click()
+    context = page.get_by_role("textbox", name="Context")
+    context.wait_for(timeout=300_000)
+    context.fill("paris is the capital of france . berlin is the capital of germany .")
+    context.press("Control+Enter")
+    time.sleep(1.0)
+    _settled(page)
+    page.get_by_text("Speak the question").click()
+    page.get_by_role("button", name="Record").click()
+    stop = page.get_by_role("button", name="Stop recording")
+    stop.wait_for(timeout=30_000)
+    time.sleep(3.5)                       # the clip lasts 3.4 s
+    t = time.monotonic()
+    stop.click()
+    page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=600_000)
+    return round(time.monotonic() - t, 1)
+
+
 def run(after: int) -> dict:
+    import tempfile
+
     from browser import click_settled, free_port, launch_chromium
     from concurrent_sessions import Sampler, serve, stop_server, wait_healthy
 
@@ -71,12 +113,14 @@ def run(after: int) -> dict:
     url = f"http://127.0.0.1:{port}"
     proc, log = serve(port, {})
     out: dict = {"rss_mb": {}, "answer_s": {}, "page_s": {}}
+    clip_dir = tempfile.TemporaryDirectory(prefix="demo_walk_")
     try:
         sampler = Sampler(proc.pid)
         wait_healthy(url, proc, log)
         t_ready = time.monotonic()
         out["rss_mb"]["ready"] = round(sampler.now())
-        with launch_chromium() as browser:
+        clip = _spoken_question_wav(Path(clip_dir.name))
+        with launch_chromium([f"--use-file-for-fake-audio-capture={clip}%noloop"]) as browser:
             page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
             out["first_answer_s"] = _answer(page, url, None)
             out["first_answer_after_ready_s"] = round(time.monotonic() - t_ready, 1)
@@ -92,6 +136,8 @@ def run(after: int) -> dict:
             page.get_by_text("Attributions sum to the score").first.wait_for(timeout=900_000)
             out["attribution_first_model_s"] = round(time.monotonic() - t, 1)
             out["rss_mb"]["attribution"] = round(sampler.now())
+            out["speech_answer_s"] = _speak(page, url)
+            out["rss_mb"]["speech"] = round(sampler.now())
             for name in PAGES:
                 t = time.monotonic()
                 page.goto(f"{url}/{name}", timeout=300_000, wait_until="commit")
@@ -106,6 +152,7 @@ def run(after: int) -> dict:
         sampler.stop()
     finally:
         stop_server(proc)
+        clip_dir.cleanup()
     from core.budgets import MODEL_MEMORY_MB
 
     out["budget_mb"] = MODEL_MEMORY_MB.value()
