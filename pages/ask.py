@@ -32,9 +32,9 @@ from core.translate import languages, translators
 page_frame()
 # Ask is the app's first screen: it says what the app is, then what this page does, in two lines
 st.title("QA Robustness Explorer")
-st.caption("How question-answering models (extractive readers and LLMs) break when a question reaches them typed with typos, spoken, "
-           "machine-translated or paraphrased. **Ask**: Type a question about a context; every selected model "
-           "answers, spans highlighted side by side.")
+st.caption("How question-answering models (extractive readers and LLMs) break when a question reaches them "
+           "typed with typos, spoken, machine-translated or paraphrased. **Ask**: Type a question about a context; "
+           "every selected model answers, spans highlighted side by side.")
 permalink.apply_ask()   # a link's item, question and models, once (components/permalink.py)
 
 # The page's parts in the order they are shown: the question and the Answer button come first, the

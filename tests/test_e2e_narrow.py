@@ -87,7 +87,8 @@ def test_first_screen_names_the_app_and_shows_the_passage(server):
         passage.wait_for()
         page.wait_for_timeout(1500)
         assert title.evaluate(IN_VIEW)
-        assert page.get_by_text("How question-answering models (extractive readers and LLMs) break").first.evaluate(IN_VIEW)
+        tagline = page.get_by_text("How question-answering models (extractive readers and LLMs) break")
+        assert tagline.first.evaluate(IN_VIEW)
         if size == (1400, 900):   # the whole passage on the first screen, without scrolling
             assert passage.evaluate(IN_VIEW), passage.bounding_box()
         page.screenshot(path=str(shots / f"ask_{size[0]}.png"))
