@@ -8,7 +8,8 @@ as Markdown.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import streamlit as st
 
@@ -106,3 +107,14 @@ def answer_cards(answers: Sequence[ModelAnswer], context: str, gold: Sequence[tu
     spans_in_context(context, {a.model: a.prediction for a in answers}, found, show_legend=False)
     if gold:
         st.caption("Gold: " + " | ".join(md_escape(t) for t in dict.fromkeys(t for t, _ in gold)))
+
+
+@contextlib.contextmanager
+def replies_as_written() -> Iterator[Callable[[str, str], None]]:
+    """A line that shows an LLM reader's reply while it is decoded ("qwen… is writing: 14 Oct"),
+    for ``answer_all``'s ``on_text``; gone once the answers are drawn."""
+    line = st.empty()
+    try:
+        yield lambda model, text: line.caption(md_escape(f"{model} is writing: {text}"))
+    finally:
+        line.empty()

@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from components import loaders, permalink, persist
-from components.answers import answer_cards
+from components.answers import answer_cards, replies_as_written
 from components.ask_speech import forget_if_moved, speech_panel
 from components.ask_tools import counterfactual_panel, repair_panel
 from components.attribution import attributions_panel
@@ -189,9 +189,10 @@ answer_now = arrived or spoken
 with answer_slot:   # the answers (or the plain passage) come right below the buttons
     if (pressed or (answer_now and models)):
         # a long context is read in many windows: the answers can take seconds, and the page says so
-        with st.spinner(md_escape(f"Answering with {', '.join(models)}…")):
+        with st.spinner(md_escape(f"Answering with {', '.join(models)}…")), replies_as_written() as on_text:
             answered = answers.answer_all(models, loaders.engine_for_state, plan.asked, context, n_best=n_best,
-                                          golds=[g for g, _ in score_gold], lang=lang, note=loaders.backend_note)
+                                          golds=[g for g, _ in score_gold], lang=lang, note=loaders.backend_note,
+                                          on_text=on_text)
         st.session_state["ask_result"] = {
             "question": plan.asked, "typed": question, "question_lang": plan.lang,
             "translator": plan.translator, "context": context, "gold": score_gold, "lang": lang,

@@ -28,6 +28,7 @@ nothing itself and imports no Streamlit.
 """
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -86,13 +87,16 @@ def load_engines(models: Sequence[str], engine_for: EngineFor) -> tuple[dict[str
 
 def answer_all(models: Sequence[str], engine_for: EngineFor, question: str, context: str, *,
                n_best: int = 1, golds: Sequence[str] = (), lang: str = "en",
-               note: Callable[[Any], str] | None = None, stop_at_failure: bool = False) -> Answers:
+               note: Callable[[Any], str] | None = None, stop_at_failure: bool = False,
+               on_text: Callable[[str, str], None] | None = None) -> Answers:
     """Every model in ``models`` answers ``question`` about ``context`` (see module doc).
 
     ``golds``: score each best answer against them (SQuAD EM/F1 in ``lang``'s normalisation).
     ``note(engine)``: a line on how the engine ran, kept with its answer. ``stop_at_failure``: the
     first failing model ends the round (Beat the AI records an attempt only when every model
     answered). An input no model can answer (``QAInputError``) always ends it, said once.
+    ``on_text(model, reply so far)``: a generative reader's reply while it is decoded (Ask shows
+    it as it comes; extractive models answer whole).
 
     >>> from core.types import Prediction
     >>> class Refuses:
@@ -106,7 +110,11 @@ def answer_all(models: Sequence[str], engine_for: EngineFor, question: str, cont
         try:
             engine = engine_for(name)
             t0 = time.perf_counter()
-            prediction = engine.predict([question], [context], n_best=n_best)[0]
+            if on_text is not None and getattr(engine, "kind", "") == "generative":
+                stream = functools.partial(on_text, name)
+                prediction = engine.predict([question], [context], n_best=n_best, on_text=stream)[0]
+            else:
+                prediction = engine.predict([question], [context], n_best=n_best)[0]
             seconds = time.perf_counter() - t0
         except QAInputError as e:   # the input, not the model: every other model would say the same
             out.failures.append(str(e))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from core.qa.engine import QAInputError, validate_pair
@@ -59,11 +59,16 @@ class GenerativeReader:
         blob = f"{self.runtime.identity()}|{settings_fingerprint(self.settings)}"
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
-    def answer(self, question: str, context: str) -> Prediction:
-        """One question: ask, tidy, align."""
+    def answer(self, question: str, context: str, on_text: Callable[[str], None] | None = None) -> Prediction:
+        """One question: ask, tidy, align. ``on_text``: called with the reply so far while it is
+        decoded, where the runtime streams (llama.cpp); other runtimes answer whole."""
         validate_pair(question, context)
         lang = prompt_language(question, context)
-        reply = self.runtime.complete(messages(question, context, lang), self.settings)
+        prompt = messages(question, context, lang)
+        if on_text is not None and getattr(self.runtime, "streams", False):
+            reply = self.runtime.complete(prompt, self.settings, on_text=on_text)
+        else:
+            reply = self.runtime.complete(prompt, self.settings)
         text = tidy(reply)
         found = align(text, context, lang, self.settings.align_threshold)
         if not found.found:
@@ -72,11 +77,17 @@ class GenerativeReader:
         return Prediction([span], free_answer=text, alignment=found.kind)
 
     def predict(self, questions: Sequence[str], contexts: Sequence[str], n_best: int = 5,
-                progress: ProgressFn | None = None, skip_invalid: bool = False) -> list[Prediction]:
+                progress: ProgressFn | None = None, skip_invalid: bool = False,
+                on_text: Callable[[str], None] | None = None) -> list[Prediction]:
         """One Prediction per pair, in input order (``n_best`` is ignored: a greedy answer is
-        one answer). With a server, up to its ``concurrency`` requests are in flight at once."""
+        one answer). With a server, up to its ``concurrency`` requests are in flight at once.
+        ``on_text`` (one question only, as Ask asks): the reply so far, while it is decoded."""
         if len(questions) != len(contexts):
             raise ValueError(f"{len(questions)} questions for {len(contexts)} contexts")
+        if on_text is not None:
+            if len(questions) != 1:
+                raise ValueError("on_text streams one answer: ask one question")
+            return [self.answer(questions[0], contexts[0], on_text=on_text)]
         total = len(questions)
         done = 0
 

@@ -23,6 +23,7 @@ import threading
 import urllib.error
 import urllib.request
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 from core.qa.engine import QAInputError
@@ -72,6 +73,7 @@ class LlamaCppRuntime:
 
     name = "llama.cpp"
     concurrency = 1
+    streams = True   # complete() takes on_text: Ask shows the reply as it is decoded
 
     def __init__(self, path: Path, settings: GenerationSettings, identity: str | None = None):
         # llama.cpp's OpenMP threads spin between steps by default; on a shared CPU (the app beside
@@ -97,18 +99,29 @@ class LlamaCppRuntime:
     def identity(self) -> str:
         return f"llama.cpp:{self._identity}"
 
-    def complete(self, messages: list[dict], settings: GenerationSettings) -> str:
+    def complete(self, messages: list[dict], settings: GenerationSettings,
+                 on_text: Callable[[str], None] | None = None) -> str:
+        """The reply to ``messages``, decoded greedily. ``on_text``: called with the reply so far
+        as each piece is decoded (llama.cpp's stream of the same greedy decoding: the final text
+        is the one a call without it returns)."""
+        kwargs = dict(messages=messages, temperature=0.0, top_k=1, max_tokens=settings.max_new_tokens,
+                      stop=list(settings.stop), seed=0)
         with self._lock:
             try:
-                out = self.llm.create_chat_completion(
-                    messages=messages, temperature=0.0, top_k=1, max_tokens=settings.max_new_tokens,
-                    stop=list(settings.stop), seed=0)
+                if on_text is None:
+                    return self.llm.create_chat_completion(**kwargs)["choices"][0]["message"]["content"] or ""
+                text = ""
+                for chunk in self.llm.create_chat_completion(**kwargs, stream=True):
+                    piece = chunk["choices"][0]["delta"].get("content") or ""
+                    if piece:
+                        text += piece
+                        on_text(text)
+                return text
             except ValueError as e:
                 if "exceed context window" in str(e):
                     n = int("".join(ch for ch in str(e).split("(")[1].split(")")[0] if ch.isdigit()) or 0)
                     raise _too_long(n, settings) from e
                 raise
-        return out["choices"][0]["message"]["content"] or ""
 
 
 class TransformersRuntime:
