@@ -358,3 +358,24 @@ def test_the_apps_ray_driver_outlives_its_cluster_the_clis_does_not(monkeypatch)
     sweep_ray.connect(num_cpus=1, outlive_cluster=True)
     assert seen[-1] == "30"
     assert "outlive_cluster=True" in inspect.getsource(job.SweepJob._run)
+
+
+def test_actors_of_one_served_llm_split_its_requests_in_flight(tmp_path, monkeypatch, tiny_registry):
+    """A generative reader behind a server is one server for every worker: each actor keeps
+    max_concurrent // workers requests in flight (at least one); a local model is untouched."""
+    from core.sweeps.running.ray import ModelActor
+
+    reg = tmp_path / "models.toml"
+    reg.write_text(tiny_registry.read_text() + '\n[[model]]\nname = "served"\nkind = "generative"\n'
+                   'languages = ["en"]\n[model.server]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
+                   'max_concurrent = 6\n')
+    monkeypatch.setenv("QAX_MODELS_TOML", str(reg))
+    settings = {"backend": "torch"}
+    assert ModelActor("served", settings, 1).engine.runtime.concurrency == 6
+    assert ModelActor("served", settings, 1, sharers=2).engine.runtime.concurrency == 3
+    assert ModelActor("served", settings, 1, sharers=3).engine.runtime.concurrency == 2
+    assert ModelActor("served", settings, 1, sharers=9).engine.runtime.concurrency == 1
+    from core.qa.registry import load_engine
+
+    assert load_engine("served").runtime.concurrency == 6   # the process's cached engine is left whole
+    assert not hasattr(ModelActor("tiny-a", settings, 1, sharers=4).engine, "runtime")

@@ -179,6 +179,7 @@ class ServerRuntime:
     ``timeout_s`` (per request)."""
 
     name = "server"
+    shared = True   # one server for every process that sends to it (Ray's actors split concurrency)
 
     def __init__(self, base_url: str, model: str, api_key_env: str | None = None, max_concurrent: int = 4,
                  timeout_s: float = 60.0):

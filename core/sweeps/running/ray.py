@@ -215,9 +215,15 @@ class LongContextTagger:
 class ModelActor:
     """One model loaded once in a Ray worker process; answers Predict requests."""
 
-    def __init__(self, model: str, settings: dict[str, Any], threads: int, stored: str | None = None):
+    def __init__(self, model: str, settings: dict[str, Any], threads: int, stored: str | None = None,
+                 sharers: int = 1):
         """``stored``: the fingerprint a resumed sweep stored for this model; the engine then
-        answers with the backend that gives it (core.sweeps.running.backends), whatever ``settings`` say."""
+        answers with the backend that gives it (core.sweeps.running.backends), whatever ``settings`` say.
+        ``sharers``: how many actors send this model's requests (one per worker). A generative
+        reader behind a server is one server for all of them: each actor keeps its share of the
+        requests models.toml allows in flight (``max_concurrent // sharers``, at least one), so the
+        workers together stay near that budget instead of multiplying it."""
+        import copy
         import dataclasses
 
         from core.qa.engine import EngineSettings
@@ -233,6 +239,13 @@ class ModelActor:
             lambda m, backend: load_engine(m, dataclasses.replace(s, backend=backend)))
         self.engine, self.switched = engines[model], switched.get(model)
         self.fingerprint = engine_fingerprint(self.engine)
+        runtime = getattr(self.engine, "runtime", None)
+        if runtime is not None and getattr(runtime, "shared", False):
+            # copies: the loaded engine is the process's cached one, which others may hold whole
+            runtime = copy.copy(runtime)
+            runtime.concurrency = max(1, runtime.concurrency // max(1, sharers))
+            self.engine = copy.copy(self.engine)
+            self.engine.runtime = runtime
 
     def info(self) -> dict[str, Any]:
         import ray
@@ -312,7 +325,7 @@ class _Driver:
         actor = self.ray.remote(ModelActor).options(
             name=name, num_cpus=0, num_gpus=self.gpus_per_actor, max_restarts=0,
             scheduling_strategy=NodeAffinitySchedulingStrategy(self.node_of[w]["NodeID"], soft=False),
-        ).remote(model, self.settings, self.threads[w], self.stored.get(model))
+        ).remote(model, self.settings, self.threads[w], self.stored.get(model), self.workers)
         self.states[w].actors[model] = name
         return actor
 
