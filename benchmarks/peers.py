@@ -100,8 +100,8 @@ def compare(model: str, dataset: str, n: int, threads: int) -> dict:
         em, f1 = scores["exact_match"], scores["f1"]
         norm = squad.normalize_answer
         differ = sum(norm(a) != norm(b) for a, b in zip(answers, peer_answers))
-        out["rows"].append({"runner": name, "qps_one_at_a_time": round(one_qps, 2), "qps_all_at_once": round(all_qps, 2),
-                            "em": round(em, 2), "f1": round(f1, 2),
+        out["rows"].append({"runner": name, "qps_one_at_a_time": round(one_qps, 2),
+                            "qps_all_at_once": round(all_qps, 2), "em": round(em, 2), "f1": round(f1, 2),
                             "answers_differing_from_the_peer_percent": round(100 * differ / len(answers), 1)})
     return out
 
