@@ -309,23 +309,26 @@ def _backend_flips(db, sweep: dict, others: list[dict]) -> Section | None:
 
 def worst_examples(db, sid: int, cells: list, k: int = WORST_EXAMPLES) -> list[Example]:
     """The ``k`` rows with the largest F1 loss over every cell (a row shared by several models is
-    shown once, at its worst), each with every model's answers on it."""
-    pool = []
-    for c in cells:
-        for r in sweep_cells.cell_examples(db, sid, c.model, c.perturbation, c.params_json, limit=k):
-            if r["f1_loss"] is not None and r["f1_loss"] > 0:
-                pool.append((c, r))
-    pool.sort(key=lambda cr: -cr[1]["f1_loss"])      # stable: ties keep the sweep's order
-    seen, out = set(), []
-    for c, r in pool:
-        key = (c.perturbation, c.params_json, r["example_hash"], r["repeat"])
-        if key in seen:
-            continue
-        seen.add(key)
-        across = drill.example_across_models(db, sid, c.perturbation, c.params_json, r["example_hash"], r["repeat"])
-        out.append(Example(c.model, c.label, r, across))
-        if len(out) == k:
-            break
+    shown once, at its worst), each with every model's answers on it. The store is opened once for
+    all of it (not once per cell and once per example)."""
+    with sweep_cells.reading(db) as store:
+        pool = []
+        for c in cells:
+            for r in sweep_cells.cell_examples(store, sid, c.model, c.perturbation, c.params_json, limit=k):
+                if r["f1_loss"] is not None and r["f1_loss"] > 0:
+                    pool.append((c, r))
+        pool.sort(key=lambda cr: -cr[1]["f1_loss"])      # stable: ties keep the sweep's order
+        seen, out = set(), []
+        for c, r in pool:
+            key = (c.perturbation, c.params_json, r["example_hash"], r["repeat"])
+            if key in seen:
+                continue
+            seen.add(key)
+            across = drill.example_across_models(store, sid, c.perturbation, c.params_json, r["example_hash"],
+                                                 r["repeat"])
+            out.append(Example(c.model, c.label, r, across))
+            if len(out) == k:
+                break
     return out
 
 
