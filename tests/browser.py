@@ -19,8 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # A first answer with the shipped models loads them cold (no warm start in tests): 40 s on a quiet
-# 2-core machine, past 180 s for a third language's models with three test workers beside it.
-FIRST_ANSWER_MS = 300_000
+# 2-core machine, past 180 s for a third language's models with three test workers beside it, and
+# past 240 s for the demo walk's three English defaults at the suite's end (load average 10).
+FIRST_ANSWER_MS = 420_000
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from browser import CHROMIUM, click_settled, launch_chromium, serve_app
+from browser import CHROMIUM, FIRST_ANSWER_MS, click_settled, launch_chromium, serve_app
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
@@ -136,8 +136,8 @@ def test_demo_walk_in_one_browser_session(tmp_path, question_wav):
 
         t = time.perf_counter()
         click_settled(page.get_by_role("button", name="Answer", exact=True))
-        page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=240_000)
-        w.idle(240_000)
+        page.locator("div.qax-context mark.qax-span").first.wait_for(timeout=FIRST_ANSWER_MS)
+        w.idle(FIRST_ANSWER_MS)
         w.step(f"answer with {len(MODELS)} models (first load included)", time.perf_counter() - t)
         w.visible("EM/F1 against the item's gold answers")
         for m in MODELS:
