@@ -12,8 +12,10 @@ at once, on one thread (so every ONNX Runtime run happens on the profiled thread
   around them: the engine's loop, numpy copies, the prediction objects);
 * ONNX Runtime's own profiler (``enable_profiling``) splits the runs by operator into GEMMs
   (MatMul, MatMulInteger, MatMulIntegerToFloat, Gemm, FusedMatMul), attention (MultiHeadAttention,
-  Attention, Softmax), LayerNorm and GELU, quantise/dequantise (DynamicQuantizeLinear,
-  QuantizeLinear, DequantizeLinear), the embeddings (Gather) and every other operator.
+  Attention, Softmax; an fp32 graph's fused Attention holds its query, key and value projections
+  too, so there attention includes those GEMMs), LayerNorm and GELU, quantise/dequantise
+  (DynamicQuantizeLinear, QuantizeLinear, DequantizeLinear), the embeddings (Gather) and every
+  other operator; the ten costliest operators are printed by name.
 
 Prints, per model, milliseconds per question and share of the total for each part, and writes
 them with ``--json``. Times include the profilers' own overhead (cProfile adds to the Python parts
@@ -118,12 +120,15 @@ def profile_model(name: str, questions: list[str], contexts: list[str]) -> dict:
     folder.rmdir()
 
     ops: dict[str, float] = defaultdict(float)
+    by_op: dict[str, float] = defaultdict(float)
     runs = sorted((ev for ev in events if ev.get("cat") == "Session" and ev.get("name") == "model_run"),
                   key=lambda ev: ev["ts"])
     warm_end = runs[0]["ts"] + runs[0]["dur"]   # the warm-up run made above is not a question's
     for ev in events:
         if ev.get("cat") == "Node" and ev.get("name", "").endswith("_kernel_time") and ev["ts"] >= warm_end:
-            ops[_op_part(ev.get("args", {}).get("op_name", ""))] += ev["dur"] / 1e6
+            op = ev.get("args", {}).get("op_name", "")
+            ops[_op_part(op)] += ev["dur"] / 1e6
+            by_op[op] += ev["dur"] / 1e6
     stats = pstats.Stats(profiler)
     py = {part: _cumulative(stats, *where) for part, where in PY_PARTS.items()}
     py["decode"] += py.pop("decode_best")
@@ -139,7 +144,9 @@ def profile_model(name: str, questions: list[str], contexts: list[str]) -> dict:
             "ms_per_question_unprofiled": round(1000 * plain_s / n, 2),
             "ms_per_question_profiled": round(1000 * profiled_s / n, 2),
             "parts_ms_per_question": {k: round(1000 * v / n, 3) for k, v in parts.items()},
-            "parts_share_percent": {k: round(100 * v / profiled_s, 1) for k, v in parts.items()}}
+            "parts_share_percent": {k: round(100 * v / profiled_s, 1) for k, v in parts.items()},
+            "operators_ms_per_question": {k: round(1000 * v / n, 3)
+                                          for k, v in sorted(by_op.items(), key=lambda kv: -kv[1])}}
 
 
 def _print(result: dict) -> None:
@@ -149,6 +156,8 @@ def _print(result: dict) -> None:
     print(f"{'part':34s} {'ms/question':>12s} {'share':>7s}")
     for part, ms in result["parts_ms_per_question"].items():
         print(f"{part:34s} {ms:12.2f} {result['parts_share_percent'][part]:6.1f}%")
+    print("operators (ms a question): " + ", ".join(
+        f"{op} {ms:.2f}" for op, ms in list(result["operators_ms_per_question"].items())[:10]))
 
 
 @cli.command("benchmarks/profile_time.py")
