@@ -12,8 +12,8 @@ project's engine answers with the model's default backend here (its card's choic
 torch fp32. Each answers the same questions once to warm up, then again timed, one question at a
 time (as Ask does) and all at once (as a sweep does); prints questions per second, EM and F1
 (SQuAD v1.1) and the share of questions whose answers differ from the peer's. optimum-intel's
-OpenVINO model is not a peer here: it is not installed (its package pulls a second torch and
-transformers; not tried).
+OpenVINO model is not a peer here: it is not installed in this project, and installing it was
+not tried.
 """
 from __future__ import annotations
 
@@ -28,16 +28,17 @@ from core import cli  # noqa: E402  (the project on the path first)
 from core.budgets import MAX_QUESTIONS  # noqa: E402
 
 
-def _timed(answer_all, answer_one, questions: list[str], contexts: list[str]) -> tuple[list[str], float, float]:
-    """(answers, questions/s one at a time, questions/s all at once), after a warm-up."""
+def _timed(answer_all, questions: list[str], contexts: list[str]) -> tuple[list[str], float, float]:
+    """(answers given all at once, questions/s one at a time, questions/s all at once), after a warm-up."""
     answer_all(questions[:4], contexts[:4])
     t = time.perf_counter()
-    singles = [answer_one(q, c) for q, c in zip(questions, contexts)]
+    for q, c in zip(questions, contexts):
+        answer_all([q], [c])
     one_qps = len(questions) / (time.perf_counter() - t)
     t = time.perf_counter()
-    batched = answer_all(questions, contexts)
+    answers = answer_all(questions, contexts)
     all_qps = len(questions) / (time.perf_counter() - t)
-    return batched if batched else singles, one_qps, all_qps
+    return answers, one_qps, all_qps
 
 
 def compare(model: str, dataset: str, n: int, threads: int) -> dict:
@@ -82,7 +83,7 @@ def compare(model: str, dataset: str, n: int, threads: int) -> dict:
         return [best.get(i, (0.0, ""))[1] for i in range(len(qs))]
 
     rows = {}
-    answers, one_qps, all_qps = _timed(peer_all, lambda q, c: peer_all([q], [c])[0], questions, contexts)
+    answers, one_qps, all_qps = _timed(peer_all, questions, contexts)
     rows["transformers, the course's recipe (torch fp32)"] = (answers, one_qps, all_qps)
     for backend in ("default", "torch"):
         engine = load_engine(model, EngineSettings(threads=threads, backend=backend))
@@ -91,7 +92,7 @@ def compare(model: str, dataset: str, n: int, threads: int) -> dict:
         def engine_all(qs, cs, engine=engine):
             return [p.text for p in engine.predict(list(qs), list(cs), n_best=1)]
 
-        rows[name] = _timed(engine_all, lambda q, c, f=engine_all: f([q], [c])[0], questions, contexts)
+        rows[name] = _timed(engine_all, questions, contexts)
     peer_answers = rows["transformers, the course's recipe (torch fp32)"][0]
     out = {"model": model, "dataset": dataset, "n": len(questions), "threads": threads, "rows": []}
     for name, (answers, one_qps, all_qps) in rows.items():

@@ -97,7 +97,7 @@ def profile_model(name: str, questions: list[str], contexts: list[str]) -> dict:
 
     session = ort.InferenceSession(str(forward.path), opts, providers=["CPUExecutionProvider"],
                                    disabled_optimizers=SESSION_DISABLED_OPTIMIZERS)
-    saved = dict(forward._sessions)
+    saved, saved_current = dict(forward._sessions), forward.session
     forward._sessions = {count: session for count in saved} | {1: session}
     try:
         import numpy as np
@@ -112,8 +112,8 @@ def profile_model(name: str, questions: list[str], contexts: list[str]) -> dict:
         profiler.disable()
         profiled_s = time.perf_counter() - wall_start
         trace = Path(session.end_profiling())
-    finally:
-        forward._sessions = saved
+    finally:   # the cached engine answers with its own sessions again
+        forward._sessions, forward.session = saved, saved_current
     events = json.loads(trace.read_text())
     for f in folder.iterdir():
         f.unlink()
