@@ -322,3 +322,19 @@ def test_sweep_list_and_show_never_write_to_the_store(env, sweep_db):
         proc = run(env, "core.sweeps", *args, "--db", sweep_db)
         assert proc.returncode == 0, proc.stderr
         assert digest(sweep_db) == before
+
+
+def test_no_command_imports_torch_before_it_parses_its_arguments():
+    """A typo'd flag is refused in a fraction of a second: no command line of core/ imports torch
+    (2 s and 200 MB) when its module loads; the model code imports it when a model is built."""
+    from core.commands import command_sources
+
+    modules = [".".join(p.relative_to(ROOT).with_suffix("").parts) for p in command_sources()
+               if p.relative_to(ROOT).parts[0] == "core"]
+    assert "core.sweeps.cli" in modules
+    probe = f"import importlib, sys\nfor m in {modules!r}:\n    importlib.import_module(m)\n" \
+            "print(sorted(m for m in ('torch', 'transformers', 'onnxruntime') if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from core.compat import fingerprint_suffix
 from core.qa.backends.selection import BackendUnavailable, check_backend, make_forward
@@ -229,6 +228,8 @@ class QAEngine:
         if getattr(model.config, "model_type", "") in ("mpnet", "roberta", "xlm-roberta"):
             self.position_limit -= 2
         self.settings.max_length, self.settings.stride = self._window_shape()
+        import torch
+
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
@@ -381,6 +382,8 @@ class QAEngine:
 
     def _hash_weights_and_tokenizer(self):
         """sha256 over the weights (every tensor, in name order) and the tokenizer as loaded."""
+        import torch
+
         h = hashlib.sha256()
         for name, tensor in sorted(self.model.state_dict().items()):
             t = tensor.detach().to("cpu").contiguous()
@@ -455,6 +458,8 @@ class QAEngine:
         candidates: list[list] = [[] for _ in valid]
         done = 0
         self.resolve_backend()
+        import torch
+
         old_threads = torch.get_num_threads()
         try:
             with torch.inference_mode(), Slot(s.threads) as slot:
