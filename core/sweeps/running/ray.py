@@ -42,6 +42,7 @@ models). The QAX_* and HF_* environment variables of the driver are passed to ev
 """
 from __future__ import annotations
 
+import gc
 import math
 import os
 import socket
@@ -63,13 +64,15 @@ from core.sweeps.running.run import execute_plan
 from core.sweeps.running.runner import ComputeVariants, Predict, Runner, Unit, compute_locally
 from core.sweeps.store import Store
 
-__all__ = ["RAY_ADDRESS_ENV", "WorkerState", "connect", "connected_to", "disconnect", "run_sweep_ray", "ModelActor"]
+__all__ = ["RAY_ADDRESS_ENV", "WorkerState", "connect", "connected_to", "disconnect", "ever_connected", "run_sweep_ray",
+           "ModelActor"]
 
 RAY_ADDRESS_ENV = "QAX_RAY_ADDRESS"   # the cluster the app's Sweeps page may use (a server setting)
 CHUNKS_PER_WORKER = 2                 # chunks in flight per worker
 TASKS_PER_WORKER = 2                  # perturbation tasks a chunk's units are split into, per worker
 _ENV_PREFIXES = ("QAX_", "HF_", "TRANSFORMERS_", "TOKENIZERS_")
 _connected_to: str | None = None      # what connect() joined: an address, or "local"
+_ever_connected = False
 
 WorkersFn = Callable[[list["WorkerState"]], None]
 
@@ -121,7 +124,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, outlive_
         import ray
     except ImportError:
         raise SweepError("the Ray backend needs the 'ray' package (pip install -r requirements.txt)") from None
-    global _connected_to
+    global _connected_to, _ever_connected
     wanted = address or "local"
     if ray.is_initialized():
         if _connected_to is not None and _connected_to != wanted:
@@ -142,13 +145,18 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, outlive_
     except (ConnectionError, RuntimeError, ValueError) as e:
         where = f"the Ray cluster at {address}" if address else "a local Ray"
         raise SweepError(f"could not start or join {where}: {e}") from None
-    _connected_to = wanted
+    _connected_to, _ever_connected = wanted, True
     return ray
 
 
 def connected_to() -> str | None:
     """What this process's Ray is joined to through :func:`connect` (an address, or "local"), or None."""
     return _connected_to
+
+
+def ever_connected() -> bool:
+    """Whether this process has joined or started a Ray (even one it has left since)."""
+    return _ever_connected
 
 
 def disconnect() -> None:
@@ -371,11 +379,16 @@ class _Driver:
             raise SweepError(f"a model actor died while loading its model: {e}") from None
 
     def stop(self) -> None:
+        """Kill the actors and let go of every Ray handle and object ref the driver holds, so
+        none is left to be freed after a shutdown (run_sweep_ray's ``shutdown``)."""
         for w, actors in enumerate(self.actors):
             for actor in actors.values():
                 self.ray.kill(actor)
+            actors.clear()
             self.states[w].state = "stopped"
             self.states[w].in_flight = 0
+        self.futures.clear()
+        self.spec_table = None
         self._report()
 
     def _report(self) -> None:
@@ -590,4 +603,5 @@ def run_sweep_ray(config: SweepConfig, db: str | Path | Store, *, settings: Any 
             driver.stop()
     finally:
         if shutdown:
+            gc.collect()
             disconnect()
