@@ -255,6 +255,10 @@ def test_under_the_policy_an_engine_answering_beside_another_uses_one_thread(mak
     assert set(used) == {1}
     assert spans(beside) == spans(alone)
     assert sorted(impl._sessions) == [1, 2]
+    # the two sessions read one copy of the embedding tables: less than twice the file
+    tables = sum(array.nbytes for array, _ in impl._tables.values())
+    assert tables > 0
+    assert impl.held_bytes() == 2 * impl.path.stat().st_size - tables
 
 
 def test_fingerprint_has_the_backend_only_when_it_is_not_torch(make):

@@ -41,13 +41,45 @@ INT8_FILE = "model-int8-per-token-u8-weights.onnx" if integer_products_saturate(
 # The logit a per-window run leaves at a padded position: far below any real one, still finite.
 PAD_LOGIT = -1e4
 OPSET = 17
+# Kernels that read an initializer as it is, keeping no repacked copy of their own: the embedding
+# tables they read can be one buffer for every session of a file (ONNX Runtime's add_initializer).
+# A MatMul's weights are repacked per session anyway, so sharing them would keep the unpacked
+# original beside the copies.
+TABLE_READERS = frozenset({"Gather", "EmbedLayerNormalization"})
+
+
+def embedding_tables(path: Path) -> dict[str, tuple[np.ndarray, object]]:
+    """{name: (array, OrtValue over it)} of the graph's initializers that only TABLE_READERS read.
+
+    For the multilingual E5's int8 graph they are 367 of its 387 MB (a 250k-token vocabulary kept
+    in fp32), which a second session held again (830 -> 482 MB resident for both sessions,
+    logits identical bit for bit, the same speed; docs/results/demo-walk-2026-11-27.md)."""
+    from collections import defaultdict
+
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(path)).graph
+    readers: dict[str, set] = defaultdict(set)
+    for node in graph.node:
+        for name in node.input:
+            readers[name].add(node.op_type)
+    tables = {}
+    for init in graph.initializer:
+        if readers[init.name] and readers[init.name] <= TABLE_READERS:
+            array = np.ascontiguousarray(numpy_helper.to_array(init))
+            tables[init.name] = (array, ort.OrtValue.ortvalue_from_numpy(array))   # the array stays: ORT reads it
+    return tables
+
 
 class OnnxForward:
     """onnxruntime InferenceSessions over an exported model; takes the same numpy batch.
 
     A session's intra-op thread count is fixed when it is made, so there is one session per count
     asked for, made on first use: under the thread policy (core.qa.threads) at most two, the
-    budget's (answering alone) and one thread (beside others).
+    budget's (answering alone) and one thread (beside others). The sessions read one copy of the
+    graph's embedding tables (:func:`embedding_tables`).
 
     ``per_window`` (the int8 backend): every window of a batch runs alone, cut to its own tokens.
     Alone, a window's logits are the same bit for bit whatever the batch or thread count, so one
@@ -67,6 +99,8 @@ class OnnxForward:
         self.name, self.path, self.per_window = name, path, per_window
         self._sessions: dict[int, object] = {}
         self._lock = threading.Lock()
+        # only worth reading when a second session may come (the policy, on more than one core)
+        self._tables = embedding_tables(path) if threads is None and budget() > 1 else {}
         self._pool, self._pool_size = None, 0
         # made now, not on the hot path (opening one takes 0.3-0.7 s for MiniLM on this machine,
         # a tenth of a 64-question answer); a bad file fails here. Under the policy both counts.
@@ -85,15 +119,19 @@ class OnnxForward:
                 # the file is already optimised at export (fusions); ENABLE_ALL adds the
                 # CPU-specific layout rewrites, which are not saved
                 opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                for name, (_, value) in self._tables.items():
+                    opts.add_initializer(name, value)
                 self._sessions[threads] = ort.InferenceSession(
                     str(self.path), opts, providers=["CPUExecutionProvider"],
                     disabled_optimizers=SESSION_DISABLED_OPTIMIZERS)
             return self._sessions[threads]
 
     def held_bytes(self) -> int:
-        """The graph file's bytes once per open session: each holds its own initializers."""
+        """The graph file's bytes once per open session (each holds its own initializers), the
+        shared embedding tables once."""
+        shared = sum(array.nbytes for array, _ in self._tables.values())
         with self._lock:
-            return self.path.stat().st_size * len(self._sessions)
+            return (self.path.stat().st_size - shared) * len(self._sessions) + shared
 
     def __call__(self, enc: dict, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
         feed = {k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in self.inputs}
