@@ -12,11 +12,12 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from core.compat import fingerprint_suffix
-from core.qa.backends.selection import BackendUnavailable, check_backend, make_forward
+from core.qa.backends.selection import BackendUnavailable, check_backend, make_forward, open_graph
 from core.qa.decode import best_spans, has_word, window_candidates
 from core.qa.features import build_windows
 from core.qa.padding import PaddingCount
@@ -204,11 +205,17 @@ class QAEngine:
 
     def __init__(self, model, tokenizer, settings: EngineSettings | None = None, device: str | None = None,
                  languages: Sequence[str] | None = None, default_backend: str = "torch",
-                 reload_model: Callable[[], object] | None = None):
+                 reload_model: Callable[[], object] | None = None, receipt=None):
         # ``reload_model``: loads the same weights again, so that an engine answering with ONNX or
-        # OpenVINO may let go of its torch copy (release_torch) and get it back when asked
+        # OpenVINO may let go of its torch copy (release_torch) and get it back when asked.
+        # ``receipt`` (core.qa.receipts.Receipt): what earlier loads of the same files found; the
+        # engine records into it, and with ``model`` None starts without its torch weights (they
+        # load when read) and opens the graph the receipt names.
+        if model is None and (receipt is None or not receipt.complete or reload_model is None):
+            raise ValueError("an engine without its model needs a complete receipt and reload_model")
         self._weights = TorchWeights(model, reload_model)
-        self.config = model.config
+        self._receipt = receipt
+        self.config = model.config if model is not None else None
         self.tokenizer = tokenizer
         # what backend="default" means for this model (core.qa.registry reads it from the card)
         self.default_backend = check_backend(default_backend)
@@ -223,9 +230,17 @@ class QAEngine:
         backend = getattr(tokenizer, "backend_tokenizer", None)
         self.tokenizer_json = backend.to_str() if backend is not None else None
         self.settings = settings or EngineSettings()
-        self.position_limit = getattr(model.config, "max_position_embeddings", 512)
+        if model is not None:
+            positions = getattr(model.config, "max_position_embeddings", 512)
+            model_type = getattr(model.config, "model_type", "")
+            folder = getattr(tokenizer, "name_or_path", "")
+            if receipt is not None and folder and Path(folder).is_dir():
+                receipt.record(tokenizer=str(Path(folder).resolve()), positions=positions, model_type=model_type)
+        else:
+            positions, model_type = receipt.data["positions"], receipt.data["model_type"]
+        self.position_limit = positions
         # MPNet/RoBERTa reserve two positions for the padding offset.
-        if getattr(model.config, "model_type", "") in ("mpnet", "roberta", "xlm-roberta"):
+        if model_type in ("mpnet", "roberta", "xlm-roberta"):
             self.position_limit -= 2
         self.settings.max_length, self.settings.stride = self._window_shape()
         import torch
@@ -236,8 +251,9 @@ class QAEngine:
         if self.settings.batch_size is None:
             self.settings.batch_size = self.default_batch_size()
         self._weights.device = self.device
-        self.model.to(self.device)
-        self.model.eval()
+        if model is not None:
+            model.to(self.device)
+            model.eval()
         # The forward strategy, made for the backend and remade when that setting changes.
         self._forward_impl = None
         self._forward_key: tuple | None = None
@@ -300,6 +316,8 @@ class QAEngine:
             return False
         if self._weights_digest is None:
             self._weights_digest = self._hash_weights_and_tokenizer()
+        if self._receipt is not None:
+            self.fingerprint()   # onto the receipt: the next load needs no weights for it
         self._weights.model = None
         return True
 
@@ -335,7 +353,11 @@ class QAEngine:
                 return self.backend_name
             try:
                 # threads: which ONNX sessions to open now (others open when first asked for)
-                impl = make_forward(wanted, self.model, self.tokenizer, self.device, s.threads)
+                impl = self._open_recorded_graph(wanted, s.threads)
+                if impl is None:
+                    impl = make_forward(wanted, self.model, self.tokenizer, self.device, s.threads)
+                    if self._receipt is not None and getattr(impl, "path", None) is not None:
+                        self._receipt.record(graphs={wanted: str(Path(impl.path).resolve())})
                 message = None
             except BackendUnavailable as e:
                 message = f"backend {wanted!r} unavailable, answering with torch: {e}"
@@ -344,6 +366,22 @@ class QAEngine:
             self.backend_name, self.backend_message = impl.name, message
             self._forward_impl, self._forward_key = impl, key
         return self.backend_name
+
+    def _open_recorded_graph(self, backend: str, threads: int | None):
+        """The forward pass over the graph the receipt names for ``backend`` (no torch weights
+        needed), or None: none recorded, not on a CPU, or it does not open (then the weights
+        find or make the graph, as without a receipt)."""
+        if self._receipt is None or self.device.type != "cpu":
+            return None
+        path = self._receipt.graph(backend)
+        if path is None:
+            return None
+        try:
+            return open_graph(backend, path, threads)
+        except Exception as e:  # a graph another version left, a backend gone: the usual way
+            log.warning("could not open the recorded %s graph %s (%s: %s); loading the weights",
+                        backend, path, type(e).__name__, e)
+            return None
 
     def fingerprint(self) -> str:
         """A hash that changes whenever this engine could answer differently: the key of its
@@ -365,20 +403,26 @@ class QAEngine:
     def fingerprint_with(self, backend: str) -> str:
         """The fingerprint this engine has when ``backend`` answers (computed, nothing exported):
         how a stored sweep's backend is recognised from its fingerprint (core.sweeps.running.backends)."""
-        if self._weights_digest is None:
-            self._weights_digest = self._hash_weights_and_tokenizer()
-        h = self._weights_digest.copy()
         s = self.settings
         max_length, stride = self._window_shape()
-        h.update(f"{max_length}:{stride}:{s.max_answer_tokens}:{s.top_k}".encode())
         # The long-context threshold and the backend, each hashed only when not the value it had
         # before it existed (core.compat.fingerprint_suffix), so stored fingerprints stay; the long
         # shape itself joins the key of each long context's prediction (long_context_tag), since
         # before it existed long contexts were read like short ones.
-        suffix = fingerprint_suffix(s.long_context_chars, backend)
-        if suffix:
-            h.update(suffix.encode())
-        return h.hexdigest()[:20]
+        line = f"{max_length}:{stride}:{s.max_answer_tokens}:{s.top_k}" + fingerprint_suffix(s.long_context_chars,
+                                                                                             backend)
+        if self._weights_digest is None and self._receipt is not None:
+            known = self._receipt.fingerprint(line)
+            if known is not None:
+                return known
+        if self._weights_digest is None:
+            self._weights_digest = self._hash_weights_and_tokenizer()
+        h = self._weights_digest.copy()
+        h.update(line.encode())   # hashing a+b is hashing a, then b
+        found = h.hexdigest()[:20]
+        if self._receipt is not None:
+            self._receipt.record(fingerprints={line: found})
+        return found
 
     def _hash_weights_and_tokenizer(self):
         """sha256 over the weights (every tensor, in name order) and the tokenizer as loaded."""

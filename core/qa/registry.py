@@ -392,11 +392,43 @@ def build_engine(entry: ModelEntry, settings: EngineSettings,
 
         stage("loading the language model")
         return load_reader(entry, settings.threads, settings.max_answer_tokens)
+    from core.qa.receipts import receipt_for
+
+    default_backend = entry.default_backend()
+    receipt = receipt_for(entry)
+    reload_model = lambda: load_model_and_tokenizer(entry)[0]  # noqa: E731 - handed over, not called here
+    if receipt is not None and _opens_without_weights(receipt, settings, default_backend):
+        stage("opening its graph")
+        tok = _tokenizer_from(receipt.data["tokenizer"], entry)
+        return QAEngine(None, tok, EngineSettings(**vars(settings)), languages=entry.languages,
+                        default_backend=default_backend, reload_model=reload_model, receipt=receipt)
     model, tok = load_model_and_tokenizer(entry)
     stage("making its forward pass")
     return QAEngine(model, tok, EngineSettings(**vars(settings)), languages=entry.languages,
-                    default_backend=entry.default_backend(),
-                    reload_model=lambda: load_model_and_tokenizer(entry)[0])
+                    default_backend=default_backend, reload_model=reload_model, receipt=receipt)
+
+
+def _opens_without_weights(receipt, settings: EngineSettings, default_backend: str) -> bool:
+    """Whether a load can open a recorded graph instead of building the torch model: on a CPU,
+    for a backend the receipt holds a graph of (core.qa.receipts)."""
+    import torch
+
+    if torch.cuda.is_available() or not receipt.complete:
+        return False
+    wanted = default_backend if settings.backend == "default" else settings.backend
+    return wanted != "torch" and receipt.graph(wanted) is not None
+
+
+def _tokenizer_from(folder: str, entry: ModelEntry):
+    from transformers import AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    except Exception as e:  # a damaged folder: one message, as a failed full load gives
+        raise ModelLoadError(f"could not load the tokenizer of {entry.name!r} from {folder}: {e}") from e
+    if not getattr(tok, "is_fast", False):
+        raise ModelLoadError(f"model {entry.name!r} has no fast tokenizer; the QA engine needs one")
+    return tok
 
 
 def engine_from_id(model_id: str, settings: EngineSettings | None = None) -> QAEngine:

@@ -9,6 +9,8 @@ Every backend is a callable ``(encoded batch, threads) -> (start logits, end log
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from core.qa.backends.onnx_runtime import OnnxForward, ensure_export, model_input_names
 from core.qa.backends.torch_eager import TorchForward, bf16_unavailable
 
@@ -75,6 +77,25 @@ def choose_default(backends: dict[str, dict], tolerance: float = F1_TOLERANCE) -
     ok = [name for name, b in backends.items() if b["f1"] >= floor]
     return max(ok, key=lambda name: backends[name]["questions_per_second"])
 
+
+
+def open_graph(backend: str, path: Path, threads: int | None = None):
+    """The forward strategy over ``path``, a graph made for ``backend`` before (by make_forward,
+    for the same weights): no torch model needed (core.qa.receipts). Raises BackendUnavailable
+    when the backend cannot run here."""
+    import torch
+
+    check_backend(backend)
+    missing = backend_unavailable(backend, torch.device("cpu"))
+    if missing:
+        raise BackendUnavailable(missing)
+    if backend in ("openvino", "openvino-int8"):
+        from core.qa.backends.openvino_runtime import OpenVinoForward
+
+        return OpenVinoForward(path, backend, threads)
+    if backend in ("onnx", "onnx-int8"):
+        return OnnxForward(path, backend, threads, per_window=backend == "onnx-int8")
+    raise ValueError(f"backend {backend!r} answers from no graph file")
 
 
 def make_forward(backend: str, model, tokenizer, device, threads: int | None = None):
