@@ -148,7 +148,7 @@ def child(args) -> None:
     end, cpu = time.perf_counter(), time.process_time()
     use = cpu_use(marks["snapshot"], cpu_snapshot(), os.getpid())   # before Ray's processes end
     if args.backend != "local":
-        from core.sweeps.running.ray import disconnect
+        from core.sweeps.running.ray_cluster import disconnect
 
         disconnect()
     # this process's CPU during the sweep: for Ray, the driver's own cost (plan, look-ups,

@@ -23,7 +23,7 @@ from core.perturb.spec import FILE_PREFIX, PerturbationSpec, SpecError, chain_st
 from core.sweeps.config import SweepError
 from core.sweeps.running.job import RayOptions
 from core.sweeps.running.offer import cli_only_params
-from core.sweeps.running.ray import RAY_ADDRESS_ENV
+from core.sweeps.running.ray_cluster import RAY_ADDRESS_ENV
 from core.sweeps.running.resolve import pair_file, resolve_spec
 
 

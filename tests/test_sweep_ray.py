@@ -88,11 +88,11 @@ def env(tiny_registry, tmp_path_factory, data_dir):
 @pytest.fixture(scope="module")
 def cluster(env):
     """One local Ray with 2 CPUs for the file; yields its address for the CLI drivers."""
-    from core.sweeps.running import ray as sweep_ray
+    from core.sweeps.running import ray_cluster
 
-    ray = sweep_ray.connect(num_cpus=2)
+    ray = ray_cluster.connect(num_cpus=2)
     yield ray.get_runtime_context().gcs_address
-    sweep_ray.disconnect()
+    ray_cluster.disconnect()
 
 
 def _config(name: str, models=MODELS) -> SweepConfig:
@@ -211,8 +211,9 @@ def test_a_sigkilled_ray_driver_resumes_to_the_same_sweep(cluster, env, local_db
     [sweep] = sweep_cells.list_sweeps(db)
     assert (sweep["stored_status"], sweep["status"]) == ("running", "interrupted")
 
-    resumed = subprocess.run([sys.executable, "-m", "core.sweeps", *args], cwd=REPO, env=env, capture_output=True,
-                             text=True, timeout=600)     # the same command, not slowed: resumes
+    # the same command, not slowed: resumes (a crash prints every thread's Python stack)
+    resumed = subprocess.run([sys.executable, "-m", "core.sweeps", *args], cwd=REPO, capture_output=True,
+                             env={**env, "PYTHONFAULTHANDLER": "1"}, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     out = resumed.stdout
     assert f": done, {TOTAL}/{TOTAL} rows ({len(kept)} resumed)" in out
@@ -324,8 +325,9 @@ def test_the_cli_resumes_a_named_sweep_on_ray_with_its_backend(onnx_sweep, clust
     _, db, made, _ = onnx_sweep
     args = ["--dataset", "demo.en", "--perturbations", "TUQ", "--models", "tiny-a", "--sample", "4", "--name",
             "kept", "--db", str(db), "--quiet", "--backend", "ray", "--address", cluster, "--workers", "1"]
-    resumed = subprocess.run([sys.executable, "-m", "core.sweeps", *args], cwd=REPO, env=env, capture_output=True,
-                             text=True, timeout=600)
+    # a crash prints every thread's Python stack (CI saw a SIGSEGV here after the report)
+    resumed = subprocess.run([sys.executable, "-m", "core.sweeps", *args], cwd=REPO, capture_output=True,
+                             env={**env, "PYTHONFAULTHANDLER": "1"}, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "tiny-a: resuming kept with the onnx backend it was made with" in resumed.stderr
     assert f": done, {made.total_units}/{made.total_units} rows ({made.total_units} resumed), 0 predictions" \
@@ -334,28 +336,27 @@ def test_the_cli_resumes_a_named_sweep_on_ray_with_its_backend(onnx_sweep, clust
 
 def test_the_apps_ray_driver_outlives_its_cluster_the_clis_does_not(monkeypatch):
     """Ray's driver exits its process 60 s after losing the cluster's GCS; the app's server must
-    not (core.sweeps.running.ray.RECONNECT_ENV). connect(outlive_cluster=True) sets the reconnect timeout
+    not (core.sweeps.running.ray_cluster.RECONNECT_ENV). connect(outlive_cluster=True) sets the reconnect timeout
     before ray.init starts the core worker, keeps a value the user set, and the CLI's connect
     leaves Ray's default. The app's SweepJob asks for it."""
     import inspect
 
     import ray as ray_module
 
-    from core.sweeps.running import job
-    from core.sweeps.running import ray as sweep_ray
+    from core.sweeps.running import job, ray_cluster
 
     seen = []
     monkeypatch.setattr(ray_module, "is_initialized", lambda: False)
-    monkeypatch.setattr(ray_module, "init", lambda **kw: seen.append(os.environ.get(sweep_ray.RECONNECT_ENV)))
-    monkeypatch.setattr(sweep_ray, "_connected_to", None)
-    monkeypatch.setenv(sweep_ray.RECONNECT_ENV, "0")  # recorded, so the test's own setting is undone
-    monkeypatch.delenv(sweep_ray.RECONNECT_ENV)
-    sweep_ray.connect(num_cpus=1)
+    monkeypatch.setattr(ray_module, "init", lambda **kw: seen.append(os.environ.get(ray_cluster.RECONNECT_ENV)))
+    monkeypatch.setattr(ray_cluster, "_connected_to", None)
+    monkeypatch.setenv(ray_cluster.RECONNECT_ENV, "0")  # recorded, so the test's own setting is undone
+    monkeypatch.delenv(ray_cluster.RECONNECT_ENV)
+    ray_cluster.connect(num_cpus=1)
     assert seen == [None]
-    sweep_ray.connect(num_cpus=1, outlive_cluster=True)
-    assert seen[-1] == str(sweep_ray.OUTLIVE_CLUSTER_S)
-    monkeypatch.setenv(sweep_ray.RECONNECT_ENV, "30")
-    sweep_ray.connect(num_cpus=1, outlive_cluster=True)
+    ray_cluster.connect(num_cpus=1, outlive_cluster=True)
+    assert seen[-1] == str(ray_cluster.OUTLIVE_CLUSTER_S)
+    monkeypatch.setenv(ray_cluster.RECONNECT_ENV, "30")
+    ray_cluster.connect(num_cpus=1, outlive_cluster=True)
     assert seen[-1] == "30"
     assert "outlive_cluster=True" in inspect.getsource(job.SweepJob._run)
 

@@ -6,9 +6,9 @@ from core.sweeps.cli import main
 
 if __name__ == "__main__":
     code = main()
-    from core.sweeps.running import ray as sweep_ray
+    from core.sweeps.running import ray_cluster
 
-    if sweep_ray.ever_connected():
+    if ray_cluster.ever_connected():
         # A driver that has left Ray can still die in the interpreter's teardown: CI's clean
         # clone on 2026-11-27 saw SIGSEGV (exit -11) after a Ray sweep had committed every row,
         # printed its report and shut Ray down. Everything is stored and written by now, so the

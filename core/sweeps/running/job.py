@@ -99,7 +99,7 @@ def _stop_ray_after_last_job() -> None:
     global _RAY_STARTED_BY_JOBS
     if not _RAY_STARTED_BY_JOBS or any(j.ray is not None for j in _JOBS):
         return
-    from core.sweeps.running.ray import connected_to, disconnect
+    from core.sweeps.running.ray_cluster import connected_to, disconnect
 
     if connected_to() == "local":
         disconnect()
@@ -182,7 +182,7 @@ class SweepJob:
     def _run(self) -> None:
         try:
             if self.ray is not None and self.ray.address is None:
-                from core.sweeps.running.ray import connected_to
+                from core.sweeps.running.ray_cluster import connected_to
 
                 if connected_to() is None:
                     global _RAY_STARTED_BY_JOBS
