@@ -5,7 +5,10 @@ import dataclasses
 import doctest
 import json
 import logging
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -627,3 +630,30 @@ def test_a_card_choosing_bf16_gives_way_where_bf16_is_not_native(tiny_qa_dir, tm
     measured["onnx-int8"]["f1"] = 79.6
     (carded / "model_card.json").write_text(json.dumps({"backends": {"default": "torch-bf16", "backends": measured}}))
     assert registry.get_entry("carded", toml).default_backend() == "onnx-int8"
+
+
+def test_the_cpus_flags_say_what_torchs_probes_say_about_native_bf16():
+    """bf16_unavailable reads /proc/cpuinfo (no torch import for the Ask page's model list);
+    torch.cpu's own probes give the same answer on this CPU."""
+    import torch
+
+    flags = torch_eager._cpu_flags_native_bf16()
+    if flags is None:
+        pytest.skip("no /proc/cpuinfo here")
+    probes = [getattr(torch.cpu, n, None) for n in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
+    assert flags == any(p() for p in probes if callable(p))
+    assert (torch_eager.bf16_unavailable("cpu") is None) == flags == (
+        torch_eager.bf16_unavailable(torch.device("cpu")) is None)
+
+
+def test_the_ask_pages_model_list_imports_no_runtime():
+    """Each card's default backend is known without importing torch, OpenVINO, nncf or ONNX
+    Runtime: the first screen draws without them (they load with the first answer)."""
+    probe = ("import sys\nfrom core.qa import registry\n"
+             "names = registry.models_for_language('en', registry.installed_models())\n"
+             "print(sorted(m for m in ('torch', 'openvino', 'nncf', 'onnxruntime') if m in sys.modules))")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

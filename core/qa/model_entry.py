@@ -133,8 +133,6 @@ class ModelEntry:
         card measured that backend with another recipe than today's (FINGERPRINT_TAGS). A choice
         this machine cannot run (bf16 on a CPU without native bf16) gives way to the rule applied
         to the card's other measured backends that can run here."""
-        import torch
-
         from core.compat import FINGERPRINT_TAGS
         from core.qa.backends.selection import BACKENDS, backend_unavailable, choose_default
 
@@ -152,7 +150,7 @@ class ModelEntry:
         recipe = measured.get("recipe") if isinstance(measured, dict) else None
         if recipe is not None and recipe != FINGERPRINT_TAGS[chosen]:
             return "torch"
-        cpu = torch.device("cpu")
+        cpu = "cpu"   # the card's choice was measured on a CPU (no torch import to ask: the Ask page asks)
         if backend_unavailable(chosen, cpu) is None:
             return chosen
         runnable = {name: b for name, b in (record.get("backends") or {}).items()

@@ -45,14 +45,14 @@ def check_backend(value) -> str:
 
 
 def backend_unavailable(backend: str, device) -> str | None:
-    """Why ``backend`` cannot run on ``device`` here (None when it can), without building it."""
+    """Why ``backend`` cannot run on ``device`` (a torch.device or its type, "cpu") here (None
+    when it can), without building it or importing its runtime."""
+    import importlib.util
+
     if backend == "torch-bf16":
         return bf16_unavailable(device)
-    if backend in ("onnx", "onnx-int8"):
-        try:
-            import onnxruntime  # noqa: F401
-        except ImportError as e:
-            return f"onnxruntime is not installed ({e}): pip install onnxruntime==1.31.1"
+    if backend in ("onnx", "onnx-int8") and importlib.util.find_spec("onnxruntime") is None:
+        return "onnxruntime is not installed: pip install onnxruntime==1.31.1"
     if backend in ("openvino", "openvino-int8"):
         from core.qa.backends.openvino_runtime import openvino_unavailable
 
@@ -83,10 +83,8 @@ def open_graph(backend: str, path: Path, threads: int | None = None):
     """The forward strategy over ``path``, a graph made for ``backend`` before (by make_forward,
     for the same weights): no torch model needed (core.qa.receipts). Raises BackendUnavailable
     when the backend cannot run here."""
-    import torch
-
     check_backend(backend)
-    missing = backend_unavailable(backend, torch.device("cpu"))
+    missing = backend_unavailable(backend, "cpu")
     if missing:
         raise BackendUnavailable(missing)
     if backend in ("openvino", "openvino-int8"):

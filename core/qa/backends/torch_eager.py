@@ -36,21 +36,41 @@ class TorchForward:
         return out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()
 
 
-def bf16_unavailable(device) -> str | None:
-    """Why bf16 arithmetic would not be native on ``device`` (None when it is): on a CPU it needs
-    AVX512-BF16 or AMX, on a GPU one that computes in bf16 (Ampere and later)."""
-    import torch
-
-    if device.type == "cuda":
-        return None if torch.cuda.is_bf16_supported() else "this GPU does not compute in bf16"
-    if device.type != "cpu":
-        return f"no bf16 backend for {device.type}"
-    # torch.cpu's capability checks are private; a torch without them says no
-    checks = [getattr(torch.cpu, n, None) for n in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
+def _cpu_flags_native_bf16() -> bool | None:
+    """Whether the kernel lists AVX512-BF16 or AMX tiles among this CPU's flags (the two of
+    torch.cpu's probes), or None where /proc/cpuinfo cannot be read (not Linux)."""
     try:
-        native = any(c() for c in checks if callable(c))
-    except Exception:  # a failed probe means "not known to be native"
-        native = False
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return bool({"avx512_bf16", "amx_tile"} & set(line.split(":", 1)[1].split()))
+    except OSError:
+        return None
+    return None
+
+
+def bf16_unavailable(device) -> str | None:
+    """Why bf16 arithmetic would not be native on ``device`` (a torch.device or its type, "cpu";
+    None when it is): on a CPU it needs AVX512-BF16 or AMX, on a GPU one that computes in bf16
+    (Ampere and later). On Linux the CPU's flags are read from /proc/cpuinfo, so asking (the
+    Ask page's model list does, through each card's default backend) imports no torch."""
+    kind = getattr(device, "type", device)
+    if kind == "cuda":
+        import torch
+
+        return None if torch.cuda.is_bf16_supported() else "this GPU does not compute in bf16"
+    if kind != "cpu":
+        return f"no bf16 backend for {kind}"
+    native = _cpu_flags_native_bf16()
+    if native is None:
+        import torch
+
+        # torch.cpu's capability checks are private; a torch without them says no
+        checks = [getattr(torch.cpu, n, None) for n in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
+        try:
+            native = any(c() for c in checks if callable(c))
+        except Exception:  # a failed probe means "not known to be native"
+            native = False
     return None if native else ("this CPU has no native bf16 arithmetic (AVX512-BF16 or AMX): "
                                 "emulated, bf16 would be slower than fp32")
 
