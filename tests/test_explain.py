@@ -132,6 +132,7 @@ def test_with_a_tolerance_the_steps_double_until_the_error_is_within_it(engines)
 
 def test_progress_is_reported_and_an_exception_from_it_stops_the_work(engines):
     from core.explain import Cancelled
+    from core.explain.integrated import LOADING
 
     engine = engines["minilm-squad-v2"]
     calls = []
@@ -139,9 +140,23 @@ def test_progress_is_reported_and_an_exception_from_it_stops_the_work(engines):
     def progress(phase, done, total):
         calls.append((phase, done, total))
 
+    engine.release_torch()   # it answers from its ONNX graph: the weights load first, and say so
     explain(engine, QUESTION, CONTEXT, n_steps=8, progress=progress)
-    assert calls[0] == ("reading", 1, 1)
+    assert calls[:3] == [(LOADING, 0, 1), (LOADING, 1, 1), ("reading", 1, 1)]
     assert calls[-1] == ("integrating at 8 steps", 16, 16)   # 8 steps for each of the two parts
+    calls.clear()
+    explain(engine, QUESTION, CONTEXT, n_steps=8, progress=progress)
+    assert calls[0] == ("reading", 1, 1)                     # held now: nothing to load
+
+    def stop_at_once(phase, done, total):   # a cancel asked as the weights load stops the run there
+        calls.append(phase)
+        raise Cancelled(phase)
+
+    engine.release_torch()
+    calls.clear()
+    with pytest.raises(Cancelled):
+        explain(engine, QUESTION, CONTEXT, n_steps=8, progress=stop_at_once)
+    assert calls == [LOADING]
 
     def stop(phase, done, total):
         calls.append(phase)
@@ -151,7 +166,7 @@ def test_progress_is_reported_and_an_exception_from_it_stops_the_work(engines):
     calls.clear()
     with pytest.raises(Cancelled):
         explain(engine, QUESTION, CONTEXT, n_steps=64, progress=stop)
-    assert calls == ["reading", "integrating at 64 steps"]
+    assert calls == [LOADING, LOADING, "reading", "integrating at 64 steps"]   # let go of above: loaded again
 
 
 def test_bad_input_is_refused(engines):

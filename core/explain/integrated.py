@@ -147,6 +147,9 @@ def _inputs(enc, i: int, tokenizer, device):
     return ids, extra
 
 
+LOADING = "loading the torch weights"   # the phase progress names while an engine's weights load
+
+
 def float32_model(engine):
     """The engine's torch model in float32: itself, or a float32 copy made once per engine when
     its weights are stored in lower precision (e5-qa-multi's fp16 folder): integrated gradients
@@ -206,7 +209,14 @@ def explain(engine, question: str, context: str, span: tuple[int, int] | None = 
     if tolerance is not None and not 0 < tolerance < 1:
         raise ValueError(f"tolerance must be a fraction between 0 and 1, got {tolerance!r}")
     quadrature(quadrature_name, 1)   # an unknown rule fails before any work
+    # an engine answering from its graph loads its torch weights first (seconds, and the model
+    # classes' import the first time): said, and a cancel asked meanwhile is heard right after
+    loading = progress is not None and not getattr(engine, "holds_torch", True)
+    if loading:
+        progress(LOADING, 0, 1)
     model, tok = float32_model(engine), engine.tokenizer
+    if loading:
+        progress(LOADING, 1, 1)
     device = next(model.parameters()).device
     max_length, stride = engine._window_shape(engine.is_long(context))
     enc, lead, whole, q_seq = _encode(tok, question, context, max_length, stride)
