@@ -63,7 +63,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, outlive_
         os.environ.setdefault(RECONNECT_ENV, str(OUTLIVE_CLUSTER_S))
     # Ray's metrics exporter is a thread of the driver's core worker, read by nothing here (no
     # dashboard). A CLI driver died of SIGSEGV after its sweep, with Ray's shutdown logged as
-    # complete (CI on 2026-11-27, twice; never in 40 runs on a quiet machine): one thread fewer
+    # complete (CI on 2026-11-27, twice; never in a dozen runs here): one thread fewer
     # that can outlive the shutdown (ray-project/ray#36885 is a crash of that exporter there).
     os.environ.setdefault(METRICS_ENV, "0")
     kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
