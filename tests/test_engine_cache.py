@@ -4,9 +4,12 @@ function so that each test decides when the next load no longer fits."""
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import threading
 import time
 import weakref
+from pathlib import Path
 
 import pytest
 
@@ -112,6 +115,19 @@ def test_warm_start_loads_in_a_thread_and_an_asker_waits_for_that_load():
     if seen:   # caught mid-load (a load on a busy machine takes seconds)
         assert seen[0].line().startswith(f"Loading {A} (torch")
     assert "loaded 1 of 1 models" in warming.summary()
+    assert warming.classes_imported == ["bert"]
+
+
+def test_warm_start_imports_the_model_class_a_first_attribution_would_wait_for():
+    # in a fresh process: transformers imports a model class only when it is first asked for
+    module = "transformers.models.bert.modeling_bert"
+    code = (f"import sys; from core.qa.warm import import_model_classes; before = {module!r} in sys.modules; "
+            "done = import_model_classes(['bert', 'no-such-type', '']); "
+            f"print(before, done, {module!r} in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "['bert']", "True"]
 
 
 def test_warm_start_leaves_a_model_its_card_says_is_over_the_budget():

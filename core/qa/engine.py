@@ -239,6 +239,7 @@ class QAEngine:
         else:
             positions, model_type = receipt.data["positions"], receipt.data["model_type"]
         self.position_limit = positions
+        self.model_type = model_type   # the config's, e.g. "bert": which model class its torch weights need
         # MPNet/RoBERTa reserve two positions for the padding offset.
         if model_type in ("mpnet", "roberta", "xlm-roberta"):
             self.position_limit -= 2
