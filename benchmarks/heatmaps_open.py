@@ -79,11 +79,10 @@ def refuse_foreign_store(db: Path) -> None:
     new file or a store of this benchmark's own sweeps, never one it was given to read."""
     if not db.exists():
         return
-    from core.sweeps.analysis.sweep_cells import list_sweeps
-    from core.sweeps.store import Store
+    from core.sweeps.analysis.stored import list_sweeps
 
-    with Store(db, readonly=True) as store:   # a folder or a non-SQLite file: refused untouched
-        others = sorted(s["name"] for s in list_sweeps(store) if not re.fullmatch(r"benchmark-\d+", s["name"]))
+    # read-only: a folder or a non-SQLite file is refused untouched
+    others = sorted(s["name"] for s in list_sweeps(db) if not re.fullmatch(r"benchmark-\d+", s["name"]))
     if others:
         shown = ", ".join(repr(n) for n in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
         raise cli.CLIError(f"--db {db} holds other sweeps ({shown}): the benchmark writes its own sweep; "
@@ -127,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     sweep_aggregates.store(db, name)
     stored_in = time.perf_counter() - t0
     stored = open_page(db)
-    from core.sweeps.analysis.sweep_cells import list_sweeps
+    from core.sweeps.analysis.stored import list_sweeps
 
     [sweep] = [s for s in list_sweeps(db) if s["name"] == name]
     figures = {"result_rows": sweep["done_units"], "examples": sweep["n_examples"], "models": len(sweep["models"]),

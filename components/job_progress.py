@@ -117,9 +117,9 @@ def open_on_heatmaps(db: str, sweep_name: str, key: str) -> None:
     opens (:func:`_go_to_heatmaps_if_asked`: a page cannot be switched from a callback)."""
     from components import persist
     from components.sweep_db_picker import STATE_KEY
-    from core.sweeps.analysis import sweep_cells
+    from core.sweeps.analysis.stored import list_sweeps
 
-    ids = [s["id"] for s in sweep_cells.list_sweeps(db) if s["name"] == sweep_name]
+    ids = [s["id"] for s in list_sweeps(db) if s["name"] == sweep_name]
     persist.hand_over({"hm_db": db, "hm_db_demo_auto": False, **({"hm_sweep": ids[-1]} if ids else {})})
     st.session_state[STATE_KEY] = db
     st.session_state[f"{key}_to_heatmaps"] = True

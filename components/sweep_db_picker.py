@@ -12,7 +12,7 @@ The browser never names a path. The picker offers
     from the cache. It is chosen by itself while no database in the roots holds a sweep, so a fresh
     clone opens on something real; the user's own sweeps replace it as soon as there are any.
 Whatever is chosen is checked again with :func:`core.config.confine` before use, and reading opens
-read-only (core.sweeps.analysis.sweep_cells), so looking at a database can never change it.
+read-only (core.sweeps.analysis.stored, the read handle), so looking at a database can never change it.
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ from components.text import md_escape
 from core import config
 from core.explore import demo_sweep
 from core.io.sqlite_db import sqlite_kind
-from core.sweeps.analysis import sweep_cells
-from core.sweeps.store import Store, StoreError
+from core.sweeps.analysis.stored import is_sweep_database, list_sweeps
+from core.sweeps.store import StoreError
 
 STATE_KEY = "sweep_db"
 NEW = "\x00new"          # the picker's "new database" entry (no file name can hold a NUL)
@@ -41,15 +41,6 @@ _LIMIT = 200             # databases offered at most
 def default_db_path() -> str:
     """The default sweep database, absolute (QAX_SWEEP_DB, else runs/sweeps.sqlite)."""
     return str(config.sweep_db_default())
-
-
-def is_sweep_store(path: Path) -> bool:
-    """True when ``path`` opens read-only as a sweep database (nothing is written to find out)."""
-    try:
-        with Store(path, readonly=True):
-            return True
-    except (StoreError, OSError, ValueError):
-        return False
 
 
 @st.cache_data(ttl=10, show_spinner=False)
@@ -66,7 +57,7 @@ def find_sweep_dbs(roots: tuple[str, ...]) -> list[str]:
             for f in sorted(files):
                 p = Path(folder) / f
                 if (f.endswith(SUFFIXES) and config.within(p, roots) and str(p.resolve()) not in found
-                        and is_sweep_store(p)):
+                        and is_sweep_database(p)):
                     found.append(str(p.resolve()))
             if len(found) >= _LIMIT:
                 return found
@@ -102,7 +93,7 @@ class DbChoice:
 def has_sweeps(path: str | Path) -> bool:
     """True when ``path`` is a sweep database holding at least one sweep."""
     try:
-        return Path(path).is_file() and bool(sweep_cells.list_sweeps(path))
+        return Path(path).is_file() and bool(list_sweeps(path))
     except Exception:   # foreign or damaged: nothing of the user's to open on
         return False
 
@@ -166,7 +157,7 @@ def _new_db(key: str, folder: Path) -> DbChoice:
     except ValueError as e:   # ConfinementError is one
         return DbChoice(None, str(e), new=True)
     kind = sqlite_kind(path)
-    if kind != "missing" and not is_sweep_store(path):
+    if kind != "missing" and not is_sweep_database(path):
         return DbChoice(None, f"{path.name} already exists in {folder} and is not a sweep database: "
                               "choose another name.", new=True)
     st.session_state[STATE_KEY] = str(path)
@@ -199,7 +190,7 @@ def stored_sweeps_or_stop(db_path: Path, missing: str) -> list:
         st.info(missing)   # the caller's text; the path in it is the server's, never typed
         st.stop()
     try:
-        sweeps = sweep_cells.list_sweeps(db_path)
+        sweeps = list_sweeps(db_path)
     except (StoreError, Exception) as e:  # a foreign or damaged file must not take the page down
         st.error(md_escape(f"Cannot read {config.shown_path(db_path)}: {e}"))
         st.stop()

@@ -18,7 +18,7 @@ from components.pickers import language_mismatch_note, model_picker
 from components.text import md_escape
 from core.collect import trial_sets, trials
 from core.explore.answers import load_engines
-from core.sweeps.analysis.sweep_cells import cells
+from core.sweeps.analysis.stored import StoredSweep
 from core.sweeps.config import SweepConfig
 from core.sweeps.running.job import SweepJob
 
@@ -67,7 +67,7 @@ def _scoring(trial: trials.Trial, busy: bool) -> None:
                 note = "" if r.status == "done" else f"Cancelled after {r.done_units:,}/{r.total_units:,} rows."
                 # under the trial it scores, even if another trial was opened meanwhile
                 for_trial = st.session_state.get("trial_job_for", trial.id)
-                scores[for_trial] = (trial_sets.score_rows(cells(job.db, r.name)), note)
+                scores[for_trial] = (trial_sets.score_rows(StoredSweep(job.db, r.name).cells()), note)
             st.rerun()
         if error := st.session_state.pop("trial_score_error", None):
             st.error(md_escape(f"Scoring stopped with an error: {error}"))

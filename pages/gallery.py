@@ -20,7 +20,7 @@ from core.collect import beat_store
 from core.config import hide_server_paths
 from core.explore import demo_sweep
 from core.explore import gallery as cg
-from core.sweeps.analysis import sweep_cells
+from core.sweeps.analysis.stored import list_sweeps
 
 page_frame()
 st.title("Gallery")
@@ -46,7 +46,7 @@ demo_caption(choice)
 sweeps = []
 if choice.path is not None and choice.path.exists():
     try:
-        sweeps = sweep_cells.list_sweeps(choice.path)
+        sweeps = list_sweeps(choice.path)
     except Exception as e:  # a damaged file must not take the page down
         st.error(md_escape(f"Cannot read {choice.path}: {e}"))
 by_id = {s["id"]: s for s in sweeps}

@@ -38,8 +38,9 @@ from core.explore import demo_sweep
 from core.metrics import METRICS as METRIC_INFO
 from core.render.heatmap import LAYOUT_NOTES, LAYOUTS, METRICS, VALUES, heatmap_figure, layout_for
 from core.sweeps.analysis import aggregates as aggregates
-from core.sweeps.analysis import sweep_cells
 from core.sweeps.analysis import tables as views
+from core.sweeps.analysis.stored import list_sweeps
+from core.sweeps.analysis.sweep_cells import penalty_totals
 
 page_frame()
 st.title("Heatmaps")
@@ -59,7 +60,7 @@ def _no_sweep(path) -> bool:
     if not path.exists():
         return True
     try:
-        return not sweep_cells.list_sweeps(path)
+        return not list_sweeps(path)
     except Exception:
         return False
 
@@ -155,7 +156,7 @@ with tabs["Heatmap"]:
                       help=f"Automatic: models as rows while the {n_columns} perturbations fit across the page "
                            "(up to 40), else perturbations as rows, down the page; for one model with n = 1, 2, … "
                            "(words or characters perturbed), one row per perturbation with its n across.")
-    totals = sweep_cells.penalty_totals(cells, metric)
+    totals = penalty_totals(cells, metric)
 
     clicked = clicked_cells()
     if st.session_state.get("hm_cell_of") != sweep_id:  # another sweep: its first cell

@@ -17,6 +17,7 @@ from test_app_heatmaps import CLEAN_A, TOY, LookupEngine, build_sweep
 from core.collect import beat, beat_store
 from core.explore import gallery as cg
 from core.perturb.spec import parse_specs
+from core.sweeps.analysis.stored import StoredSweep
 from core.sweeps.config import SweepConfig
 from core.sweeps.running.run import run_sweep
 
@@ -43,15 +44,15 @@ def stores(tmp_path, monkeypatch, tiny_registry):
 
 
 def test_findings_of_each_kind(stores):
-    flips = cg.one_keystroke_flips(stores, "toy-sweep")
+    flips = cg.one_keystroke_flips(StoredSweep(stores, "toy-sweep"))
     assert flips and all(Levenshtein.distance(f.question, f.original_question) == 1 for f in flips)
     assert {f.perturbation for f in flips} == {"DCRQ"}   # not TUQ/RUQ (more edits), not drop_qmark_Q (same answers)
     q1 = [f for f in flips if f.original_question == Q1]
     assert {tuple(f.answers.values()) for f in q1} == {("Paris", "")}
     assert {f.example_id for f in flips} == {"q1", "q2", "q3", "q4", "q5"}
-    [dis] = cg.disagreements(stores, "toy-disagree")
+    [dis] = cg.disagreements(StoredSweep(stores, "toy-disagree"))
     assert (dis.example_id, dis.answers, dis.golds) == ("q1", {"fake-a": "Paris", "fake-c": "France"}, ("Paris",))
-    assert cg.disagreements(stores, "toy-sweep") == []   # fake-a's "Neumann" (F1 2/3) is right too
+    assert cg.disagreements(StoredSweep(stores, "toy-sweep")) == []   # fake-a's "Neumann" (F1 2/3) is right too
     [won] = cg.beaten(beat_store.BeatStore().attempts())
     assert won.question == "Which country has Paris as its capital?" and won.golds == ("France",)
     # the Gallery's CSV/JSON rows: one per finding, an answer column per model

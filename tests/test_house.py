@@ -13,6 +13,8 @@
   from ``analysis`` only :data:`RUNNING_USES_OF_ANALYSIS` (the aggregates stored as a sweep ends);
   the modules that moved there left nothing behind at their old paths;
 * one lifecycle entry point (core.sweeps.running.lifecycle.launch) runs sweeps;
+* one sweep read handle (core.sweeps.analysis.stored): nothing outside core.sweeps.analysis opens a
+  sweep database to read it or calls an analysis function that does (first parameter ``db``);
 * the README stays a front door;
 * no package keeps code in its ``__init__.py`` (re-exports only).
 
@@ -353,3 +355,107 @@ def test_the_init_check_sees_a_function(tmp_path):
     init = tmp_path / "__init__.py"
     init.write_text('"""doc"""\nfrom x import y\n\ndef helper():\n    return 1\n')
     assert _package_code(init) == ["helper"]
+
+
+# One sweep read handle (issue 56): outside core.sweeps.analysis, a stored sweep is read only through
+# core.sweeps.analysis.stored (StoredSweep, list_sweeps, is_sweep_database), which resolves the sweep once
+# and keeps what it read. The analysis functions that take the database (first parameter ``db``) and
+# reopen it are the handle's to call; pure helpers over data already read (penalty_totals, the tables,
+# the formatters) are anyone's. Writers (running/, store.py) open the store themselves.
+ANALYSIS = "core/sweeps/analysis"
+READ_HANDLE = "core.sweeps.analysis.stored"
+STORE_WRITERS = ("core/sweeps/running/", "core/sweeps/store.py", ANALYSIS + "/")
+# (module, function) that opens a sweep database to write it: the sweep command checks, before the
+# first model load, that the database it will write is one (a folder or a foreign file is refused)
+STORE_OPENED_TO_WRITE = frozenset({("core/sweeps/cli.py", "_check_inputs")})
+
+
+def database_readers(analysis_files: list[Path], root: Path = ROOT) -> dict[str, set[str]]:
+    """{module: its functions whose first parameter is ``db``} for the analysis modules but the handle's."""
+    out = {}
+    for path in analysis_files:
+        module = ".".join(path.relative_to(root).with_suffix("").parts)
+        if module != READ_HANDLE:
+            out[module] = {n.name for n in _tree(path).body if isinstance(n, ast.FunctionDef)
+                           and n.args.args and n.args.args[0].arg == "db"}
+    return out
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def _enclosing_functions(tree: ast.Module) -> dict[ast.AST, str]:
+    """{node: the top-level function (or class) it sits in}."""
+    return {node: top.name for top in tree.body if isinstance(top, (ast.FunctionDef, ast.ClassDef))
+            for node in ast.walk(top)}
+
+
+def reads_outside_the_handle(files: list[Path], readers: dict[str, set[str]], root: Path = ROOT) -> list[str]:
+    """``path:line what`` for each use of a database-reading analysis function, each ``reading(``
+    and each ``Store(`` (but :data:`STORE_OPENED_TO_WRITE`) in ``files``."""
+    out = []
+    for path in files:
+        rel, tree = _rel(path, root), _tree(path)
+        modules = {}   # local name -> analysis module it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for a in node.names:
+                    if a.name in readers.get(node.module, ()):
+                        out.append(f"{rel}:{node.lineno} imports {node.module}.{a.name}")
+                    elif f"{node.module}.{a.name}" in readers:
+                        modules[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(node, ast.Import):
+                modules |= {a.asname or a.name: a.name for a in node.names if a.name in readers}
+        inside = _enclosing_functions(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and modules.get(_dotted(node.value)) in readers:
+                module = modules[_dotted(node.value)]
+                if node.attr in readers[module]:
+                    out.append(f"{rel}:{node.lineno} uses {module}.{node.attr}")
+            elif isinstance(node, ast.Call):
+                name = _dotted(node.func).rpartition(".")[2]
+                if name == "reading" or (name == "Store" and (rel, inside.get(node)) not in STORE_OPENED_TO_WRITE):
+                    out.append(f"{rel}:{node.lineno} calls {name}(")
+    return sorted(set(out))
+
+
+def test_the_read_handle_check_sees_every_way_round_it(tmp_path):
+    analysis = tmp_path / "core" / "sweeps" / "analysis"
+    analysis.mkdir(parents=True)
+    (analysis / "sweep_cells.py").write_text("def cells(db, sweep):\n    pass\n\n"
+                                             "def penalty_totals(cells):\n    pass\n")
+    (analysis / "stored.py").write_text("def list_sweeps(db):\n    pass\n")
+    readers = database_readers(sorted(analysis.glob("*.py")), root=tmp_path)
+    assert readers == {"core.sweeps.analysis.sweep_cells": {"cells"}}
+    page = tmp_path / "page.py"
+    page.write_text("from core.sweeps.analysis.sweep_cells import cells, penalty_totals\n"
+                    "from core.sweeps.analysis import sweep_cells as sc\n"
+                    "import core.sweeps.analysis.sweep_cells\n"
+                    "from core.sweeps.analysis.stored import StoredSweep, list_sweeps\n"
+                    "def show(db):\n"
+                    "    sc.cells(db, 1), sc.penalty_totals([])\n"
+                    "    core.sweeps.analysis.sweep_cells.cells(db, 1)\n"
+                    "    StoredSweep(db, 1).cells(), list_sweeps(db)\n"
+                    "    with reading(db) as s, store.Store(db, readonly=True) as t:\n"
+                    "        pass\n")
+    assert reads_outside_the_handle([page], readers, root=tmp_path) == [
+        "page.py:1 imports core.sweeps.analysis.sweep_cells.cells",
+        "page.py:6 uses core.sweeps.analysis.sweep_cells.cells",
+        "page.py:7 uses core.sweeps.analysis.sweep_cells.cells",
+        "page.py:9 calls Store(", "page.py:9 calls reading("]
+    cli = tmp_path / "core" / "sweeps" / "cli.py"   # the sweep command may open the store it will write, only there
+    cli.write_text("def _check_inputs(args):\n    Store(args.db)\n\ndef _read(args):\n    Store(args.db)\n")
+    assert reads_outside_the_handle([cli], readers, root=tmp_path) == ["core/sweeps/cli.py:5 calls Store("]
+
+
+def test_one_sweep_read_handle():
+    readers = database_readers(_python_files(ANALYSIS))
+    files = [f for f in _python_files("core", "components", "pages", "app.py")
+             if not _rel(f).startswith(STORE_WRITERS)]
+    offenders = reads_outside_the_handle(files, readers)
+    assert not offenders, f"read a stored sweep through {READ_HANDLE} (StoredSweep, list_sweeps): {offenders}"

@@ -6,8 +6,9 @@ import sqlite3
 import pytest
 from test_app_heatmaps import build_sweep
 
-from core.sweeps.analysis import aggregates, sweep_cells
-from core.sweeps.analysis.stored import StoredSweep
+from core.sweeps.analysis import aggregates, rows, sweep_cells
+from core.sweeps.analysis.stored import StoredSweep, is_sweep_database, list_sweeps
+from core.sweeps.store import Store
 
 
 @pytest.fixture
@@ -72,3 +73,32 @@ def test_backend_flips_need_another_sweep_of_the_same_database(db, tmp_path):
     build_sweep(other_db)
     with pytest.raises(ValueError, match="same database"):
         sweep.backend_flips(StoredSweep(other_db, "toy-sweep"))
+
+
+def test_the_handle_lists_and_recognises_sweep_databases(db, tmp_path):
+    assert [s["name"] for s in list_sweeps(db)] == ["toy-sweep"] and list_sweeps(db) == sweep_cells.list_sweeps(db)
+    assert StoredSweep(db, "toy-sweep").info == list_sweeps(db)[0]
+    text = tmp_path / "notes.sqlite"
+    text.write_text("not a database")
+    assert is_sweep_database(db) and not is_sweep_database(text) and not is_sweep_database(tmp_path)
+    assert text.read_text() == "not a database"   # looked at, never written
+
+
+def test_the_rows_the_drill_and_the_gallery_read_through_the_handle(db):
+    sweep = StoredSweep(db, "toy-sweep")
+    table = sweep.rows()
+    assert table.equals(rows.sweep_rows(db, "toy-sweep")) and sweep.rows() is not table   # read anew each time
+    key = rows.row_key(table.iloc[0])
+    detail = sweep.row_detail(key)
+    assert detail == rows.row_detail(db, "toy-sweep", key) and sweep.row_detail(key) is detail
+    # a limit asks SQLite for the first rows only; once the whole cell is read, it is cut from memory
+    tuq = next(c for c in sweep.cells() if c.model == "fake-a" and c.label == "TUQ")
+    first = sweep.cell_examples("fake-a", tuq.perturbation, tuq.params_json, limit=2)
+    whole = sweep.cell_examples("fake-a", tuq.perturbation, tuq.params_json)
+    assert first == whole[:2] == sweep_cells.cell_examples(db, "toy-sweep", "fake-a", tuq.perturbation,
+                                                           tuq.params_json, limit=2)
+    assert sweep.cell_examples("fake-a", tuq.perturbation, tuq.params_json, limit=3)[2] is whole[2]
+    with Store(db, readonly=True) as store:
+        assert sweep.clean_answers_by_model() == [dict(r) for r in store.clean_answers_by_model(sweep.id)]
+        assert sweep.near_question_flips(0.5) == [dict(r) for r in store.near_question_flips(sweep.id, 0.5)]
+    assert sweep.near_question_flips(0.5)   # DCRQ drops a character: right answers turn wrong

@@ -27,6 +27,7 @@ from core.datasets import Dataset, DatasetError, demo_dataset, load_dataset, sam
 from core.perturb.spec import PerturbationSpec, SpecError, parse_specs
 from core.sweeps import cli_text
 from core.sweeps.analysis import sweep_cells
+from core.sweeps.analysis.stored import StoredSweep
 from core.sweeps.analysis.traps import find_trap, sentence_spans
 from core.sweeps.config import SweepConfig, SweepError
 from core.sweeps.running.run import run_sweep
@@ -282,7 +283,7 @@ def test_cells_percent_change_band_penalty_hand_computed(tmp_path):
     assert sweep_cells.penalty_totals(list(by_label.values()), "f1") == {"fake": 4}
     assert sweep_cells.penalty_totals(list(by_label.values()), "em") == {"fake": 4}
     assert sweep_cells.clean_scores(db, run.name) == {"fake": {"em": 80.0, "f1": pytest.approx(280 / 3), "n": 5}}
-    text = cli_text.format_report(db, run.name)
+    text = cli_text.format_report(StoredSweep(db, run.name))
     assert "penalty total (F1) fake: 4" in text
     # long labels are printed whole, and the columns stay aligned
     long_cell = dataclasses.replace(tuq, label="asr_Q(engine=pocketsphinx, voice=espeak-ng:en-gb-scotland)")

@@ -24,9 +24,9 @@ pytest.importorskip("ray")
 from core.datasets import demo_dataset
 from core.sweeps import cli_text
 from core.sweeps.analysis import sweep_cells
+from core.sweeps.analysis.stored import StoredSweep
 from core.sweeps.config import SweepConfig
 from core.sweeps.running.run import run_sweep
-from core.sweeps.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = "TUQ,DRQ:n_words=1..2,file:noisy"
@@ -116,8 +116,8 @@ def _same_sweep(db: Path, reference: Path, name: str = "s") -> None:
     assert rows == _query(reference, ROWS)
     assert _query(db, VARIANTS) == _query(reference, VARIANTS)
     assert _query(db, PREDICTIONS) == _query(reference, PREDICTIONS)
-    with Store(db, readonly=True) as a, Store(reference, readonly=True) as b:
-        assert cli_text.format_report(a, name) == cli_text.format_report(b, name)   # what --show prints
+    # what --show prints
+    assert cli_text.format_report(StoredSweep(db, name)) == cli_text.format_report(StoredSweep(reference, name))
 
 
 def test_ray_sweep_gives_the_rows_of_the_local_backend(cluster, local_db, data_dir, tmp_path):

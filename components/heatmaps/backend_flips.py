@@ -28,7 +28,7 @@ def backend_flips_apply(sweep: StoredSweep, sweeps: Sequence[Mapping[str, Any]])
 
 
 def backend_flips_section(sweep: StoredSweep, sweeps: Sequence[Mapping[str, Any]], stem: str) -> None:
-    """``sweeps``: the database's sweeps (core.sweeps.analysis.sweep_cells.list_sweeps rows) to compare with."""
+    """``sweeps``: the database's sweeps (core.sweeps.analysis.stored.list_sweeps rows) to compare with."""
     others = _others(sweep, sweeps)
     if not others:
         st.info("Backend flips compare this sweep with another sweep of the same data set in this database, run "

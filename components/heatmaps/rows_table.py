@@ -46,23 +46,18 @@ def _shelf() -> dict:
     return {}
 
 
-def load_rows(db: str, sid: int, version) -> pd.DataFrame:
+def load_rows(stored: StoredSweep) -> pd.DataFrame:
     """The sweep's table, read once per (sweep, version) with a progress bar, then kept (the last
     few only) and never changed: filters make new frames."""
-    shelf, key = _shelf(), (db, sid, version)
+    shelf, key = _shelf(), (str(stored.db), stored.id, stored.version)
     if key not in shelf:
         bar = st.progress(0.0, text="Reading the rows…")
-        table = rt.sweep_rows(db, sid, lambda f, what: bar.progress(min(1.0, f), text=f"Reading the rows: {what}…"))
+        table = stored.rows(lambda f, what: bar.progress(min(1.0, f), text=f"Reading the rows: {what}…"))
         bar.empty()
         shelf[key] = table
         while len(shelf) > MAX_TABLES:
             shelf.pop(next(iter(shelf)))
     return shelf[key]
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def load_detail(db: str, sid: int, version, key: tuple) -> dict | None:
-    return rt.row_detail(db, sid, key)
 
 
 def _find(table: pd.DataFrame, key: tuple):
@@ -180,9 +175,9 @@ def pinned_html(rows: list, details: list[dict]) -> str:
 
 def _detail(stored: StoredSweep, table: pd.DataFrame, key: tuple) -> None:
     """The selected row: open / pin buttons, then the drill-down."""
-    db, sweep_id, version, sweep = str(stored.db), stored.id, stored.version, stored.info
+    sweep_id, sweep = stored.id, stored.info
     row = _find(table, key)
-    detail = load_detail(db, sweep_id, version, key)
+    detail = stored.row_detail(key)
     if row is None or detail is None:
         st.info("That row is no longer in this sweep.")
         return
@@ -203,15 +198,16 @@ def _detail(stored: StoredSweep, table: pd.DataFrame, key: tuple) -> None:
     example_in_detail(stored, key[0], key[1], key[2], detail, "rows", mark="this row")
 
 
-def _pinned(db: str, sweep_id: int, version, table: pd.DataFrame) -> None:
+def _pinned(stored: StoredSweep, table: pd.DataFrame) -> None:
     """The pinned rows of this sweep side by side, each with Unpin."""
+    sweep_id = stored.id
     pinned = st.session_state.setdefault("rows_pinned", [])
     here = [p[1] for p in pinned if p[0] == sweep_id]
     if not here:
         st.caption(f"Pin up to {MAX_PINNED} rows (select one, then Pin) to see them side by side.")
         return
     st.subheader("Pinned rows")
-    found = [(key, _find(table, key), load_detail(db, sweep_id, version, key)) for key in here]
+    found = [(key, _find(table, key), stored.row_detail(key)) for key in here]
     found = [(key, row, d) for key, row, d in found if row is not None and d is not None]
     if len(found) < MAX_PINNED:
         st.caption("Pin one more row to compare the two side by side.")
@@ -225,13 +221,12 @@ def _pinned(db: str, sweep_id: int, version, table: pd.DataFrame) -> None:
 
 def rows_section(stored: StoredSweep, stem: str) -> None:
     """The "Rows" tab of the sweep ``stored``."""
-    sweep_id, version = stored.id, stored.version
+    sweep_id = stored.id
     st.subheader("Every answer of the sweep")
     st.caption("One row per scored perturbed answer (rows where the perturbation did not apply hold none). "
                "Filter and sort here; select a row at its left edge, or pick it below, to see it in detail, "
                "open it on Ask or Variants, or pin it.")
-    db = str(stored.db)
-    table = load_rows(db, sweep_id, version)
+    table = load_rows(stored)
     if table.empty:
         st.info("This sweep has no scored perturbed answer yet.")
         return
@@ -253,6 +248,6 @@ def rows_section(stored: StoredSweep, stem: str) -> None:
     persist.keep("rows_pick", [None, *keys])
     key = st.selectbox("Row in detail", [None, *keys], key="rows_pick",
                        format_func=lambda k: "none (select a row above)" if k is None else labels[k])
-    _pinned(db, sweep_id, version, table)
+    _pinned(stored, table)
     if key is not None:
         _detail(stored, table, key)

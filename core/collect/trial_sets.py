@@ -129,7 +129,7 @@ def speaker_wer(trials: Iterable[Trial]) -> list[dict[str, Any]]:
 
 def score_rows(cells: Iterable[Any]) -> list[dict[str, Any]]:
     """The speech trial's scores (NoiseQA Table 10, per speaker and engine) from the cells of the
-    trial's sweep (``core.sweeps.analysis.sweep_cells.cells``): F1 on the clean questions and on the spoken ones.
+    trial's sweep (``core.sweeps.analysis.stored.StoredSweep.cells``): F1 on the clean questions and on the spoken ones.
 
     >>> from types import SimpleNamespace as Cell
     >>> score_rows([Cell(model="m", label="file:whisper-base", n=3, clean_f1=71.04, f1=50.0, em=33.33)])

@@ -38,7 +38,7 @@ SHIPPED_DUMP = config.repo_root() / "assets" / "demo" / "demo-sweep.sql"
 
 
 def is_demo(sweep: dict) -> bool:
-    """A stored sweep (core.sweeps.analysis.sweep_cells.list_sweeps) that is the demo sweep."""
+    """A stored sweep (core.sweeps.analysis.stored.list_sweeps) that is the demo sweep."""
     return sweep.get("name") == DEMO_NAME
 
 

@@ -11,7 +11,8 @@ Three kinds, each a :class:`Finding` that the Gallery page opens on Ask or Varia
 * **beaten** - a Beat-the-AI attempt where every model was fooled (``outcome = 'human'``),
   validated ones first.
 
-Everything is read from the stores (read-only), nothing is recomputed.
+Everything is read from the stores (read-only: a sweep through its read handle,
+core.sweeps.analysis.stored.StoredSweep), nothing is recomputed.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from rapidfuzz.distance import Levenshtein
 
-from core.sweeps.analysis.sweep_cells import reading
+from core.sweeps.analysis.stored import StoredSweep
 
 __all__ = ["Finding", "RIGHT", "disagreements", "one_keystroke_flips", "beaten", "find_all", "export_rows"]
 
@@ -51,15 +52,12 @@ def _golds(answers_json: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(a[0] for a in json.loads(answers_json)))
 
 
-def disagreements(db: str | Path, sweep: int | str, limit: int = 20) -> list[Finding]:
+def disagreements(sweep: StoredSweep, limit: int = 20) -> list[Finding]:
     """Clean questions of ``sweep`` where one model is right and another wrong."""
     by_example: dict[str, list] = defaultdict(list)
-    with reading(db) as store:
-        sid = store.sweep_id(sweep)
-        sweep_row = store.sweep_row(sid)
-        name, dataset = sweep_row["name"], sweep_row["dataset"]
-        for r in store.clean_answers_by_model(sid):
-            by_example[r["example_hash"]].append(r)
+    for r in sweep.clean_answers_by_model():
+        by_example[r["example_hash"]].append(r)
+    name, dataset = sweep.name, sweep.info["dataset"]
     out = []
     for rows in by_example.values():
         f1s = [r["f1"] for r in rows]
@@ -77,28 +75,25 @@ def disagreements(db: str | Path, sweep: int | str, limit: int = 20) -> list[Fin
     return out[:limit]
 
 
-def one_keystroke_flips(db: str | Path, sweep: int | str, limit: int = 20) -> list[Finding]:
+def one_keystroke_flips(sweep: StoredSweep, limit: int = 20) -> list[Finding]:
     """Question variants one character away from the question that turn a right answer wrong."""
     out: list[Finding] = []
     seen: set[tuple[str, str, str]] = set()
-    with reading(db) as store:
-        sid = store.sweep_id(sweep)
-        sweep_row = store.sweep_row(sid)
-        name, dataset = sweep_row["name"], sweep_row["dataset"]
-        for r in store.near_question_flips(sid, RIGHT):
-            original, variant = r["original_question"], r["variant_question"] or ""
-            if Levenshtein.distance(original, variant) != 1:
-                continue
-            key = (r["example_id"], variant, r["model"])
-            if key in seen:
-                continue
-            seen.add(key)
-            out.append(Finding(
-                "flip", f"{r['model']}: “{r['clean_answer']}” → “{r['answer'] or '∅'}” after one keystroke "
-                        f"({r['perturbation']})",
-                dataset, r["example_id"], r["lang"], r["context"], variant, original, _golds(r["gold_json"]),
-                {f"{r['model']} (original question)": r["clean_answer"], f"{r['model']} (one keystroke)": r["answer"]},
-                perturbation=r["perturbation"], strength=r["clean_f1"] - r["f1"], source=name))
+    name, dataset = sweep.name, sweep.info["dataset"]
+    for r in sweep.near_question_flips(RIGHT):
+        original, variant = r["original_question"], r["variant_question"] or ""
+        if Levenshtein.distance(original, variant) != 1:
+            continue
+        key = (r["example_id"], variant, r["model"])
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(Finding(
+            "flip", f"{r['model']}: “{r['clean_answer']}” → “{r['answer'] or '∅'}” after one keystroke "
+                    f"({r['perturbation']})",
+            dataset, r["example_id"], r["lang"], r["context"], variant, original, _golds(r["gold_json"]),
+            {f"{r['model']} (original question)": r["clean_answer"], f"{r['model']} (one keystroke)": r["answer"]},
+            perturbation=r["perturbation"], strength=r["clean_f1"] - r["f1"], source=name))
     out.sort(key=lambda f: (-f.strength, f.example_id, f.question))
     return out[:limit]
 
@@ -122,8 +117,9 @@ def find_all(db: str | Path | None, sweeps: Iterable[int], attempts: Iterable = 
     """Every kind, over the given sweeps of ``db`` and the given attempts, strongest first."""
     found: dict[str, list[Finding]] = {"disagree": [], "flip": [], "beaten": beaten(attempts, limit)}
     for sid in sweeps if db is not None else ():
-        found["disagree"] += disagreements(db, sid, limit)
-        found["flip"] += one_keystroke_flips(db, sid, limit)
+        sweep = StoredSweep(db, sid)
+        found["disagree"] += disagreements(sweep, limit)
+        found["flip"] += one_keystroke_flips(sweep, limit)
     for kind in ("disagree", "flip"):
         found[kind] = _once(sorted(found[kind], key=lambda f: -f.strength))[:limit]
     return found

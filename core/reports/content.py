@@ -1,7 +1,8 @@
-"""What a sweep report holds, collected from the stored sweep's public read functions: the same
-numbers the Heatmaps page shows, computed by the same core functions (core.sweeps: report,
-aggregates, tables, slices, repair, calibration, curves, backend_axis, drill) and drawn by the same
-figure builders (core.render), never recomputed another way.
+"""What a sweep report holds, collected through the stored sweep's read handle
+(core.sweeps.analysis.stored.StoredSweep, the one Heatmaps reads through): the same numbers the page
+shows, computed by the same core functions (core.sweeps.analysis: sweep_cells, aggregates, tables,
+slices, repair, calibration, curves, backend_axis, drill) and drawn by the same figure builders
+(core.render), never recomputed another way.
 
 A :class:`Report` is renderer-neutral: a header, the command that reproduces the sweep, sections
 (each a title, a note, tables as lists of dicts and plotly figures) in the order of the Heatmaps
@@ -25,9 +26,9 @@ from core.render.curve_figure import curve_figure
 from core.render.heatmap import METRICS, heatmap_figure
 from core.render.sweep_figures import breakdown_figure, bucket_figure
 from core.sweeps.analysis import curves as noise_curves
-from core.sweeps.analysis import drill, sweep_cells
 from core.sweeps.analysis import tables as views
-from core.sweeps.analysis.stored import StoredSweep
+from core.sweeps.analysis.stored import StoredSweep, list_sweeps
+from core.sweeps.analysis.sweep_cells import penalty_totals
 
 __all__ = ["Table", "Section", "Example", "Report", "ProgressFn", "WORST_EXAMPLES", "engine_backend", "sweep_command",
            "collect"]
@@ -156,10 +157,10 @@ def _header(sweep: dict[str, Any], db: str | Path) -> dict[str, str]:
             "created · updated": f"{sweep['created_at']} · {sweep['updated_at']}"}
 
 
-def _heatmap(db, sweep: dict, cells: list, clean: dict, metric: str) -> Section:
+def _heatmap(sweep: dict, cells: list, clean: dict, metric: str) -> Section:
     if not cells:      # a sweep with no model or no spec: what Heatmaps says too
         return Section("Model × perturbation", "This sweep has no cells.")
-    fig, _ = heatmap_figure(cells, metric, "pct", totals=sweep_cells.penalty_totals(cells, metric),
+    fig, _ = heatmap_figure(cells, metric, "pct", totals=penalty_totals(cells, metric),
                             models=sweep["models"])
     return Section(
         "Model × perturbation",
@@ -287,9 +288,8 @@ def _curves(stored: StoredSweep, seed: int) -> Section:
     return section if section.figures else Section(section.title, "No scored question variant in this sweep.")
 
 
-def _backend_flips(db, sweep: dict, others: list[dict]) -> Section | None:
-    from core.sweeps.analysis.backend_axis import backend_flips
-
+def _backend_flips(stored: StoredSweep, others: list[dict]) -> Section | None:
+    sweep = stored.info
     section = Section("Backend flips", "Answers that differ between this sweep and another stored sweep of the same "
                       "data, perturbations and seed run with another engine backend.")
     def backends(s: dict) -> dict[str, str]:
@@ -300,35 +300,33 @@ def _backend_flips(db, sweep: dict, others: list[dict]) -> Section | None:
                 or other["config"].get("seed") != sweep["config"].get("seed") or backends(other) == backends(sweep)):
             continue
         try:
-            rows = backend_flips(db, sweep["id"], other["id"])
+            rows = stored.backend_flips(StoredSweep(stored.db, other["id"]))
         except ValueError:      # no shared row: not the same sweep under another backend
             continue
         section.tables.append(Table(f"against {other['name']}", rows))
     return section if section.tables else None
 
 
-def worst_examples(db, sid: int, cells: list, k: int = WORST_EXAMPLES) -> list[Example]:
+def worst_examples(stored: StoredSweep, cells: list, k: int = WORST_EXAMPLES) -> list[Example]:
     """The ``k`` rows with the largest F1 loss over every cell (a row shared by several models is
-    shown once, at its worst), each with every model's answers on it. The store is opened once for
-    all of it (not once per cell and once per example)."""
-    with sweep_cells.reading(db) as store:
-        pool = []
-        for c in cells:
-            for r in sweep_cells.cell_examples(store, sid, c.model, c.perturbation, c.params_json, limit=k):
-                if r["f1_loss"] is not None and r["f1_loss"] > 0:
-                    pool.append((c, r))
-        pool.sort(key=lambda cr: -cr[1]["f1_loss"])      # stable: ties keep the sweep's order
-        seen, out = set(), []
-        for c, r in pool:
-            key = (c.perturbation, c.params_json, r["example_hash"], r["repeat"])
-            if key in seen:
-                continue
-            seen.add(key)
-            across = drill.example_across_models(store, sid, c.perturbation, c.params_json, r["example_hash"],
-                                                 r["repeat"])
-            out.append(Example(c.model, c.label, r, across))
-            if len(out) == k:
-                break
+    shown once, at its worst), each with every model's answers on it: the handle's reads, so a
+    cell the page has drilled into already is not read again."""
+    pool = []
+    for c in cells:
+        for r in stored.cell_examples(c.model, c.perturbation, c.params_json, limit=k):
+            if r["f1_loss"] is not None and r["f1_loss"] > 0:
+                pool.append((c, r))
+    pool.sort(key=lambda cr: -cr[1]["f1_loss"])      # stable: ties keep the sweep's order
+    seen, out = set(), []
+    for c, r in pool:
+        key = (c.perturbation, c.params_json, r["example_hash"], r["repeat"])
+        if key in seen:
+            continue
+        seen.add(key)
+        across = stored.example_across_models(c.perturbation, c.params_json, r["example_hash"], r["repeat"])
+        out.append(Example(c.model, c.label, r, across))
+        if len(out) == k:
+            break
     return out
 
 
@@ -339,14 +337,14 @@ def collect(db: str | Path, sweep: int | str, metric: str = "f1", seed: int = 0,
     bootstrap seed. ``progress(done, total, label)`` is called before each step. ``shown_db``: how
     the header and the reproduce command name the database (a page passes a name that gives away
     no server folder; default ``db`` as given). A sweep name not in ``db`` raises KeyError (from the store)."""
-    sweeps = sweep_cells.list_sweeps(db)
+    sweeps = list_sweeps(db)
     # the read handle Heatmaps uses: the same numbers, and what the page has read already is not read again
     stored = stored if stored is not None else StoredSweep(db, sweep)
-    sid, info = stored.id, stored.info
+    info = stored.info
     cells = stored.cells()
     clean = stored.clean_scores()
     steps: list[tuple[str, Callable[[], Any]]] = [
-        ("heatmap", lambda: _heatmap(db, info, cells, clean, metric)),
+        ("heatmap", lambda: _heatmap(info, cells, clean, metric)),
         ("model vs model", lambda: _model_vs_model(stored)),
         ("penalty by n", lambda: _penalty_by_n(stored, cells, metric)),
         ("NoiseQA", lambda: _noiseqa(stored, cells, metric)),
@@ -354,8 +352,8 @@ def collect(db: str | Path, sweep: int | str, metric: str = "f1", seed: int = 0,
         ("repair", lambda: _repair(stored, cells)),
         ("slices", lambda: _slices(stored)),
         ("noise curves", lambda: _curves(stored, seed)),
-        ("backend flips", lambda: _backend_flips(db, info, sweeps)),
-        ("worst examples", lambda: worst_examples(db, sid, cells)),
+        ("backend flips", lambda: _backend_flips(stored, sweeps)),
+        ("worst examples", lambda: worst_examples(stored, cells)),
     ]
     sections, examples = [], []
     for i, (label, step) in enumerate(steps):

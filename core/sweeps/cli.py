@@ -182,10 +182,10 @@ def _list_perturbations() -> None:
 
 
 def _read(args: argparse.Namespace) -> int:
-    """--list and --show: reading never writes (an old store is not upgraded, a foreign file is
-    refused untouched)."""
+    """--list and --show, through the sweep's read handle: reading never writes (an old store is not
+    upgraded, a foreign file is refused untouched)."""
     from core.sweeps import cli_text
-    from core.sweeps.analysis import sweep_cells
+    from core.sweeps.analysis.stored import StoredSweep, list_sweeps
 
     if Path(args.db).is_dir():
         raise cli.CLIError(f"{args.db} is a folder, not a sweep database")
@@ -193,48 +193,50 @@ def _read(args: argparse.Namespace) -> int:
         if args.list:
             raise cli.CLIError(f"no sweep database at {args.db}: nothing to list")
         raise cli.CLIError(f"no sweep database at {args.db}: cannot show {args.show!r}")
-    with Store(args.db, readonly=True) as store:
-        if args.list:
-            print(cli_text.format_sweep_list(sweep_cells.list_sweeps(store)))
-        elif args.compare:
-            models = [m.strip() for m in args.compare.split(",")]
-            if len(models) != 2:
-                raise cli.CLIError("--compare takes two model names, A,B")
-            print(cli_text.format_differences(sweep_cells.model_differences(store, args.show, *models), *models))
-        elif args.repair:
-            from core.sweeps.analysis.repair import format_repair_table, repair_table
+    if args.list:
+        print(cli_text.format_sweep_list(list_sweeps(args.db)))
+        return 0
+    if args.report:
+        _report(args)
+        return 0
+    models = [m.strip() for m in args.compare.split(",")] if args.compare else []
+    if args.compare and len(models) != 2:
+        raise cli.CLIError("--compare takes two model names, A,B")
+    sweep = StoredSweep(args.db, args.show)
+    if args.compare:
+        print(cli_text.format_differences(sweep.model_differences(*models), *models))
+    elif args.repair:
+        from core.sweeps.analysis.repair import format_repair_table
 
-            print(format_repair_table(repair_table(store, args.show)))
-        elif args.slice:
-            from core.sweeps.analysis.slices import format_slice, slice_cells
+        print(format_repair_table(sweep.repair_table()))
+    elif args.slice:
+        from core.sweeps.analysis.slices import format_slice
 
-            print(format_slice(slice_cells(store, args.show, args.slice), args.slice, metric=args.metric))
-        elif args.curve:
-            from core.io.csv_export import csv_text
-            from core.sweeps.analysis.curves import format_curves, sweep_curves
+        print(format_slice(sweep.slice_cells(args.slice), args.slice, metric=args.metric))
+    elif args.curve:
+        from core.io.csv_export import csv_text
+        from core.sweeps.analysis.curves import format_curves
 
-            curves = sweep_curves(store, args.show, args.curve, seed=args.seed)
-            print(format_curves(curves))
-            if args.curve_csv:
-                cli.write_text_atomic(args.curve_csv, csv_text(curves.rows()))
-                print(f"curve rows -> {args.curve_csv}")
-        elif args.backend_vs:
-            from core.io.csv_export import csv_text
-            from core.sweeps.analysis.backend_axis import backend_flips, format_flips
+        curves = sweep.curves(args.curve, seed=args.seed)
+        print(format_curves(curves))
+        if args.curve_csv:
+            cli.write_text_atomic(args.curve_csv, csv_text(curves.rows()))
+            print(f"curve rows -> {args.curve_csv}")
+    elif args.backend_vs:
+        from core.io.csv_export import csv_text
+        from core.sweeps.analysis.backend_axis import format_flips
 
-            flips = backend_flips(store, args.show, args.backend_vs)
-            print(format_flips(flips, args.show, args.backend_vs))
-            if args.backend_csv:
-                cli.write_text_atomic(args.backend_csv, csv_text(flips))
-                print(f"rows -> {args.backend_csv}")
-        elif args.report:
-            _report(args)
-        elif args.calibration:
-            from core.sweeps.analysis.calibration import calibration_table, format_calibration
+        flips = sweep.backend_flips(StoredSweep(args.db, args.backend_vs))
+        print(format_flips(flips, args.show, args.backend_vs))
+        if args.backend_csv:
+            cli.write_text_atomic(args.backend_csv, csv_text(flips))
+            print(f"rows -> {args.backend_csv}")
+    elif args.calibration:
+        from core.sweeps.analysis.calibration import format_calibration
 
-            print(format_calibration(calibration_table(store, args.show)))
-        else:
-            print(cli_text.format_report(store, args.show, metric=args.metric))
+        print(format_calibration(sweep.calibration_table()))
+    else:
+        print(cli_text.format_report(sweep, metric=args.metric))
     return 0
 
 
@@ -342,8 +344,9 @@ def _sweep(args: argparse.Namespace) -> int:
     print(f"sweep {run.name!r}: {run.status}, {run.done_units}/{run.total_units} rows "
           f"({run.resumed_units} resumed), {run.predictions_computed} predictions computed, "
           f"{run.predictions_cached} from cache, {run.model_calls} model calls, {run.elapsed_s:.1f} s")
-    with Store(args.db) as store:
-        print(cli_text.format_report(store, run.sweep_id, metric=args.metric))
+    from core.sweeps.analysis.stored import StoredSweep
+
+    print(cli_text.format_report(StoredSweep(args.db, run.sweep_id), metric=args.metric))
     return 0
 
 

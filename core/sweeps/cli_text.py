@@ -1,18 +1,16 @@
 """What ``python -m core.sweeps`` prints: a sweep's cells as a plain-text table with each model's
 penalty total (``--show``), the list of stored sweeps (``--list``) and two models' paired
-differences (``--compare``). The numbers come from core.sweeps.analysis.sweep_cells; this module
-only lays them out for a terminal.
+differences (``--compare``). The numbers come from the sweep's read handle
+(core.sweeps.analysis.stored.StoredSweep); this module only lays them out for a terminal.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from core.sweeps.analysis.sweep_cells import Cell, cells, clean_scores, penalty_totals, reading
-from core.sweeps.ownership import effective_status
-from core.sweeps.store import Store
+from core.sweeps.analysis.stored import StoredSweep
+from core.sweeps.analysis.sweep_cells import Cell, penalty_totals
 
 
 def format_differences(rows: Sequence[dict[str, Any]], model_a: str, model_b: str) -> str:
@@ -69,23 +67,19 @@ def format_table(cell_list: Sequence[Cell], metric: str = "f1") -> str:
     return "\n".join(lines)
 
 
-def format_report(db: Store | str | Path, sweep: int | str, metric: str = "f1") -> str:
+def format_report(sweep: StoredSweep, metric: str = "f1") -> str:
     """The sweep's header, each model's clean scores, then :func:`format_table` of its cells."""
-    with reading(db) as store:
-        sid = store.sweep_id(sweep)
-        row = store.sweep_row(sid)
-        clean = clean_scores(store, sid)
-        lines = [f"sweep {row['name']!r} on {row['dataset']} ({row['n_examples']} examples), "
-                 f"{effective_status(row)}"]
-        for model, s in clean.items():
-            lines.append(f"clean {model}: EM {s['em']:.1f}  F1 {s['f1']:.1f}  (n={s['n']})")
-        lines.append("")
-        lines.append(format_table(cells(store, sid), metric))
-        return "\n".join(lines)
+    info = sweep.info
+    lines = [f"sweep {info['name']!r} on {info['dataset']} ({info['n_examples']} examples), {info['status']}"]
+    for model, s in sweep.clean_scores().items():
+        lines.append(f"clean {model}: EM {s['em']:.1f}  F1 {s['f1']:.1f}  (n={s['n']})")
+    lines.append("")
+    lines.append(format_table(sweep.cells(), metric))
+    return "\n".join(lines)
 
 
 def format_sweep_list(sweeps: Sequence[dict[str, Any]]) -> str:
-    """One line per stored sweep (core.sweeps.analysis.sweep_cells.list_sweeps)."""
+    """One line per stored sweep (core.sweeps.analysis.stored.list_sweeps)."""
     if not sweeps:
         return "(no sweeps)"
     lines = []

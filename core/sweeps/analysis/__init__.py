@@ -1,7 +1,9 @@
 """Reading a stored sweep: cells, tables and views, built on one read handle.
 
 =================  ==========================================================================
-``report``         the stored sweep as cells, tables and drill-downs; ``reading``, its read handle
+``stored``         the read handle (StoredSweep, list_sweeps): the one way in from outside
+``sweep_cells``    the stored sweep as cells, penalties and drill-downs; ``reading`` opens the store
+``rows``           every scored answer as one table (Heatmaps' Rows tab)
 ``tables``         the Heatmaps page's tables built from the cells
 ``aggregates``     aggregates stored when a sweep finishes (Heatmaps opens them at once)
 ``calibration``    answer scores clean vs perturbed, abstention

@@ -9,6 +9,10 @@ database path, sweep and version), so a resumed sweep is never shown stale numbe
 
 One handle may serve several sessions of the app at once (Streamlit's cache_resource): its caches
 fill under a lock, and callers must not change what they are handed.
+
+It is the only way anything outside core.sweeps.analysis reads a stored sweep (tests/test_house.py
+checks it): pages, components, reports, the command line and the gallery ask a handle, and list a
+database's sweeps with :func:`list_sweeps` (or ask :func:`is_sweep_database` whether a file is one).
 """
 from __future__ import annotations
 
@@ -16,12 +20,25 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.sweeps.analysis import aggregates, sweep_cells, tables
-from core.sweeps.analysis.sweep_cells import Cell, reading
+from core.sweeps.analysis.sweep_cells import Cell, list_sweeps, reading
+from core.sweeps.store import Store, StoreError
 
-__all__ = ["StoredSweep"]
+if TYPE_CHECKING:   # pandas loads with the rows table, not with every handle (the command line's --show)
+    import pandas as pd
+
+__all__ = ["StoredSweep", "list_sweeps", "is_sweep_database"]
+
+
+def is_sweep_database(path: str | Path) -> bool:
+    """True when ``path`` opens read-only as a sweep database (nothing is written to find out)."""
+    try:
+        with reading(Path(path)):
+            return True
+    except (StoreError, OSError, ValueError):
+        return False
 
 
 class StoredSweep:
@@ -111,10 +128,17 @@ class StoredSweep:
             return self._memo(("traps", None, None), lambda: self._stored_or("traps:clean", compute, lambda v: v))
         return self._memo(("traps", perturbation, params_json), compute)
 
-    def cell_examples(self, model: str, perturbation: str, params_json: str) -> list[dict[str, Any]]:
-        """The scored examples behind one cell, largest F1 loss first (:func:`sweep_cells.cell_examples`)."""
-        return self._memo(("cell_examples", model, perturbation, params_json),
-                          lambda: sweep_cells.cell_examples(self.db, self.id, model, perturbation, params_json))
+    def cell_examples(self, model: str, perturbation: str, params_json: str,
+                      limit: int | None = None) -> list[dict[str, Any]]:
+        """The scored examples behind one cell, largest F1 loss first (:func:`sweep_cells.cell_examples`);
+        the first ``limit`` only, taken from the whole cell when that was read already."""
+        with self._lock:
+            whole = self._cache.get(("cell_examples", model, perturbation, params_json, None))
+        if limit is not None and whole is not None:
+            return whole[:limit]
+        return self._memo(("cell_examples", model, perturbation, params_json, limit),
+                          lambda: sweep_cells.cell_examples(self.db, self.id, model, perturbation, params_json,
+                                                            limit=limit))
 
     def example_across_models(self, perturbation: str, params_json: str, example_hash: str,
                               repeat: int) -> list[dict[str, Any]]:
@@ -123,6 +147,35 @@ class StoredSweep:
         return self._memo(("across", perturbation, params_json, example_hash, repeat),
                           lambda: drill.example_across_models(self.db, self.id, perturbation, params_json,
                                                               example_hash, repeat))
+
+    def rows(self, progress: Callable[[float, str], None] | None = None) -> pd.DataFrame:
+        """Every scored answer as one table (:func:`core.sweeps.analysis.rows.sweep_rows`), read anew
+        on each call: a large sweep's table is large, and the page keeps the last few itself."""
+        from core.sweeps.analysis import rows
+
+        return rows.sweep_rows(self.db, self.id, progress)
+
+    def row_detail(self, key: tuple[str, str, str, str, int]) -> dict[str, Any] | None:
+        """One row of :meth:`rows` (by :func:`core.sweeps.analysis.rows.row_key`) with its contexts and spans."""
+        from core.sweeps.analysis import rows
+
+        return self._memo(("row_detail", key), lambda: rows.row_detail(self.db, self.id, key))
+
+    def clean_answers_by_model(self) -> list[dict[str, Any]]:
+        """Every model's clean answer to every example, with its F1 and the example (the gallery's
+        disagreements)."""
+        return self._memo(("clean_answers",), lambda: self._store_rows(
+            lambda store: store.clean_answers_by_model(self.id)))
+
+    def near_question_flips(self, right: float) -> list[dict[str, Any]]:
+        """Scored question variants within one character of the question's length whose clean answer
+        reached ``right`` F1 and whose perturbed one did not (the gallery's one-keystroke flips)."""
+        return self._memo(("flips_near", right), lambda: self._store_rows(
+            lambda store: store.near_question_flips(self.id, right)))
+
+    def _store_rows(self, query: Callable[[Store], list]) -> list[dict[str, Any]]:
+        with reading(self.db) as store:
+            return [dict(r) for r in query(store)]
 
     def repair_table(self) -> list[dict[str, Any]]:
         from core.sweeps.analysis import repair
