@@ -98,6 +98,21 @@ def test_evict_and_clear_let_go():
     assert ref() is None and cache.loaded() == []
 
 
+def test_a_loaded_engine_is_frozen_out_of_full_collections_until_it_is_let_go_of():
+    gc.unfreeze()
+    cache = EngineCache(Budget())
+    eng = cache.get(A, TORCH)
+    frozen = gc.get_freeze_count()
+    assert frozen > 10_000                     # the engine, its tokenizer, the libraries: skipped by gc
+    eng.cycle = [eng]                          # an engine in a reference cycle: only a collection frees it
+    ref = weakref.ref(eng)
+    del eng
+    assert cache.evict(A)                      # thawed first, so the cycle is collected
+    gc.collect()
+    assert ref() is None
+    gc.unfreeze()
+
+
 def test_warm_start_loads_in_a_thread_and_an_asker_waits_for_that_load():
     cache = EngineCache(Budget())
     warming = warm.WarmStart([A], TORCH)

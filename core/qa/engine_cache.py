@@ -244,6 +244,7 @@ class EngineCache:
         with self._lock:
             self._loaded[key] = held
         self._make_room(0.0, keep=key)
+        memory.freeze_survivors()   # its objects out of every later full collection (core.memory)
         return engine
 
     # ------------------------------------------------------------------------------ letting go
@@ -272,6 +273,7 @@ class EngineCache:
         names = [v.name for v in victims]
         if victims:
             victims.clear()   # the last references this cache held
+            memory.freeze_survivors()   # thawed first: what the engines held in cycles is freed
             memory.trim()
         return names
 
@@ -282,6 +284,7 @@ class EngineCache:
             gone = [self._loaded.pop(k) for k in keys]
         if gone:
             gone.clear()
+            memory.freeze_survivors()
             memory.trim()
         return bool(keys)
 
@@ -289,4 +292,5 @@ class EngineCache:
         """Let go of every engine (tests; a server reconfigured)."""
         with self._lock:
             self._loaded.clear()
+        memory.freeze_survivors()
         memory.trim()

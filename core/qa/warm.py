@@ -94,6 +94,10 @@ class WarmStart:
         # after the loads, not counted in them: nobody waits for this but a later attribution
         engines = [cache.peek(name, self.settings) for name in self.loaded]
         self.classes_imported = import_model_classes(getattr(e, "model_type", "") for e in engines if e)
+        if self.classes_imported:
+            from core import memory
+
+            memory.freeze_survivors()   # the classes' objects too (core.memory: the collector's pauses)
 
     def summary(self) -> str:
         """One line: what the warm start did (or is doing)."""
