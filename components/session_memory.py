@@ -144,8 +144,9 @@ def _loop() -> None:
         if rt is None:
             continue
         if sweep(time.monotonic(), rt.is_active_session, on_drop=lambda sid: _close(rt, sid)):
-            memory.trim()
-            memory.trim_later(2.0)   # the closes run on the event loop: their memory is free a moment later
+            # thawed: a session that lived through a model load had its state frozen with the heap
+            memory.trim(thaw=True)
+            memory.trim_later(2.0, thaw=True)   # the closes run on the event loop: free a moment later
 
 
 def _close(rt, sid: str) -> None:

@@ -62,10 +62,15 @@ def limit_arenas(n: int = 2) -> bool:
         return False
 
 
-def trim() -> bool:
+def trim(thaw: bool = False) -> bool:
     """Collect garbage, then hand free heap pages back to the system (glibc only). True when
-    malloc_trim ran and released something."""
-    gc.collect()
+    malloc_trim ran and released something. ``thaw``: collect what was frozen too, then freeze
+    the survivors again (:func:`freeze_survivors`): for objects that lived through a model load
+    and are let go of now (a closed session's state)."""
+    if thaw:
+        freeze_survivors()
+    else:
+        gc.collect()
     fn = _malloc_trim()
     return bool(fn(0)) if fn else False
 
@@ -91,10 +96,10 @@ def freeze_survivors() -> int:
         return gc.get_freeze_count()
 
 
-def trim_later(delay: float = 1.0) -> None:
+def trim_later(delay: float = 1.0, thaw: bool = False) -> None:
     """Run :func:`trim` in ``delay`` seconds on a daemon thread (e.g. once a parse's temporary
     objects and the uploaded bytes are gone)."""
-    t = threading.Timer(delay, trim)
+    t = threading.Timer(delay, trim, kwargs={"thaw": thaw})
     t.daemon = True
     t.start()
 

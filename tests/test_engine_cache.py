@@ -204,3 +204,22 @@ def test_an_attribution_gives_the_torch_weights_back_when_it_ends():
     assert result.answer.text == "Berlin" and eng.torch_reloads == 1
     assert not eng.holds_torch and eng.torch_bytes() == 0 and held.mb_now() <= without + 1
     assert eng.answer(QUESTION, CONTEXT).best.text == "Berlin"   # still answers, with its graph
+
+
+def test_a_trim_that_thaws_frees_a_cycle_that_lived_through_a_freeze():
+    # a closed session's state that a model load froze with the heap (components/session_memory)
+    from core import memory
+
+    class State:
+        pass
+
+    state = State()
+    state.me = state
+    ref = weakref.ref(state)
+    memory.freeze_survivors()
+    del state
+    memory.trim()
+    assert ref() is not None                   # frozen: a plain collection skips it
+    memory.trim(thaw=True)
+    assert ref() is None
+    gc.unfreeze()
