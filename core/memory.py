@@ -10,14 +10,16 @@ inside it (measured in one process: parse a 19 MB SQuAD file, 31 -> 156 MB; drop
 Dataset) is garbage-collected, a daemon timer runs :func:`trim` a moment later, outside the
 collector (a finalizer must not run a collection itself).
 
-:func:`freeze_survivors` keeps the collector's full passes off the long-lived heap. Streamlit
+:func:`freeze` and :func:`freeze_survivors` keep the collector's full passes off the long-lived heap. Streamlit
 collects every generation after each script run (``runner.postScriptGC``), and a page that
 polls a background job reruns a fragment every half second. With the three English defaults
 loaded the heap holds about 460,000 tracked objects (the libraries, the tokenizers, the
 engines) and each full pass took 430-480 ms holding the GIL, so an attribution thread, which
 needs the GIL between torch operations, took 16 s in the server against 2.4 s alone (py-spy:
 the script threads' ``gc.collect(2)`` held the GIL). Frozen (``gc.freeze``), those objects
-are skipped: the same pass takes under a millisecond.
+are skipped: the same pass takes under a millisecond. A model load ends with :func:`freeze`;
+letting a model or a session go thaws, collects and freezes again (:func:`freeze_survivors`), so
+nothing frozen that is let go of stays.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ import gc
 import threading
 import weakref
 
-__all__ = ["trim", "trim_later", "release_when_collected", "limit_arenas", "freeze_survivors"]
+__all__ = ["trim", "trim_later", "release_when_collected", "limit_arenas", "freeze", "freeze_survivors"]
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter number (malloc.h)
 
@@ -92,6 +94,15 @@ def freeze_survivors() -> int:
     with _freeze_lock:
         gc.unfreeze()
         gc.collect()
+        gc.freeze()
+        return gc.get_freeze_count()
+
+
+def freeze() -> int:
+    """Freeze the objects alive now (no collection: call it right after one, as a model load ends
+    with :func:`trim`); the number frozen. Cheap: the tracked objects move to the permanent
+    generation in one step. What is frozen and later let go of waits for :func:`freeze_survivors`."""
+    with _freeze_lock:
         gc.freeze()
         return gc.get_freeze_count()
 

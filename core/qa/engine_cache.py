@@ -244,7 +244,7 @@ class EngineCache:
         with self._lock:
             self._loaded[key] = held
         self._make_room(0.0, keep=key)
-        memory.freeze_survivors()   # its objects out of every later full collection (core.memory)
+        memory.freeze()   # its objects out of every later full collection (core.memory); trim() collected
         return engine
 
     # ------------------------------------------------------------------------------ letting go

@@ -97,7 +97,7 @@ class WarmStart:
         if self.classes_imported:
             from core import memory
 
-            memory.freeze_survivors()   # the classes' objects too (core.memory: the collector's pauses)
+            memory.freeze()   # the classes' objects too (core.memory: the collector's pauses)
 
     def summary(self) -> str:
         """One line: what the warm start did (or is doing)."""
