@@ -273,8 +273,7 @@ class EngineCache:
         names = [v.name for v in victims]
         if victims:
             victims.clear()   # the last references this cache held
-            memory.freeze_survivors()   # thawed first: what the engines held in cycles is freed
-            memory.trim()
+            memory.trim(thaw=True)   # thawed first: what the engines held in cycles is freed
         return names
 
     def evict(self, name: str) -> bool:
@@ -284,13 +283,11 @@ class EngineCache:
             gone = [self._loaded.pop(k) for k in keys]
         if gone:
             gone.clear()
-            memory.freeze_survivors()
-            memory.trim()
+            memory.trim(thaw=True)
         return bool(keys)
 
     def clear(self) -> None:
         """Let go of every engine (tests; a server reconfigured)."""
         with self._lock:
             self._loaded.clear()
-        memory.freeze_survivors()
-        memory.trim()
+        memory.trim(thaw=True)
