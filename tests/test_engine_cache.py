@@ -223,3 +223,29 @@ def test_a_trim_that_thaws_frees_a_cycle_that_lived_through_a_freeze():
     memory.trim(thaw=True)
     assert ref() is None
     gc.unfreeze()
+
+
+def test_with_nobody_left_the_cache_goes_back_to_what_the_warm_start_loaded(monkeypatch):
+    """components/session_memory calls warm.rest once the last browser has gone: a model asked
+    for later (a German item's) is let go of, the warm start's stays, and the torch weights an
+    attribution brought back to it are let go of again."""
+    cache = EngineCache(Budget())
+    INT8 = EngineSettings(backend="onnx-int8")
+    warming = warm.WarmStart([A], INT8)
+    monkeypatch.setattr(warm, "_current", warming)
+    warming.thread = threading.current_thread()
+    assert warm.rest(cache) == []              # still loading: nothing is let go of
+    warming.run(cache)
+    kept = cache.get(A, INT8)
+    if kept.backend_name != "onnx-int8":
+        pytest.skip(f"onnx-int8 does not run here: {kept.backend_message}")
+    later = weakref.ref(cache.get(B, TORCH))
+    kept.model                                 # an attribution reads the torch weights
+    assert kept.holds_torch
+    assert warm.rest(cache) == [B]
+    gc.collect()
+    assert later() is None and [h.name for h in cache.loaded()] == [A]
+    assert not kept.holds_torch and cache.get(A, INT8) is kept
+    assert kept.answer(QUESTION, CONTEXT).best.text == "Berlin"
+    monkeypatch.setattr(warm, "_current", None)   # no warm start: nothing stays
+    assert warm.rest(cache) == [A] and cache.loaded() == []

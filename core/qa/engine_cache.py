@@ -286,6 +286,22 @@ class EngineCache:
             memory.trim(thaw=True)
         return bool(keys)
 
+    def rest(self, keep) -> list[str]:
+        """Go back to what an idle server holds (components/session_memory, once no browser is
+        left): every engine whose model is not in ``keep`` let go of, and the torch weights a
+        view brought back to a kept one (an attribution) let go of again; the names let go of."""
+        keep = set(keep)
+        with self._lock:
+            keys = [k for k, v in self._loaded.items() if v.name not in keep]
+            gone = [self._loaded.pop(k) for k in keys]
+            kept = list(self._loaded.values())
+        released = [h for h in kept if h.mb_now() > h.mb and h.engine.release_torch()]
+        names = [g.name for g in gone]
+        if gone or released:
+            gone.clear()
+            memory.trim(thaw=True)
+        return names
+
     def clear(self) -> None:
         """Let go of every engine (tests; a server reconfigured)."""
         with self._lock:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from core.qa.engine import EngineSettings
 
-__all__ = ["WarmStart", "start", "current", "default_names", "import_model_classes", "DEFAULT_LANG"]
+__all__ = ["WarmStart", "start", "current", "rest", "default_names", "import_model_classes", "DEFAULT_LANG"]
 
 log = logging.getLogger(__name__)
 
@@ -154,3 +154,19 @@ def start(names: list[str] | None = None, cache=None) -> WarmStart:
             _current = warm
             warm.thread.start()
         return _current
+
+
+def rest(cache=None) -> list[str]:
+    """Back to what the server held once warm, when no browser is left (components/session_memory):
+    the engines the warm start loaded stay, every other one is let go of, and so are torch weights
+    an attribution brought back; the names let go of. Without a warm start (a command line, a
+    server started without one) nothing stays; while one is loading, nothing is let go of."""
+    from core.qa import registry
+
+    warming = current()
+    if warming is not None and warming.finished is None:
+        return []
+    gone = (cache or registry.engines()).rest(warming.loaded if warming is not None else [])
+    if gone:
+        log.info("no browser left: let go of %s", ", ".join(gone))
+    return gone
