@@ -18,7 +18,9 @@ server having reported ready just before), ``first_answer_after_ready_s``, ``war
 ``answer_s`` per language, ``attribution_first_model_s`` (the button clicked to the first ticked
 model's coloured passage), ``speech_answer_s`` (Stop recording clicked to the spoken
 question's first span), ``page_s`` per page, ``rss_mb`` after each step, ``peak_rss_mb`` and
-``idle_rss_mb`` (``--after`` seconds after the browser closed) with the model memory budget.
+``idle_rss_mb`` (``--after`` seconds after the browser closed) with the model memory budget, and
+``warm_start_after_ready_s``: when the server said its warm start was done (its ``[qax] warm start
+loaded ...`` line), counted from ready, with that line.
 """
 from __future__ import annotations
 
@@ -103,6 +105,25 @@ def _speak(page, url: str) -> float:
     return round(time.monotonic() - t, 1)
 
 
+def _watch_warm_line(log_path: str, t_ready: float, out: dict) -> None:
+    """On a thread: note when the server's log says the warm start is done (components/server.py)."""
+    import threading
+
+    from components.server import WARM_LINE
+
+    def watch() -> None:
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline:
+            for line in Path(log_path).read_text(errors="replace").splitlines():
+                if line.startswith(WARM_LINE + "warm start loaded"):
+                    out["warm_start_after_ready_s"] = round(time.monotonic() - t_ready, 1)
+                    out["warm_start_line"] = line
+                    return
+            time.sleep(0.2)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def run(after: int) -> dict:
     import tempfile
 
@@ -118,6 +139,7 @@ def run(after: int) -> dict:
         sampler = Sampler(proc.pid)
         wait_healthy(url, proc, log)
         t_ready = time.monotonic()
+        _watch_warm_line(log.name, t_ready, out)
         out["rss_mb"]["ready"] = round(sampler.now())
         clip = _spoken_question_wav(Path(clip_dir.name))
         with launch_chromium([f"--use-file-for-fake-audio-capture={clip}%noloop"]) as browser:

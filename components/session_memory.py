@@ -21,7 +21,8 @@ event loop and can no longer be resumed), which lets go of its whole ``st.sessio
 answers, variants and attributions. Then the process gives the freed memory back to the system
 (:func:`core.memory.trim`). When the last one goes, the models go back to those the warm start
 loaded (:func:`core.qa.warm.rest`: a German or Chinese item's model, torch weights an attribution
-brought back), so an idle server holds what it held once warm. A visitor who comes back later gets
+brought back) and the speech recognisers are let go of (:func:`core.speech.asr.release_all`), so
+an idle server holds what it held once warm. A visitor who comes back later gets
 a fresh session: the pages open on their defaults (a copied link brings a view back).
 """
 from __future__ import annotations
@@ -148,8 +149,10 @@ def _loop() -> None:
         if sweep(time.monotonic(), rt.is_active_session, on_drop=lambda sid: _close(rt, sid)):
             if not watched_sessions():   # nobody left: the models back to the warm start's
                 from core.qa import warm
+                from core.speech import asr
 
                 warm.rest()
+                asr.release_all()
             # thawed: a session that lived through a model load had its state frozen with the heap
             memory.trim(thaw=True)
             memory.trim_later(2.0, thaw=True)   # the closes run on the event loop: free a moment later

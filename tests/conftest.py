@@ -31,6 +31,7 @@ SLOW_FILES = (
     "test_param_widgets.py",                             # every perturbation's form drawn by AppTest
     "test_explain.py",                                   # integrated gradients on the shipped models
     "test_fonts.py",                                     # kaleido's PNG export in Chromium
+    "test_server_launcher.py",                           # ./run.sh app's launcher served, its models loaded
 )
 
 

@@ -189,6 +189,17 @@ def test_tts_wav_transcribed_by_each_engine(engine, kal16_question):
     assert transcript.text == asr.normalise_transcript(transcript.raw)
 
 
+def test_a_released_recogniser_loads_again_and_gives_the_same_transcript(kal16_question):
+    """An idle server lets go of its recognisers (components/session_memory: asr.release_all)."""
+    audio = load_audio(kal16_question)
+    engine = asr.get_engine("pocketsphinx")
+    first = engine.transcribe(audio.samples, audio.sample_rate)
+    assert "pocketsphinx" in asr.release_all() and engine._model is None
+    assert "pocketsphinx" not in asr.release_all()          # nothing held: nothing let go of
+    assert engine.transcribe(audio.samples, audio.sample_rate).text == first.text == "what is the capital of france"
+    assert engine._model is not None
+
+
 def test_pocketsphinx_rejects_other_languages():
     with pytest.raises(ValueError, match="pocketsphinx recognises en only, not 'es'"):
         asr.get_engine("pocketsphinx").transcribe(tone(1.0, 16000), 16000, language="es")

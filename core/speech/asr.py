@@ -134,6 +134,13 @@ class ASREngine(abc.ABC):
                 self._model = self._load()
             return self._model
 
+    def release(self) -> bool:
+        """Let go of the loaded model (it loads again on the next transcription); True when one
+        was held. A transcription under way keeps its own reference and finishes."""
+        with self._lock:
+            held, self._model = self._model is not None, None
+        return held
+
     def transcribe(self, audio: np.ndarray, sample_rate: int, *, language: str | None = None,
                    max_seconds: float = MAX_SECONDS) -> Transcript:
         """Transcribe mono (or frames x channels) audio at ``sample_rate``.
@@ -376,6 +383,13 @@ def engine_problem(name: str, language: str | None = None) -> str | None:
     if eng.languages is not None and lang not in eng.languages:
         return f"{eng.name} recognises {', '.join(eng.languages)} only, not {language_name(lang)}"
     return None
+
+
+def release_all() -> list[str]:
+    """Let go of every loaded recogniser (an idle server: components/session_memory); their names."""
+    with _ENGINES_LOCK:
+        held = list(_ENGINES.values())
+    return [e.name for e in held if e.release()]
 
 
 def engines() -> list[ASREngine]:
