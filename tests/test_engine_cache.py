@@ -246,6 +246,8 @@ def test_with_nobody_left_the_cache_goes_back_to_what_the_warm_start_loaded(monk
     gc.collect()
     assert later() is None and [h.name for h in cache.loaded()] == [A]
     assert not kept.holds_torch and cache.get(A, INT8) is kept
+    hits = cache.hits
+    assert cache.peek(A, INT8, count=False) is kept and cache.hits == hits   # a look is not a use
     assert kept.answer(QUESTION, CONTEXT).best.text == "Berlin"
     monkeypatch.setattr(warm, "_current", None)   # no warm start: nothing stays
     assert warm.rest(cache) == [A] and cache.loaded() == []

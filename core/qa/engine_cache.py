@@ -161,11 +161,18 @@ class EngineCache:
 
     # ------------------------------------------------------------------------------ getting
 
-    def peek(self, name: str, settings: EngineSettings | None = None, path: Path | None = None):
-        """The engine for ``name`` with ``settings`` when it is loaded (counted as a use), else None."""
+    def peek(self, name: str, settings: EngineSettings | None = None, path: Path | None = None,
+             count: bool = True):
+        """The engine for ``name`` with ``settings`` when it is loaded, else None; ``count``: as a
+        use (a hit, and the most recently used), not for a look that answers nothing."""
         entry = self._entry_for(name, path)
         s = settings or EngineSettings()
-        return self._hit(self._key(entry, s), s)
+        key = self._key(entry, s)
+        if not count:
+            with self._lock:
+                held = self._loaded.get(key)
+            return None if held is None else held.views.get(settings_key(s), held.engine)
+        return self._hit(key, s)
 
     def get(self, name: str, settings: EngineSettings | None = None, path: Path | None = None):
         """The engine of registered model ``name`` with ``settings``: from the cache, or loaded

@@ -74,7 +74,7 @@ class WarmStart:
                     backend = entry.default_backend() if self.settings.backend == "default" else self.settings.backend
                     need = engine_cache.card_mb(entry, backend) or 0.0
                     room = cache.budget_mb() - cache.total_mb()
-                    if cache.peek(name, self.settings) is None and need > room:
+                    if cache.peek(name, self.settings, count=False) is None and need > room:
                         self.skipped[name] = (f"its measured {need:,.0f} MB would pass the model memory "
                                               f"budget ({room:,.0f} MB left of {cache.budget_mb():,.0f})")
                         continue
@@ -92,7 +92,7 @@ class WarmStart:
             log.info("warm start: loaded %s in %.1f s; skipped %s; failed %s", self.loaded,
                      self.finished - self.started, sorted(self.skipped), sorted(self.failed))
         # after the loads, not counted in them: nobody waits for this but a later attribution
-        engines = [cache.peek(name, self.settings) for name in self.loaded]
+        engines = [cache.peek(name, self.settings, count=False) for name in self.loaded]
         self.classes_imported = import_model_classes(getattr(e, "model_type", "") for e in engines if e)
         if self.classes_imported:
             from core import memory
