@@ -14,9 +14,10 @@ The encoder is a BERT (Multilingual-MiniLM-L12-H384: positions from 0, token typ
 vocabulary, so it becomes a ``BertModel`` with an XLM-R style fast tokenizer: a ``tokenizers``
 Unigram model over the pieces, the normalisation map compiled into SentencePiece's precompiled
 charsmap (by SentencePiece's own builder, so the HF ``Precompiled`` normaliser applies exactly the
-map), the text split at whitespace and a metaspace prepended to each word: the ids ``e5.c`` gives,
-and the pipeline transformers' ``XLMRobertaTokenizer`` builds from the same vocabulary (so a word's
-offsets leave out the space before it). The folder declares it a plain ``PreTrainedTokenizerFast``,
+map), the text split at whitespace and a metaspace prepended to each word: the ids ``e5.c`` gives
+(but for the last "▁" it adds after trailing whitespace, which the QA engine strips), and the
+pipeline transformers' ``XLMRobertaTokenizer`` builds from the same vocabulary (so a word's offsets
+leave out the space before it). The folder declares it a plain ``PreTrainedTokenizerFast``,
 read as it is: named ``XLMRobertaTokenizer``, transformers 5 rebuilds that pipeline from the
 250,002 pieces in Python at every load (3.4-4.9 s of e5-qa-multi's load here, against 1.0-1.7 s).
 """
