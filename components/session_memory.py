@@ -151,7 +151,7 @@ def _loop() -> None:
                 from core.qa import warm
                 from core.speech import asr
 
-                warm.rest()
+                warm.rest(collect=False)   # freed by the trim below, with the sessions' state
                 asr.release_all()
             # thawed: a session that lived through a model load had its state frozen with the heap
             memory.trim(thaw=True)

@@ -293,10 +293,11 @@ class EngineCache:
             memory.trim(thaw=True)
         return bool(keys)
 
-    def rest(self, keep) -> list[str]:
+    def rest(self, keep, collect: bool = True) -> list[str]:
         """Go back to what an idle server holds (components/session_memory, once no browser is
         left): every engine whose model is not in ``keep`` let go of, and the torch weights a
-        view brought back to a kept one (an attribution) let go of again; the names let go of."""
+        view brought back to a kept one (an attribution) let go of again; the names let go of.
+        ``collect`` False: the caller runs the thawing trim that frees them (one, not two)."""
         keep = set(keep)
         with self._lock:
             keys = [k for k, v in self._loaded.items() if v.name not in keep]
@@ -304,8 +305,8 @@ class EngineCache:
             kept = list(self._loaded.values())
         released = [h for h in kept if h.mb_now() > h.mb and h.engine.release_torch()]
         names = [g.name for g in gone]
-        if gone or released:
-            gone.clear()
+        gone.clear()
+        if collect and (names or released):
             memory.trim(thaw=True)
         return names
 

@@ -156,17 +156,18 @@ def start(names: list[str] | None = None, cache=None) -> WarmStart:
         return _current
 
 
-def rest(cache=None) -> list[str]:
+def rest(cache=None, collect: bool = True) -> list[str]:
     """Back to what the server held once warm, when no browser is left (components/session_memory):
     the engines the warm start loaded stay, every other one is let go of, and so are torch weights
     an attribution brought back; the names let go of. Without a warm start (a command line, a
-    server started without one) nothing stays; while one is loading, nothing is let go of."""
+    server started without one) nothing stays; while one is loading, nothing is let go of.
+    ``collect``: as EngineCache.rest's."""
     from core.qa import registry
 
     warming = current()
     if warming is not None and warming.finished is None:
         return []
-    gone = (cache or registry.engines()).rest(warming.loaded if warming is not None else [])
+    gone = (cache or registry.engines()).rest(warming.loaded if warming is not None else [], collect)
     if gone:
         log.info("no browser left: let go of %s", ", ".join(gone))
     return gone
