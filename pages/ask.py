@@ -183,8 +183,9 @@ if buttons.button("🧪 Perturb this question", key="ask_perturb", disabled=not 
 # link says whether answers are shown
 link_slot = buttons.container()
 # a recording's transcript (while its toggle is on), or an item opened from Gallery or Heatmaps' rows
-arrived = st.session_state.pop("ask_answer_on_arrival", False)
-spoken = st.session_state.pop("ask_answer_now", False) and st.session_state.get("ask_auto_answer", True)
+# (kept until answered: a rerun that stops this run mid-answer, e.g. on a loaded CPU, answers instead)
+arrived = st.session_state.get("ask_answer_on_arrival", False)
+spoken = st.session_state.get("ask_answer_now", False) and st.session_state.get("ask_auto_answer", True)
 answer_now = arrived or spoken
 with answer_slot:   # the answers (or the plain passage) come right below the buttons
     if (pressed or (answer_now and models)):
@@ -199,6 +200,8 @@ with answer_slot:   # the answers (or the plain passage) come right below the bu
             "signature": signature, "score_note": score_note,
             "answered": answered,
         }
+    for flag in ("ask_answer_on_arrival", "ask_answer_now"):
+        st.session_state.pop(flag, None)
 
     res = st.session_state.get("ask_result")
     if res and (res["context"] != context or "answered" not in res):
