@@ -157,8 +157,12 @@ def test_a_running_sweep_keeps_its_bar_and_cancel_in_view_then_opens_on_heatmaps
     typed = page.get_by_role("textbox", name=re.compile("More specs, typed"))
     typed.fill("keyboard_Q:p=0.5, TUQ, DCRQ:n_chars=1..3, misspell_Q")
     typed.press("Enter")
-    page.get_by_role("spinbutton", name=re.compile("Sample size")).fill("4")   # 136 result rows, a chunk each
-    page.get_by_role("spinbutton", name=re.compile("Repeats")).fill("3")
+    page.get_by_role("spinbutton", name=re.compile("Sample size")).fill("8")
+    # 8 examples x 100 repeats, a result row a chunk: ~8,000 rows (~30 s of the tiny model quiet),
+    # so the sweep is still running when the browser looks, however slowly a loaded machine draws
+    # (a 136-row sweep once ended between the test finding Cancel and finding the bar, and 816 rows
+    # take 3 s); Cancel then ends it
+    page.get_by_role("spinbutton", name=re.compile("Repeats")).fill("100")
     page.get_by_role("spinbutton", name="Chunk size").fill("1")
     page.get_by_role("spinbutton", name="Chunk size").press("Enter")
     start = page.get_by_role("button", name="Start sweep")
@@ -166,18 +170,22 @@ def test_a_running_sweep_keeps_its_bar_and_cancel_in_view_then_opens_on_heatmaps
     start.scroll_into_view_if_needed()
     click_settled(start)
     bottom = page.locator('[data-testid="stBottom"]')
-    bottom.get_by_role("button", name="Cancel").wait_for()   # the bar and Cancel, pinned to the window's edge
-    assert bottom.locator('[data-testid="stProgress"]').evaluate(IN_VIEW)
-    assert bottom.get_by_role("button", name="Cancel").evaluate(IN_VIEW)
+    bar = bottom.locator('[data-testid="stProgress"]')
+    bar.filter(has_text=re.compile(r"[1-9][\d,]*/[\d,]+ result rows")).wait_for(timeout=240_000)   # rows are coming
+    cancel = bottom.get_by_role("button", name="Cancel")
+    assert bar.evaluate(IN_VIEW)   # the bar and Cancel, pinned to the window's edge
+    assert cancel.evaluate(IN_VIEW)
     page.mouse.wheel(0, -3000)   # scrolled to the top, they stay in view
     page.wait_for_timeout(500)
-    assert bottom.get_by_role("button", name="Cancel").evaluate(IN_VIEW)
+    assert cancel.evaluate(IN_VIEW)
     page.screenshot(path=str(shots / "sweep_running_800.png"))
-    done = bottom.get_by_role("button", name="Open it on Heatmaps")
-    done.wait_for(timeout=600_000)
+    cancel.click()
+    done = bottom.get_by_role("button", name="Open it on Heatmaps")   # what it stored opens there
+    done.wait_for(timeout=240_000)
     assert done.evaluate(IN_VIEW)
+    page.get_by_text(re.compile(r"was cancelled \(resume it below\)")).wait_for()
     page.screenshot(path=str(shots / "sweep_done_800.png"))
     done.click()
     page.locator("h1").filter(has_text="Heatmaps").wait_for()
-    page.get_by_text(re.compile(r"demo\.en · 4 examples · models minilm-squad-v2")).wait_for()   # this sweep
+    page.get_by_text(re.compile(r"demo\.en · 8 examples · models minilm-squad-v2")).wait_for()   # this sweep
     assert os.path.exists(CHROMIUM)
