@@ -15,19 +15,17 @@ from components import loaders, permalink, persist
 from components.answers import answer_cards, replies_as_written
 from components.ask_speech import forget_if_moved, speech_panel
 from components.ask_tools import counterfactual_panel, repair_panel
+from components.ask_translation import planned_question, question_language_picker
 from components.attribution import attributions_panel
 from components.context_box import context_box
 from components.frame import page_frame
 from components.pickers import item_picker, language_mismatch_note, model_picker
-from components.state import current_data_dir
 from components.text import md_escape
-from core import config
-from core.explore import answers, ask_input
+from core.explore import answers
 from core.explore.question_match import same_question
 from core.io.csv_export import csv_bytes
 from core.langid import guess_language
 from core.render.highlight import highlight_html
-from core.translate import languages, translators
 
 page_frame()
 # Ask is the app's first screen: it says what the app is, then what this page does, in two lines
@@ -72,37 +70,8 @@ with models_slot:
     models = model_picker("ask", lang=lang)
     mismatch_slot = st.container()
 
-# ------------------------------------------------------------------ question language
-QLANGS = [ask_input.AUTO, "en", "es", "ca", "gl", "eu", "eo", "de", "zh", "ar", "el", "hi", "ro", "ru",
-          "th", "tr", "vi"]
-
-
-@st.cache_resource(show_spinner=False)
-def _apertium():
-    return translators.default_translator()
-
-
-@st.cache_data(ttl=60, show_spinner=False)
-def _seq2seq_folders(data: str) -> list:
-    return translators.local_seq2seq_folders(config.read_roots(data or None))
-
-
-@st.cache_resource(show_spinner="Loading the translation model…")
-def _user_translator(folder: str, src: str, tgt: str):
-    return translators.Seq2SeqTranslator(folder, [(src, tgt)])
-
-
-def _lang_label(code: str) -> str:
-    if code == ask_input.AUTO:
-        return "Auto-detect"
-    return f"{languages.language_name(code)} ({code})"
-
-
 with options_box:
-    qlang = st.selectbox("Question language", QLANGS, format_func=_lang_label, key="ask_qlang",
-                         help="Auto-detect guesses from the script, then from function words (the, de, la, "
-                              "was ...); choose the language if the guess is wrong. A question in another "
-                              "language than the context is machine-translated first.")
+    qlang = question_language_picker()
     mt_slot = st.container()
     n_best = st.slider("n-best spans", 1, 10, 5, key="ask_nbest")
     user_gold = st.text_input(
@@ -115,49 +84,8 @@ with question_slot:
         speech_panel(qlang)
     question = st.text_area("Question", key="ask_question", height=68)
 
-# ------------------------------------------------------------------ translating the question
-available_mt = []
-user_model = st.session_state.get("ask_mt_model") or ""
-plan_lang = qlang if qlang != ask_input.AUTO else guess_language(question).code
-if user_model and plan_lang != lang:
-    try:
-        folder = config.confine(user_model, config.read_roots(current_data_dir()), "translation model")
-        available_mt.append(_user_translator(str(folder), plan_lang, lang))
-    except (translators.TranslationError, config.ConfinementError) as e:
-        question_slot.error(md_escape(e))
-available_mt.append(_apertium())
-plan = ask_input.plan_question(question, qlang, lang, [t for t in available_mt if t is not None],
-                               cache=st.session_state.setdefault("ask_mt_cache", {}))
-with question_slot:
-    if question.strip():
-        if plan.lang != lang or (plan.guess is not None and plan.lang != "en"):
-            how = f" — detected {plan.guess.explain()}" if plan.guess is not None else ""
-            st.caption(md_escape(f"Question language: {languages.language_name(plan.lang)}{how}; "
-                                 f"context language: {languages.language_name(lang)}."))
-        if plan.translated:
-            t1, t2 = st.columns(2)
-            t1.caption(f"Typed ({languages.language_name(plan.lang)})")
-            t1.text(plan.typed)
-            t2.caption(f"Asked ({languages.language_name(plan.target)}, translated by {plan.translator})")
-            t2.text(plan.asked)
-        elif plan.problem:
-            st.warning(md_escape(plan.problem))
-with mt_slot:
-    if plan.lang != lang or qlang not in (ask_input.AUTO, "en"):
-        # A picker of the translation models found on the server, never a folder path typed here.
-        folders = [str(p) for p in _seq2seq_folders(str(current_data_dir() or ""))]
-        if folders:
-            if st.session_state.get("ask_mt_model") not in folders:
-                st.session_state.pop("ask_mt_model", None)  # a folder that went away
-            st.selectbox(f"Your own translation model (optional), translating "
-                         f"{languages.language_name(plan.lang)} → {languages.language_name(lang)}",
-                         ["", *folders], key="ask_mt_model",
-                         format_func=lambda f: config.shown_path(f) if f else "none (Apertium only)")
-        else:
-            st.session_state.pop("ask_mt_model", None)
-            st.caption("A Hugging Face seq2seq translation model can answer here too: an administrator puts "
-                       "its folder under the data directory or a folder named in QAX_EXTRA_ROOTS "
-                       "(docs/SECURITY.md).")
+# the question in the passage's language (translated when it is typed in another)
+plan = planned_question(question, qlang, lang, question_slot, mt_slot)
 with mismatch_slot:
     language_mismatch_note(models, lang)
 
