@@ -13,16 +13,13 @@ import pandas as pd
 import streamlit as st
 
 from components import loaders, permalink, persist
-from components.answers import legend, spans_in_context
-from components.ask_tools import repair_panel
-from components.attribution import why_changed_panel
 from components.context_box import context_box
-from components.edits import edits_html
 from components.frame import page_frame
 from components.narrow import fitted
 from components.params import param_form
 from components.pickers import item_picker, language_mismatch_note, model_picker
-from components.text import choose_hint, html_text, md_escape
+from components.text import choose_hint, md_escape
+from components.variant_row import row_detail
 from core.config import hide_server_paths
 from core.explore import variants as cv
 from core.explore.answers import load_engines
@@ -32,7 +29,6 @@ from core.langid import detect_lang
 from core.perturb import registry
 from core.perturb.nlp import tagger_warning
 from core.qa.engine import QAInputError, validate_pair
-from core.render.highlight import color_for
 from core.types import QAExample
 
 page_frame()
@@ -216,32 +212,4 @@ if st.session_state.get("var_row", 0) >= len(rows):
 i = st.selectbox("Show spans for row", list(range(len(rows))), key="var_row",
                  format_func=lambda k: cv.row_label(k, rows[k]))
 link_box(i)
-row = rows[i]
-st.markdown(f"**Question:** {md_escape(row.example.question)}")
-if row.field:
-    window = 60 if row.field == "context" else None
-    st.markdown(f"Edits to the {row.field} (CER {100 * row.cer:.1f} %, WER {100 * row.wer_normalised:.1f} %, "
-                "case and punctuation ignored):")
-    st.markdown(edits_html(row.original_text, row.edits, window), unsafe_allow_html=True)
-names = list(predictions)
-scored_answers = row.example.answers if res.get("scored", True) else ()   # not the item's own question: none
-gold = [(a.answer_start, a.answer_start + len(a.text)) for a in scored_answers]
-legend(names, with_gold=bool(gold))
-if row.field == "context":
-    st.caption("The context below is the perturbed one this row's answers come from.")
-spans_in_context(row.example.context, {name: predictions[name][i] for name in names}, gold, show_legend=False)
-for k, name in enumerate(names):
-    answer = predictions[name][i].text
-    st.markdown(f'<span style="border-left:6px solid {color_for(k)};padding-left:.4rem">'
-                f"<b>{html_text(name)}</b>: {html_text(answer) if answer else '<i>no answer</i>'}</span>",
-                unsafe_allow_html=True)
-
-# NoiseQA's repair on this row's question: the repaired text, and every model's answer before and after.
-if predictions and row.field in (None, "question"):
-    repair_panel("var", row.example.question, row.example.context, res["lang"],
-                 {name: predictions[name][i] for name in names}, loaders.engine_for_state,
-                 [a.text for a in scored_answers], gold)
-
-# "Why did it change?": attributions of the clean and the perturbed text, aligned by the edits.
-if predictions and i > 0:
-    why_changed_panel("var", rows[0].example, row, names, predictions, i, loaders.engine_for_state)
+row_detail(res, i)
