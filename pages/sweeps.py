@@ -28,18 +28,15 @@ from components import loaders, persist
 from components.choice import keep_valid
 from components.frame import page_frame
 from components.job_progress import start_sweep, sweep_panel
-from components.params import combinations, sweep_form
 from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir
 from components.stored_sweeps import stored_sweeps
 from components.sweep_db_picker import db_picker, label, stored_sweeps_or_stop
-from components.sweep_setup import challenge_pairing, count_input, ray_options, run_on_picker, typed_specs
+from components.sweep_perturbations import chosen_specs
+from components.sweep_setup import count_input, ray_options, run_on_picker
 from components.text import choose_hint, md_escape
 from core import budgets, config
 from core.datasets import DatasetError, has_gold, load_dataset, sample_examples
-from core.perturb import registry
-from core.perturb.spec import PerturbationSpec
-from core.sweeps.analysis.repair import SETTINGS, repair_specs
 from core.sweeps.config import SweepConfig, SweepError
 from core.sweeps.running import offer
 from core.sweeps.running.job import SweepJob
@@ -61,11 +58,6 @@ CHUNK = 8
 @st.cache_data(show_spinner="Reading dataset…", max_entries=8)
 def dataset_by_name(name: str, data_dir: str, on_ambiguous: str = "error", lang: str | None = None):
     return load_dataset(name, data_dir or None, confined=True, on_ambiguous=on_ambiguous, lang=lang)
-
-
-@st.cache_data(ttl=10, show_spinner=False)
-def other_challenge_files(roots: tuple[str, ...]) -> list[str]:
-    return offer.challenge_files(roots)
 
 
 def start_job(config: SweepConfig, ds, stored: dict[str, str] | None = None) -> None:
@@ -135,56 +127,8 @@ sample = int(c2.number_input("Sample size (0 = all)", 0, len(usable), key="sw_sa
 st.caption(f"{len(ds):,} questions, {len(usable):,} with a gold answer (only those can be scored), "
            f"language `{ds.lang}`. Loaded: {md_escape(ds.load_line())}")
 
-st.markdown("**Perturbations** (by family; parameters below)")
-families = registry.by_family()
-by_id = {p.id: p for ps in families.values() for p in ps}
-
-
-def option_label(pid: str) -> str:
-    p = by_id[pid]
-    kind = "random" if p.randomised else "once"
-    langs = f" · {'/'.join(p.languages)} only" if p.languages and ds.lang not in p.languages else ""
-    return f"{pid} · {p.field} · {kind}{langs}"
-
-
-chosen: list[str] = []
-cols = st.columns(3)
-for i, (family, members) in enumerate(families.items()):
-    with cols[i % 3]:
-        persist.keep(f"sw_fam_{family}", [p.id for p in members])
-        chosen += st.multiselect(family, [p.id for p in members], key=f"sw_fam_{family}",
-                                 format_func=option_label,
-                                 help="\n".join(f"- **{p.id}**: {md_escape(p.description)}" for p in members))
-keep_valid("sw_files", challenges.get(dataset_name, []))
-files = st.multiselect("Challenge files made from this data set (natural or pre-generated "
-                       "noise, compared with the clean questions like a perturbation)",
-                       challenges.get(dataset_name, []), key="sw_files")
-if not challenges.get(dataset_name):
-    st.caption(f"No challenge file in the data directory is paired with {md_escape(dataset_name)} "
-               "(NoiseQA's files pair with xquad/xquad.en).")
-other_roots = tuple(str(r) for r in config.read_roots(data_dir)[1:])   # the data directory's are above
-others = [f for f in other_challenge_files(other_roots) if f not in files]
-keep_valid("sw_more_files", others)
-files += st.multiselect("Other challenge files (runs/, speech trials, folders the server adds)", others,
-                        key="sw_more_files", format_func=lambda f: label(f[len("file:"):]),
-                        help="SQuAD files whose question ids match this data set, e.g. written by "
-                             "python -m core.translate.natural_mt or python -m core.perturb.make_challenge, found "
-                             "in the folders the server allows (QAX_EXTRA_ROOTS adds one).")
-
-
-# One parameter box per perturbation: the values each parameter takes; the sweep runs every combination.
-specs = [PerturbationSpec.make(pid, combo) for pid in chosen
-         for combo in combinations(sweep_form(by_id[pid], "sw_param"))]
-specs += [PerturbationSpec(f) for f in files]
-specs += typed_specs("sw")   # chains A+B, ranges and lists, as the command line takes them
-repairs = st.multiselect(
-    "Also measure NoiseQA's question repair", list(SETTINGS), key="sw_repair",
-    help="For each setting: repair_Q on the clean questions, and chained after every chosen question "
-         "perturbation and challenge file (e.g. keyboard_Q+repair_Q), so Heatmaps can show the gain of each "
-         "repair with a paired-bootstrap interval. The noise is drawn as without the repair.")
-specs += repair_specs(specs, repairs, {pid for pid, p in by_id.items() if p.field == "question"})
-specs = list(dict.fromkeys(specs))
-pair_by, unpaired = challenge_pairing(files, dataset_name, str(data_dir) if data_dir else "", on_ambiguous, ds)
+chosen = chosen_specs(ds, dataset_name, challenges, data_dir, on_ambiguous)
+specs, pair_by, unpaired = chosen.specs, chosen.pair_by, chosen.unpaired
 
 c1, c2, c3, c4 = st.columns(4)
 repeats, too_many = count_input(c1, "Repeats (randomised)", budgets.MAX_REPEATS, 3, "sw_repeats",
@@ -201,7 +145,7 @@ language_mismatch_note(models, ds.lang)
 too_many = run_on_picker("sw") or too_many
 
 n_examples = len(sample_examples(usable, sample or None, seed)) if usable else 0
-total = offer.planned_rows(n_examples, len(models), specs, repeats, {i: p.randomised for i, p in by_id.items()})
+total = offer.planned_rows(n_examples, len(models), specs, repeats, chosen.randomised)
 if specs and models:
     st.caption(f"{len(specs)} perturbation spec(s) × {n_examples} examples × {len(models)} model(s): "
                f"{total:,} result rows (clean + perturbed).")
