@@ -8,39 +8,32 @@ the figures from core.render.heatmap; the sections below the heatmap from compon
 (a cell's examples), components.heatmaps.rows_table (every answer as one table),
 components.heatmaps.paper_views (penalty by n, NoiseQA, DuReader-robust) and
 components.heatmaps.error_views (repair, slices, calibration).
-The heatmap is drawn with square scatter markers because Streamlit reports clicks on scatter
-points but not on heatmap cells: clicking a cell selects it, and a select box does the same
-without a mouse.
+The heatmap tab itself is components.heatmaps.heatmap_tab.
 """
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from components import loaders, permalink, persist
 from components.choice import keep_valid
 from components.demo_sweep import offer_demo_sweep
-from components.export import csv_download, figure_downloads, file_stem
+from components.export import file_stem
 from components.frame import page_frame
 from components.heatmaps import error_views, natural_match, paper_views, route_view
 from components.heatmaps.backend_flips import backend_flips_apply, backend_flips_section
-from components.heatmaps.cell_drill import cell_examples
+from components.heatmaps.heatmap_tab import heatmap_tab
 from components.heatmaps.llm_alignment import alignment_section, generative_models
 from components.heatmaps.model_differences import model_differences_section
 from components.heatmaps.noise_curves import noise_curve_section
 from components.heatmaps.report_download import report_downloads
 from components.heatmaps.rows_table import rows_section
-from components.heatmaps.summary_tables import penalty_and_clean_tables
 from components.sweep_db_picker import db_path_input, demo_caption, label, stored_sweeps_or_stop
 from components.text import md_escape
 from core.config import hide_server_paths
 from core.explore import demo_sweep
-from core.metrics import METRICS as METRIC_INFO
-from core.render.heatmap import LAYOUT_NOTES, LAYOUTS, METRICS, VALUES, heatmap_figure, layout_for
 from core.sweeps.analysis import aggregates as aggregates
 from core.sweeps.analysis import tables as views
 from core.sweeps.analysis.stored import list_sweeps
-from core.sweeps.analysis.sweep_cells import penalty_totals
 
 page_frame()
 st.title("Heatmaps")
@@ -108,15 +101,6 @@ if not cells:
 clean = stored.clean_scores()
 
 
-def clicked_cells() -> list[int]:
-    """Indices of the cells selected by a click on the chart (its state, read before it is redrawn,
-    so the outline and the select box below follow the click in the same rerun)."""
-    state = st.session_state.get("hm_chart") or {}
-    selection = state.get("selection") if hasattr(state, "get") else None
-    points = (selection or {}).get("points") or []
-    return [int(p["customdata"][0]) for p in points if p.get("customdata")]
-
-
 # One tab per view that applies to this sweep (a view with nothing to show is left out); they wrap onto a
 # second line in a narrow window (components/frame.py's CSS) instead of running behind an arrow.
 has_n = bool(views.n_parameters(cells))
@@ -139,52 +123,9 @@ def shown(name: str) -> bool:
     routes) is built only while it is the one shown."""
     return name in tabs and tabs[name].open
 
-# -------------------------------------------------------------------------------------------- heatmap
-with tabs["Heatmap"]:
-    st.subheader("Model × perturbation")
-    c1, c2, c3 = st.columns([2, 3, 3])
-    metric = c1.radio("Metric", list(METRICS), format_func=METRICS.get, horizontal=True, key="hm_metric",
-                      help=" · ".join(f"{METRIC_INFO[m].label}: {METRIC_INFO[m].help}" for m in METRICS))
-    value = c2.radio("Cells show", list(VALUES), format_func=VALUES.get, horizontal=True, key="hm_value",
-                     help="The colour is always the band of the % change of the metric (SEEDS.md §4), and each "
-                          "cell's second line its penalty.")
-    n_columns = len(views.columns(cells))
-    n_models = len(sweep["models"])
-    layout = c3.radio("Layout", list(LAYOUTS), horizontal=True, key="hm_layout",
-                      format_func=lambda k: (f"automatic ({LAYOUTS[layout_for(cells, n_models)]})" if k == "auto"
-                                             else LAYOUTS[k]),
-                      help=f"Automatic: models as rows while the {n_columns} perturbations fit across the page "
-                           "(up to 40), else perturbations as rows, down the page; for one model with n = 1, 2, … "
-                           "(words or characters perturbed), one row per perturbation with its n across.")
-    totals = penalty_totals(cells, metric)
 
-    clicked = clicked_cells()
-    if st.session_state.get("hm_cell_of") != sweep_id:  # another sweep: its first cell
-        st.session_state["hm_cell_of"] = sweep_id
-        st.session_state["hm_cell"] = 0
-    keep_valid("hm_cell", list(range(len(cells))))
-    if clicked and clicked != st.session_state.get("hm_last_click"):
-        st.session_state["hm_cell"] = clicked[0]
-    st.session_state["hm_last_click"] = clicked
-    fig, plotted = heatmap_figure(cells, metric, value, totals=totals, models=sweep["models"],
-                                  highlight=st.session_state.get("hm_cell", 0), layout=layout)
-    st.plotly_chart(fig, on_select="rerun", selection_mode="points", key="hm_chart", width="content",
-                    theme=None, config={"displayModeBar": False})
-    st.caption(LAYOUT_NOTES[layout_for(cells, n_models, layout)])
-    permalink.apply_cell(link, sweep_id, plotted)
-    figure_downloads(fig, file_stem("heatmap", stem, metric, value), "hm_fig")
-
-    penalty_and_clean_tables(cells, clean, sweep["models"], stem)
-    cells_df = pd.DataFrame(views.cell_rows(cells, sweep["models"]))
-    with st.expander("All cells as a table"):
-        st.dataframe(cells_df, hide_index=True, key="hm_cells")
-    csv_download(cells_df, file_stem("cells", stem), "hm_cells_csv", "CSV of all cells")
-
-    # ------------------------------------------------------------------------------------ drill-down
-    permalink.copy_link(*permalink.heatmap_link(db_choice, sweep, plotted, metric), key="hm_link",
-                        label="🔗 Copy link to this cell")
-    cell_examples(stored, plotted, metric, stem)
-
+with tabs["Heatmap"]:   # the heatmap, its tables and a cell's examples (components.heatmaps.heatmap_tab)
+    metric = heatmap_tab(stored, sweep, sweep_id, cells, clean, link, db_choice, stem)
 
 # Every answer as one filterable table, linked to the drill-down, Ask and Variants (components.heatmaps.rows_table).
 with tabs["Rows"]:
