@@ -4,7 +4,8 @@ How NoiseQA built its natural speech set, done by our users (logic in core.colle
 sample of questions is shown one at a time; each recording is stored on the server at once, every
 ASR engine transcribes it, and the transcripts form a SQuAD-format challenge set per speaker x
 engine that sweeps read. Speakers can re-record, skip, stop and resume, export their recordings
-and delete them. Scoring models on the sets runs as a background sweep (components/trial_scoring.py);
+and delete them. The results (WER, the challenge sets) are components/trial_results.py, and scoring
+models on the sets runs as a background sweep (components/trial_scoring.py);
 the flips of the recordings against synthetic noise are compared in components/trial_agreement.py.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from components.frame import page_frame
 from components.pickers import evaluation_sets, load_set
 from components.text import html_text, md_escape
 from components.trial_agreement import agreement_panel
-from components.trial_scoring import score_panel
+from components.trial_results import results_section
 from core import config
 from core.collect import trial_sets, trials
 from core.datasets import DatasetError
@@ -165,41 +166,6 @@ def _recording_step(trial: trials.Trial) -> None:
                                                    f"{p['attempts']} recordings in all")
 
 
-def _results(trial: trials.Trial) -> None:
-    st.subheader("Results")
-    summary = trial_sets.wer_summary(trial)
-    if summary:
-        st.dataframe(pd.DataFrame(trial_sets.summary_rows(summary)), hide_index=True, width="stretch")
-        st.caption("WER/CER: transcripts against the questions, both lower-cased and unpunctuated. Table 3: "
-                   "NoiseQA's CER/WER/BLEU as the paper computes them (CER and WER lower-cased without "
-                   "punctuation, BLEU uncased on the text as written).")
-    else:
-        st.caption("No transcripts yet.")
-    everyone = trial_sets.speaker_wer(trials.list_trials())
-    if everyone:
-        with st.expander("WER per speaker (all trials on this server)"):
-            st.dataframe(pd.DataFrame([{**r, "wer": round(r["wer"], 1), "cer": round(r["cer"], 1)} for r in everyone]),
-                         hide_index=True, width="stretch")
-    c1, c2 = st.columns(2)
-    if c1.button("Transcribe what is missing", key="trial_pending",
-                 help="After an interruption, or when a recogniser was installed later."):
-        with st.spinner("Transcribing…"):
-            made = trial.transcribe_pending(ENGINES)
-        st.success(f"{made} transcripts made.")
-    if c2.button("Write challenge sets", key="trial_write", disabled=not summary):
-        paths = trial_sets.write_challenge_sets(trial)
-        st.session_state["trial_paths"] = {k: str(v) for k, v in paths.items()}
-    paths = st.session_state.get("trial_paths")
-    if paths and paths.get("original", "").startswith(str(trial.path)):
-        st.caption("SQuAD-format challenge sets (paired with the original by question id):")
-        shown = trial_sets.shown_paths(paths)   # the server's folders only with QAX_SHOW_PATHS=1
-        for key, path in shown.items():
-            st.text(f"{key}: {path}")
-        models = st.session_state.get("trial_models") or ["MODEL"]
-        st.code(trial_sets.sweep_command(trial, shown, models), language="bash")
-        score_panel(trial, paths)
-
-
 def _export_delete(trial: trials.Trial) -> None:
     st.subheader("Your recordings")
     # Built when clicked, and no rerun after it (on_click="ignore"): nothing else waits on it.
@@ -236,7 +202,7 @@ if trial_id:
     _recording_step(current)
     if draw_picker is not None:
         draw_picker()
-    _results(current)
+    results_section(current)
     agreement_panel(current)
     _export_delete(current)
 else:
