@@ -70,9 +70,10 @@ case "$MODE" in
   # lint first (pyproject.toml's [tool.ruff]): a finding stops the run with its file and line
   # three pytest-xdist workers unless the arguments choose (-n, --numprocesses, -p no:xdist): most
   # of a browser, Ray or process test is waiting, and each file stays on one worker (--dist
-  # loadfile) so a module's cluster or server is started once
+  # loadfile) so a module's cluster or server is started once; the files in the order
+  # tests/conftest.py gives (the longest first), not xdist's (the most tests first)
   test)  .venv/bin/ruff check .
-         XDIST=(-n 3 --dist loadfile)
+         XDIST=(-n 3 --dist loadfile --no-loadscope-reorder)
          for a in "$@"; do case "$a" in -n|-n*|--numprocesses*|no:xdist) XDIST=() ;; esac; done
          exec .venv/bin/python -m pytest -q "${XDIST[@]}" "$@" ;;
   setup) echo "[setup] done" ;;

@@ -35,6 +35,18 @@ SLOW_FILES = (
 )
 
 
+# The longest files first, so the three workers (./run.sh test: --dist loadfile, each file on one
+# worker) end together: in collection order, with xdist's default reordering by the number of tests
+# in a file, these few-test files came last and one worker ran on alone for minutes. Ordered by their
+# time in CI's --durations (docs/results/suite-time.md); a file not named keeps its place after them.
+SLOWEST_FIRST = (
+    "test_sweep_ray.py", "test_generative_llm.py", "test_e2e_ask.py", "test_e2e_first_minutes.py",
+    "test_e2e_demo_walk.py", "test_e2e_narrow.py", "test_e2e_attribution.py", "test_sweep_processes.py",
+    "test_sweep_kill.py", "test_e2e_permalinks.py", "test_e2e_server_paths.py", "test_e2e_rows_table.py",
+    "test_backends.py", "test_e2e_llm_ask.py", "test_e2e_untrusted_text.py",
+)
+
+
 def is_slow_file(name: str) -> bool:
     """Whether every test in the file ``name`` is slow.
 
@@ -44,11 +56,22 @@ def is_slow_file(name: str) -> bool:
     return any(fnmatch(name, pattern) for pattern in SLOW_FILES)
 
 
+def file_rank(name: str) -> int:
+    """Where the file ``name`` runs: its place in :data:`SLOWEST_FIRST`, else after all of them.
+
+    >>> file_rank("test_sweep_ray.py"), file_rank("test_metrics.py") == len(SLOWEST_FIRST)
+    (0, True)
+    """
+    return SLOWEST_FIRST.index(name) if name in SLOWEST_FIRST else len(SLOWEST_FIRST)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Mark every test of :data:`SLOW_FILES`, and every e2e test, ``slow``."""
+    """Mark every test of :data:`SLOW_FILES`, and every e2e test, ``slow``; put the longest files
+    first (a stable sort: the tests of a file keep their order)."""
     for item in items:
         if is_slow_file(item.path.name) or item.get_closest_marker("e2e") is not None:
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: file_rank(item.path.name))
 
 
 def pytest_runtest_setup(item):
