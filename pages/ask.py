@@ -128,7 +128,7 @@ with answer_slot:   # the answers (or the plain passage) come right below the bu
             "signature": signature, "score_note": score_note,
             "answered": answered,
         }
-    for flag in ("ask_answer_on_arrival", "ask_answer_now"):
+    for flag in ("ask_answer_on_arrival", "ask_answer_now"):   # used (or not wanted: toggle off, no model)
         st.session_state.pop(flag, None)
 
     res = st.session_state.get("ask_result")
