@@ -99,11 +99,18 @@ def click_settled(locator, timeout: int = 90_000) -> None:
     under the full suite's load: two "Answer" buttons), and Playwright's strict click refuses two."""
     from playwright.sync_api import expect
 
-    expect(locator).to_have_count(1, timeout=timeout)
     try:
+        expect(locator).to_have_count(1, timeout=timeout)
         locator.click(timeout=timeout)
     except Exception as failed:
-        status = locator.page.get_by_test_id("stStatusWidget")
+        # what the page showed instead (an intermittent "no Answer button" under CI's load, 2 of
+        # 8 clean-clone runs, was never reproduced: this says what was there)
+        page = locator.page
+        status = page.get_by_test_id("stStatusWidget")
         failed.add_note("Streamlit's status widget: "
                         + (repr(status.inner_text(timeout=5_000)) if status.count() else "not shown"))
+        try:
+            failed.add_note("the page's text: " + repr(page.inner_text("body", timeout=5_000)[-3000:]))
+        except Exception as unread:   # the page itself gone: say so, keep the first failure
+            failed.add_note(f"the page's text could not be read: {unread}")
         raise
