@@ -158,12 +158,12 @@ def test_a_running_sweep_keeps_its_bar_and_cancel_in_view_then_opens_on_heatmaps
     typed.fill("keyboard_Q:p=0.5, TUQ, DCRQ:n_chars=1..3, misspell_Q")
     typed.press("Enter")
     page.get_by_role("spinbutton", name=re.compile("Sample size")).fill("8")
-    # 8 examples x 100 repeats, a result row a chunk: ~8,000 rows (~30 s of the tiny model quiet),
+    # 8 examples x 100 repeats in the smallest chunks (8 units): ~8,000 rows (~30 s of the tiny model quiet),
     # so the sweep is still running when the browser looks, however slowly a loaded machine draws
     # (a 136-row sweep once ended between the test finding Cancel and finding the bar, and 816 rows
     # take 3 s); Cancel then ends it
     page.get_by_role("spinbutton", name=re.compile("Repeats")).fill("100")
-    page.get_by_role("spinbutton", name="Chunk size").fill("1")
+    page.get_by_role("spinbutton", name="Chunk size").fill("8")
     page.get_by_role("spinbutton", name="Chunk size").press("Enter")
     start = page.get_by_role("button", name="Start sweep")
     page.wait_for_timeout(2000)
