@@ -5,12 +5,16 @@ project's own perturbations, each entry in the sweep's spec syntax with an optio
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import time
+from dataclasses import asdict
+from pathlib import Path
 
-from core.types import QAExample
+from core.types import Answer, QAExample
 
-__all__ = ["parse_augment_spec", "augment_examples"]
+__all__ = ["parse_augment_spec", "augment_examples", "augment_once"]
 
 
 def parse_augment_spec(spec: str) -> tuple[list[tuple[str, dict]], list[float] | None]:
@@ -113,4 +117,38 @@ def augment_examples(examples: list[QAExample], share: float, ids: list, rng: ra
                 per_id[labels[index]] += 1
         if n % 1000 == 0:
             log(f"augmented {n}/{k} questions ({time.time() - started:.0f} s; {per_id})")
+    return added, per_id
+
+
+def augment_once(saved: Path, examples: list[QAExample], share: float, ids: list, rng: random.Random,
+                 weights: list[float] | None = None, log=print):
+    """:func:`augment_examples`, kept in ``saved`` (the run's folder) so a resumed run reads its
+    perturbed questions back instead of making them again: an hour of Apertium round trips and
+    WordNet lookups for 14,000 questions would otherwise be repeated on every resume. The file
+    holds a key of everything that decides the questions (the clean questions, share, entries,
+    weights and the generator's state); a different key makes them afresh and replaces it.
+
+    >>> import tempfile
+    >>> ex = [QAExample("q1", "Who gave up just 308 points?", "They gave up 308 points.", (Answer("308", 13),))]
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> a, n = augment_once(folder / "augmented.json", ex, 1.0, ["drop_punct_Q"], random.Random(1), log=print)
+    >>> b, m = augment_once(folder / "augmented.json", ex, 1.0, ["drop_punct_Q"], random.Random(1), log=print)
+    augmentation read back from augmented.json (1 questions)
+    >>> (a, n) == (b, m), b[0].question, b[0].answers
+    (True, 'Who gave up just 308 points', (Answer(text='308', answer_start=13),))
+    """
+    from core.io.outputs import write_text_atomic
+
+    key = hashlib.sha256(json.dumps(
+        [[(e.id, e.question) for e in examples], share, [i if isinstance(i, str) else [i[0], i[1]] for i in ids],
+         weights, rng.getstate()], sort_keys=True, default=str).encode()).hexdigest()
+    if saved.exists():
+        stored = json.loads(saved.read_text(encoding="utf-8"))
+        if stored.get("key") == key:
+            added = [QAExample(**{**e, "answers": tuple(Answer(**a) for a in e["answers"])})
+                     for e in stored["examples"]]
+            log(f"augmentation read back from {saved.name} ({len(added)} questions)")
+            return added, stored["counts"]
+    added, per_id = augment_examples(examples, share, ids, rng, weights, log)
+    write_text_atomic(saved, json.dumps({"key": key, "counts": per_id, "examples": [asdict(e) for e in added]}))
     return added, per_id

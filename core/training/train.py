@@ -1,7 +1,8 @@
 """Fine-tune an extractive-QA model from a base encoder: the training run behind ``python -m core.training``.
 
-Reproducible (a seed), resumable (checkpoints), logged (``train_log.json``), and guarded: a
-training file whose contexts overlap an evaluation set (XQuAD, NoiseQA, MLQA) is refused.
+Reproducible (a seed), resumable (checkpoints; augmented questions kept in ``augmented.json``),
+logged (``train_log.json``), and guarded: a training file whose contexts overlap an evaluation set
+(XQuAD, NoiseQA, MLQA) is refused.
 
 Batches are built by length (shuffle, cut into pools of 50 batches, sort each pool by length,
 shuffle the batches) so dynamic padding wastes little compute: that is what makes CPU training
@@ -453,7 +454,7 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
     """One training run (``config`` checked, ``--augment`` parsed: :func:`core.training.cli.parse_config`).
     Writes ``OUTPUT/model/`` (or ``adapter/``), ``checkpoint.pt`` and ``train_log.json``; returns the log."""
     from core.config import data_dir
-    from core.training.augment import augment_examples
+    from core.training.augment import augment_once
 
     t_start = time.time()
     rng = seed_everything(config)
@@ -482,9 +483,9 @@ def run(config: TrainConfig, augment_ids: list | None = None, augment_weights: l
         print(f"LoRA {lora}: {trainable_params:,} of {total_params:,} parameters trainable", flush=True)
     aug_counts, n_clean = {}, len(examples)
     if config.augment_share > 0:
-        added, aug_counts = augment_examples(examples, config.augment_share, augment_ids or [],
-                                             random.Random(config.seed + 1), augment_weights,
-                                             log=lambda m: print(m, flush=True))
+        added, aug_counts = augment_once(out / "augmented.json", examples, config.augment_share, augment_ids or [],
+                                         random.Random(config.seed + 1), augment_weights,
+                                         log=lambda m: print(m, flush=True))
         examples = examples + added
     print(f"training questions: {len(examples)} ({counts}; augmentation {aug_counts})", flush=True)
 
