@@ -65,6 +65,18 @@ def file_rank(name: str) -> int:
     return SLOWEST_FIRST.index(name) if name in SLOWEST_FIRST else len(SLOWEST_FIRST)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--cpu-report", metavar="FILE", help="append each test's CPU seconds to FILE "
+                     "(tests/cpu_report.py sums them per file)")
+
+
+def pytest_configure(config):
+    if config.getoption("--cpu-report"):
+        from cpu_report import CpuReport
+
+        config.pluginmanager.register(CpuReport(config.getoption("--cpu-report")), "cpu-report")
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark every test of :data:`SLOW_FILES`, and every e2e test, ``slow``; put the longest files
     first (a stable sort: the tests of a file keep their order)."""
