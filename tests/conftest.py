@@ -1,3 +1,4 @@
+import os
 import sys
 from fnmatch import fnmatch
 from pathlib import Path
@@ -7,6 +8,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+
+# Ray starts its workers (model actors, perturbation tasks) at nice 15. Beside the suite's other
+# workers, all at nice 0 on two cores, they starved: one Ray sweep took 491 s against 88 s at nice
+# 0 beside two busy processes, and the Ray file was the suite's critical path (1,053 s of 1,596).
+# Every Ray this suite starts, in-process or in a CLI it runs, inherits this.
+os.environ["RAY_worker_niceness"] = "0"
 
 
 # The quick tier is ``pytest -m "not slow"`` (the README's quick command): these files are marked
