@@ -51,3 +51,16 @@ def test_batch_keeps_order_and_count(apertium):
 def test_unsupported_pair_names_what_exists(apertium):
     with pytest.raises(translators.TranslationError, match=r"cannot translate de->en; available pairs: .*es->en"):
         apertium.translate(["Was ist die Hauptstadt von Frankreich?"], "de", "en")
+
+
+def test_a_long_batch_goes_in_bounded_calls_with_the_same_lines_and_a_slow_call_is_one_error():
+    texts = ["Which is the capital of France?", "How many points did the Panthers defense surrender?",
+             "Who wrote the book?", "Where is the river?", "When did the war end?"]
+    whole = translators.ApertiumTranslator().translate(texts, "en", "es")
+    small = translators.ApertiumTranslator()
+    small.lines_per_call = 2   # three processes: 2 + 2 + 1 lines
+    assert small.translate(texts, "en", "es") == whole and len(whole) == 5
+    assert whole[0] == "Cuál es el capital  de Francia?"   # Apertium's own output, measured
+    slow = translators.ApertiumTranslator(timeout_s=0.0001)   # no process starts that fast
+    with pytest.raises(translators.TranslationError, match=r"apertium eng-spa took more than 0.0001 s for 5 lines"):
+        slow.translate(texts, "en", "es")
