@@ -95,6 +95,15 @@ def _choose(page, label: str, option: str) -> None:
     box.click()
     box.press_sequentially(option)
     page.get_by_role("option", name=option).first.click()
+    # The list must be closed again: once, under CI's load, it stayed open after the choice (the
+    # upload's rerun redrew the box with its new option while it was open), and an open list hides
+    # the rest of the page from the accessibility tree, so Ask's Answer button was never found.
+    listbox = page.get_by_role("listbox")
+    try:
+        listbox.first.wait_for(state="hidden", timeout=10_000)
+    except Exception:
+        page.keyboard.press("Escape")
+        listbox.first.wait_for(state="hidden", timeout=10_000)
 
 
 def test_hostile_text_causes_no_request_on_any_page(counting_server, tiny_registry, tmp_path):
@@ -150,7 +159,7 @@ def test_hostile_text_causes_no_request_on_any_page(counting_server, tiny_regist
         # Ask: upload the file through the page, choose it, read the caption and the passage, answer.
         page.get_by_text("Upload a SQuAD-format JSON file").first.click()
         page.locator('input[type="file"]').first.set_input_files(str(upload))
-        page.wait_for_timeout(3_000)
+        page.get_by_text("Loaded 1 question from evil.json.").first.wait_for(timeout=60_000)
         _choose(page, "Dataset", "upload:evil.json")
         _wait_visible(page, "[click me](http://127.0.0.1", 60_000)
         click_settled(page.get_by_role("button", name="Answer", exact=True))
