@@ -46,8 +46,9 @@ SLOW_FILES = (
 # worker) end together: in collection order, with xdist's default reordering by the number of tests
 # in a file, these few-test files came last and one worker ran on alone for minutes. The three that
 # start together are the Ray file, the LLM server file and a browser file, not the CPU-heavy
-# process sweeps: with the LLM server file, Ray file and the two process-sweep files first, a
-# clean-clone run took 1,514 s of pytest against 1,340 s in this order (docs/results/suite-time.md).
+# process sweeps: with the LLM server, Ray and two process-sweep files first, a clean-clone run
+# took 1,514 s of pytest, against 1,340 and 1,433 s in this order (one run each way; runs of the
+# same code differ by about 100 s, so the order's share of it is not settled: suite-time.md).
 SLOWEST_FIRST = (
     "test_sweep_ray.py", "test_generative_llm.py", "test_e2e_ask.py", "test_e2e_first_minutes.py",
     "test_e2e_demo_walk.py", "test_e2e_narrow.py", "test_e2e_attribution.py", "test_sweep_processes.py",
