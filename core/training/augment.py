@@ -123,8 +123,8 @@ def augment_examples(examples: list[QAExample], share: float, ids: list, rng: ra
 def augment_once(saved: Path, examples: list[QAExample], share: float, ids: list, rng: random.Random,
                  weights: list[float] | None = None, log=print):
     """:func:`augment_examples`, kept in ``saved`` (the run's folder) so a resumed run reads its
-    perturbed questions back instead of making them again: an hour of Apertium round trips and
-    WordNet lookups for 14,000 questions would otherwise be repeated on every resume. The file
+    perturbed questions back instead of making them again (WordNet lookups and Apertium round trips
+    for every sampled question, the slowest part of a resume; figures in docs/results). The file
     holds a key of everything that decides the questions (the clean questions, share, entries,
     weights and the generator's state); a different key makes them afresh and replaces it.
 

@@ -121,8 +121,8 @@ class ApertiumTranslator(Translator):
         return set(self._modes)
 
     def _translate(self, texts: list[str], src: str, tgt: str) -> list[str]:
-        # A bounded number of lines a process: each call's timeout then bounds a known amount of
-        # work. A training run's 4,500 questions in one call timed out at 120 s on a loaded machine.
+        # A bounded number of lines a process, so each call's timeout bounds a known amount of work
+        # however many texts a caller sends (a training run sends thousands at once).
         out: list[str] = []
         for start in range(0, len(texts), self.lines_per_call):
             out += self._call(self._modes[(src, tgt)], texts[start:start + self.lines_per_call])
