@@ -123,9 +123,9 @@ class ApertiumTranslator(Translator):
     def _translate(self, texts: list[str], src: str, tgt: str) -> list[str]:
         # A bounded number of lines a process, so each call's timeout bounds a known amount of work
         # however many texts a caller sends (a training run sends thousands at once).
-        out: list[str] = []
+        mode, out = self._modes[(src, tgt)], []
         for start in range(0, len(texts), self.lines_per_call):
-            out += self._call(self._modes[(src, tgt)], texts[start:start + self.lines_per_call])
+            out += self._call(mode, texts[start:start + self.lines_per_call])
         return out
 
     def _call(self, mode: str, texts: list[str]) -> list[str]:
