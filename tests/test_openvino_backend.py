@@ -211,3 +211,23 @@ def test_an_int8_ir_keeps_no_fp32_ir_and_is_the_one_quantised_from_a_kept_fp32_i
     assert (beside / openvino_runtime.FP32_FILE).is_file()
     int8_bin = openvino_runtime.INT8_FILE.replace(".xml", ".bin")
     assert (alone / int8_bin).read_bytes() == (beside / int8_bin).read_bytes()
+
+
+@NEEDS_BF16
+def test_the_time_profile_splits_an_openvino_engine_by_node_type(tiny):
+    """benchmarks/profile_time.py on an OpenVINO engine (issue 58): the GEMMs, by the precision
+    their kernel ran in, and the other parts add up to the profiled time, and the engine answers
+    with its own compiled model again afterwards."""
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    from benchmarks import profile_time
+
+    eng = tiny("openvino")
+    forward = eng._forward_impl
+    contexts = [CONTEXT] * len(QS)
+    before = spans(eng.predict(QS, contexts))
+    result = profile_time._profile_openvino("tiny", eng, "openvino", QS, contexts, plain_s=0.01)
+    parts = result["parts_ms_per_question"]
+    assert any(p.startswith("openvino: gemm (") for p in parts), parts
+    assert parts["tokenise+window"] > 0 and parts["decode"] > 0
+    assert sum(parts.values()) == pytest.approx(result["ms_per_question_profiled"], rel=0.05)
+    assert eng._forward_impl is forward and spans(eng.predict(QS, contexts)) == before

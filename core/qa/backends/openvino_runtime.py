@@ -219,6 +219,16 @@ def _save(ov, graph, target: Path) -> None:
     tmp.rename(target)
 
 
+def compile_properties(threads: int) -> dict:
+    """The CPU plugin's settings for one compiled model on ``threads`` threads.
+
+    No pinning: OpenVINO pins each process's threads from the first CPU on, so two one-thread
+    processes (a sweep's worker pool, or a second app) would share one core and leave the other idle.
+    """
+    return {"INFERENCE_PRECISION_HINT": "bf16", "INFERENCE_NUM_THREADS": threads,
+            "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False}
+
+
 class OpenVinoForward:
     """Compiled OpenVINO models over an IR file; takes the engine's numpy batch (any width: the
     inputs are dynamic) and returns float32 (start, end) logits.
@@ -248,12 +258,7 @@ class OpenVinoForward:
     def _model(self, threads: int):
         with self._lock:
             if threads not in self._compiled:
-                # No pinning: OpenVINO pins each process's threads from the first CPU on, so two
-                # one-thread processes (a sweep's worker pool, or a second app) would share one core
-                # and leave the other idle.
-                compiled = self.core.compile_model(self.graph, "CPU", {
-                    "INFERENCE_PRECISION_HINT": "bf16", "INFERENCE_NUM_THREADS": threads,
-                    "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False})
+                compiled = self.core.compile_model(self.graph, "CPU", compile_properties(threads))
                 self.loaded_from_cache[threads] = bool(compiled.get_property("LOADED_FROM_CACHE"))
                 self._compiled[threads], self._free[threads] = compiled, []
             return self._compiled[threads]
