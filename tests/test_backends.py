@@ -576,8 +576,11 @@ def test_outlier_split_is_exact_in_fp32_and_finds_a_planted_outlier(model_and_to
 
 
 def _no_native_bf16(monkeypatch):
+    """A CPU without native bf16 as both of the engine's sources see it: /proc/cpuinfo's flags
+    (read first) and torch's probes (read where the flags cannot be)."""
     import torch
 
+    monkeypatch.setattr(torch_eager, "_cpu_flags_native_bf16", lambda: False)
     for probe in ("_is_amx_tile_supported", "_is_avx512_bf16_supported"):
         monkeypatch.setattr(torch.cpu, probe, lambda: False, raising=False)
 

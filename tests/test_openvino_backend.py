@@ -181,6 +181,7 @@ def test_without_native_bf16_or_on_a_gpu_the_reason_is_said(monkeypatch):
     import torch
 
     assert "run on the CPU, not on cuda" in selection.backend_unavailable("openvino", torch.device("cuda"))
+    monkeypatch.setattr(torch_eager, "_cpu_flags_native_bf16", lambda: False)   # read before torch's probes
     for probe in ("_is_amx_tile_supported", "_is_avx512_bf16_supported"):
         monkeypatch.setattr(torch.cpu, probe, lambda: False, raising=False)
     assert "no native bf16" in selection.backend_unavailable("openvino-int8", torch.device("cpu"))
