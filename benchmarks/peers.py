@@ -11,15 +11,14 @@ valid span of at most 30 tokens inside the context (as this project answers); th
 project's engine answers with the model's default backend here (its card's choice) and with
 torch fp32. Each answers the same questions once to warm up, then again timed, one question at a
 time (as Ask does) and all at once (as a sweep does); prints questions per second, EM and F1
-(SQuAD v1.1) and the share of questions whose answers differ from the peer's. optimum-intel's
-OpenVINO model is not a peer here: it is not installed in this project, and installing it was
-not tried.
+(SQuAD v1.1) and the share of questions whose answers differ from the peer's. With
+``--optimum-python``, optimum-intel's OpenVINO model is a peer too (benchmarks/peer_optimum.py:
+it needs an environment of its own).
 """
 from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,23 +27,25 @@ from core import cli  # noqa: E402  (the project on the path first)
 from core.budgets import MAX_QUESTIONS  # noqa: E402
 
 
-def _timed(answer_all, questions: list[str], contexts: list[str]) -> tuple[list[str], float, float]:
-    """(answers given all at once, questions/s one at a time, questions/s all at once), after a warm-up."""
-    answer_all(questions[:4], contexts[:4])
-    t = time.perf_counter()
-    for q, c in zip(questions, contexts):
-        answer_all([q], [c])
-    one_qps = len(questions) / (time.perf_counter() - t)
-    t = time.perf_counter()
-    answers = answer_all(questions, contexts)
-    all_qps = len(questions) / (time.perf_counter() - t)
-    return answers, one_qps, all_qps
+def optimum_rows(python: str, folder: str, questions: list[str], contexts: list[str], threads: int) -> dict:
+    """benchmarks/peer_optimum.py's rows, run by ``python`` (an environment with optimum-intel):
+    ``{runner: (answers, q/s one at a time, q/s all at once)}``."""
+    import subprocess
+
+    job = json.dumps({"folder": str(Path(folder).resolve()), "questions": questions, "contexts": contexts,
+                      "threads": threads})
+    done = subprocess.run([python, str(ROOT / "benchmarks" / "peer_optimum.py")], input=job, capture_output=True,
+                          text=True, timeout=3600)
+    if done.returncode != 0:
+        raise SystemExit(f"the optimum-intel peer failed ({python}): {done.stderr.strip().splitlines()[-1:]}")
+    return {r["runner"]: (r["answers"], r["one_qps"], r["all_qps"]) for r in json.loads(done.stdout)["rows"]}
 
 
-def compare(model: str, dataset: str, n: int, threads: int) -> dict:
+def compare(model: str, dataset: str, n: int, threads: int, optimum_python: str | None = None) -> dict:
     import torch
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
+    from benchmarks import course_recipe
     from core.datasets import load_dataset
     from core.metrics import squad
     from core.qa.engine import EngineSettings
@@ -62,29 +63,13 @@ def compare(model: str, dataset: str, n: int, threads: int) -> dict:
     peer = AutoModelForQuestionAnswering.from_pretrained(folder).eval()
 
     def peer_all(qs, cs):
-        enc = tokenizer(list(qs), list(cs), truncation="only_second", max_length=384, stride=128,
-                        return_overflowing_tokens=True, return_offsets_mapping=True, padding="max_length",
-                        return_tensors="pt")
-        owner, offsets = enc.pop("overflow_to_sample_mapping"), enc.pop("offset_mapping")
-        with torch.inference_mode():
-            out = peer(**enc)
-        best: dict[int, tuple[float, str]] = {}
-        for w in range(len(owner)):
-            i, seq = int(owner[w]), enc.sequence_ids(w)
-            starts = torch.topk(out.start_logits[w], 20).indices.tolist()
-            ends = torch.topk(out.end_logits[w], 20).indices.tolist()
-            for s in starts:
-                for e in ends:
-                    if seq[s] != 1 or seq[e] != 1 or e < s or e - s + 1 > 30:
-                        continue
-                    score = float(out.start_logits[w][s] + out.end_logits[w][e])
-                    if i not in best or score > best[i][0]:
-                        best[i] = (score, cs[i][int(offsets[w][s][0]):int(offsets[w][e][1])])
-        return [best.get(i, (0.0, ""))[1] for i in range(len(qs))]
+        return course_recipe.answers(tokenizer, peer, qs, cs)
 
     rows = {}
-    answers, one_qps, all_qps = _timed(peer_all, questions, contexts)
+    answers, one_qps, all_qps = course_recipe.timed(peer_all, questions, contexts)
     rows["transformers, the course's recipe (torch fp32)"] = (answers, one_qps, all_qps)
+    if optimum_python:
+        rows |= optimum_rows(optimum_python, folder, questions, contexts, threads)
     for backend in ("default", "torch"):
         engine = load_engine(model, EngineSettings(threads=threads, backend=backend))
         name = f"this project ({engine.resolve_backend()})"
@@ -92,7 +77,7 @@ def compare(model: str, dataset: str, n: int, threads: int) -> dict:
         def engine_all(qs, cs, engine=engine):
             return [p.text for p in engine.predict(list(qs), list(cs), n_best=1)]
 
-        rows[name] = _timed(engine_all, questions, contexts)
+        rows[name] = course_recipe.timed(engine_all, questions, contexts)
     peer_answers = rows["transformers, the course's recipe (torch fp32)"][0]
     out = {"model": model, "dataset": dataset, "n": len(questions), "threads": threads, "rows": []}
     for name, (answers, one_qps, all_qps) in rows.items():
@@ -118,13 +103,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="questions from the start of the data set (default 200)")
     ap.add_argument("--threads", type=cli.Bounded(1, MAX_THREADS.value()), default=2,
                     help="CPU threads for every runner (default 2)")
+    ap.add_argument("--optimum-python", default=None,
+                    help="the python of an environment with optimum-intel (benchmarks/peer_optimum.py says how to "
+                         "make one): its OpenVINO model is a peer too")
     ap.add_output("--json", help="write the figures to this JSON file")
     args = ap.parse_args(argv)
-    out = compare(args.model, args.dataset, args.n, args.threads)
+    if args.optimum_python and not Path(args.optimum_python).is_file():
+        ap.error(f"--optimum-python: no such file: {args.optimum_python}")
+    out = compare(args.model, args.dataset, args.n, args.threads, args.optimum_python)
     print(f"{out['model']} on {out['n']} questions of {out['dataset']}, {out['threads']} threads")
-    print(f"{'runner':48s} {'q/s one':>8s} {'q/s all':>8s} {'EM':>6s} {'F1':>6s} {'differ %':>9s}")
+    print(f"{'runner':72s} {'q/s one':>8s} {'q/s all':>8s} {'EM':>6s} {'F1':>6s} {'differ %':>9s}")
     for r in out["rows"]:
-        print(f"{r['runner']:48s} {r['qps_one_at_a_time']:8.2f} {r['qps_all_at_once']:8.2f} {r['em']:6.2f} "
+        print(f"{r['runner']:72s} {r['qps_one_at_a_time']:8.2f} {r['qps_all_at_once']:8.2f} {r['em']:6.2f} "
               f"{r['f1']:6.2f} {r['answers_differing_from_the_peer_percent']:9.1f}")
     if args.json:
         cli.write_bytes_atomic(args.json, json.dumps(out, indent=1).encode())
