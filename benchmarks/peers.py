@@ -112,9 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--optimum-python: no such file: {args.optimum_python}")
     out = compare(args.model, args.dataset, args.n, args.threads, args.optimum_python)
     print(f"{out['model']} on {out['n']} questions of {out['dataset']}, {out['threads']} threads")
-    print(f"{'runner':72s} {'q/s one':>8s} {'q/s all':>8s} {'EM':>6s} {'F1':>6s} {'differ %':>9s}")
+    print(f"{'runner':80s} {'q/s one':>8s} {'q/s all':>8s} {'EM':>6s} {'F1':>6s} {'differ %':>9s}")
     for r in out["rows"]:
-        print(f"{r['runner']:72s} {r['qps_one_at_a_time']:8.2f} {r['qps_all_at_once']:8.2f} {r['em']:6.2f} "
+        print(f"{r['runner']:80s} {r['qps_one_at_a_time']:8.2f} {r['qps_all_at_once']:8.2f} {r['em']:6.2f} "
               f"{r['f1']:6.2f} {r['answers_differing_from_the_peer_percent']:9.1f}")
     if args.json:
         cli.write_bytes_atomic(args.json, json.dumps(out, indent=1).encode())
