@@ -101,6 +101,24 @@ def _cumulative(stats: pstats.Stats, file_end: str, func: str) -> float:
     return total
 
 
+def _profiled_predict(engine, questions: list[str], contexts: list[str]) -> tuple[cProfile.Profile, float]:
+    """The engine's answers to every question under cProfile: the profiler and the seconds taken."""
+    profiler = cProfile.Profile()
+    wall_start = time.perf_counter()
+    profiler.enable()
+    engine.predict(questions, contexts, n_best=1)
+    profiler.disable()
+    return profiler, time.perf_counter() - wall_start
+
+
+def _python_parts(profiler: cProfile.Profile) -> dict[str, float]:
+    """Seconds in each of PY_PARTS' functions and below, span decoding's two functions as one."""
+    stats = pstats.Stats(profiler)
+    py = {part: _cumulative(stats, *where) for part, where in PY_PARTS.items()}
+    py["decode"] += py.pop("decode_best")
+    return py
+
+
 def profile_model(name: str, questions: list[str], contexts: list[str]) -> dict:
     import onnxruntime as ort
 
@@ -138,12 +156,7 @@ def profile_model(name: str, questions: list[str], contexts: list[str]) -> dict:
         warm = {"input_ids": [[101, 102]], "attention_mask": [[1, 1]], "token_type_ids": [[0, 0]]}
         session.run(None, {i.name: np.asarray(warm[i.name], dtype=np.int64)   # its first run, set apart
                            for i in session.get_inputs()})
-        profiler = cProfile.Profile()
-        wall_start = time.perf_counter()
-        profiler.enable()
-        engine.predict(questions, contexts, n_best=1)
-        profiler.disable()
-        profiled_s = time.perf_counter() - wall_start
+        profiler, profiled_s = _profiled_predict(engine, questions, contexts)
         trace = Path(session.end_profiling())
     finally:   # the cached engine answers with its own sessions again
         forward._sessions, forward.session = saved, saved_current
@@ -162,9 +175,7 @@ def profile_model(name: str, questions: list[str], contexts: list[str]) -> dict:
             op = ev.get("args", {}).get("op_name", "")
             ops[_op_part(op)] += ev["dur"] / 1e6
             by_op[op] += ev["dur"] / 1e6
-    stats = pstats.Stats(profiler)
-    py = {part: _cumulative(stats, *where) for part, where in PY_PARTS.items()}
-    py["decode"] += py.pop("decode_best")
+    py = _python_parts(profiler)
     parts = {"tokenise+window": py["tokenise+window"], "pad": py["pad"]}
     ort_total = py["onnxruntime"]
     op_total = sum(ops.values())
@@ -208,17 +219,10 @@ def _profile_openvino(name: str, engine, backend: str, questions: list[str], con
         openvino_infer({k: np.asarray([[101, 102]]) for k in ("input_ids", "attention_mask", "token_type_ids")})
         ops.clear(), by_op.clear()
         infer_s[0] = 0.0
-        profiler = cProfile.Profile()
-        wall_start = time.perf_counter()
-        profiler.enable()
-        engine.predict(questions, contexts, n_best=1)
-        profiler.disable()
-        profiled_s = time.perf_counter() - wall_start
+        profiler, profiled_s = _profiled_predict(engine, questions, contexts)
     finally:   # the cached engine answers with its own compiled model again
         engine._forward_impl = forward
-    stats = pstats.Stats(profiler)
-    py = {part: _cumulative(stats, *where) for part, where in PY_PARTS.items()}
-    py["decode"] += py.pop("decode_best")
+    py = _python_parts(profiler)
     node_total = sum(ops.values())
     # the node timers can add up to more than the inference's wall time (seen with a batch shape
     # met before): then they are read as shares of it
