@@ -37,7 +37,8 @@ def optimum_rows(python: str, folder: str, questions: list[str], contexts: list[
     done = subprocess.run([python, str(ROOT / "benchmarks" / "peer_optimum.py")], input=job, capture_output=True,
                           text=True, timeout=3600)
     if done.returncode != 0:
-        raise SystemExit(f"the optimum-intel peer failed ({python}): {done.stderr.strip().splitlines()[-1:]}")
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise SystemExit(f"the optimum-intel peer failed ({python}): {last}")
     return {r["runner"]: (r["answers"], r["one_qps"], r["all_qps"]) for r in json.loads(done.stdout)["rows"]}
 
 

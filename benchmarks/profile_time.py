@@ -18,9 +18,9 @@ at once, on one thread (so every ONNX Runtime run happens on the profiled thread
   other operator; the ten costliest operators are printed by name;
 * on an OpenVINO backend, its CPU plugin's per-node counters (``PERF_COUNT``) split each
   inference the same way by node type, the GEMMs apart by the precision their kernel ran in
-  (int8 or bf16); what the inference took beyond its nodes' timers (shape inference and kernel
-  preparation for each new batch shape, memory) is its own part; where the timers add up to more
-  than the inference took, they are read as shares of it.
+  (int8 or bf16); what the inference took beyond its nodes' timers is its own part (new batch
+  shapes' preparation is some of it: docs/results/speed-2026-11-28.md); where the timers add up
+  to more than the inference took, they are read as shares of it.
 
 Prints, per model, milliseconds per question and share of the total for each part, and writes
 them with ``--json``. Times include the profilers' own overhead (cProfile adds to the Python parts
@@ -191,11 +191,14 @@ def _profile_openvino(name: str, engine, backend: str, questions: list[str], con
     """profile_model's OpenVINO half: the engine answers through one request of a model compiled
     as the backend compiles it, plus ``PERF_COUNT``; each inference's node times are summed by part."""
     import numpy as np
+    import openvino as ov
 
     from core.qa.backends.openvino_runtime import compile_properties
 
     forward = engine._forward_impl
-    compiled = forward.core.compile_model(forward.graph, "CPU", compile_properties(1) | {"PERF_COUNT": True})
+    # its own Core: the backend's has the compiled-model cache set, and a profiling model's blob
+    # (268 MB for MPNet) would be written there for no later load to read
+    compiled = ov.Core().compile_model(forward.graph, "CPU", compile_properties(1) | {"PERF_COUNT": True})
     request = compiled.create_infer_request()
     ops: dict[str, float] = defaultdict(float)
     by_op: dict[str, float] = defaultdict(float)
