@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated: time the batched engine at each of these batch sizes and stop")
     ap.add_argument("--threads", type=cli.Count(MAX_THREADS, low=0), default=0, help="torch threads (0 = the policy)")
     ap.add_argument("--backend", default="default",
-                    help="default (the model card's), torch, torch-bf16, onnx, onnx-int8, openvino or openvino-int8")
+                    help="default (the model card's), torch, torch-bf16, onnx, onnx-int8, openvino, openvino-int8 "
+                         "or openvino-int8-full")
     ap.add_argument("--compare-backends", action="store_true",
                     help="time every available backend on the same questions and stop")
     ap.add_argument("--backends", default=None,
@@ -127,10 +128,11 @@ def backend_list(text: str | None) -> tuple[str, ...]:
 
     >>> backend_list("openvino,onnx-int8")
     ('torch', 'openvino', 'onnx-int8')
-    >>> backend_list("openvino,tensorrt")
+    >>> backend_list("openvino,tensorrt")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    core.cli.CLIError: --backends: 'tensorrt' is not one of torch, torch-bf16, onnx, onnx-int8, openvino, openvino-int8
+    core.cli.CLIError: --backends: 'tensorrt' is not one of torch, torch-bf16, onnx, onnx-int8, openvino,
+    openvino-int8, openvino-int8-full
     """
     from core.qa.backends.selection import BACKENDS
 

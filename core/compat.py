@@ -79,11 +79,13 @@ RESEEDED_SALT = ":rng=chain"
 # torch-bf16: the model's weights cast to bfloat16, every op in bf16 (TorchForward).
 # openvino, openvino-int8 (core.qa.backends.openvino_runtime): converted from torch, bf16 inference precision;
 # int8 by NNCF's post-training transformer preset, calibrated on 128 SQuAD-train questions, the FFN
-# output projections left in bf16 (logit MSE 0.0041 against 0.0106 with them in int8).
+# output projections left in bf16 (logit MSE 0.0041 against 0.0106 with them in int8);
+# openvino-int8-full: the same with them in int8 too.
 FINGERPRINT_TAGS = {"torch": "torch", "torch-bf16": "torch-bf16:weights", "onnx": "onnx:fused-v5",
                     "onnx-int8": "onnx-int8:mha-v5-per-token-gelu-unsigned-per-channel-outliers-fp32:per-window",
                     "openvino": "openvino:ir-v1:bf16",
-                    "openvino-int8": "openvino-int8:ir-v1:nncf-transformer-squad-train-128:ffn-out-bf16:bf16"}
+                    "openvino-int8": "openvino-int8:ir-v1:nncf-transformer-squad-train-128:ffn-out-bf16:bf16",
+                    "openvino-int8-full": "openvino-int8-full:ir-v1:nncf-transformer-squad-train-128:bf16"}
 # The values settings had before they entered the fingerprint: a setting at this value is not
 # hashed, so every fingerprint from before the setting existed stays (fingerprint_suffix).
 UNHASHED_BACKEND = "torch"

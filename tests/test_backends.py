@@ -37,7 +37,7 @@ QUESTIONS = [
 ]
 QS = [q for q, _ in QUESTIONS]
 # the backend setting's choices, as every refusal names them
-CHOICE_LIST = "default, torch, torch-bf16, onnx, onnx-int8, openvino, openvino-int8"
+CHOICE_LIST = "default, torch, torch-bf16, onnx, onnx-int8, openvino, openvino-int8, openvino-int8-full"
 CS = [CONTEXTS[i] for _, i in QUESTIONS]
 
 

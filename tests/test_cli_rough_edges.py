@@ -43,7 +43,8 @@ def status(main, argv) -> int:
     (["--batch-size", "x"], "--batch-size: must be a whole number of at least 1, got 'x'"),
     (["--threads", "-2"], "--threads: must be a whole number of at least 0, got '-2'"),
     (["--backend", "tensorrt"],
-     "--backend must be one of default, torch, torch-bf16, onnx, onnx-int8, openvino, openvino-int8, got 'tensorrt'"),
+     "--backend must be one of default, torch, torch-bf16, onnx, onnx-int8, openvino, openvino-int8, "
+     "openvino-int8-full, got 'tensorrt'"),
     (["--batch-sizes", "a,b"], "--batch-sizes: expected comma-separated whole numbers of at least 1"),
     (["--batch-sizes", "4,0"], "--batch-sizes: expected comma-separated whole numbers of at least 1"),
     (["--chunk", "0"], "--chunk: must be a whole number of at least 1, got '0'"),

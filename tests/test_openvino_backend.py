@@ -187,12 +187,14 @@ def test_without_native_bf16_or_on_a_gpu_the_reason_is_said(monkeypatch):
     assert "no native bf16" in selection.backend_unavailable("openvino-int8", torch.device("cpu"))
 
 
-def test_both_backends_have_their_own_recipe_in_the_cache_key():
+def test_each_backend_has_its_own_recipe_in_the_cache_key():
     from core.compat import fingerprint_suffix
 
     assert fingerprint_suffix(8000, "openvino") == ":backend=openvino:ir-v1:bf16"
     assert fingerprint_suffix(8000, "openvino-int8") == \
         ":backend=openvino-int8:ir-v1:nncf-transformer-squad-train-128:ffn-out-bf16:bf16"
+    assert fingerprint_suffix(8000, "openvino-int8-full") == \
+        ":backend=openvino-int8-full:ir-v1:nncf-transformer-squad-train-128:bf16"
 
 
 def test_an_int8_ir_keeps_no_fp32_ir_and_is_the_one_quantised_from_a_kept_fp32_ir(tiny_qa_dir, tmp_path):
@@ -205,13 +207,42 @@ def test_an_int8_ir_keeps_no_fp32_ir_and_is_the_one_quantised_from_a_kept_fp32_i
     names = ["input_ids", "attention_mask", "token_type_ids"]
     alone, beside = tmp_path / "int8-alone", tmp_path / "int8-beside-fp32"
     openvino_runtime.ensure_ir(model, tok, "openvino-int8", names, folder=alone)
+    int8_xml = openvino_runtime.INT8_FILES["openvino-int8"]
     assert sorted(p.name for p in alone.iterdir() if p.is_file() and p.suffix != ".lock") == \
-        [openvino_runtime.INT8_FILE.replace(".xml", ".bin"), openvino_runtime.INT8_FILE]
+        [int8_xml.replace(".xml", ".bin"), int8_xml]
     openvino_runtime.ensure_ir(model, tok, "openvino", names, folder=beside)
     openvino_runtime.ensure_ir(model, tok, "openvino-int8", names, folder=beside)
     assert (beside / openvino_runtime.FP32_FILE).is_file()
-    int8_bin = openvino_runtime.INT8_FILE.replace(".xml", ".bin")
+    int8_bin = int8_xml.replace(".xml", ".bin")
     assert (alone / int8_bin).read_bytes() == (beside / int8_bin).read_bytes()
+
+
+def _ffn_output_inputs(xml) -> set[str]:
+    """The op types feeding the FFN output projections (FFN_OUTPUT_KEPT) of the IR at ``xml``."""
+    import re
+
+    import openvino as ov
+
+    return {i.get_source_output().get_node().get_type_name()
+            for op in ov.Core().read_model(str(xml)).get_ops()
+            if op.get_type_name() == "MatMul" and re.match(openvino_runtime.FFN_OUTPUT_KEPT, op.get_friendly_name())
+            for i in op.inputs()}
+
+
+def test_the_two_int8_recipes_sit_side_by_side_and_only_the_full_one_quantises_the_ffn_outputs(tiny_qa_dir, tmp_path):
+    """openvino-int8 leaves the FFN output projections' activations unquantised (bf16 at run time);
+    openvino-int8-full puts a FakeQuantize in front of them, in its own file beside the other."""
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    model, tok = AutoModelForQuestionAnswering.from_pretrained(tiny_qa_dir), AutoTokenizer.from_pretrained(tiny_qa_dir)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    kept = openvino_runtime.ensure_ir(model, tok, "openvino-int8", names, folder=tmp_path)
+    full = openvino_runtime.ensure_ir(model, tok, "openvino-int8-full", names, folder=tmp_path)
+    assert (kept.name, full.name) == ("model-int8-ffn-out-bf16.xml", "model-int8-full.xml")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".xml", ".bin")) == \
+        ["model-int8-ffn-out-bf16.bin", "model-int8-ffn-out-bf16.xml", "model-int8-full.bin", "model-int8-full.xml"]
+    assert "FakeQuantize" not in _ffn_output_inputs(kept)
+    assert "FakeQuantize" in _ffn_output_inputs(full)
 
 
 @NEEDS_BF16

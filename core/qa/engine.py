@@ -123,7 +123,8 @@ class EngineSettings:
     threads: int | None = None
     # How the forward pass runs (core.qa.backends): "torch", "torch-bf16" (bf16 weights, where
     # the CPU computes in bf16), "onnx" (ONNX Runtime fp32), "onnx-int8" (per-token int8),
-    # "openvino" (bf16) and "openvino-int8" (NNCF int8; core.qa.backends.openvino_runtime), or "default":
+    # "openvino" (bf16), "openvino-int8" (NNCF int8, FFN outputs in bf16) and "openvino-int8-full"
+    # (every weight product int8; core.qa.backends.openvino_runtime), or "default":
     # the model's own default, measured by the rule and recorded in its card (the engine's
     # ``default_backend``; torch without a card). A backend that cannot run here falls back to
     # torch; ``backend_name`` says which one answered.

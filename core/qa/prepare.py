@@ -23,7 +23,7 @@ def models_to_prepare(names: Sequence[str] | None = None) -> list[tuple[str, str
     chosen = [(m.name, m.default_backend()) for m in installed_models()]
     if names:
         chosen = [(n, b) for n, b in chosen if n in set(names)]
-    return [(n, b) for n, b in chosen if b in ("onnx", "onnx-int8", "openvino", "openvino-int8")]
+    return [(n, b) for n, b in chosen if b not in ("torch", "torch-bf16")]
 
 
 @cli.command("python -m core.qa.prepare")

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 # The precision each backend's matrix products are computed in (core.qa.backends.selection.BACKENDS).
 BACKEND_PRECISION = {"torch": "fp32", "torch-bf16": "bf16", "onnx": "fp32", "onnx-int8": "int8",
-                     "openvino": "bf16", "openvino-int8": "int8"}
+                     "openvino": "bf16", "openvino-int8": "int8",
+                     "openvino-int8-full": "int8"}
 
 
 def window_flops(config, tokens: int) -> int:

@@ -81,7 +81,8 @@ def _build_parser() -> argparse.ArgumentParser:
                          "onnx, onnx-int8) is still accepted here and means --engine-backend")
     ap.add_argument("--engine-backend", default=None,
                     help="forward pass: default (each model's, chosen by the rule and recorded in its card), "
-                         "torch, torch-bf16, onnx (ONNX Runtime fp32), onnx-int8, openvino or openvino-int8; "
+                         "torch, torch-bf16, onnx (ONNX Runtime fp32), onnx-int8, openvino, openvino-int8 or "
+                         "openvino-int8-full; "
                          "part of the prediction cache key. "
                          "Without it, --name of a stored sweep resumes with the backend that sweep was made with")
     ap.add_argument("--address", default=None, help="with --backend ray: the cluster to join (printed by `ray start "

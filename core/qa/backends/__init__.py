@@ -13,7 +13,8 @@ never how an answer is read off them.
 ``onnx_runtime``      ``onnx`` and ``onnx-int8``: the export, its cache, the sessions
 ``int8_split``        the int8 recipe's outlier channels of the FFN output projections, kept fp32
 ``int8_per_token``    the int8 recipe's per-token activation scales for every weight MatMul
-``openvino_runtime``  ``openvino`` (bf16) and ``openvino-int8`` (NNCF post-training int8)
+``openvino_runtime``  ``openvino`` (bf16), ``openvino-int8`` (NNCF post-training int8, FFN
+                      outputs in bf16) and ``openvino-int8-full`` (every weight product int8)
 ====================  =======================================================================
 
 The backends' fingerprint tags (a recipe's part in the prediction cache key) are stored identities:

@@ -1,5 +1,6 @@
-"""OpenVINO forward passes for the QA engine: ``openvino`` (bf16) and ``openvino-int8`` (NNCF
-post-training int8), behind the same callable as core.qa.backends's backends.
+"""OpenVINO forward passes for the QA engine: ``openvino`` (bf16), ``openvino-int8`` (NNCF
+post-training int8, the FFN output projections kept in bf16) and ``openvino-int8-full`` (every
+weight product int8), behind the same callable as core.qa.backends's backends.
 
 Why OpenVINO: its CPU plugin runs bf16 and int8 matrix products in this CPU's AMX tiles through
 oneDNN, with attention, LayerNorm and GELU as fused kernels of its own. Issue 47's roofline put the
@@ -18,8 +19,9 @@ IR_RECIPE, so a new recipe never reuses an old graph):
   dynamic batch and sequence axes: the engine pads each batch only to its own longest window),
   kept only when the fp32 backend is asked for: the int8 graph's conversion is removed once it
   is quantised;
-- ``model-int8-ffn-out-bf16.xml``/``.bin``: that graph quantised by ``nncf.quantize``
-  (transformer preset; the FFN output projections left out, FFN_OUTPUT_KEPT), calibrated on SQuAD
+- ``model-int8-ffn-out-bf16.xml``/``.bin`` (``openvino-int8``) and ``model-int8-full.xml``/``.bin``
+  (``openvino-int8-full``): that graph quantised by ``nncf.quantize`` (transformer preset; the
+  first with the FFN output projections left out, FFN_OUTPUT_KEPT), calibrated on SQuAD
   *training* windows (CALIBRATION_PAIRS questions from the end of the shuffle
   benchmarks/backend_fidelity.py draws from its front), never on an evaluation set;
 - ``compiled/``: OpenVINO's compiled-model cache (``CACHE_DIR``): a later load reads the compiled
@@ -40,17 +42,23 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-OPENVINO_BACKENDS = ("openvino", "openvino-int8")
 # Part of the cache folder's name: a change in how the IR is made must not reuse old files.
 IR_RECIPE = "ir-v1"
-# The int8 file's name carries its recipe (FFN_OUTPUT_KEPT): the fp32 IR stays valid across int8 recipes.
-FP32_FILE, INT8_FILE = "model.xml", "model-int8-ffn-out-bf16.xml"
+# Each int8 file's name carries its recipe (what it leaves out of int8): the fp32 IR stays valid
+# across int8 recipes, and the two int8 backends' graphs sit side by side.
+FP32_FILE = "model.xml"
+INT8_FILES = {"openvino-int8": "model-int8-ffn-out-bf16.xml", "openvino-int8-full": "model-int8-full.xml"}
 # The FFN output projections (the MatMuls fed by GELU, in the converted graph's torch module names:
 # BERT, MPNet and XLM-R alike) are left out of int8 and run in bf16: their inputs carry the outlier
 # channels core.qa.backends.int8_split describes. On 122 windows of 120 SQuAD-train questions (minilm-squad,
 # the front of the shuffle, not the calibration's) the logit MSE against torch fp32 fell from 0.0106
 # (everything int8) to 0.0041, start/end argmax agreement from 96.7% to 97.1%; bf16 alone: 0.00023.
+# Kept in bf16 they cost speed (MPNet 1.25x, MiniLM 1.22x at fixed shapes): openvino-int8-full
+# quantises them too, and a model's card makes it the default only where its F1 stays within the
+# rule's bound that way (docs/results/speed-2026-11-28.md).
 FFN_OUTPUT_KEPT = r".*encoder\.layer\.\d+\.output\.dense/aten::linear/MatMul"
+# What each int8 backend leaves out of int8 (NNCF ignored-scope patterns).
+INT8_KEPT = {"openvino-int8": (FFN_OUTPUT_KEPT,), "openvino-int8-full": ()}
 # SQuAD v1.1 training questions (the data directory's), the calibration set of the int8 graph.
 TRAIN_FILE = "train/squad/train-v1.1-first4370.json"
 CALIBRATION_PAIRS = 128
@@ -61,7 +69,7 @@ PIP_HINT = "pip install openvino==2026.4.0 nncf==3.4.0"
 
 
 def openvino_unavailable(backend: str, device) -> str | None:
-    """Why ``backend`` ('openvino' or 'openvino-int8') cannot run on ``device`` (a torch.device or
+    """Why ``backend`` (one of the OpenVINO backends) cannot run on ``device`` (a torch.device or
     its type) here (None when it can), without building or importing anything."""
     import importlib.util
 
@@ -73,7 +81,7 @@ def openvino_unavailable(backend: str, device) -> str | None:
     # installed or not, found without importing them (nncf imports torch: seconds)
     if importlib.util.find_spec("openvino") is None:
         return f"openvino is not installed: {PIP_HINT}"
-    if backend == "openvino-int8" and importlib.util.find_spec("nncf") is None:
+    if backend in INT8_FILES and importlib.util.find_spec("nncf") is None:
         return f"nncf (the int8 calibration) is not installed: {PIP_HINT}"
     return bf16_unavailable(device)
 
@@ -139,10 +147,10 @@ def _convert(model, input_names: list[str]):
     return converted
 
 
-def _quantize(converted, config, tokenizer, input_names: list[str]):
-    """NNCF's post-training int8 of ``converted``, calibrated on SQuAD-train windows of the engine's
-    shape (384 tokens, stride 128, cut to the positions the model has), one window per calibration
-    item so that no statistic sees padding."""
+def _quantize(converted, config, tokenizer, input_names: list[str], kept: tuple[str, ...]):
+    """NNCF's post-training int8 of ``converted`` but for the ops matching ``kept``, calibrated on
+    SQuAD-train windows of the engine's shape (384 tokens, stride 128, cut to the positions the
+    model has), one window per calibration item so that no statistic sees padding."""
     import nncf
 
     from core.qa.features import build_windows
@@ -156,9 +164,9 @@ def _quantize(converted, config, tokenizer, input_names: list[str]):
         enc = tokenizer.pad([{"input_ids": w.input_ids, **w.extra}], return_tensors="np")
         items.append({k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in input_names})
     # validate=False: a graph whose names do not match (another architecture) is quantised whole
-    kept = nncf.IgnoredScope(patterns=[FFN_OUTPUT_KEPT], validate=False)
+    ignored = nncf.IgnoredScope(patterns=list(kept), validate=False)
     return nncf.quantize(converted, nncf.Dataset(items), model_type=nncf.ModelType.TRANSFORMER,
-                         subset_size=len(items), ignored_scope=kept)
+                         subset_size=len(items), ignored_scope=ignored)
 
 
 def calibration_positions(config) -> int:
@@ -179,8 +187,8 @@ def ensure_ir(model, tokenizer, backend: str, input_names: list[str], folder: Pa
     import openvino as ov
 
     folder = folder or ir_dir(model)
-    fp32, int8 = folder / FP32_FILE, folder / INT8_FILE
-    want = int8 if backend == "openvino-int8" else fp32
+    fp32 = folder / FP32_FILE
+    want = folder / INT8_FILES[backend] if backend in INT8_FILES else fp32
     if want.is_file():
         return want
     folder.mkdir(parents=True, exist_ok=True)
@@ -188,7 +196,7 @@ def ensure_ir(model, tokenizer, backend: str, input_names: list[str], folder: Pa
         fcntl.flock(lock, fcntl.LOCK_EX)
         if want.is_file():  # made by the process this one waited for
             return want
-        if backend != "openvino-int8":
+        if backend not in INT8_FILES:
             log.info("converting the model to OpenVINO at %s (once for these weights)", fp32)
             _save(ov, _convert(model, input_names), fp32)
             return want
@@ -200,8 +208,9 @@ def ensure_ir(model, tokenizer, backend: str, input_names: list[str], folder: Pa
             source = folder / "model-fp32-for-int8.partial.xml"
             _save(ov, _convert(model, input_names), source)
         try:
-            log.info("quantising the OpenVINO model to int8 at %s (once for these weights)", int8)
-            _save(ov, _quantize(ov.Core().read_model(str(source)), model.config, tokenizer, input_names), int8)
+            log.info("quantising the OpenVINO model to int8 at %s (once for these weights)", want)
+            graph = ov.Core().read_model(str(source))
+            _save(ov, _quantize(graph, model.config, tokenizer, input_names, INT8_KEPT[backend]), want)
         finally:
             if source != fp32:
                 source.unlink(missing_ok=True)

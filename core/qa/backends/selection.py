@@ -14,8 +14,9 @@ from pathlib import Path
 from core.qa.backends.onnx_runtime import OnnxForward, ensure_export, model_input_names
 from core.qa.backends.torch_eager import TorchForward, bf16_unavailable
 
-# openvino and openvino-int8: core.qa.backends.openvino_runtime
-BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8", "openvino", "openvino-int8")
+# openvino, openvino-int8 and openvino-int8-full: core.qa.backends.openvino_runtime
+OPENVINO_BACKENDS = ("openvino", "openvino-int8", "openvino-int8-full")
+BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8", *OPENVINO_BACKENDS)
 # The setting that means "this model's default": the fastest backend whose XQuAD-en F1 is within
 # 0.5 of torch fp32's, as measured and recorded in its model card (benchmarks/qa_throughput.py
 # --compare-backends --card); torch for a model without that record.
@@ -33,10 +34,11 @@ def check_backend(value) -> str:
 
     >>> check_backend("onnx-int8"), check_backend("default")
     ('onnx-int8', 'default')
-    >>> check_backend("tensorrt")
+    >>> check_backend("tensorrt")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: must be one of default, torch, torch-bf16, onnx, onnx-int8, openvino, openvino-int8, got 'tensorrt'
+    ValueError: must be one of default, torch, torch-bf16, onnx, onnx-int8, openvino, openvino-int8,
+    openvino-int8-full, got 'tensorrt'
     """
     if not isinstance(value, str) or value not in CHOICES:
         raise ValueError(f"must be one of {', '.join(CHOICES)}, got {value!r}")
@@ -53,7 +55,7 @@ def backend_unavailable(backend: str, device) -> str | None:
         return bf16_unavailable(device)
     if backend in ("onnx", "onnx-int8") and importlib.util.find_spec("onnxruntime") is None:
         return "onnxruntime is not installed: pip install onnxruntime==1.31.1"
-    if backend in ("openvino", "openvino-int8"):
+    if backend in OPENVINO_BACKENDS:
         from core.qa.backends.openvino_runtime import openvino_unavailable
 
         return openvino_unavailable(backend, device)
@@ -87,7 +89,7 @@ def open_graph(backend: str, path: Path, threads: int | None = None):
     missing = backend_unavailable(backend, "cpu")
     if missing:
         raise BackendUnavailable(missing)
-    if backend in ("openvino", "openvino-int8"):
+    if backend in OPENVINO_BACKENDS:
         from core.qa.backends.openvino_runtime import OpenVinoForward
 
         return OpenVinoForward(path, backend, threads)
@@ -106,7 +108,7 @@ def make_forward(backend: str, model, tokenizer, device, threads: int | None = N
         raise BackendUnavailable(missing)
     if backend in ("torch", "torch-bf16"):
         return TorchForward(model, device, bf16=backend == "torch-bf16")
-    if backend in ("openvino", "openvino-int8"):
+    if backend in OPENVINO_BACKENDS:
         from core.qa.backends.openvino_runtime import make_openvino_forward
 
         try:
