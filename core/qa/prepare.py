@@ -14,6 +14,7 @@ import time
 from typing import Sequence
 
 from core import cli
+from core.qa.backends.selection import OPENVINO_BACKENDS
 from core.qa.registry import installed_models, load_engine
 
 
@@ -23,7 +24,7 @@ def models_to_prepare(names: Sequence[str] | None = None) -> list[tuple[str, str
     chosen = [(m.name, m.default_backend()) for m in installed_models()]
     if names:
         chosen = [(n, b) for n, b in chosen if n in set(names)]
-    return [(n, b) for n, b in chosen if b not in ("torch", "torch-bf16")]
+    return [(n, b) for n, b in chosen if b in ("onnx", "onnx-int8", *OPENVINO_BACKENDS)]
 
 
 @cli.command("python -m core.qa.prepare")
