@@ -6,10 +6,7 @@ import json
 from streamlit.testing.v1 import AppTest
 
 
-def _section(cache: str) -> None:
-    import os
-
-    os.environ["QAX_CACHE_DIR"] = cache
+def _section() -> None:
     from components.heatmaps import natural_match
 
     natural_match.render()
@@ -28,12 +25,16 @@ def _result() -> dict:
             "closest": {"asr_human": ranking[0]}}
 
 
-def test_a_stored_comparison_shows_its_closest_setting_and_escapes_names(tmp_path):
+def test_a_stored_comparison_shows_its_closest_setting_and_escapes_names(tmp_path, monkeypatch):
     folder = tmp_path / "noise_match"
     folder.mkdir()
     (folder / "run.json").write_text(json.dumps(_result()))
     (folder / "broken.json").write_text("{not json")
-    at = AppTest.from_function(_section, args=(str(tmp_path),), default_timeout=60).run()
+    # monkeypatch, not os.environ in the script: AppTest runs it in this process, and a cache
+    # directory left set sent a later test's server (tests/test_server_launcher.py, on the same
+    # xdist worker) to an empty cache, where it converted and quantised the models again
+    monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path))
+    at = AppTest.from_function(_section, default_timeout=60).run()
     assert not at.exception, at.exception
     options = at.selectbox(key="nm_file").options
     assert options[0] == "run.json" and "broken.json" not in options     # the unreadable file is left out
