@@ -198,7 +198,7 @@ def _profile_openvino(name: str, engine, backend: str, questions: list[str], con
     forward = engine._forward_impl
     # its own Core: the backend's has the compiled-model cache set, and a profiling model's blob
     # (268 MB for MPNet) would be written there for no later load to read
-    compiled = ov.Core().compile_model(forward.graph, "CPU", compile_properties(1) | {"PERF_COUNT": True})
+    compiled = ov.Core().compile_model(forward.read_graph(), "CPU", compile_properties(1) | {"PERF_COUNT": True})
     request = compiled.create_infer_request()
     ops: dict[str, float] = defaultdict(float)
     by_op: dict[str, float] = defaultdict(float)

@@ -263,3 +263,47 @@ def test_the_time_profile_splits_an_openvino_engine_by_node_type(tiny):
     assert parts["tokenise+window"] > 0 and parts["decode"] > 0
     assert sum(parts.values()) == pytest.approx(result["ms_per_question_profiled"], rel=0.05)
     assert eng._forward_impl is forward and spans(eng.predict(QS, contexts)) == before
+
+
+def _table_gathers(graph) -> list[str]:
+    """The element type of each constant a Gather looks rows up in (the embedding tables)."""
+    return sorted(str(op.input_value(0).get_element_type()) for op in graph.get_ordered_ops()
+                  if op.get_type_name() == "Gather" and op.input_value(0).get_node().get_type_name() == "Constant"
+                  and len(op.input_value(0).get_partial_shape()) == 2)
+
+
+@NEEDS_BF16
+@pytest.mark.needs_data("train/squad/train-v1.1-first4370.json")
+def test_int8_embedding_tables_are_stored_in_bf16_and_answer_bit_for_bit_as_the_folded_ones(tiny_qa_dir, tmp_path):
+    """The CPU plugin folds an int8 table's dequantisation into an fp32 constant; the bf16 table
+    the IR now holds instead gives the same logits to the last bit, and the compiled model looks
+    rows up in bf16 (not in an fp32 copy)."""
+    import openvino as ov
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    model, tok = AutoModelForQuestionAnswering.from_pretrained(tiny_qa_dir), AutoTokenizer.from_pretrained(tiny_qa_dir)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    core = ov.Core()
+    saved = core.read_model(str(openvino_runtime.ensure_ir(model, tok, "openvino-int8", names, folder=tmp_path)))
+    assert _table_gathers(saved) == ["<Type: 'bfloat16'>"] * 3   # words, positions, token types
+
+    fp32 = openvino_runtime.ensure_ir(model, tok, "openvino", names, folder=tmp_path)
+    folded = openvino_runtime._quantize(core.read_model(str(fp32)), model.config, tok, names, ())
+    assert _table_gathers(folded) == []   # as quantised: int8 rows, converted and scaled, then gathered
+    before = core.compile_model(folded, "CPU", openvino_runtime.compile_properties(1))
+    assert openvino_runtime.embedding_tables_in_bf16(folded) == 3
+    assert openvino_runtime.embedding_tables_in_bf16(folded) == 0   # nothing matches twice
+    after = core.compile_model(folded, "CPU", openvino_runtime.compile_properties(1))
+    runtime_tables = {op.input_value(0).get_node().get_rt_info()["outputPrecisions"].astype(str)
+                      for op in after.get_runtime_model().get_ordered_ops()
+                      if op.get_rt_info()["layerType"].astype(str) == "Gather"
+                      and op.input_value(0).get_node().get_rt_info()["layerType"].astype(str) == "Const"
+                      and len(op.input_value(0).get_partial_shape()) == 2}
+    assert runtime_tables == {"bf16"}
+
+    windows = build_windows(tok, QS, [CONTEXT] * len(QS), max_length=64, stride=32)
+    enc = tok.pad([{"input_ids": w.input_ids, **w.extra} for w in windows], return_tensors="np")
+    feed = {k: np.asarray(v, dtype=np.int64) for k, v in enc.items() if k in names}
+    want, got = before(feed), after(feed)
+    for i in range(2):
+        assert np.array_equal(np.asarray(want[i]), np.asarray(got[i]))

@@ -23,7 +23,8 @@ IR_RECIPE, so a new recipe never reuses an old graph):
   (``openvino-int8-full``): that graph quantised by ``nncf.quantize`` (transformer preset; the
   first with the FFN output projections left out, FFN_OUTPUT_KEPT), calibrated on SQuAD
   *training* windows (CALIBRATION_PAIRS questions from the end of the shuffle
-  benchmarks/backend_fidelity.py draws from its front), never on an evaluation set;
+  benchmarks/backend_fidelity.py draws from its front), never on an evaluation set; their
+  embedding tables then stored in bf16 (embedding_tables_in_bf16);
 - ``compiled/``: OpenVINO's compiled-model cache (``CACHE_DIR``): a later load reads the compiled
   blob instead of compiling again.
 Conversion and quantisation run once, under a file lock (the app and a sweep starting together do
@@ -210,12 +211,56 @@ def ensure_ir(model, tokenizer, backend: str, input_names: list[str], folder: Pa
         try:
             log.info("quantising the OpenVINO model to int8 at %s (once for these weights)", want)
             graph = ov.Core().read_model(str(source))
-            _save(ov, _quantize(graph, model.config, tokenizer, input_names, INT8_KEPT[backend]), want)
+            quantised = _quantize(graph, model.config, tokenizer, input_names, INT8_KEPT[backend])
+            embedding_tables_in_bf16(quantised)
+            _save(ov, quantised, want)
         finally:
             if source != fp32:
                 source.unlink(missing_ok=True)
                 source.with_suffix(".bin").unlink(missing_ok=True)
     return want
+
+
+def embedding_tables_in_bf16(graph) -> int:
+    """Store each int8 embedding table of ``graph`` (an int8 constant, converted and scaled per row,
+    then gathered) as one bf16 constant, rounded to nearest (ties to even); returns how many.
+
+    Why: once a graph holds int8 matrix products, the CPU plugin's low-precision pipeline folds such
+    a table's dequantisation into an fp32 constant at compile time, so each compiled model (and its
+    cached blob) held the table in fp32: 384 MB for E5's 250,037 x 384 rows. The plugin rounds the
+    gathered rows to bf16 before anything uses them (the sum with the position embeddings runs in
+    bf16), so a bf16 table rounded the same way gives the same logits bit for bit
+    (tests/test_openvino_backend.py) at half the fp32 table's memory. Graphs saved before this are
+    rewritten when they are opened (OpenVinoForward); nothing matches twice."""
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    rewritten = 0
+    for gather in graph.get_ordered_ops():
+        if gather.get_type_name() != "Gather":
+            continue
+        scaled = gather.input_value(0).get_node()
+        if scaled.get_type_name() != "Multiply":
+            continue
+        widened, scale = (scaled.input_value(i).get_node() for i in (0, 1))
+        if widened.get_type_name() != "Convert" or scale.get_type_name() != "Constant":
+            continue
+        table = widened.input_value(0).get_node()
+        if table.get_type_name() != "Constant" or table.get_element_type() not in (ov.Type.i8, ov.Type.u8):
+            continue
+        rows, per_row = table.get_data(), scale.get_data()
+        if rows.ndim != 2 or per_row.shape != (rows.shape[0], 1):
+            continue
+        bf16 = ov.Tensor(ov.Type.bf16, list(rows.shape))
+        bits = bf16.data.view(np.uint16)
+        for start in range(0, rows.shape[0], 8192):   # in slices: no second full-size fp32 copy
+            part = (rows[start:start + 8192].astype(np.float32) * per_row[start:start + 8192]).view(np.uint32)
+            bits[start:start + 8192] = (part + 0x7FFF + ((part >> 16) & 1)) >> 16
+        lookup = ops.gather(ops.constant(bf16), gather.input_value(1), gather.input_value(2),
+                            gather.get_attributes().get("batch_dims", 0))
+        gather.output(0).replace(ops.convert(lookup, ov.Type.f32).output(0))
+        rewritten += 1
+    return rewritten
 
 
 def _save(ov, graph, target: Path) -> None:
@@ -254,20 +299,30 @@ class OpenVinoForward:
         self.name, self.path = name, path
         self.core = ov.Core()
         self.core.set_property({"CACHE_DIR": str(path.parent / "compiled")})
-        self.graph = self.core.read_model(str(path))
-        self.inputs = {i.get_any_name() for i in self.graph.inputs}
+        graph = self.read_graph()
+        self.inputs = {i.get_any_name() for i in graph.inputs}
         self._compiled: dict[int, object] = {}
         self._free: dict[int, list] = {}
         self._lock = threading.Lock()
         self.loaded_from_cache: dict[int, bool] = {}
         # compiled now, not on the hot path (a bad file fails here); under the policy both counts
         for count in ([threads] if threads else sorted({1, budget()})):
-            self._model(count)
+            self._model(count, graph)
+        # Each compiled model holds its own weights: the graph read from the file is not kept
+        # (MPNet's 157 MB; another thread count asked for later reads the file again).
+        del graph
 
-    def _model(self, threads: int):
+    def read_graph(self):
+        """The graph as compiled: read from the file, its embedding tables in bf16."""
+        graph = self.core.read_model(str(self.path))
+        embedding_tables_in_bf16(graph)   # a graph saved before its tables were bf16
+        return graph
+
+    def _model(self, threads: int, graph=None):
         with self._lock:
             if threads not in self._compiled:
-                compiled = self.core.compile_model(self.graph, "CPU", compile_properties(threads))
+                graph = graph if graph is not None else self.read_graph()
+                compiled = self.core.compile_model(graph, "CPU", compile_properties(threads))
                 self.loaded_from_cache[threads] = bool(compiled.get_property("LOADED_FROM_CACHE"))
                 self._compiled[threads], self._free[threads] = compiled, []
             return self._compiled[threads]
