@@ -307,3 +307,32 @@ def test_int8_embedding_tables_are_stored_in_bf16_and_answer_bit_for_bit_as_the_
     want, got = before(feed), after(feed)
     for i in range(2):
         assert np.array_equal(np.asarray(want[i]), np.asarray(got[i]))
+
+
+@NEEDS_BF16
+@pytest.mark.needs_data("train/squad/train-v1.1-first4370.json")
+@pytest.mark.parametrize("backend", ["openvino", "openvino-int8"])
+def test_the_compiled_blob_holds_no_weights_and_reads_back_the_same_logits(tiny, backend, tmp_path):
+    """The compiled-model cache is weightless: its blob is smaller than a blob with the weights by
+    about the weights' size, and the model read back from it (weights from the .bin) gives the
+    freshly compiled logits to the bit."""
+    import openvino as ov
+
+    first = tiny(backend)
+    forward = first._forward_impl
+    assert forward.weightless
+    windows = build_windows(first.tokenizer, QS, [CONTEXT] * len(QS), max_length=64, stride=32)
+    enc = {k: np.asarray(v) for k, v in first.tokenizer.pad(
+        [{"input_ids": w.input_ids, **w.extra} for w in windows], return_tensors="np").items()}
+    want = forward(enc, threads=1)
+    again = openvino_runtime.OpenVinoForward(forward.path, backend, threads=1)
+    assert again.loaded_from_cache == {1: True}
+    got = again(enc, threads=1)
+    assert all(np.array_equal(a, b) for a, b in zip(want, got))
+    weights = forward.path.with_suffix(".bin").stat().st_size
+    core = ov.Core()
+    core.set_property({"CACHE_DIR": str(tmp_path)})   # the same graph, cached with its weights
+    core.compile_model(forward.read_graph(), "CPU", openvino_runtime.compile_properties(1))
+    with_weights = sum(p.stat().st_size for p in tmp_path.iterdir() if p.suffix == ".blob")
+    blobs = [p for p in (forward.path.parent / "compiled").iterdir() if p.suffix == ".blob"]
+    assert with_weights - min(p.stat().st_size for p in blobs) > weights / 2
