@@ -2,6 +2,7 @@
 stays close, the IR is converted once and the compiled model read back from the cache, dynamic
 widths pass through, and a missing openvino falls back to torch with the reason."""
 import logging
+import os
 import sys
 
 import numpy as np
@@ -131,7 +132,7 @@ def test_the_ir_is_converted_once_and_the_compiled_model_read_from_the_cache(tin
     assert first.backend_name == "openvino"
     folder = first._forward_impl.path.parent
     assert folder.parent.parent == cache / "openvino" and folder.name == openvino_runtime.IR_RECIPE
-    blobs = sorted(p.name for p in (folder / "compiled").iterdir())
+    blobs = sorted(p.name for p in (folder / "compiled").rglob("*.blob"))
     assert blobs  # OpenVINO wrote the compiled model
 
     def no_second_conversion(*args, **kwargs):
@@ -141,7 +142,7 @@ def test_the_ir_is_converted_once_and_the_compiled_model_read_from_the_cache(tin
     second = tiny("openvino")
     assert second.backend_name == "openvino" and second.backend_message is None
     assert second._forward_impl.loaded_from_cache == {1: True}  # not compiled again
-    assert sorted(p.name for p in (folder / "compiled").iterdir()) == blobs
+    assert sorted(p.name for p in (folder / "compiled").rglob("*.blob")) == blobs
     assert spans(second.predict(QS, [CONTEXT] * 3)) == spans(first.predict(QS, [CONTEXT] * 3))
 
 
@@ -334,5 +335,12 @@ def test_the_compiled_blob_holds_no_weights_and_reads_back_the_same_logits(tiny,
     core.set_property({"CACHE_DIR": str(tmp_path)})   # the same graph, cached with its weights
     core.compile_model(forward.read_graph(), "CPU", openvino_runtime.compile_properties(1))
     with_weights = sum(p.stat().st_size for p in tmp_path.iterdir() if p.suffix == ".blob")
-    blobs = [p for p in (forward.path.parent / "compiled").iterdir() if p.suffix == ".blob"]
+    blobs = list((forward.path.parent / "compiled").rglob("*.blob"))
     assert with_weights - min(p.stat().st_size for p in blobs) > weights / 2
+
+    # OpenVINO keys a weightless blob without the weights' values: an IR written again (here its
+    # .bin's time moved on) is compiled afresh, not matched to the blob of the one before
+    weights_file = forward.path.with_suffix(".bin")
+    st = weights_file.stat()
+    os.utime(weights_file, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert openvino_runtime.OpenVinoForward(forward.path, backend, threads=1).loaded_from_cache == {1: False}

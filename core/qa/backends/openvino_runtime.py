@@ -27,7 +27,8 @@ IR_RECIPE, so a new recipe never reuses an old graph):
   embedding tables then stored in bf16 (embedding_tables_in_bf16);
 - ``compiled/``: OpenVINO's compiled-model cache (``CACHE_DIR``): a later load reads the compiled
   blob instead of compiling again; weightless (the weights read from the IR's .bin), so the blob
-  is kilobytes to a few MB, not a second copy of the weights.
+  is kilobytes to a few MB, not a second copy of the weights, in a folder per IR file and version
+  (``compiled/<stem>-<.bin size>-<.bin mtime>/``).
 Conversion and quantisation run once, under a file lock (the app and a sweep starting together do
 not write the same files); later loads open the IR.
 """
@@ -299,12 +300,18 @@ class OpenVinoForward:
 
         self.name, self.path = name, path
         self.core = ov.Core()
-        self.core.set_property({"CACHE_DIR": str(path.parent / "compiled")})
         graph = self.read_graph()
         # A graph as its file holds it is cached weightless: the blob keeps the compiled graph and
         # reads the weights from the IR's .bin (MPNet's 130 MB blob becomes 2 MB, the logits the
         # same to the bit); one rewritten when read (saved before its tables were bf16) is not.
+        # OpenVINO keys a weightless blob by the graph without its weights' values, so the folder
+        # is keyed by the .bin's size and time: an IR written again never meets an older blob.
         self.weightless = not self._rewritten
+        compiled = path.parent / "compiled"
+        if self.weightless:
+            weights = path.with_suffix(".bin").stat()
+            compiled = compiled / f"{path.stem}-{weights.st_size}-{weights.st_mtime_ns}"
+        self.core.set_property({"CACHE_DIR": str(compiled)})
         self.inputs = {i.get_any_name() for i in graph.inputs}
         self._compiled: dict[int, object] = {}
         self._free: dict[int, list] = {}
