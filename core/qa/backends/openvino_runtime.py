@@ -245,7 +245,8 @@ def embedding_tables_in_bf16(graph) -> int:
         if scaled.get_type_name() != "Multiply":
             continue
         widened, scale = (scaled.input_value(i).get_node() for i in (0, 1))
-        if widened.get_type_name() != "Convert" or scale.get_type_name() != "Constant":
+        if (widened.get_type_name() != "Convert" or widened.get_output_element_type(0) != ov.Type.f32
+                or scale.get_type_name() != "Constant"):
             continue
         table = widened.input_value(0).get_node()
         if table.get_type_name() != "Constant" or table.get_element_type() not in (ov.Type.i8, ov.Type.u8):
@@ -300,13 +301,13 @@ class OpenVinoForward:
 
         self.name, self.path = name, path
         self.core = ov.Core()
-        graph = self.read_graph()
+        graph, rewritten = self._read()
         # A graph as its file holds it is cached weightless: the blob keeps the compiled graph and
         # reads the weights from the IR's .bin (MPNet's 130 MB blob becomes 2 MB, the logits the
         # same to the bit); one rewritten when read (saved before its tables were bf16) is not.
         # OpenVINO keys a weightless blob by the graph without its weights' values, so the folder
         # is keyed by the .bin's size and time: an IR written again never meets an older blob.
-        self.weightless = not self._rewritten
+        self.weightless = not rewritten
         compiled = path.parent / "compiled"
         if self.weightless:
             weights = path.with_suffix(".bin").stat()
@@ -326,9 +327,12 @@ class OpenVinoForward:
 
     def read_graph(self):
         """The graph as compiled: read from the file, its embedding tables in bf16."""
+        return self._read()[0]
+
+    def _read(self):
+        """The graph, and whether it had to be rewritten (saved before its tables were bf16)."""
         graph = self.core.read_model(str(self.path))
-        self._rewritten = embedding_tables_in_bf16(graph) > 0   # saved before its tables were bf16
-        return graph
+        return graph, embedding_tables_in_bf16(graph) > 0
 
     def _model(self, threads: int, graph=None):
         with self._lock:
