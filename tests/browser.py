@@ -1,12 +1,14 @@
 """Helpers for end-to-end tests in real headless Chromium (Debian's /usr/bin/chromium).
 
-``serve_app`` starts ``streamlit run app.py`` on a free port and waits for its health check;
+``serve`` starts ``streamlit run`` of the app or one page on a free port and waits for its health
+check (``serve_app``: the app);
 ``launch_chromium`` starts Playwright's Chromium with the flags this closed network needs.
 Playwright is used with ``executable_path`` only: never ``playwright install``.
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import socket
@@ -36,39 +38,55 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@dataclasses.dataclass
+class Server:
+    """A Streamlit server a test started: where it answers, its process and its log."""
+
+    url: str
+    pid: int
+    log_path: Path
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
 @contextlib.contextmanager
-def serve_app(env_extra: dict | None = None, timeout: float = 90):
+def serve(script: str = "app.py", env_extra: dict | None = None, timeout: float = 90):
+    """``streamlit run script`` (a path under the repository: the app or one page on its own) on a
+    free port, once its health check answers; stopped at the end. No warm start unless a test asks
+    for it (``QAX_WARM_START=1``): most tests never answer with the shipped models, and a warm start
+    loads three of them beside the other test workers. A failure inside the block carries the
+    server's state and the end of its log."""
     port = free_port()
-    # no warm start unless a test asks for it: most tests never answer with the shipped models
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "QAX_WARM_START": "0", **(env_extra or {})}
-    log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-         "--server.headless", "true", "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
+    fd, log_name = tempfile.mkstemp(suffix=".log", prefix="streamlit-")
+    log_path = Path(log_name)
+    with os.fdopen(fd, "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / script), "--server.port", str(port),
+             "--server.headless", "true", "--server.address", "127.0.0.1",
+             "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+    server = Server(f"http://127.0.0.1:{port}", proc.pid, log_path)
     try:
         deadline = time.time() + timeout
         while True:
             try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                if urllib.request.urlopen(f"{server.url}/_stcore/health", timeout=2).read() == b"ok":
                     break
             except OSError:
                 pass
             if proc.poll() is not None or time.time() > deadline:
-                log.seek(0)
-                raise RuntimeError(f"streamlit did not start:\n{log.read()[-3000:]}")
+                raise RuntimeError(f"streamlit did not start:\n{server.log_text()[-3000:]}")
             time.sleep(0.5)
         try:
-            yield url
+            yield server
         except BaseException as failed:
             # What the server said, and whether it still runs, is the first thing a failure needs
             # (a disabled page in CI: was the server gone, or busy?)
-            log.seek(0)
             state = "running" if proc.poll() is None else f"exited with {proc.returncode}"
-            failed.add_note(f"streamlit server: {state}; the end of its log:\n{log.read()[-4000:]}")
+            failed.add_note(f"streamlit server: {state}; the end of its log:\n{server.log_text()[-4000:]}")
             raise
     finally:
         proc.terminate()
@@ -76,8 +94,26 @@ def serve_app(env_extra: dict | None = None, timeout: float = 90):
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
-        log.close()
-        os.unlink(log.name)
+        log_path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def serve_app(env_extra: dict | None = None, timeout: float = 90):
+    """The whole app (``app.py``) served as :func:`serve` does; yields its URL."""
+    with serve("app.py", env_extra, timeout) as server:
+        yield server.url
+
+
+def note_page(failed: BaseException, page) -> None:
+    """Add what ``page`` showed to ``failed``: Streamlit's status widget and the end of the page's
+    text (an intermittent failure under CI's load is seldom reproduced: this says what was there)."""
+    try:
+        status = page.get_by_test_id("stStatusWidget")
+        failed.add_note("Streamlit's status widget: "
+                        + (repr(status.inner_text(timeout=5_000)) if status.count() else "not shown"))
+        failed.add_note("the page's text: " + repr(page.inner_text("body", timeout=5_000)[-3000:]))
+    except Exception as unread:   # the page itself gone: say so, keep the first failure
+        failed.add_note(f"the page's text could not be read: {unread}")
 
 
 @contextlib.contextmanager
@@ -103,14 +139,6 @@ def click_settled(locator, timeout: int = 90_000) -> None:
         expect(locator).to_have_count(1, timeout=timeout)
         locator.click(timeout=timeout)
     except Exception as failed:
-        # what the page showed instead (an intermittent "no Answer button" under CI's load, 2 of
-        # 8 clean-clone runs, was never reproduced: this says what was there)
-        page = locator.page
-        status = page.get_by_test_id("stStatusWidget")
-        failed.add_note("Streamlit's status widget: "
-                        + (repr(status.inner_text(timeout=5_000)) if status.count() else "not shown"))
-        try:
-            failed.add_note("the page's text: " + repr(page.inner_text("body", timeout=5_000)[-3000:]))
-        except Exception as unread:   # the page itself gone: say so, keep the first failure
-            failed.add_note(f"the page's text could not be read: {unread}")
+        # an intermittent "no Answer button" under CI's load, 2 of 8 clean-clone runs, was never reproduced
+        note_page(failed, locator.page)
         raise

@@ -13,17 +13,13 @@ model's name, so the panel explains that model's torch weights on a passage of r
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from browser import CHROMIUM, free_port, launch_chromium
+from browser import CHROMIUM, click_settled, launch_chromium, note_page, serve
 from test_app_heatmaps import LookupEngine
 
-ROOT = Path(__file__).resolve().parents[1]
 MODEL = "minilm-squad-v2"
 IDLE_PERCENT = 10.0     # of one core, over one second: a Streamlit server with nothing to do
 # a cancel is heard after the step in progress; then the torch weights are let go of and the page
@@ -50,27 +46,6 @@ def build_sweep(db: Path) -> str:
     return ex.question.upper()
 
 
-def serve(page: str, env_extra: dict, log_path: Path, timeout: float = 120):
-    port = free_port()
-    log = open(log_path, "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / page), "--server.port", str(port),
-         "--server.headless", "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", **env_extra}, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + timeout
-    while True:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                return proc, url
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            raise RuntimeError(f"streamlit did not start:\n{log_path.read_text()[-3000:]}")
-        time.sleep(0.5)
-
-
 def seconds_to_idle(pid: int, within: float) -> float | None:
     """Seconds until the process's CPU over one second is below IDLE_PERCENT, or None if it is not
     within ``within`` seconds."""
@@ -88,46 +63,42 @@ def test_attribution_runs_when_asked_cancels_and_stops_with_its_browser(tmp_path
     assert os.path.exists(CHROMIUM), "Debian chromium is required (the test command installs it)"
     db = tmp_path / "sweeps.sqlite"
     perturbed = build_sweep(db)
-    log = tmp_path / "server.log"
-    proc, url = serve("pages/heatmaps.py", {"QAX_SWEEP_DB": str(db)}, log)
-    try:
+    with serve("pages/heatmaps.py", {"QAX_SWEEP_DB": str(db)}) as server:
         with launch_chromium() as browser:
             page = browser.new_page(viewport={"width": 1400, "height": 2400})
-            page.goto(url + "/")
-            page.get_by_text(f"{MODEL} under TUQ").first.wait_for(timeout=120_000)
-            page.get_by_text(perturbed).filter(visible=True).first.wait_for(timeout=60_000)
-            page.get_by_text("Why did it change?").wait_for(timeout=120_000)
-            why = page.locator("summary").filter(has_text="Why did it change?")   # the expander's header
-            # the cell's example is on screen and its panel closed: nothing is computed
-            # within 180 s (the page's own drawing, stretched by two other test workers on two
-            # cores), where the hidden attribution this guards against ran for many minutes
-            assert seconds_to_idle(proc.pid, 180) is not None, "the server is busy with nobody asking"
-            assert page.get_by_text("Attributing").count() == 0
-            why.click()
-            start = page.get_by_role("button", name=f"Explain the change ({MODEL})")
-            start.wait_for(timeout=30_000)
-            assert page.get_by_text("Attributing").count() == 0   # opening the panel starts nothing either
+            try:
+                page.goto(server.url + "/")
+                page.get_by_text(f"{MODEL} under TUQ").first.wait_for(timeout=120_000)
+                page.get_by_text(perturbed).filter(visible=True).first.wait_for(timeout=60_000)
+                page.get_by_text("Why did it change?").wait_for(timeout=120_000)
+                why = page.locator("summary").filter(has_text="Why did it change?")   # the expander's header
+                # the cell's example is on screen and its panel closed: nothing is computed
+                # within 180 s (the page's own drawing, stretched by two other test workers on two
+                # cores), where the hidden attribution this guards against ran for many minutes
+                assert seconds_to_idle(server.pid, 180) is not None, "the server is busy with nobody asking"
+                assert page.get_by_text("Attributing").count() == 0
+                why.click()
+                start = page.get_by_role("button", name=f"Explain the change ({MODEL})")
+                start.wait_for(timeout=30_000)
+                assert page.get_by_text("Attributing").count() == 0   # opening the panel starts nothing either
 
-            start.click()
-            page.get_by_text(f"Attributing {MODEL}").first.wait_for(timeout=180_000)
-            page.get_by_role("button", name="Cancel").click()
-            # heard at the run's next step: after the torch weights have loaded, which on two
-            # cores beside two other test workers took past 60 s in CI
-            page.get_by_text(f"{MODEL}: cancelled (cancelled on the page).").wait_for(timeout=240_000)
-            assert seconds_to_idle(proc.pid, STOP_WITHIN_S) is not None, "Cancel did not stop the work"
+                click_settled(start)
+                page.get_by_text(f"Attributing {MODEL}").first.wait_for(timeout=180_000)
+                click_settled(page.get_by_role("button", name="Cancel"))
+                # heard at the run's next step: after the torch weights have loaded, which on two
+                # cores beside two other test workers took past 60 s in CI
+                page.get_by_text(f"{MODEL}: cancelled (cancelled on the page).").wait_for(timeout=240_000)
+                assert seconds_to_idle(server.pid, STOP_WITHIN_S) is not None, "Cancel did not stop the work"
 
-            page.get_by_role("button", name=f"Explain the change ({MODEL})").click()
-            page.get_by_text(f"Attributing {MODEL}").first.wait_for(timeout=60_000)
-            assert page.get_by_text("Export JSON").count() == 0    # still running when the browser goes
+                click_settled(page.get_by_role("button", name=f"Explain the change ({MODEL})"))
+                page.get_by_text(f"Attributing {MODEL}").first.wait_for(timeout=60_000)
+                assert page.get_by_text("Export JSON").count() == 0    # still running when the browser goes
+            except Exception as failed:
+                note_page(failed, page)
+                raise
         # the browser is closed: its session ends, and the run with it
-        idle = seconds_to_idle(proc.pid, STOP_WITHIN_S)
+        idle = seconds_to_idle(server.pid, STOP_WITHIN_S)
         assert idle is not None, "the attribution went on after its browser closed"
-        text = log.read_text()
+        text = server.log_text()
         assert f"attribution of {MODEL} cancelled: its browser session ended" in text
         assert "Traceback" not in text
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()

@@ -8,15 +8,11 @@ navigation.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from browser import CHROMIUM, free_port, launch_chromium
+from browser import CHROMIUM, launch_chromium, serve
 from test_app_heatmaps import build_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,37 +20,14 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e
 
 
-def _serve_page(page: str, env_extra: dict, timeout: float = 90):
-    port = free_port()
-    log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / page), "--server.port", str(port),
-         "--server.headless", "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", **env_extra}, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + timeout
-    while True:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                return proc, url
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            log.seek(0)
-            raise RuntimeError(f"streamlit did not start:\n{log.read()[-3000:]}")
-        time.sleep(0.5)
-
-
 def test_click_on_a_cell_shows_its_examples(tmp_path):
     assert os.path.exists(CHROMIUM), "Debian chromium is required (the test command installs it)"
     db = tmp_path / "sweeps.sqlite"
     build_sweep(db)
-    proc, url = _serve_page("pages/heatmaps.py", {"QAX_SWEEP_DB": str(db)})
-    try:
+    with serve("pages/heatmaps.py", {"QAX_SWEEP_DB": str(db)}) as server:
         with launch_chromium() as browser:
             page = browser.new_page(viewport={"width": 1400, "height": 2400})
-            page.goto(url + "/")
+            page.goto(server.url + "/")
             cells = page.locator(".js-plotly-plot g.trace.scatter").first.locator("path.point")
             cells.first.wait_for(timeout=60_000)
             assert cells.count() == 10
@@ -74,9 +47,3 @@ def test_click_on_a_cell_shows_its_examples(tmp_path):
                 time.sleep(0.5)
             assert sorted(m.inner_text() for m in marks.all()) == want
             page.screenshot(path=str(ROOT / ".pytest_cache" / "e2e_heatmaps.png"))
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
