@@ -286,7 +286,7 @@ def why_changed_expander(page: str, models: Sequence[str], question: str, contex
                    f"({seconds:.1f} s).")
         st.download_button("Export JSON", json.dumps({"model": model, **change.as_dict()}, ensure_ascii=False,
                                                      indent=1), "why_changed.json", "application/json",
-                           key=f"{page}_why_json")
+                           key=f"{page}_why_json", on_click="ignore")
 
     with st.expander("Why did it change?"):
         model = st.selectbox("Model", list(models), key=f"{page}_why_model")

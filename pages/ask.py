@@ -157,9 +157,10 @@ with answer_slot:   # the answers (or the plain passage) come right below the bu
                 "question_lang": res.get("question_lang"), "translator": res.get("translator"),
                 "context": res["context"], "gold": res["gold"]})
             c1, c2 = st.columns(2)
-            c1.download_button("Export CSV", csv_bytes(pd.DataFrame(export["answers"])), "ask_answers.csv", "text/csv")
+            c1.download_button("Export CSV", csv_bytes(pd.DataFrame(export["answers"])), "ask_answers.csv", "text/csv",
+                               on_click="ignore")
             c2.download_button("Export JSON", json.dumps(export, ensure_ascii=False, indent=1),
-                               "ask_answers.json", "application/json")
+                               "ask_answers.json", "application/json", on_click="ignore")
 
             # Error analysis on these answers: NoiseQA's repair, and one-word counterfactuals (components.ask_tools).
             before = answered.predictions()

@@ -203,7 +203,7 @@ selected = list(getattr(getattr(event, "selection", None), "rows", []) or [])
 if selected and selected != st.session_state.get("var_last_selection"):
     st.session_state["var_row"] = selected[0]
 st.session_state["var_last_selection"] = selected
-st.download_button("Export CSV", csv_bytes(table), "variants.csv", "text/csv", key="var_csv")
+st.download_button("Export CSV", csv_bytes(table), "variants.csv", "text/csv", key="var_csv", on_click="ignore")
 
 # ----------------------------------------------------------------------------- one row in detail
 

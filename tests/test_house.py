@@ -459,3 +459,28 @@ def test_one_sweep_read_handle():
              if not _rel(f).startswith(STORE_WRITERS)]
     offenders = reads_outside_the_handle(files, readers)
     assert not offenders, f"read a stored sweep through {READ_HANDLE} (StoredSweep, list_sweeps): {offenders}"
+
+
+def _downloads_that_rerun(files: list[Path]) -> list[str]:
+    found = []
+    for f in files:
+        for node in ast.walk(_tree(f)):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "download_button":
+                on_click = {k.arg: k.value for k in node.keywords}.get("on_click")
+                if not (isinstance(on_click, ast.Constant) and on_click.value == "ignore"):
+                    found.append(f"{_rel(f) if f.is_relative_to(ROOT) else f}:{node.lineno}")
+    return found
+
+
+def test_no_download_reruns_its_page():
+    # A download that reruns its page (Streamlit's default) redraws everything for nothing, and a
+    # rerun that makes the file anew lets the browser fetch a file the server has already dropped:
+    # a cancelled download (seen in the browser tests under load). on_click="ignore" fetches only.
+    assert _downloads_that_rerun(_python_files("pages") + _python_files("components") + [ROOT / "app.py"]) == []
+
+
+def test_the_download_check_sees_a_default_button(tmp_path):
+    page = tmp_path / "page.py"
+    page.write_text('import streamlit as st\nst.download_button("a", b"", "a.csv")\n'
+                    'st.download_button("b", b"", "b.csv", on_click="ignore")\n')
+    assert [line.rsplit(":", 1)[1] for line in _downloads_that_rerun([page])] == ["2"]

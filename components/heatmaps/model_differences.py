@@ -29,4 +29,4 @@ def model_differences_section(stored: StoredSweep, models: Sequence[str], stem: 
         csv_download(diff_df, file_stem("model-differences", stem, model_a, model_b), "hm_diff_csv")
     d2.download_button("⬇ JSON", diff_df.to_json(orient="records", indent=1),
                        file_name=f"{file_stem('model-differences', stem, model_a, model_b)}.json",
-                       mime="application/json", key="hm_diff_json")
+                       mime="application/json", key="hm_diff_json", on_click="ignore")
