@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from browser import CHROMIUM, FIRST_ANSWER_MS, click_settled, launch_chromium, serve_app
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
@@ -61,7 +62,14 @@ class Walk:
         """A screenshot, with ``at`` (a locator) scrolled into view first (Streamlit's page
         scrolls inside its own container, which a full-page shot does not unroll)."""
         if at is not None:
-            at.scroll_into_view_if_needed()
+            for attempt in range(3):   # a rerun that redraws the element detaches the one found:
+                try:                    # the locator finds the new one on the next try
+                    at.scroll_into_view_if_needed(timeout=30_000)
+                    break
+                except PlaywrightError:
+                    if attempt == 2:
+                        raise
+                    time.sleep(1)
             time.sleep(0.3)
         self.n += 1
         self.page.screenshot(path=str(OUT / f"{self.n:02d}_{name}.png"), full_page=full_page)
