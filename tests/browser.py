@@ -142,3 +142,26 @@ def click_settled(locator, timeout: int = 90_000) -> None:
         # an intermittent "no Answer button" under CI's load, 2 of 8 clean-clone runs, was never reproduced
         note_page(failed, locator.page)
         raise
+
+
+def wait_idle(page, timeout: float = 180_000) -> None:
+    """Until Streamlit's "running" indicator has gone twice in a row: the script run a widget
+    started has ended, and no rerun followed it at once."""
+    for _ in range(2):
+        time.sleep(0.5)
+        page.get_by_test_id("stStatusWidget").wait_for(state="hidden", timeout=timeout)
+
+
+def open_tab(page, name: str, timeout: float = 180_000) -> None:
+    """Select the tab ``name`` once the page is idle, and again if a rerun still drawing redrew the
+    tabs with the first one selected (a Validate tab seen unselected for a whole minute after
+    its click, in a full-suite run under load)."""
+    tab = page.get_by_role("tab", name=name)
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        wait_idle(page, timeout)
+        tab.click(timeout=timeout)
+        time.sleep(0.5)
+        if tab.get_attribute("aria-selected") == "true":
+            return
+        assert time.monotonic() < deadline, f"the tab {name!r} stayed unselected"

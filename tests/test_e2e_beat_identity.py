@@ -10,7 +10,7 @@ import re
 import time
 
 import pytest
-from browser import CHROMIUM, launch_chromium, serve_app
+from browser import CHROMIUM, launch_chromium, note_page, open_tab, serve_app
 
 from core.collect import beat, beat_store, identity
 from core.datasets import demo_dataset
@@ -38,11 +38,11 @@ def _snippets(page) -> int:
 
 
 def _validate_as(page, name: str) -> None:
-    page.get_by_role("tab", name="Setup: name, data set, models").click()
+    open_tab(page, "Setup: name, data set, models")
     box = page.get_by_role("textbox", name="Your name")
     box.fill(name)
     box.press("Enter")
-    page.get_by_role("tab", name="Validate").click()
+    open_tab(page, "Validate")
 
 
 def test_browser_token_persists_and_guards_self_validation(tmp_path):
@@ -80,5 +80,8 @@ def test_browser_token_persists_and_guards_self_validation(tmp_path):
         other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         _open_beat(other, url)
         _validate_as(other, "Mallory")
-        other.get_by_text(re.compile(r"Question to validate \(1 waiting\)")).wait_for(
-            timeout=60_000)
+        try:
+            other.get_by_text(re.compile(r"Question to validate \(1 waiting\)")).wait_for(timeout=60_000)
+        except Exception as failed:
+            note_page(failed, other)
+            raise
