@@ -6,7 +6,7 @@ from pathlib import Path
 
 import browser as browser_helpers
 import pytest
-from browser import CHROMIUM, launch_chromium, serve_app
+from browser import CHROMIUM, launch_chromium, open_tab, serve_app
 
 from core.collect import beat_store
 
@@ -54,7 +54,7 @@ def test_browser_plays_beat_the_ai(tiny_registry, tmp_path):
         name = page.get_by_role("textbox", name="Your name")
         name.fill("Tess")
         name.press("Enter")
-        page.get_by_role("tab", name="Play").click()
+        open_tab(page, "Play")
         question = page.get_by_role("textbox", name="Your question")
         question.fill(QUESTION)
         question.press("Control+Enter")

@@ -12,7 +12,7 @@ import os
 import re
 
 import pytest
-from browser import CHROMIUM, launch_chromium, serve_app
+from browser import CHROMIUM, launch_chromium, open_tab, serve_app
 from test_e2e_untrusted_text import _choose, _wait_visible, counting_server  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.e2e
@@ -89,7 +89,7 @@ def test_hostile_strings_are_never_links(counting_server, tiny_registry, tmp_pat
         name.press("Enter")
         page.wait_for_timeout(3_000)
         _no_hostile_links(page, port)
-        page.get_by_role("tab", name="Collected set & export").click()
+        open_tab(page, "Collected set & export")
         page.wait_for_timeout(2_000)
         _no_hostile_links(page, port)
 

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from browser import CHROMIUM, FIRST_ANSWER_MS, click_settled, launch_chromium, serve_app
+from browser import CHROMIUM, FIRST_ANSWER_MS, click_settled, launch_chromium, open_tab, serve_app
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / ".pytest_cache"
@@ -186,7 +186,7 @@ def test_hostile_text_causes_no_request_on_any_page(counting_server, tiny_regist
         name = page.get_by_role("textbox", name="Your name")
         name.fill("walter")
         name.press("Enter")
-        page.get_by_role("tab", name="Validate").click()
+        open_tab(page, "Validate")
         _wait_visible(page, "Stored ![px](", 60_000)
         page.get_by_role("tab", name="Collected set & export").click()
         page.get_by_text("Disagreements", exact=False).filter(visible=True).first.click()
