@@ -11,7 +11,6 @@ returns a model's engine, so they add no model loading of their own.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
@@ -19,10 +18,10 @@ import streamlit as st
 
 from components.answers import legend, spans_in_context
 from components.edits import edits_html
+from components.export import csv_download, json_download
 from components.text import md_escape
 from core.explore import counterfactual as cf
 from core.explore.answers import answer_all
-from core.io.csv_export import csv_bytes
 from core.metrics import score_answer
 from core.perturb.base import Edit
 from core.perturb.repair import MODES, repair_question
@@ -102,9 +101,8 @@ def repair_panel(key: str, question: str, context: str, lang: str, before: Mappi
                   "changes": [c.__dict__ for c in repair.changes], "mode": mode, "spellcheck": spell,
                   "question_mark": qmark, "answers": rows}
         d1, d2 = st.columns(2)
-        d1.download_button("⬇ CSV", csv_bytes(df), "repair.csv", "text/csv", key=f"{key}_rep_csv", on_click="ignore")
-        d2.download_button("⬇ JSON", json.dumps(export, ensure_ascii=False, indent=1), "repair.json",
-                           "application/json", key=f"{key}_rep_json", on_click="ignore")
+        csv_download(df, "repair", f"{key}_rep_csv", where=d1)
+        json_download(export, "repair", f"{key}_rep_json", where=d2)
 
 
 def counterfactual_panel(key: str, question: str, context: str, lang: str, before: Mapping[str, Prediction],
@@ -159,7 +157,5 @@ def counterfactual_panel(key: str, question: str, context: str, lang: str, befor
         export = {"field": field, "word_index": index, "old": res["edit"].old, "new": res["edit"].new,
                   "question": res["question"], "context": res["context"], "rows": rows}
         d1, d2 = st.columns(2)
-        d1.download_button("⬇ CSV", csv_bytes(df), "counterfactual.csv", "text/csv", key=f"{key}_cf_csv",
-                           on_click="ignore")
-        d2.download_button("⬇ JSON", json.dumps(export, ensure_ascii=False, indent=1), "counterfactual.json",
-                           "application/json", key=f"{key}_cf_json", on_click="ignore")
+        csv_download(df, "counterfactual", f"{key}_cf_csv", where=d1)
+        json_download(export, "counterfactual", f"{key}_cf_json", where=d2)

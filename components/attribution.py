@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from components.export import download
 from components.text import html_text, md_escape
 from core.explain import run as attr_run
 from core.explore.answers import extractive_only_note
@@ -284,9 +285,8 @@ def why_changed_expander(page: str, models: Sequence[str], question: str, contex
         st.caption(f"Each {html_text(field)} word's attribution (integrated gradients, summed over its "
                    f"tokens) to the span its model chose: clean on the left, perturbed on the right "
                    f"({seconds:.1f} s).")
-        st.download_button("Export JSON", json.dumps({"model": model, **change.as_dict()}, ensure_ascii=False,
-                                                     indent=1), "why_changed.json", "application/json",
-                           key=f"{page}_why_json", on_click="ignore")
+        download("Export JSON", json.dumps({"model": model, **change.as_dict()}, ensure_ascii=False, indent=1),
+                 "why_changed.json", "application/json", f"{page}_why_json")
 
     with st.expander("Why did it change?"):
         model = st.selectbox("Model", list(models), key=f"{page}_why_model")

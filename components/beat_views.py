@@ -18,6 +18,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from components.export import csv_download, download
 from components.text import count, md_escape
 from core.collect import beat, beat_stats
 from core.collect.beat_store import BeatStore
@@ -53,8 +54,7 @@ def collected_tab(store: BeatStore) -> None:
         table["dataset"] = [a.dataset for a in everything]
         table["validation"] = [a.validation_status for a in everything]
         st.dataframe(table, hide_index=True, width="stretch")
-        st.download_button("Table as CSV", csv_bytes(table), "beat_the_ai_attempts.csv",
-                           "text/csv", key="beat_table_csv", on_click="ignore")
+        download("Table as CSV", csv_bytes(table), "beat_the_ai_attempts.csv", "text/csv", "beat_table_csv")
         flagged = [a for a in everything if a.flagged]
         if flagged:
             with st.expander(f"Disagreements ({count(len(flagged), 'flagged question')})"):
@@ -76,11 +76,10 @@ def collected_tab(store: BeatStore) -> None:
     st.caption(f"{count(n_exp, 'question')}; the file loads as a dataset anywhere in this app "
                "(upload it in the dataset picker, or put it in the data directory).")
     d1, d2 = st.columns(2)
-    d1.download_button("Download SQuAD JSON", json.dumps(exported, ensure_ascii=False, indent=1),
-                       "beat_the_ai.squad.json", "application/json", key="beat_exp_squad", on_click="ignore")
-    d2.download_button("Download every record (JSON)",
-                       json.dumps(store.export_records(), ensure_ascii=False, indent=1),
-                       "beat_the_ai.records.json", "application/json", key="beat_exp_records", on_click="ignore")
+    download("Download SQuAD JSON", json.dumps(exported, ensure_ascii=False, indent=1), "beat_the_ai.squad.json",
+             "application/json", "beat_exp_squad", d1)
+    download("Download every record (JSON)", json.dumps(store.export_records(), ensure_ascii=False, indent=1),
+             "beat_the_ai.records.json", "application/json", "beat_exp_records", d2)
 
 
 def source_statistics(dataset) -> beat_stats.SetStatistics:
@@ -108,8 +107,7 @@ def plot_frame(rows: list[dict]) -> pd.DataFrame:
 
 def chart_with_csv(fig, rows: list[dict], name: str) -> None:
     st.plotly_chart(fig, key=f"beat_fig_{name}")
-    st.download_button(f"{name} as CSV", csv_bytes(rows),
-                       f"beat_the_ai_{name}.csv", "text/csv", key=f"beat_csv_{name}", on_click="ignore")
+    download(f"{name} as CSV", csv_bytes(rows), f"beat_the_ai_{name}.csv", "text/csv", f"beat_csv_{name}")
 
 
 def statistics_tab(store: BeatStore, ds) -> None:
@@ -138,8 +136,7 @@ def statistics_tab(store: BeatStore, ds) -> None:
                "collected questions.")
     summary = beat_stats.comparison_rows(sets, by_set)
     st.dataframe(pd.DataFrame(summary).round(3), hide_index=True, width="stretch")
-    st.download_button("summary as CSV", csv_bytes(summary),
-                       "beat_the_ai_summary.csv", "text/csv", key="beat_csv_summary", on_click="ignore")
+    download("summary as CSV", csv_bytes(summary), "beat_the_ai_summary.csv", "text/csv", "beat_csv_summary")
 
     wh = beat_stats.wh_rows(sets)
     fig = px.bar(plot_frame(wh), x="wh", y="share", color="set", barmode="group",
@@ -189,5 +186,4 @@ def leaderboard_tab(store: BeatStore) -> None:
     st.dataframe(shown, hide_index=True, width="stretch", key="beat_leaderboard")
     st.caption(md_escape(f"{count(len(chosen.attempts), 'attempt')} in this round; models in play: "
                          f"{', '.join(chosen.models)}."))
-    st.download_button("⬇ CSV", csv_bytes(rows), f"beat_the_ai_round_{chosen.number}.csv", "text/csv",
-                       key="beat_leaderboard_csv", on_click="ignore")
+    csv_download(rows, f"beat_the_ai_round_{chosen.number}", "beat_leaderboard_csv")

@@ -23,8 +23,8 @@ import streamlit as st
 
 from core.io.csv_export import csv_bytes
 
-__all__ = ["figure_html", "figure_png", "png_problem", "csv_download", "json_download", "figure_downloads",
-           "file_stem"]
+__all__ = ["figure_html", "figure_png", "png_problem", "download", "csv_download", "json_download",
+           "figure_downloads", "file_stem"]
 
 _BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
@@ -60,28 +60,34 @@ def figure_png(fig: go.Figure, scale: float = 2.0) -> bytes:
     return fig.to_image(format="png", scale=scale)
 
 
-def csv_download(df: pd.DataFrame, stem: str, key: str, label: str = "CSV") -> None:
+def download(label: str, data, file_name: str, mime: str, key: str | None = None, where=None) -> None:
+    """The app's one download button, in ``where`` (a column or container; the page by default).
+    ``data`` is bytes, text, or a function that makes them when the button is clicked.
+
+    It never reruns its page (``on_click="ignore"``): a rerun that makes the file anew drops the
+    one the browser is about to fetch, and a visitor's answers would be redrawn for nothing."""
+    (where or st).download_button(label, data, file_name, mime, key=key, on_click="ignore")
+
+
+def csv_download(df: pd.DataFrame, stem: str, key: str, label: str = "CSV", where=None) -> None:
     """A CSV download of ``df`` (UTF-8, no index, spreadsheet formulas neutralised: core.io.csv_export)."""
-    st.download_button(f"⬇ {label}", csv_bytes(df), f"{stem}.csv", "text/csv",
-                       key=key, on_click="ignore")
+    download(f"⬇ {label}", csv_bytes(df), f"{stem}.csv", "text/csv", key, where)
 
 
-def json_download(data, stem: str, key: str, label: str = "JSON") -> None:
+def json_download(data, stem: str, key: str, label: str = "JSON", where=None) -> None:
     """A JSON download of ``data`` (UTF-8, non-ASCII kept as written, one space of indent)."""
-    st.download_button(f"⬇ {label}", json.dumps(data, indent=1, ensure_ascii=False).encode("utf-8"),
-                       f"{stem}.json", "application/json", key=key, on_click="ignore")
+    download(f"⬇ {label}", json.dumps(data, indent=1, ensure_ascii=False).encode("utf-8"), f"{stem}.json",
+             "application/json", key, where)
 
 
 def figure_downloads(fig: go.Figure, stem: str, key: str) -> None:
     """HTML and (when possible) PNG downloads of ``fig``, side by side, built on click."""
     c1, c2 = st.columns(2)
     with c1:
-        st.download_button("⬇ HTML (interactive)", lambda: figure_html(fig), f"{stem}.html", "text/html",
-                           key=f"{key}_html", on_click="ignore")
+        download("⬇ HTML (interactive)", lambda: figure_html(fig), f"{stem}.html", "text/html", f"{key}_html")
     with c2:
         problem = png_problem()
         if problem:
             st.caption(problem)
         else:
-            st.download_button("⬇ PNG", lambda: figure_png(fig), f"{stem}.png", "image/png",
-                               key=f"{key}_png", on_click="ignore")
+            download("⬇ PNG", lambda: figure_png(fig), f"{stem}.png", "image/png", f"{key}_png")

@@ -18,6 +18,7 @@ from components.ask_tools import counterfactual_panel, repair_panel
 from components.ask_translation import planned_question, question_language_picker
 from components.attribution import attributions_panel
 from components.context_box import context_box
+from components.export import download
 from components.frame import page_frame
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.text import md_escape
@@ -157,10 +158,9 @@ with answer_slot:   # the answers (or the plain passage) come right below the bu
                 "question_lang": res.get("question_lang"), "translator": res.get("translator"),
                 "context": res["context"], "gold": res["gold"]})
             c1, c2 = st.columns(2)
-            c1.download_button("Export CSV", csv_bytes(pd.DataFrame(export["answers"])), "ask_answers.csv", "text/csv",
-                               on_click="ignore")
-            c2.download_button("Export JSON", json.dumps(export, ensure_ascii=False, indent=1),
-                               "ask_answers.json", "application/json", on_click="ignore")
+            download("Export CSV", csv_bytes(pd.DataFrame(export["answers"])), "ask_answers.csv", "text/csv", where=c1)
+            download("Export JSON", json.dumps(export, ensure_ascii=False, indent=1), "ask_answers.json",
+                     "application/json", where=c2)
 
             # Error analysis on these answers: NoiseQA's repair, and one-word counterfactuals (components.ask_tools).
             before = answered.predictions()

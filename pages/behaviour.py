@@ -6,20 +6,19 @@ cases with the answer spans highlighted, and CSV/JSON exports.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from components import loaders
+from components.export import csv_download, download, json_download
 from components.frame import page_frame
 from components.narrow import fitted, key_first
 from components.pickers import language_mismatch_note, model_picker
 from components.text import md_escape
 from core.behaviour.run import case_rows, results_rows, run_file
 from core.behaviour.spec import BehaviourError, check_size, expand, loads
-from core.io.csv_export import csv_bytes
 from core.render.highlight import Mark, color_for, highlight_html, legend_html
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "behaviour"
@@ -83,7 +82,7 @@ with st.expander("The tests"):
     st.dataframe(pd.DataFrame([{"test": t.name, "type": t.kind, "cases": counts[t.name],
                                 "perturb": t.perturb or "", "max failure rate": t.max_failure_rate,
                                 "description": t.description} for t in bfile.tests]), hide_index=True)
-    st.download_button("⬇ The file", text, file_name, "text/plain", key="bt_file_dl", on_click="ignore")
+    download("⬇ The file", text, file_name, "text/plain", "bt_file_dl")
 
 threshold = st.slider("Default maximum failure rate (tests without their own)", 0.0, 1.0, 0.2, 0.05,
                       key="bt_threshold")
@@ -127,13 +126,10 @@ st.dataframe(shown, hide_index=True, key="bt_summary", width="stretch", column_c
     labels={"failure rate %": "failed %", "max failure rate %": "max %", "over threshold": "over?"}))
 cases = pd.DataFrame(case_rows(results))
 c1, c2, c3 = st.columns(3)
-c1.download_button("⬇ Summary CSV", csv_bytes(summary), "behaviour_summary.csv", "text/csv", key="bt_sum_csv",
-                   on_click="ignore")
-c2.download_button("⬇ Cases CSV", csv_bytes(cases), "behaviour_cases.csv", "text/csv", key="bt_cases_csv",
-                   on_click="ignore")
-c3.download_button("⬇ JSON", json.dumps({"file": bfile.name, "summary": results_rows(results),
-                                         "cases": case_rows(results)}, ensure_ascii=False, indent=1),
-                   "behaviour.json", "application/json", key="bt_json", on_click="ignore")
+csv_download(summary, "behaviour_summary", "bt_sum_csv", "Summary CSV", where=c1)
+csv_download(cases, "behaviour_cases", "bt_cases_csv", "Cases CSV", where=c2)
+json_download({"file": bfile.name, "summary": results_rows(results), "cases": case_rows(results)}, "behaviour",
+              "bt_json", where=c3)
 
 st.subheader("Failing cases")
 failing = [(r, c) for r in results for c in r.cases if c.status == "fail"]

@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from components import persist
+from components.export import download
 from components.frame import page_frame
 from components.pickers import evaluation_sets, load_set
 from components.text import html_text, md_escape
@@ -169,8 +170,8 @@ def _recording_step(trial: trials.Trial) -> None:
 def _export_delete(trial: trials.Trial) -> None:
     st.subheader("Your recordings")
     # Built when clicked, and no rerun after it (on_click="ignore"): nothing else waits on it.
-    st.download_button("Download all recordings and transcripts (zip)", data=trial.export_zip,
-                       file_name=f"{trial.id}.zip", mime="application/zip", key="trial_zip", on_click="ignore")
+    download("Download all recordings and transcripts (zip)", trial.export_zip, f"{trial.id}.zip", "application/zip",
+             "trial_zip")
     with st.expander("Delete this trial"):
         st.caption("Deletes every recording, transcript and challenge set of this trial from the server, for good.")
         typed = st.text_input(f"Type the speaker label ({md_escape(trial.speaker.label)}) to confirm",

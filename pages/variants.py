@@ -14,6 +14,7 @@ import streamlit as st
 
 from components import loaders, permalink, persist
 from components.context_box import context_box
+from components.export import download
 from components.frame import page_frame
 from components.narrow import fitted
 from components.params import param_form
@@ -203,7 +204,7 @@ selected = list(getattr(getattr(event, "selection", None), "rows", []) or [])
 if selected and selected != st.session_state.get("var_last_selection"):
     st.session_state["var_row"] = selected[0]
 st.session_state["var_last_selection"] = selected
-st.download_button("Export CSV", csv_bytes(table), "variants.csv", "text/csv", key="var_csv", on_click="ignore")
+download("Export CSV", csv_bytes(table), "variants.csv", "text/csv", "var_csv")
 
 # ----------------------------------------------------------------------------- one row in detail
 

@@ -461,22 +461,35 @@ def test_one_sweep_read_handle():
     assert not offenders, f"read a stored sweep through {READ_HANDLE} (StoredSweep, list_sweeps): {offenders}"
 
 
-def _downloads_that_rerun(files: list[Path]) -> list[str]:
+def _download_buttons(files: list[Path]) -> list[tuple[str, ast.Call]]:
+    """Every ``download_button`` call in ``files``, as "file:line" and its call."""
     found = []
     for f in files:
         for node in ast.walk(_tree(f)):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "download_button":
-                on_click = {k.arg: k.value for k in node.keywords}.get("on_click")
-                if not (isinstance(on_click, ast.Constant) and on_click.value == "ignore"):
-                    found.append(f"{_rel(f) if f.is_relative_to(ROOT) else f}:{node.lineno}")
+                found.append((f"{_rel(f) if f.is_relative_to(ROOT) else f}:{node.lineno}", node))
     return found
+
+
+def _downloads_that_rerun(files: list[Path]) -> list[str]:
+    return [where for where, node in _download_buttons(files)
+            if not (isinstance(on_click := {k.arg: k.value for k in node.keywords}.get("on_click"), ast.Constant)
+                    and on_click.value == "ignore")]
+
+
+UI_FILES = _python_files("pages") + _python_files("components") + [ROOT / "app.py"]
 
 
 def test_no_download_reruns_its_page():
     # A download that reruns its page (Streamlit's default) redraws everything for nothing, and a
     # rerun that makes the file anew lets the browser fetch a file the server has already dropped:
     # a cancelled download (seen in the browser tests under load). on_click="ignore" fetches only.
-    assert _downloads_that_rerun(_python_files("pages") + _python_files("components") + [ROOT / "app.py"]) == []
+    assert _downloads_that_rerun(UI_FILES) == []
+
+
+def test_every_download_is_the_one_in_components_export():
+    # one download button (components.export.download) keeps the rule above in one place
+    assert [where.split(":")[0] for where, _ in _download_buttons(UI_FILES)] == ["components/export.py"]
 
 
 def test_the_download_check_sees_a_default_button(tmp_path):

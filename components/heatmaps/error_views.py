@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from components.export import csv_download, figure_downloads, file_stem, json_download
+from components.export import csv_download, download, figure_downloads, file_stem, json_download
 from components.text import md_escape
 from core.sweeps.analysis import calibration as calib
 from core.sweeps.analysis import repair as repair
@@ -56,8 +56,8 @@ def repair_section(sweep: StoredSweep, stem: str) -> None:
         csv_download(df, file_stem("repair", stem), "hm_repair_csv", "CSV (all rows)")
     with c2:
         csv_download(wide, file_stem("repair-gains", stem), "hm_repair_wide_csv", "CSV (gains, wide)")
-    st.download_button("⬇ JSON", repair.repair_json(rows), f"{file_stem('repair', stem)}.json", "application/json",
-                       key="hm_repair_json", on_click="ignore")
+    download("⬇ JSON", repair.repair_json(rows), f"{file_stem('repair', stem)}.json", "application/json",
+             "hm_repair_json")
     figure_downloads(fig, file_stem("repair", stem), "hm_repair")
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
-from components.export import csv_download, file_stem
+from components.export import csv_download, download, file_stem
 from core.sweeps.analysis.stored import StoredSweep
 
 
@@ -27,6 +27,6 @@ def model_differences_section(stored: StoredSweep, models: Sequence[str], stem: 
     d1, d2, _ = st.columns([1, 1, 2])   # wide enough for "⬇ JSON" at 800 px
     with d1:
         csv_download(diff_df, file_stem("model-differences", stem, model_a, model_b), "hm_diff_csv")
-    d2.download_button("⬇ JSON", diff_df.to_json(orient="records", indent=1),
-                       file_name=f"{file_stem('model-differences', stem, model_a, model_b)}.json",
-                       mime="application/json", key="hm_diff_json", on_click="ignore")
+    download("⬇ JSON", diff_df.to_json(orient="records", indent=1),
+             f"{file_stem('model-differences', stem, model_a, model_b)}.json", "application/json", "hm_diff_json",
+             where=d2)

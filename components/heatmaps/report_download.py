@@ -11,7 +11,7 @@ import shlex
 
 import streamlit as st
 
-from components.export import file_stem
+from components.export import download, file_stem
 from components.sweep_db_picker import label
 from core import config, reports
 from core.sweeps.analysis.stored import StoredSweep
@@ -42,7 +42,5 @@ def report_downloads(stored: StoredSweep, metric: str = "f1") -> None:
         st.session_state["hm_report"] = built
     stem = file_stem("report", sweep["name"])
     row = st.container(horizontal=True)   # side by side where they fit, else one under the other: never cut
-    row.download_button("⬇ Report (HTML)", built[1].encode("utf-8"), f"{stem}.html", "text/html",
-                       key="hm_report_html", on_click="ignore")
-    row.download_button("⬇ Report (Markdown)", built[2].encode("utf-8"), f"{stem}.md", "text/markdown",
-                       key="hm_report_md", on_click="ignore")
+    download("⬇ Report (HTML)", built[1].encode("utf-8"), f"{stem}.html", "text/html", "hm_report_html", row)
+    download("⬇ Report (Markdown)", built[2].encode("utf-8"), f"{stem}.md", "text/markdown", "hm_report_md", row)
