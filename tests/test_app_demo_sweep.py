@@ -24,11 +24,15 @@ DEMO_TABS = ["Heatmap", "Rows", "Model vs model", "Penalty by n", "NoiseQA", "Du
 
 @pytest.fixture
 def fresh_clone(tmp_path, monkeypatch):
-    """An empty sweep database and an empty cache, as on a fresh clone."""
+    """An empty sweep database and an empty cache, as on a fresh clone (and none of a developer's
+    own sweeps in the checkout's runs/)."""
+    from core import config
+
     monkeypatch.delenv("QAX_MODELS_TOML", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     db = tmp_path / "runs" / "sweeps.sqlite"
     db.parent.mkdir()
+    monkeypatch.setattr(config, "runs_dir", lambda: db.parent)
     monkeypatch.setenv("QAX_SWEEP_DB", str(db))
     monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path / "cache"))
     return db

@@ -385,6 +385,9 @@ def test_page_model_vs_model_paired_differences(sweep_db):
 
 
 def test_page_without_database(tmp_path, monkeypatch):
+    from core import config
+
+    monkeypatch.setattr(config, "runs_dir", lambda: tmp_path / "runs")   # none of a developer's own sweeps
     monkeypatch.setenv("QAX_SWEEP_DB", str(tmp_path / "absent.sqlite"))
     monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path / "cache"))
     at = AppTest.from_file(PAGE, default_timeout=60).run()
