@@ -66,7 +66,7 @@ def download(label: str, data, file_name: str, mime: str, key: str | None = None
 
     It never reruns its page (``on_click="ignore"``): a rerun that makes the file anew drops the
     one the browser is about to fetch, and a visitor's answers would be redrawn for nothing."""
-    (where or st).download_button(label, data, file_name, mime, key=key, on_click="ignore")
+    (st if where is None else where).download_button(label, data, file_name, mime, key=key, on_click="ignore")
 
 
 def csv_download(df: pd.DataFrame, stem: str, key: str, label: str = "CSV", where=None) -> None:
