@@ -110,10 +110,14 @@ def answer_cards(answers: Sequence[ModelAnswer], context: str, gold: Sequence[tu
 
 
 @contextlib.contextmanager
-def replies_as_written() -> Iterator[Callable[[str, str], None]]:
-    """A line that shows an LLM reader's reply while it is decoded ("qwen… is writing: 14 Oct"),
-    for ``answer_all``'s ``on_text``; gone once the answers are drawn."""
-    line = st.empty()
+def replies_as_written(line) -> Iterator[Callable[[str, str], None]]:
+    """Show in ``line`` (an ``st.empty()`` the page makes on every run, answering or not) an LLM
+    reader's reply while it is decoded ("qwen… is writing: 14 Oct"), for ``answer_all``'s
+    ``on_text``; gone once the answers are drawn.
+
+    Why the page makes the line: an element made only while answering moves everything after it
+    by one place on the next run, and Streamlit draws a moved expander anew, closed (Ask's repair
+    and counterfactual panels closed at the first widget touched in them after an answer)."""
     try:
         yield lambda model, text: line.caption(md_escape(f"{model} is writing: {text}"))
     finally:
