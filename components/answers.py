@@ -115,9 +115,7 @@ def replies_as_written(line) -> Iterator[Callable[[str, str], None]]:
     reader's reply while it is decoded ("qwen… is writing: 14 Oct"), for ``answer_all``'s
     ``on_text``; gone once the answers are drawn.
 
-    Why the page makes the line: an element made only while answering moves everything after it
-    by one place on the next run, and Streamlit draws a moved expander anew, closed (Ask's repair
-    and counterfactual panels closed at the first widget touched in them after an answer)."""
+    Why the page makes the line: see components.loaders.loads_drawn_in."""
     try:
         yield lambda model, text: line.caption(md_escape(f"{model} is writing: {text}"))
     finally:

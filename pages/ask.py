@@ -117,10 +117,12 @@ arrived = st.session_state.get("ask_answer_on_arrival", False)
 spoken = st.session_state.get("ask_answer_now", False) and st.session_state.get("ask_auto_answer", True)
 answer_now = arrived or spoken
 with answer_slot:   # the answers (or the plain passage) come right below the buttons
-    writing = st.empty()   # an LLM's reply as it is written: made on every run (components.answers)
+    # a model's load, then an LLM's reply as it is written: one line made on every run (components.loaders)
+    progress = st.empty()
     if (pressed or (answer_now and models)):
         # a long context is read in many windows: the answers can take seconds, and the page says so
-        with st.spinner(md_escape(f"Answering with {', '.join(models)}…")), replies_as_written(writing) as on_text:
+        with (st.spinner(md_escape(f"Answering with {', '.join(models)}…")), loaders.loads_drawn_in(progress),
+              replies_as_written(progress) as on_text):
             answered = answers.answer_all(models, loaders.engine_for_state, plan.asked, context, n_best=n_best,
                                           golds=[g for g, _ in score_gold], lang=lang, note=loaders.backend_note,
                                           on_text=on_text)

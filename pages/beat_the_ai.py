@@ -103,14 +103,18 @@ with tab_play:
             st.warning("Choose at least one model to play against.")
         elif not question.strip():   # a marked answer without a question: say why Submit waits
             st.caption("Write a question to submit it.")
-        if st.button("Submit to the AI", type="primary", key="beat_submit", disabled=not ready):
-            with st.spinner(md_escape(f"Answering with {', '.join(models)}…")):
+        submitted = st.button("Submit to the AI", type="primary", key="beat_submit", disabled=not ready)
+        # a model's load line, then why a submission was not recorded: made on every run, so what
+        # follows keeps its place (components.loaders.loads_drawn_in)
+        outcome = st.empty()
+        if submitted:
+            with st.spinner(md_escape(f"Answering with {', '.join(models)}…")), loaders.loads_drawn_in(outcome):
                 answered = answer_all(models, loaders.engine_for_state, question, passage.context,
                                       stop_at_failure=True)
             error = answered.failures[0] if answered.failures else None
             spans: dict[str, Span | None] = {a.model: a.best for a in answered.answers}
             if error:
-                st.error(f"Not recorded: {md_escape(error)}")
+                outcome.error(f"Not recorded: {md_escape(error)}")
             else:
                 try:
                     att = store.record_attempt(passage, question, span, spans, user=user,
@@ -120,9 +124,9 @@ with tab_play:
                                                                              span, list(models)))
                     s["beat_last_attempt"] = att.id
                 except ValueError as e:
-                    st.error(f"Not recorded: {md_escape(e)}")
+                    outcome.error(f"Not recorded: {md_escape(e)}")
                 except sqlite3.OperationalError:   # still locked after the store's retries
-                    st.error("Not recorded: the database is busy. Submit again: the same question "
+                    outcome.error("Not recorded: the database is busy. Submit again: the same question "
                              "is stored once.")
 
         last = s.get("beat_last_attempt")

@@ -130,6 +130,9 @@ signature = (example, repr(choices), seed, repeats, tuple(models))
 if hint := choose_hint({"at least one perturbation": not choices, "at least one model": not models},
                        "to generate variants"):
     st.caption(hint)
+# the progress bar and a model's load line: made on every run, so what follows keeps its place
+# (components.loaders.loads_drawn_in: a moved expander is drawn anew, closed)
+bar_slot, load_slot = st.empty(), st.empty()
 if (st.button("Generate & answer", type="primary", key="var_go", disabled=not (models and choices))
         or (run_link and models and choices)):
     try:
@@ -137,11 +140,12 @@ if (st.button("Generate & answer", type="primary", key="var_go", disabled=not (m
     except QAInputError as e:
         st.error(md_escape(e))
         st.stop()
-    bar = st.progress(0.0, text="Generating variants…")
+    bar = bar_slot.progress(0.0, text="Generating variants…")
     rows, notes = cv.generate_variants(
         example, choices, seed, repeats,
         progress=lambda done, total: bar.progress(done / max(total, 1), text=f"Generating variants… {done}/{total}"))
-    engines, errors = load_engines(models, loaders.engine_for_state)
+    with loaders.loads_drawn_in(load_slot):
+        engines, errors = load_engines(models, loaders.engine_for_state)
 
     def answer_progress(name, done, total):
         k = list(engines).index(name)

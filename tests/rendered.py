@@ -21,3 +21,19 @@ def open_tab(at, name: str, key: str = "hm_tabs"):
     costly tab only while it is shown (pages/heatmaps.py ``shown``), as a visitor's click does."""
     at.session_state[key] = name
     return at.run()
+
+
+def container_places(at) -> dict[str, tuple[int, ...]]:
+    """Each expander's and tab's place in the page, by label: the child indexes from the root down
+    to it. A browser keeps an expander open, or a tab chosen, across runs only while its place
+    stays the same (components.loaders.loads_drawn_in)."""
+    places = {}
+
+    def walk(node, path):
+        if getattr(node, "type", None) in ("expander", "tab"):
+            places[node.label] = path
+        for i, child in getattr(node, "children", {}).items():
+            walk(child, (*path, i))
+
+    walk(at._tree, ())
+    return places

@@ -1,6 +1,6 @@
 """AppTest: the Ask page answers with every selected model and highlights spans."""
 import pytest
-from rendered import shown
+from rendered import container_places, shown
 from streamlit.testing.v1 import AppTest
 
 
@@ -154,3 +154,15 @@ def test_the_not_scored_note_points_to_the_gold_box_where_it_is(tiny_env):
     at.text_input(key="ask_gold").input("Margaret Ellison").run()
     at.button(key="ask_go").click().run()
     assert "EM/F1 against the gold answer you typed." in [shown(c.value) for c in at.caption]
+
+
+def test_the_answers_expanders_keep_their_place_on_the_run_after_the_answer(tiny_env):
+    from core.qa import registry
+
+    registry.engines().clear()   # the models load in the answering run, as on a fresh server
+    at = AppTest.from_file("../app.py", default_timeout=120).run()
+    at.button(key="ask_go").click().run()
+    answered = container_places(at)
+    assert any("Counterfactual" in label for label in answered) and any("Repair" in label for label in answered)
+    at.run()   # the next run: a widget touched in a panel, say
+    assert container_places(at) == answered

@@ -2,6 +2,7 @@
 import json
 
 import pytest
+from rendered import container_places
 from streamlit.testing.v1 import AppTest
 
 from components.text import html_text
@@ -205,3 +206,19 @@ def test_rounds_and_leaderboard(beat_env):
     board = [d.value for d in at.dataframe if "validated fooling rate" in d.value.columns][0]
     assert board.to_dict("records") == [{"author": "Alice", "attempts": 2, "fooled": 1, "validated fooled": 1,
                                          "validated fooling rate": "50 %", "inter-validator agreement": "100 %"}]
+
+
+def test_the_tabs_and_panels_keep_their_place_on_the_run_after_a_submission(beat_env):
+    registry.engines().clear()   # the models load in the submitting run, as on a fresh server
+    at = _page()
+    p = _passage(at)
+    at.text_input(key="beat_user").input("Alice")
+    at.text_area(key="beat_question").input(QUESTION)
+    at.radio(key="beat_span_mode").set_value("Answer text").run()
+    at.text_input(key="beat_answer_text").input(next(w for w in beat.word_tokens(p.context) if len(w) > 4)).run()
+    at.button(key="beat_submit").click().run()
+    assert not at.exception and not at.error
+    submitted = container_places(at)
+    assert "Validate" in submitted and any("Inspiration" in label for label in submitted)
+    at.run()   # the next run: the Validate tab's name typed, say
+    assert container_places(at) == submitted

@@ -4,6 +4,7 @@ import re
 
 import pandas as pd
 import pytest
+from rendered import container_places
 from streamlit.testing.v1 import AppTest
 
 from components.edits import edits_html
@@ -240,3 +241,14 @@ def test_parameter_boxes_come_from_the_declarations(tiny_env):
     n_words = at.number_input(key="var_param_DRQ_n_words")
     assert (n_words.value, n_words.min, n_words.max) == (1, 1, 4)
     assert n_words.help == registry.get("DRQ").config_spec()["n_words"].help
+
+
+def test_the_row_panels_keep_their_place_on_the_run_after_generating(tiny_env):
+    from core.qa import registry as models
+
+    models.engines().clear()   # the models load in the generating run, as on a fresh server
+    at = _page(22, 2, {"case": ["TLQ"], "keyboard": ["keyboard_Q"], "word": ["DRQ"]})
+    generated = container_places(at)
+    assert any("Repair the question" in label for label in generated)   # the row's panel, below the table
+    at.run()   # the next run: a widget touched in that panel, say
+    assert container_places(at) == generated
