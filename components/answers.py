@@ -110,12 +110,10 @@ def answer_cards(answers: Sequence[ModelAnswer], context: str, gold: Sequence[tu
 
 
 @contextlib.contextmanager
-def replies_as_written(line) -> Iterator[Callable[[str, str], None]]:
-    """Show in ``line`` (an ``st.empty()`` the page makes on every run, answering or not) an LLM
-    reader's reply while it is decoded ("qwen… is writing: 14 Oct"), for ``answer_all``'s
-    ``on_text``; gone once the answers are drawn.
-
-    Why the page makes the line: see components.loaders.loads_drawn_in."""
+def replies_as_written() -> Iterator[Callable[[str, str], None]]:
+    """A line that shows an LLM reader's reply while it is decoded ("qwen… is writing: 14 Oct"),
+    for ``answer_all``'s ``on_text``; gone once the answers are drawn."""
+    line = st.empty()
     try:
         yield lambda model, text: line.caption(md_escape(f"{model} is writing: {text}"))
     finally:

@@ -75,3 +75,14 @@ def page_frame() -> None:
 
     leave_pages_directory_mode()   # on a real server's first visit to a page address: reruns via app.py
     draw_frame()
+
+
+def run_output():
+    """A container, made on every run, for what only some runs draw: a model's load line, a
+    progress bar, an LLM's reply as it is written, a message about what the run did.
+
+    Drawn straight into the page, such an element moves everything after it by one place on the
+    next run, and the browser draws an expander or tabs whose place changed as new ones: closed,
+    or on the first tab (Ask's counterfactual panel closed at the first word typed in it after an
+    answer). Inside this container they move nothing but each other."""
+    return st.container()

@@ -7,10 +7,7 @@ for good, and a page waiting for a model shows the load's progress instead of a 
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import time
-from collections.abc import Iterator
-from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,22 +24,6 @@ if TYPE_CHECKING:   # imported when first used: the analysis modules are not eve
 
 # How often a page waiting for a model redraws its progress line.
 POLL_SECONDS = 0.5
-
-# The line a page made for load progress (loads_drawn_in), if it made one.
-_PAGE_LINE: ContextVar = ContextVar("qax_load_line", default=None)
-
-
-@contextlib.contextmanager
-def loads_drawn_in(line) -> Iterator[None]:
-    """Within the block, a model load draws its progress in ``line``, an ``st.empty()`` the page
-    makes on every run, instead of in a line of its own. A line made only on the runs that load
-    moves everything below it by one place on the next run, and Streamlit draws a moved expander
-    anew, closed (Ask's panels closed at the first widget touched after an answer)."""
-    token = _PAGE_LINE.set(line)
-    try:
-        yield
-    finally:
-        _PAGE_LINE.reset(token)
 
 
 def engine(name: str, threads: int = 0, max_answer_tokens: int = 30, backend: str = "default"):
@@ -70,7 +51,7 @@ def _in_a_page() -> bool:
 def _load_with_progress(cache, name: str, settings: EngineSettings):
     """``cache.get`` on a helper thread while this page redraws one line: what the load is doing
     and for how long (a load the warm start or another visitor began is awaited, not repeated)."""
-    line = _PAGE_LINE.get() or st.empty()
+    line = st.empty()
     # not a ``with`` block: a rerun that interrupts this page must not wait for the load to end
     pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="qax-load")
     future = pool.submit(cache.get, name, settings)

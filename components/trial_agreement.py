@@ -16,6 +16,7 @@ import streamlit as st
 
 from components import loaders
 from components.export import csv_download, file_stem, json_download
+from components.frame import run_output
 from components.pickers import model_picker
 from components.text import md_escape
 from core.collect import flip_agreement, trial_sets, trials
@@ -160,8 +161,11 @@ def agreement_panel(trial: trials.Trial | None) -> None:
                "synthetic noise.)")
     settings = _settings(trial, transcribed)
     results = st.session_state.setdefault(RESULTS, {})
-    if st.button("Compare the flips", key="agree_run", type="primary", disabled=settings is None):
-        result = _run(trial, settings)
+    compare = st.button("Compare the flips", key="agree_run", type="primary", disabled=settings is None)
+    working = run_output()   # the progress bar, the models' loads, what failed
+    if compare:
+        with working:
+            result = _run(trial, settings)
         if result is not None:
             results[trial.id] = result
     if trial.id in results:
@@ -182,21 +186,26 @@ def natural_panel(name: str) -> None:
     d = c3.number_input("Disfluencies per question", 0, 4, 1, key="agree_nat_d", help="0: leave it out")
     seed = c3.number_input("Seed", 0, 10**9, 0, key="agree_nat_seed")
     results = st.session_state.setdefault(RESULTS, {})
-    if st.button("Compare the flips", key="agree_nat_run", type="primary", disabled=not models):
-        bar = st.progress(0.0, text="Preparing the conditions…")
-        try:
-            examples, conditions, settings = natural_set_conditions(
-                name, sample=int(n), tts_engines=tts_engines, voice=voice, keyboard_p=float(p) or None,
-                disfluency_n=int(d) or None, seed=int(seed),
-                progress=lambda done, total, text: bar.progress(min(done / max(total, 1), 1.0), text=md_escape(text)))
-            engines, failures = load_engines(models, loaders.engine_for_state)
-            for failure in failures:
-                st.error(md_escape(failure))
-            if engines:
-                results[f"natural:{name}"] = flip_agreement.compare(examples, conditions, engines, seed=int(seed),
-                                                               settings=settings)
-        except (flip_agreement.AgreementError, ValueError, OSError, RuntimeError) as e:   # a data file, voice, engine
-            st.error(md_escape(e))
-        bar.empty()
+    compare = st.button("Compare the flips", key="agree_nat_run", type="primary", disabled=not models)
+    working = run_output()   # the progress bar, the models' loads, what failed
+    if compare:
+        with working:
+            bar = st.progress(0.0, text="Preparing the conditions…")
+            try:
+                examples, conditions, settings = natural_set_conditions(
+                    name, sample=int(n), tts_engines=tts_engines, voice=voice, keyboard_p=float(p) or None,
+                    disfluency_n=int(d) or None, seed=int(seed),
+                    progress=lambda done, total, text: bar.progress(min(done / max(total, 1), 1.0),
+                                                                    text=md_escape(text)))
+                engines, failures = load_engines(models, loaders.engine_for_state)
+                for failure in failures:
+                    st.error(md_escape(failure))
+                if engines:
+                    results[f"natural:{name}"] = flip_agreement.compare(examples, conditions, engines,
+                                                                       seed=int(seed), settings=settings)
+            # a data file, a voice or an engine missing
+            except (flip_agreement.AgreementError, ValueError, OSError, RuntimeError) as e:
+                st.error(md_escape(e))
+            bar.empty()
     if f"natural:{name}" in results:
         _show(name, results[f"natural:{name}"])

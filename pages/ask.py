@@ -19,7 +19,7 @@ from components.ask_translation import planned_question, question_language_picke
 from components.attribution import attributions_panel
 from components.context_box import context_box
 from components.export import download
-from components.frame import page_frame
+from components.frame import page_frame, run_output
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.text import md_escape
 from core.explore import answers
@@ -117,12 +117,10 @@ arrived = st.session_state.get("ask_answer_on_arrival", False)
 spoken = st.session_state.get("ask_answer_now", False) and st.session_state.get("ask_auto_answer", True)
 answer_now = arrived or spoken
 with answer_slot:   # the answers (or the plain passage) come right below the buttons
-    # a model's load, then an LLM's reply as it is written: one line made on every run (components.loaders)
-    progress = st.empty()
+    loading = run_output()   # the models' loads, an LLM's reply as it is written
     if (pressed or (answer_now and models)):
         # a long context is read in many windows: the answers can take seconds, and the page says so
-        with (st.spinner(md_escape(f"Answering with {', '.join(models)}…")), loaders.loads_drawn_in(progress),
-              replies_as_written(progress) as on_text):
+        with loading, st.spinner(md_escape(f"Answering with {', '.join(models)}…")), replies_as_written() as on_text:
             answered = answers.answer_all(models, loaders.engine_for_state, plan.asked, context, n_best=n_best,
                                           golds=[g for g, _ in score_gold], lang=lang, note=loaders.backend_note,
                                           on_text=on_text)

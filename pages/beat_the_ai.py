@@ -18,7 +18,7 @@ from components import loaders
 from components.answers import answer_card
 from components.beat_views import attempts_table, collected_tab, leaderboard_tab, statistics_tab
 from components.browser_id import browser_token
-from components.frame import page_frame
+from components.frame import page_frame, run_output
 from components.pickers import dataset_picker, language_mismatch_note, model_picker
 from components.span_picker import SELECT, span_keys, span_picker
 from components.text import count, md_escape
@@ -104,30 +104,29 @@ with tab_play:
         elif not question.strip():   # a marked answer without a question: say why Submit waits
             st.caption("Write a question to submit it.")
         submitted = st.button("Submit to the AI", type="primary", key="beat_submit", disabled=not ready)
-        # a model's load line, then why a submission was not recorded: made on every run, so what
-        # follows keeps its place (components.loaders.loads_drawn_in)
-        outcome = st.empty()
+        outcome = run_output()   # the models' loads, then why a submission was not recorded
         if submitted:
-            with st.spinner(md_escape(f"Answering with {', '.join(models)}…")), loaders.loads_drawn_in(outcome):
-                answered = answer_all(models, loaders.engine_for_state, question, passage.context,
-                                      stop_at_failure=True)
-            error = answered.failures[0] if answered.failures else None
-            spans: dict[str, Span | None] = {a.model: a.best for a in answered.answers}
-            if error:
-                outcome.error(f"Not recorded: {md_escape(error)}")
-            else:
-                try:
-                    att = store.record_attempt(passage, question, span, spans, user=user,
-                                               session=SESSION, threshold=threshold,
-                                               browser=BROWSER,
-                                               key=beat_store.submission_key(SESSION, passage.id, question,
-                                                                             span, list(models)))
-                    s["beat_last_attempt"] = att.id
-                except ValueError as e:
-                    outcome.error(f"Not recorded: {md_escape(e)}")
-                except sqlite3.OperationalError:   # still locked after the store's retries
-                    outcome.error("Not recorded: the database is busy. Submit again: the same question "
-                             "is stored once.")
+            with outcome:
+                with st.spinner(md_escape(f"Answering with {', '.join(models)}…")):
+                    answered = answer_all(models, loaders.engine_for_state, question, passage.context,
+                                          stop_at_failure=True)
+                error = answered.failures[0] if answered.failures else None
+                spans: dict[str, Span | None] = {a.model: a.best for a in answered.answers}
+                if error:
+                    st.error(f"Not recorded: {md_escape(error)}")
+                else:
+                    try:
+                        att = store.record_attempt(passage, question, span, spans, user=user,
+                                                   session=SESSION, threshold=threshold,
+                                                   browser=BROWSER,
+                                                   key=beat_store.submission_key(SESSION, passage.id, question,
+                                                                                 span, list(models)))
+                        s["beat_last_attempt"] = att.id
+                    except ValueError as e:
+                        st.error(f"Not recorded: {md_escape(e)}")
+                    except sqlite3.OperationalError:   # still locked after the store's retries
+                        st.error("Not recorded: the database is busy. Submit again: the same question "
+                                 "is stored once.")
 
         last = s.get("beat_last_attempt")
         att = store.attempt(last) if last else None

@@ -15,7 +15,7 @@ import streamlit as st
 from components import loaders, permalink, persist
 from components.context_box import context_box
 from components.export import download
-from components.frame import page_frame
+from components.frame import page_frame, run_output
 from components.narrow import fitted
 from components.params import param_form
 from components.pickers import item_picker, language_mismatch_note, model_picker
@@ -130,29 +130,29 @@ signature = (example, repr(choices), seed, repeats, tuple(models))
 if hint := choose_hint({"at least one perturbation": not choices, "at least one model": not models},
                        "to generate variants"):
     st.caption(hint)
-# the progress bar and a model's load line: made on every run, so what follows keeps its place
-# (components.loaders.loads_drawn_in: a moved expander is drawn anew, closed)
-bar_slot, load_slot = st.empty(), st.empty()
-if (st.button("Generate & answer", type="primary", key="var_go", disabled=not (models and choices))
-        or (run_link and models and choices)):
-    try:
-        validate_pair(example.question, example.context)
-    except QAInputError as e:
-        st.error(md_escape(e))
-        st.stop()
-    bar = bar_slot.progress(0.0, text="Generating variants…")
-    rows, notes = cv.generate_variants(
-        example, choices, seed, repeats,
-        progress=lambda done, total: bar.progress(done / max(total, 1), text=f"Generating variants… {done}/{total}"))
-    with loaders.loads_drawn_in(load_slot):
+generate = st.button("Generate & answer", type="primary", key="var_go", disabled=not (models and choices))
+working = run_output()   # the progress bar, the models' loads
+if generate or (run_link and models and choices):
+    with working:
+        try:
+            validate_pair(example.question, example.context)
+        except QAInputError as e:
+            st.error(md_escape(e))
+            st.stop()
+        bar = st.progress(0.0, text="Generating variants…")
+        rows, notes = cv.generate_variants(
+            example, choices, seed, repeats,
+            progress=lambda done, total: bar.progress(done / max(total, 1),
+                                                      text=f"Generating variants… {done}/{total}"))
         engines, errors = load_engines(models, loaders.engine_for_state)
 
-    def answer_progress(name, done, total):
-        k = list(engines).index(name)
-        bar.progress((k + done / max(total, 1)) / len(engines), text=f"Answering with {name}… {done}/{total} windows")
+        def answer_progress(name, done, total):
+            k = list(engines).index(name)
+            bar.progress((k + done / max(total, 1)) / len(engines),
+                         text=f"Answering with {name}… {done}/{total} windows")
 
-    predictions = cv.answer_variants(rows, engines, progress=answer_progress) if engines else {}
-    bar.empty()
+        predictions = cv.answer_variants(rows, engines, progress=answer_progress) if engines else {}
+        bar.empty()
     st.session_state["var_result"] = {
         "signature": signature, "rows": rows, "notes": notes, "errors": errors,
         "predictions": predictions, "lang": example.lang,
