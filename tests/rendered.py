@@ -26,7 +26,7 @@ def open_tab(at, name: str, key: str = "hm_tabs"):
 def container_places(at) -> dict[str, tuple[int, ...]]:
     """Each expander's and tab's place in the page, by label: the child indexes from the root down
     to it. A browser keeps an expander open, or a tab chosen, across runs only while its place
-    stays the same (components.loaders.loads_drawn_in)."""
+    stays the same (components.frame.run_output)."""
     places = {}
 
     def walk(node, path):
