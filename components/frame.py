@@ -78,11 +78,13 @@ def page_frame() -> None:
 
 
 def run_output():
-    """A container, made on every run, for what only some runs draw: a model's load line, a
-    progress bar, an LLM's reply as it is written, a message about what the run did.
+    """A place, made on every run, for what only some runs draw: a model's load line, a progress
+    bar, an LLM's reply as it is written, a message about what the run did. A run that draws
+    them draws them in ``run_output().container()``; on the other runs it stays empty and takes
+    no room (an empty ``st.empty()`` adds no gap; an empty container would).
 
     Drawn straight into the page, such an element moves everything after it by one place on the
     next run, and the browser draws an expander or tabs whose place changed as new ones: closed,
     or on the first tab (Ask's counterfactual panel closed at the first word typed in it after an
-    answer). Inside this container they move nothing but each other."""
-    return st.container()
+    answer)."""
+    return st.empty()

@@ -164,7 +164,7 @@ def agreement_panel(trial: trials.Trial | None) -> None:
     compare = st.button("Compare the flips", key="agree_run", type="primary", disabled=settings is None)
     working = run_output()   # the progress bar, the models' loads, what failed
     if compare:
-        with working:
+        with working.container():
             result = _run(trial, settings)
         if result is not None:
             results[trial.id] = result
@@ -189,7 +189,7 @@ def natural_panel(name: str) -> None:
     compare = st.button("Compare the flips", key="agree_nat_run", type="primary", disabled=not models)
     working = run_output()   # the progress bar, the models' loads, what failed
     if compare:
-        with working:
+        with working.container():
             bar = st.progress(0.0, text="Preparing the conditions…")
             try:
                 examples, conditions, settings = natural_set_conditions(

@@ -120,7 +120,8 @@ with answer_slot:   # the answers (or the plain passage) come right below the bu
     loading = run_output()   # the models' loads, an LLM's reply as it is written
     if (pressed or (answer_now and models)):
         # a long context is read in many windows: the answers can take seconds, and the page says so
-        with loading, st.spinner(md_escape(f"Answering with {', '.join(models)}…")), replies_as_written() as on_text:
+        with (loading.container(), st.spinner(md_escape(f"Answering with {', '.join(models)}…")),
+              replies_as_written() as on_text):
             answered = answers.answer_all(models, loaders.engine_for_state, plan.asked, context, n_best=n_best,
                                           golds=[g for g, _ in score_gold], lang=lang, note=loaders.backend_note,
                                           on_text=on_text)
@@ -130,6 +131,7 @@ with answer_slot:   # the answers (or the plain passage) come right below the bu
             "signature": signature, "score_note": score_note,
             "answered": answered,
         }
+        loading.empty()
     for flag in ("ask_answer_on_arrival", "ask_answer_now"):   # used (or not wanted: toggle off, no model)
         st.session_state.pop(flag, None)
 

@@ -106,7 +106,7 @@ with tab_play:
         submitted = st.button("Submit to the AI", type="primary", key="beat_submit", disabled=not ready)
         outcome = run_output()   # the models' loads, then why a submission was not recorded
         if submitted:
-            with outcome:
+            with outcome.container():
                 with st.spinner(md_escape(f"Answering with {', '.join(models)}…")):
                     answered = answer_all(models, loaders.engine_for_state, question, passage.context,
                                           stop_at_failure=True)

@@ -133,7 +133,7 @@ if hint := choose_hint({"at least one perturbation": not choices, "at least one 
 generate = st.button("Generate & answer", type="primary", key="var_go", disabled=not (models and choices))
 working = run_output()   # the progress bar, the models' loads
 if generate or (run_link and models and choices):
-    with working:
+    with working.container():
         try:
             validate_pair(example.question, example.context)
         except QAInputError as e:
@@ -152,7 +152,7 @@ if generate or (run_link and models and choices):
                          text=f"Answering with {name}… {done}/{total} windows")
 
         predictions = cv.answer_variants(rows, engines, progress=answer_progress) if engines else {}
-        bar.empty()
+    working.empty()
     st.session_state["var_result"] = {
         "signature": signature, "rows": rows, "notes": notes, "errors": errors,
         "predictions": predictions, "lang": example.lang,
