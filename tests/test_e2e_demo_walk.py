@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from browser import CHROMIUM, FIRST_ANSWER_MS, click_settled, launch_chromium, serve_app
+from browser import CHROMIUM, FIRST_ANSWER_MS, click_settled, launch_chromium, serve_app, wait_idle
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
@@ -94,9 +94,7 @@ class Walk:
         self.page.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).first.click()
 
     def idle(self, timeout: float = 120_000) -> None:
-        """Until Streamlit's "running" indicator has gone (the script run ended)."""
-        time.sleep(0.3)
-        self.page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden", timeout=timeout)
+        wait_idle(self.page, timeout)
 
 
 def test_demo_walk_in_one_browser_session(tmp_path, question_wav):

@@ -9,10 +9,9 @@ import json
 import os
 import re
 import shutil
-import time
 
 import pytest
-from browser import CHROMIUM, ROOT, click_settled, launch_chromium, serve_app
+from browser import CHROMIUM, ROOT, click_settled, launch_chromium, serve_app, wait_idle
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_app_heatmaps import build_sweep
 
@@ -21,13 +20,6 @@ pytestmark = pytest.mark.e2e
 PAGES = ["home", "variants", "gallery", "sweeps", "heatmaps", "models", "behaviour", "beat_the_ai", "speech_trial"]
 # a download is cheap when its bytes are ready on the page (not a PNG through kaleido, not a zip of recordings)
 CHEAP = re.compile(r"CSV|JSON|Markdown|HTML|SQuAD", re.IGNORECASE)
-
-
-def _idle(page, timeout: float = 180_000) -> None:
-    """Until Streamlit's "running" indicator has gone, twice in a row (a rerun can follow a run)."""
-    for _ in range(2):
-        time.sleep(0.5)
-        page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden", timeout=timeout)
 
 
 def _leaks(text: str, secrets: dict[str, str]) -> list[str]:
@@ -66,7 +58,7 @@ def _downloads(page, secrets: dict[str, str], seen: dict[str, list[str]], where:
         except PlaywrightTimeout:   # none came (a rerun redrew the button): the counts below say how many did
             continue
         seen[f"{where} ⬇ {i} {label}"] = _leaks(body, secrets)
-        _idle(page)
+        wait_idle(page)
 
 
 def test_no_page_and_no_download_shows_a_server_path(server_env, monkeypatch):
@@ -80,11 +72,11 @@ def test_no_page_and_no_download_shows_a_server_path(server_env, monkeypatch):
             for name in PAGES:
                 page.goto(f"{url}/{name}")
                 page.locator("h1").first.wait_for(timeout=180_000)
-                _idle(page)
+                wait_idle(page)
                 if name == "heatmaps":   # the report from "Build report" is a download too
                     click_settled(page.get_by_role("button", name="Build report (HTML and Markdown)"), 180_000)
                     page.get_by_role("button", name="Report (HTML)").wait_for(timeout=300_000)
-                    _idle(page)
+                    wait_idle(page)
                 where = f"{name} at {width} px"
                 seen[where] = _leaks(page.inner_text("body") + page.content(), secrets)
                 _downloads(page, secrets, seen, where)
