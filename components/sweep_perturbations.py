@@ -92,3 +92,20 @@ def chosen_specs(ds: Dataset, dataset_name: str, challenges: dict[str, list[str]
     pair_by, unpaired = challenge_pairing(files, dataset_name, str(data_dir) if data_dir else "", on_ambiguous, ds)
     return ChosenSpecs(list(dict.fromkeys(specs)), pair_by, unpaired,
                        {pid: p.randomised for pid, p in by_id.items()})
+
+
+def coverage_note(specs: list[PerturbationSpec], planned: list) -> None:
+    """One note naming the chosen perturbations that cannot run on every planned question (their
+    language, or natural noise that exists only for some ids), with the count and the first
+    reason: a column that would stay empty is a warning, a partial one a caption."""
+    found = offer.coverage(specs, planned)
+    if not found:
+        return
+    checked = found[0].checked
+    of = f"the first {checked:,}" if checked < len(planned) else f"the {checked:,}"
+    lines = [f"- **{md_escape(c.label)}** can run on {'none' if c.runs == 0 else f'{c.runs:,}'} of {of} planned "
+             f"questions ({md_escape(c.reason)}{', and others' if c.checked - c.runs > 1 else ''})" for c in found]
+    if any(c.runs == 0 for c in found):
+        st.warning("\n".join(lines) + "\n\nA perturbation that runs on none of them gives its cells no score.")
+    else:
+        st.caption("\n".join(lines) + "\n\nThe cells of each compare the questions it runs on.")

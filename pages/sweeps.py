@@ -32,7 +32,7 @@ from components.pickers import DEMO_LANGS, language_mismatch_note, model_picker
 from components.state import current_data_dir
 from components.stored_sweeps import stored_sweeps
 from components.sweep_db_picker import db_picker, label, stored_sweeps_or_stop
-from components.sweep_perturbations import chosen_specs
+from components.sweep_perturbations import chosen_specs, coverage_note
 from components.sweep_setup import count_input, ray_options, run_on_picker
 from components.text import choose_hint, md_escape
 from core import budgets, config
@@ -144,11 +144,13 @@ language_mismatch_note(models, ds.lang)
 
 too_many = run_on_picker("sw") or too_many
 
-n_examples = len(sample_examples(usable, sample or None, seed)) if usable else 0
+planned = sample_examples(usable, sample or None, seed) if usable else []
+n_examples = len(planned)
 total = offer.planned_rows(n_examples, len(models), specs, repeats, chosen.randomised)
 if specs and models:
     st.caption(f"{len(specs)} perturbation spec(s) × {n_examples} examples × {len(models)} model(s): "
                f"{total:,} result rows (clean + perturbed).")
+    coverage_note(specs, planned)
 else:
     st.caption(choose_hint({"at least one perturbation": not specs, "at least one model": not models},
                            "to start a sweep"))

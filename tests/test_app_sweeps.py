@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.datasets import demo_dataset, sample_examples
+from rendered import shown
 from core.sweeps.analysis import sweep_cells
 
 PAGE = "../pages/sweeps.py"
@@ -325,3 +326,25 @@ def test_repeats_and_workers_over_the_budget_say_why_and_keep_start_disabled(env
     assert at.button(key="sw_start").disabled
     at.number_input(key="sw_workers").set_value(3).run()
     assert not at.error and not at.button(key="sw_start").disabled
+
+
+@pytest.mark.needs_data("natural/heysquad/dev-common-original-1002.json")
+def test_perturbations_that_cannot_run_on_the_planned_questions_are_named_before_the_sweep(env):
+    """Before Start: a perturbation for another language, or natural noise whose set holds none of
+    the planned ids, is named with the count it runs on and why; one that runs everywhere is not."""
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    at.multiselect(key="sw_fam_case").set_value(["TUQ"])
+    at.multiselect(key="sw_fam_natural").set_value(["natural_Q"]).run()
+    assert not at.exception, at.exception
+    warned = shown(" ".join(w.value for w in at.warning))
+    assert ("**natural_Q(source=asr_human)** can run on none of the 12 planned questions (HeySQuAD has no natural "
+            "version of question 'demo-en-01-q1', and others)") in warned
+    assert "TUQ" not in warned
+    at.selectbox(key="sw_dataset").set_value("demo.de").run()
+    at.multiselect(key="sw_fam_keyboard").set_value(["misspell_Q", "keyboard_Q"]).run()
+    warned = shown(" ".join(w.value for w in at.warning))
+    n_de = at.number_input(key="sw_sample").value
+    assert f"**misspell_Q(p=1.0)** can run on none of the {n_de} planned questions (misspell_Q supports languages en, " \
+           f"not 'de', and others)" in warned
+    assert "keyboard_Q" not in warned and "TUQ" not in warned
+    assert at.button(key="sw_start").disabled is False   # said, not refused: the others still run

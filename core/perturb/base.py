@@ -284,6 +284,9 @@ class Perturbation(abc.ABC):
     field: ClassVar[str]
     languages: ClassVar[tuple[str, ...] | None] = None     # None = any language
     randomised: ClassVar[bool] = True                      # False: sweeps run it once
+    # True when _why_not depends on the question itself (natural_Q: only the ids its set holds), so
+    # it can run on part of a data set; the others' reasons are their language and resources.
+    depends_on_question: ClassVar[bool] = False
     description: ClassVar[str] = ""
     parameters: ClassVar[tuple[Param, ...]] = ()
     source: ClassVar[str] = ""
@@ -342,6 +345,15 @@ class Perturbation(abc.ABC):
         The language comes first (``languages``), then the subclass's :meth:`_why_not`.
         """
         return self._reason(example, self.resolve_params(params or {}))
+
+    def why_not_before_loading(self, example: QAExample, params: dict[str, Any] | None = None) -> str | None:
+        """:meth:`why_not` as far as it can be told without loading a tagger, an encoder or a
+        voice: the language, and the subclass's reason only when it ``depends_on_question`` (a
+        form asks this while the user is still choosing; the run asks :meth:`why_not`)."""
+        resolved = self.resolve_params(params or {})
+        if self.languages is not None and example.lang not in self.languages:
+            return self._reason(example, resolved)
+        return self._why_not(example, resolved) if self.depends_on_question else None
 
     def is_compatible(self, example: QAExample) -> bool:
         """Whether this perturbation can run on ``example`` with its default parameters (LIT's name)."""

@@ -42,6 +42,7 @@ class NaturalQuestion(Perturbation):
     field = "question"
     languages = ("en",)
     randomised = False
+    depends_on_question = True
     description = ("Real interface noise: the question as a person spoke it (HeySQuAD, ASR-transcribed), as a TTS "
                    "voice spoke it, or as Disfl-QA rewrote it disfluently; only for the ids those sets hold.")
     parameters = (

@@ -5,6 +5,9 @@ stored sweep's configuration rebuilt for Resume (the Sweeps page draws only the 
 * :func:`cli_only_params` - parameters naming a model, file or folder (``names_a_resource``),
   which only the command line may set (never typed in a browser, nor resumed from one);
 * :func:`planned_rows` - the result rows of a planned sweep (clean + perturbed, every model);
+* :func:`coverage` - how many of the planned questions each perturbation can run on, and why not
+  on the others (natural noise exists only for the ids its set holds; a voice, a translator or a
+  language may be missing), so an empty column is known before the sweep, not after;
 * :func:`resume_config` - a stored sweep's :class:`SweepConfig`, as it was started;
 * :func:`resume_note` - what to tell the user about a stored sweep before resuming it (still
   running elsewhere, or interrupted: its process is gone);
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +79,58 @@ def planned_rows(n_examples: int, n_models: int, specs: Sequence[PerturbationSpe
     """
     runs = sum(repeats if any(randomised.get(i, False) for i in chain_steps(s.id)) else 1 for s in specs)
     return n_examples * n_models * (1 + runs)
+
+
+MAX_COVERAGE_CHECKS = 5_000   # questions checked per perturbation (a why_not is a lookup or less)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """One perturbation of a planned sweep: it can run on ``runs`` of the ``checked`` questions;
+    ``reason``: why not, for the first question it cannot run on."""
+
+    label: str
+    runs: int
+    checked: int
+    reason: str | None
+
+
+def coverage(specs: Sequence[PerturbationSpec], examples: Sequence[Any], catalogue=None,
+             limit: int = MAX_COVERAGE_CHECKS) -> list[Coverage]:
+    """For each catalogue spec (a chain: its first step; files pair by themselves) that cannot run
+    on every one of the first ``limit`` ``examples``: how many it can, and the first reason, as far
+    as it is known before loading anything (the language, and the questions natural noise holds).
+
+    >>> from core.types import QAExample
+    >>> de = QAExample("q1", "Wer kam?", "Anna kam.", lang="de")
+    >>> en = QAExample("q2", "Who came?", "Anna came.", lang="en")
+    >>> [(c.label, c.runs, c.checked, c.reason) for c in coverage([PerturbationSpec("drop_qmark_Q"),
+    ...     PerturbationSpec("misspell_Q")], [de, en])]
+    [('misspell_Q', 1, 2, "misspell_Q supports languages en, not 'de'")]
+    """
+    from core.perturb.spec import chain_step_specs, spec_label
+
+    if catalogue is None:
+        from core.perturb import registry
+
+        catalogue = registry.get
+    found = []
+    checked = list(examples[:limit])
+    for spec in specs:
+        if spec.is_file:
+            continue
+        first = chain_step_specs(spec, catalogue)[0] if spec.is_chain else spec
+        try:
+            p = catalogue(first.id)
+            params = p.resolve_params(first.params_dict)
+        except (KeyError, ValueError):   # the sweep itself says so, with the page's other checks
+            continue
+        reasons = [p.why_not_before_loading(ex, params) for ex in checked]
+        runs = sum(r is None for r in reasons)
+        if runs < len(checked):
+            found.append(Coverage(spec_label(spec.id, spec.params_dict) if not spec.is_chain else str(spec), runs,
+                                  len(checked), next(r for r in reasons if r is not None)))
+    return found
 
 
 def resume_config(sweep: Mapping[str, Any]) -> SweepConfig:
