@@ -148,7 +148,7 @@ planned = sample_examples(usable, sample or None, seed) if usable else []
 n_examples = len(planned)
 total = offer.planned_rows(n_examples, len(models), specs, repeats, chosen.randomised)
 if specs and models:
-    st.caption(f"{len(specs)} perturbation spec(s) × {n_examples} examples × {len(models)} model(s): "
+    st.caption(f"{len(specs)} perturbation spec(s) × {n_examples:,} examples × {len(models)} model(s): "
                f"{total:,} result rows (clean + perturbed).")
     coverage_note(specs, planned)
 else:
