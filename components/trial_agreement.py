@@ -11,6 +11,8 @@ disfluencies: core.collect.agreement_natural), XQuAD's paragraphs apart.
 """
 from __future__ import annotations
 
+import contextlib
+
 import pandas as pd
 import streamlit as st
 
@@ -74,31 +76,51 @@ def _settings(trial: trials.Trial, natural_default: list[str]) -> dict | None:
             "p": float(p) or None, "seed": int(seed), "n_boot": int(n_boot)}
 
 
-def _run(trial: trials.Trial, s: dict) -> flip_agreement.Agreement | None:
-    bar = st.progress(0.0, text="Preparing the conditions…")
+CANCELLED = "agree_cancelled"   # set by Cancel's click; the run it interrupts keeps nothing
+
+
+@contextlib.contextmanager
+def _progress_row(key: str):
+    """The bar with Cancel beside it while the block runs (gone after it); yields the progress
+    callback. Cancel's click stops the comparison at its next step (Streamlit ends a run at its
+    next call once a widget asks for a rerun) and the run after it says so."""
+    slot = st.empty()
+    row = slot.container(horizontal=True, vertical_alignment="bottom")
+    bar = row.progress(0.0, text="Preparing the conditions…")
+    row.button("Cancel", key=f"{key}_cancel", on_click=st.session_state.__setitem__, args=(CANCELLED, True))
 
     def progress(done: int, total: int, text: str) -> None:
-        bar.progress(min(done / max(total, 1), 1.0), text=text)
-
+        bar.progress(min(done / max(total, 1), 1.0), text=md_escape(text))
     try:
-        examples, conditions, left_out = flip_agreement.trial_conditions(
-            trial, s["natural"], tts_engines=s["tts"], voice=s["voice"], keyboard_p=s["p"], seed=s["seed"],
-            progress=progress)
-    except (flip_agreement.AgreementError, ValueError, RuntimeError) as e:   # an engine or voice missing
-        bar.empty()
-        st.error(md_escape(e))
-        return None
-    engines, failures = load_engines(s["models"], loaders.engine_for_state)
-    for failure in failures:
-        st.error(md_escape(failure))
-    if not engines:
-        bar.empty()
-        return None
-    result = flip_agreement.compare(examples, conditions, engines, seed=s["seed"], n_boot=s["n_boot"],
-                                    progress=progress, settings={"trial": trial.id, "voice": s["voice"],
-                                                                 "keyboard_p": s["p"], "left_out": left_out})
-    bar.empty()
-    return result
+        yield progress
+    finally:
+        slot.empty()
+
+
+def _said_cancelled(working) -> None:
+    """On the run after a Cancel: one line in the run's place, above the last result (if any)."""
+    if st.session_state.pop(CANCELLED, False):
+        working.info("Cancelled: the comparison stopped at the step it was on, and nothing of it was kept. "
+                     "Compare the flips again to start over (TTS → ASR transcripts made so far are cached).")
+
+
+def _run(trial: trials.Trial, s: dict) -> flip_agreement.Agreement | None:
+    with _progress_row("agree") as progress:
+        try:
+            examples, conditions, left_out = flip_agreement.trial_conditions(
+                trial, s["natural"], tts_engines=s["tts"], voice=s["voice"], keyboard_p=s["p"], seed=s["seed"],
+                progress=progress)
+        except (flip_agreement.AgreementError, ValueError, RuntimeError) as e:   # an engine or voice missing
+            st.error(md_escape(e))
+            return None
+        engines, failures = load_engines(s["models"], loaders.engine_for_state)
+        for failure in failures:
+            st.error(md_escape(failure))
+        if not engines:
+            return None
+        return flip_agreement.compare(examples, conditions, engines, seed=s["seed"], n_boot=s["n_boot"],
+                                      progress=progress, settings={"trial": trial.id, "voice": s["voice"],
+                                                                   "keyboard_p": s["p"], "left_out": left_out})
 
 
 def _show(source: str, result: flip_agreement.Agreement) -> None:
@@ -163,6 +185,7 @@ def agreement_panel(trial: trials.Trial | None) -> None:
     results = st.session_state.setdefault(RESULTS, {})
     compare = st.button("Compare the flips", key="agree_run", type="primary", disabled=settings is None)
     working = run_output()   # the progress bar, the models' loads, what failed
+    _said_cancelled(working)
     if compare:
         with working.container():
             result = _run(trial, settings)
@@ -188,24 +211,22 @@ def natural_panel(name: str) -> None:
     results = st.session_state.setdefault(RESULTS, {})
     compare = st.button("Compare the flips", key="agree_nat_run", type="primary", disabled=not models)
     working = run_output()   # the progress bar, the models' loads, what failed
+    _said_cancelled(working)
     if compare:
-        with working.container():
-            bar = st.progress(0.0, text="Preparing the conditions…")
+        with working.container(), _progress_row("agree_nat") as progress:
             try:
                 examples, conditions, settings = natural_set_conditions(
                     name, sample=int(n), tts_engines=tts_engines, voice=voice, keyboard_p=float(p) or None,
-                    disfluency_n=int(d) or None, seed=int(seed),
-                    progress=lambda done, total, text: bar.progress(min(done / max(total, 1), 1.0),
-                                                                    text=md_escape(text)))
+                    disfluency_n=int(d) or None, seed=int(seed), progress=progress)
                 engines, failures = load_engines(models, loaders.engine_for_state)
                 for failure in failures:
                     st.error(md_escape(failure))
                 if engines:
                     results[f"natural:{name}"] = flip_agreement.compare(examples, conditions, engines,
-                                                                       seed=int(seed), settings=settings)
+                                                                       seed=int(seed), settings=settings,
+                                                                       progress=progress)
             # a data file, a voice or an engine missing
             except (flip_agreement.AgreementError, ValueError, OSError, RuntimeError) as e:
                 st.error(md_escape(e))
-            bar.empty()
     if f"natural:{name}" in results:
         _show(name, results[f"natural:{name}"])

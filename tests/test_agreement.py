@@ -143,6 +143,38 @@ def test_keyboard_condition_is_the_catalogues_draw_under_the_seed():
     assert agreement.keyboard_condition(exs, 1.0, seed=0)[0] != exs[0].question   # p=1: every word changes
 
 
+def test_compare_reports_each_chunk_answered_and_stops_at_the_next_when_told(monkeypatch):
+    """Progress counts questions over every model and condition, a chunk at a time; a callback that
+    raises (a page's Cancel ending its run) stops the comparison before the next chunk is answered."""
+    monkeypatch.setattr(agreement, "CHUNK", 3)
+
+    class Counting(KeywordEngine):
+        asked: list[int] = []
+
+        def predict(self, questions, *args, **kwargs):
+            self.asked.append(len(questions))
+            return super().predict(questions, *args, **kwargs)
+
+    conditions = {"natural:x": ["what is the capital", "what is germany", "", "what is the capitol"]}
+    seen = []
+    agreement.compare(examples(), conditions, {"kw": Counting()}, progress=lambda d, t, w: seen.append((d, t, w)))
+    assert Counting.asked == [3, 1, 3, 1]   # 4 questions in chunks of 3, typed then natural
+    assert [(d, t) for d, t, _ in seen] == [(0, 8), (3, 8), (4, 8), (4, 8), (7, 8), (8, 8), (8, 8)]
+    assert seen[1][2] == "kw: the typed questions (3/4)" and seen[4][2] == "kw: natural:x (3/4)"
+
+    class Cancelled(Exception):
+        pass
+
+    def cancel_after_first_chunk(done, total, what):
+        if done > 0:
+            raise Cancelled
+
+    Counting.asked = []
+    with pytest.raises(Cancelled):
+        agreement.compare(examples(), conditions, {"kw": Counting()}, progress=cancel_after_first_chunk)
+    assert Counting.asked == [3]
+
+
 def test_compare_refuses_mismatched_conditions():
     with pytest.raises(agreement.AgreementError, match="no question"):
         agreement.compare([], {}, {"kw": KeywordEngine()})

@@ -9,7 +9,7 @@ import os
 import re
 
 import pytest
-from browser import CHROMIUM, launch_chromium, serve_app
+from browser import CHROMIUM, launch_chromium, serve, serve_app
 from trial_fixture import demo_trial
 
 from core.collect import flip_agreement as agreement
@@ -81,3 +81,46 @@ def test_browser_shows_the_kappa_table_of_a_recorded_trial(tiny_registry, tmp_pa
                 if box:
                     assert box["x"] + box["width"] <= main["x"] + main["width"] + 1, (width, box, main)
             page.close()
+
+
+@pytest.mark.needs_data("natural/heysquad/dev-common-original-1002.json")
+def test_cancel_stops_a_comparison_on_a_natural_set_and_keeps_nothing(tiny_registry, tmp_path):
+    """HeySQuAD's 1,000 questions: the bar and Cancel show while the comparison runs; Cancel's click
+    says so at once, no kappa table appears, and the server stops working within a chunk."""
+    import time
+
+    import psutil
+
+    env = {"QAX_MODELS_TOML": str(tiny_registry), "QAX_CACHE_DIR": str(tmp_path / "cache")}
+    with serve("app.py", env) as server, launch_chromium() as browser:
+        page = browser.new_page(viewport={"width": 800, "height": 1400})
+        page.goto(server.url + "/speech_trial")
+        page.get_by_role("heading", name="Synthetic against natural noise").wait_for(timeout=180_000)
+        page.get_by_text("HeySQuAD (real speech)").click()
+        run = page.get_by_role("button", name="Compare the flips")
+        run.wait_for(timeout=60_000)
+        if run.is_disabled():
+            page.get_by_role("combobox", name="Models").last.click()
+            page.get_by_role("option").filter(has_text="tiny-a").first.click()
+            page.keyboard.press("Escape")
+        questions = page.get_by_role("spinbutton", name="Questions").last
+        questions.fill("1000")
+        questions.press("Enter")
+        page.get_by_test_id("stStatusWidget").wait_for(state="hidden", timeout=60_000)
+        run.click()
+        cancel = page.get_by_role("button", name="Cancel")
+        cancel.wait_for(timeout=60_000)
+        assert page.locator('[data-testid="stProgress"]').count() == 1
+        cancel.click()
+        page.get_by_text("Cancelled: the comparison stopped").wait_for(timeout=60_000)
+        process = psutil.Process(server.pid)
+        busy = None
+        for _ in range(60):   # the interrupted run ends at its next chunk: the server falls idle
+            used = sum(process.cpu_times()[:2])
+            time.sleep(1)
+            busy = sum(process.cpu_times()[:2]) - used
+            if busy < 0.2:
+                break
+        assert busy is not None and busy < 0.2, f"the server still used {busy:.2f} CPU-s a second"
+        assert page.get_by_text("Cohen's kappa of the flips").count() == 0
+        assert page.locator('[data-testid="stProgress"]').count() == 0

@@ -259,9 +259,21 @@ class Agreement:
                 "flip_rates": flip_rates(self), "kappa": self.kappas, "questions": self.rows}
 
 
-def _answers(engine: Any, questions: Sequence[str], contexts: Sequence[str]) -> list[str]:
-    preds = engine.predict(list(questions), list(contexts), n_best=1, skip_invalid=True)
-    return [p.best.text if p.best is not None else "" for p in preds]
+CHUNK = 128   # questions a model answers between two progress reports (a sweep's default chunk)
+
+
+def _answers(engine: Any, questions: Sequence[str], contexts: Sequence[str],
+             reached: Callable[[int], None] | None = None) -> list[str]:
+    """The best answer to each question, ``CHUNK`` at a time; ``reached(n)`` after each chunk (a
+    page's Cancel takes effect there, not after a whole condition of a large sample)."""
+    texts: list[str] = []
+    for at in range(0, len(questions), CHUNK):
+        preds = engine.predict(list(questions[at:at + CHUNK]), list(contexts[at:at + CHUNK]), n_best=1,
+                               skip_invalid=True)
+        texts += [p.best.text if p.best is not None else "" for p in preds]
+        if reached:
+            reached(len(texts))
+    return texts
 
 
 def _kappa_row(model: str, a: str, b: str, fa: list[bool], fb: list[bool], seed: int, n_boot: int) -> dict[str, Any]:
@@ -301,18 +313,23 @@ def compare(examples: Sequence[QAExample], conditions: Mapping[str, Sequence[str
     names = list(conditions)
     contexts = [ex.context for ex in examples]
     rows, kappas = [], []
+    n = len(examples)
     steps, step = len(engines) * (len(names) + 1), 0
+
+    def reached(what: str):   # progress in questions answered, over every model and condition
+        return (lambda done: progress(step * n + done, steps * n, f"{what} ({done:,}/{n:,})")) if progress else None
+
     for model, engine in engines.items():
         if progress:
-            progress(step, steps, f"{model}: the typed questions")
-        clean = _answers(engine, [ex.question for ex in examples], contexts)
+            progress(step * n, steps * n, f"{model}: the typed questions")
+        clean = _answers(engine, [ex.question for ex in examples], contexts, reached(f"{model}: the typed questions"))
         step += 1
         flips: dict[str, list[bool]] = {}
         answers: dict[str, list[str]] = {}
         for name in names:
             if progress:
-                progress(step, steps, f"{model}: {name}")
-            answers[name] = _answers(engine, conditions[name], contexts)
+                progress(step * n, steps * n, f"{model}: {name}")
+            answers[name] = _answers(engine, conditions[name], contexts, reached(f"{model}: {name}"))
             flips[name] = [predictions_differ(c, x, ex.lang or "en")
                            for c, x, ex in zip(clean, answers[name], examples)]
             step += 1
@@ -327,7 +344,7 @@ def compare(examples: Sequence[QAExample], conditions: Mapping[str, Sequence[str
             for b in names[i + 1:]:
                 kappas.append(_kappa_row(model, a, b, flips[a], flips[b], seed, n_boot))
     if progress:
-        progress(steps, steps, "done")
+        progress(steps * n, steps * n, "done")
     return Agreement(names, list(engines), rows, kappas,
                      {"seed": seed, "n_boot": n_boot, "level": LEVEL, "questions": len(examples), **(settings or {})})
 
