@@ -10,6 +10,7 @@ import re
 
 import pytest
 from browser import CHROMIUM, launch_chromium, serve, serve_app
+from playwright.sync_api import expect
 from trial_fixture import demo_trial
 
 from core.collect import flip_agreement as agreement
@@ -110,7 +111,7 @@ def test_cancel_stops_a_comparison_on_a_natural_set_and_keeps_nothing(tiny_regis
         run.click()
         cancel = page.get_by_role("button", name="Cancel")
         cancel.wait_for(timeout=60_000)
-        assert page.locator('[data-testid="stProgress"]').count() == 1
+        expect(page.locator('[data-testid="stProgress"]')).to_have_count(1, timeout=30_000)
         cancel.click()
         page.get_by_text("Cancelled: the comparison stopped").wait_for(timeout=60_000)
         process = psutil.Process(server.pid)
