@@ -11,12 +11,11 @@ disfluencies: core.collect.agreement_natural), XQuAD's paragraphs apart.
 """
 from __future__ import annotations
 
-import contextlib
-
 import pandas as pd
 import streamlit as st
 
 from components import loaders
+from components.cancellable import counted, progress_with_cancel, say_if_cancelled
 from components.export import csv_download, file_stem, json_download
 from components.frame import run_output
 from components.pickers import model_picker
@@ -76,36 +75,13 @@ def _settings(trial: trials.Trial, natural_default: list[str]) -> dict | None:
             "p": float(p) or None, "seed": int(seed), "n_boot": int(n_boot)}
 
 
-CANCELLED = "agree_cancelled"   # set by Cancel's click; the run it interrupts keeps nothing
-
-
-@contextlib.contextmanager
-def _progress_row(key: str):
-    """The bar with Cancel beside it while the block runs (gone after it); yields the progress
-    callback. Cancel's click stops the comparison at its next step (Streamlit ends a run at its
-    next call once a widget asks for a rerun) and the run after it says so."""
-    slot = st.empty()
-    row = slot.container(horizontal=True, vertical_alignment="bottom")
-    bar = row.progress(0.0, text="Preparing the conditions…")
-    row.button("Cancel", key=f"{key}_cancel", on_click=st.session_state.__setitem__, args=(CANCELLED, True))
-
-    def progress(done: int, total: int, text: str) -> None:
-        bar.progress(min(done / max(total, 1), 1.0), text=md_escape(text))
-    try:
-        yield progress
-    finally:
-        slot.empty()
-
-
-def _said_cancelled(working) -> None:
-    """On the run after a Cancel: one line in the run's place, above the last result (if any)."""
-    if st.session_state.pop(CANCELLED, False):
-        working.info("Cancelled: the comparison stopped at the step it was on, and nothing of it was kept. "
-                     "Compare the flips again to start over (TTS → ASR transcripts made so far are cached).")
+CANCELLED_NOTE = ("the comparison stopped at the step it was on, and nothing of it was kept. Compare the flips "
+                  "again to start over (TTS → ASR transcripts made so far are cached).")
 
 
 def _run(trial: trials.Trial, s: dict) -> flip_agreement.Agreement | None:
-    with _progress_row("agree") as progress:
+    with progress_with_cancel("agree", "Preparing the conditions…") as bar:
+        progress = counted(bar)
         try:
             examples, conditions, left_out = flip_agreement.trial_conditions(
                 trial, s["natural"], tts_engines=s["tts"], voice=s["voice"], keyboard_p=s["p"], seed=s["seed"],
@@ -185,7 +161,7 @@ def agreement_panel(trial: trials.Trial | None) -> None:
     results = st.session_state.setdefault(RESULTS, {})
     compare = st.button("Compare the flips", key="agree_run", type="primary", disabled=settings is None)
     working = run_output()   # the progress bar, the models' loads, what failed
-    _said_cancelled(working)
+    say_if_cancelled("agree", working, CANCELLED_NOTE)
     if compare:
         with working.container():
             result = _run(trial, settings)
@@ -211,9 +187,10 @@ def natural_panel(name: str) -> None:
     results = st.session_state.setdefault(RESULTS, {})
     compare = st.button("Compare the flips", key="agree_nat_run", type="primary", disabled=not models)
     working = run_output()   # the progress bar, the models' loads, what failed
-    _said_cancelled(working)
+    say_if_cancelled("agree_nat", working, CANCELLED_NOTE)
     if compare:
-        with working.container(), _progress_row("agree_nat") as progress:
+        with working.container(), progress_with_cancel("agree_nat", "Preparing the conditions…") as bar:
+            progress = counted(bar)
             try:
                 examples, conditions, settings = natural_set_conditions(
                     name, sample=int(n), tts_engines=tts_engines, voice=voice, keyboard_p=float(p) or None,

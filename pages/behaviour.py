@@ -12,8 +12,9 @@ import pandas as pd
 import streamlit as st
 
 from components import loaders
+from components.cancellable import progress_with_cancel, say_if_cancelled
 from components.export import csv_download, download, json_download
-from components.frame import page_frame
+from components.frame import page_frame, run_output
 from components.narrow import fitted, key_first
 from components.pickers import language_mismatch_note, model_picker
 from components.text import md_escape
@@ -87,21 +88,25 @@ with st.expander("The tests"):
 threshold = st.slider("Default maximum failure rate (tests without their own)", 0.0, 1.0, 0.2, 0.05,
                       key="bt_threshold")
 signature = (text, tuple(models), threshold)
-if st.button("Run the tests", type="primary", key="bt_go", disabled=not models):
+run = st.button("Run the tests", type="primary", key="bt_go", disabled=not models)
+working = run_output()   # the models' loads, the bar and Cancel
+say_if_cancelled("bt", working, "the tests stopped at the case they were on, and this run's results were not kept.")
+if run:
     engines, errors = {}, []
-    for name in models:
-        try:
-            engines[name] = loaders.engine_for_state(name)
-        except Exception as e:   # one model failing to load must not hide the others
-            errors.append(f"{name}: {e}")
-    bar = st.progress(0.0, text="Running…")
-    try:
-        results = run_file(bfile, engines, threshold,
-                           progress=lambda d, t: bar.progress(d / max(t, 1), text=f"Running tests… {d}/{t}"))
-    except BehaviourError as e:
-        errors.append(str(e))
-        results = []
-    bar.empty()
+    with working.container():
+        for name in models:
+            try:
+                engines[name] = loaders.engine_for_state(name)
+            except Exception as e:   # one model failing to load must not hide the others
+                errors.append(f"{name}: {e}")
+        with progress_with_cancel("bt", "Running…") as bar:
+            try:
+                results = run_file(bfile, engines, threshold,
+                                   progress=lambda d, t: bar(d / max(t, 1), f"Running tests… {d}/{t}"))
+            except BehaviourError as e:
+                errors.append(str(e))
+                results = []
+    working.empty()
     st.session_state["bt_result"] = {"signature": signature, "results": results, "errors": errors}
 
 res = st.session_state.get("bt_result")

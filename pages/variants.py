@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from components import loaders, permalink, persist
+from components.cancellable import progress_with_cancel, say_if_cancelled
 from components.context_box import context_box
 from components.export import download
 from components.frame import page_frame, run_output
@@ -132,6 +133,7 @@ if hint := choose_hint({"at least one perturbation": not choices, "at least one 
     st.caption(hint)
 generate = st.button("Generate & answer", type="primary", key="var_go", disabled=not (models and choices))
 working = run_output()   # the progress bar, the models' loads
+say_if_cancelled("var", working, "the variants stopped where they were, and none of this run was kept.")
 if generate or (run_link and models and choices):
     with working.container():
         try:
@@ -139,19 +141,17 @@ if generate or (run_link and models and choices):
         except QAInputError as e:
             st.error(md_escape(e))
             st.stop()
-        bar = st.progress(0.0, text="Generating variants…")
-        rows, notes = cv.generate_variants(
-            example, choices, seed, repeats,
-            progress=lambda done, total: bar.progress(done / max(total, 1),
-                                                      text=f"Generating variants… {done}/{total}"))
-        engines, errors = load_engines(models, loaders.engine_for_state)
+        with progress_with_cancel("var", "Generating variants…") as bar:
+            rows, notes = cv.generate_variants(
+                example, choices, seed, repeats,
+                progress=lambda done, total: bar(done / max(total, 1), f"Generating variants… {done}/{total}"))
+            engines, errors = load_engines(models, loaders.engine_for_state)
 
-        def answer_progress(name, done, total):
-            k = list(engines).index(name)
-            bar.progress((k + done / max(total, 1)) / len(engines),
-                         text=f"Answering with {name}… {done}/{total} windows")
+            def answer_progress(name, done, total):
+                k = list(engines).index(name)
+                bar((k + done / max(total, 1)) / len(engines), f"Answering with {name}… {done}/{total} windows")
 
-        predictions = cv.answer_variants(rows, engines, progress=answer_progress) if engines else {}
+            predictions = cv.answer_variants(rows, engines, progress=answer_progress) if engines else {}
     working.empty()
     st.session_state["var_result"] = {
         "signature": signature, "rows": rows, "notes": notes, "errors": errors,

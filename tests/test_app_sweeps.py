@@ -6,10 +6,10 @@ import sqlite3
 import threading
 
 import pytest
+from rendered import shown
 from streamlit.testing.v1 import AppTest
 
 from core.datasets import demo_dataset, sample_examples
-from rendered import shown
 from core.sweeps.analysis import sweep_cells
 
 PAGE = "../pages/sweeps.py"
@@ -344,7 +344,7 @@ def test_perturbations_that_cannot_run_on_the_planned_questions_are_named_before
     at.multiselect(key="sw_fam_keyboard").set_value(["misspell_Q", "keyboard_Q"]).run()
     warned = shown(" ".join(w.value for w in at.warning))
     n_de = at.number_input(key="sw_sample").value
-    assert f"**misspell_Q(p=1.0)** can run on none of the {n_de} planned questions (misspell_Q supports languages en, " \
-           f"not 'de', and others)" in warned
+    assert (f"**misspell_Q(p=1.0)** can run on none of the {n_de} planned questions (misspell_Q supports "
+            f"languages en, not 'de', and others)") in warned
     assert "keyboard_Q" not in warned and "TUQ" not in warned
     assert at.button(key="sw_start").disabled is False   # said, not refused: the others still run

@@ -37,7 +37,7 @@ def test_summary_has_each_routes_f1_and_the_paired_differences():
 
 @pytest.mark.slow
 @pytest.mark.needs_data("xquad/xquad.de.json", "xquad/xquad.en.json")
-def test_three_routes_on_real_german_items_with_a_perfect_translator():
+def test_three_routes_on_real_german_items_with_a_perfect_translator(monkeypatch):
     """Route (a) given XQuAD's own English questions as the 'translation' is the English item
     itself: its answers are the model's answers to the English questions."""
     from core.datasets import load_dataset
@@ -51,8 +51,9 @@ def test_three_routes_on_real_german_items_with_a_perfect_translator():
     perfect = MappingTranslator({("de", "en"): {it.question: english[it.id] for it in items}})
     engine = registry.load_engine("e5-qa-multi", EngineSettings(backend="torch"))
     seen = []
+    monkeypatch.setattr(routes, "CHUNK", 4)
     row = routes.run_language("de", engine, engine, perfect, first=6, progress=lambda d, t: seen.append((d, t)))
-    assert seen == [(1, 3), (2, 3), (3, 3)]
+    assert seen == [(4, 18), (6, 18), (10, 18), (12, 18), (16, 18), (18, 18)]   # questions, a chunk at a time
     assert row["n"] == 6 and set(row["routes"]) == {"translate", "cross", "native"}
     answers = [p.text for p in engine.predict([english[it.id] for it in items], [it.context_en for it in items],
                                               n_best=1)]

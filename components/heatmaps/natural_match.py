@@ -13,7 +13,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from components.cancellable import counted, progress_with_cancel, say_if_cancelled
 from components.export import csv_download, figure_downloads, file_stem, json_download
+from components.frame import run_output
 from components.text import md_escape
 from core.collect import noise_profiles
 from core.datasets.natural import CONDITIONS
@@ -74,8 +76,13 @@ def render() -> None:
         asr_n = cols[2].number_input("of them through TTS → ASR", min_value=0, max_value=50, value=0, step=5,
                                      key="nm_asr", help="seconds per question and setting (cached on disk)")
         go_run = st.form_submit_button("Compare")
+    working = run_output()   # the bar and Cancel
+    say_if_cancelled("nm", working, "the measurement stopped at the step it was on, and nothing of it was stored "
+                                    "(TTS → ASR transcripts made so far are cached).")
     if go_run and conditions:
-        _run_here(conditions, int(n), int(asr_n))
+        with working.container():
+            _run_here(conditions, int(n), int(asr_n))
+        working.empty()
         stored = stored_results()
     if not stored:
         st.info("No comparison is stored yet: run one above, or with the command line.")
@@ -113,17 +120,12 @@ def show(result: dict, stem: str) -> None:
 
 
 def _run_here(conditions: list[str], n: int, asr_n: int) -> None:
-    bar = st.progress(0.0, text="Measuring the noise…")
-
-    def progress(done: int, total: int, text: str) -> None:
-        bar.progress(min(done / max(total, 1), 1.0), text=md_escape(text))
-
-    try:
-        result = noise_profiles.run_match(conditions, sample=n, asr_sample=asr_n, progress=progress)
-    except (ValueError, OSError, RuntimeError) as e:   # a missing data file, voice or recogniser
-        bar.empty()
-        st.error(md_escape(f"The comparison could not run: {e}"))
-        return
+    with progress_with_cancel("nm", "Measuring the noise…") as bar:
+        try:
+            result = noise_profiles.run_match(conditions, sample=n, asr_sample=asr_n, progress=counted(bar))
+        except (ValueError, OSError, RuntimeError) as e:   # a missing data file, voice or recogniser
+            st.error(md_escape(f"The comparison could not run: {e}"))
+            return
     folder = results_dir()
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{file_stem('-'.join(conditions), n, asr_n)}.json"
@@ -131,4 +133,3 @@ def _run_here(conditions: list[str], n: int, asr_n: int) -> None:
     tmp.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
     tmp.replace(target)
     st.session_state["nm_file"] = target.name
-    bar.empty()

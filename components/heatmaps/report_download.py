@@ -11,7 +11,9 @@ import shlex
 
 import streamlit as st
 
+from components.cancellable import progress_with_cancel, say_if_cancelled
 from components.export import download, file_stem
+from components.frame import run_output
 from components.sweep_db_picker import label
 from core import config, reports
 from core.sweeps.analysis.stored import StoredSweep
@@ -22,21 +24,22 @@ def report_downloads(stored: StoredSweep, metric: str = "f1") -> None:
     db_path, sweep = stored.db, stored.info
     key = (str(db_path), sweep["id"], stored.version, metric)
     built = st.session_state.get("hm_report")
+    working = run_output()   # the bar and Cancel: the tabs below keep their place (and the chosen one)
+    say_if_cancelled("hm_report", working, "the report was not built.")
     if built is None or built[0] != key:
         if not st.button("Build report (HTML and Markdown)", key="hm_report_build",
                          help="Every view of this sweep in one file to hand on: the heatmap, its tables, the "
                               "papers' views, slices, noise curves and the worst examples with their spans. The "
                               "HTML opens offline: it makes no request."):
             return
-        bar = st.progress(0.0, text="Building the report…")
         out = f"{file_stem('report', sweep['name'])}.html"
         shown_db = label(str(db_path))   # relative to the repository, else the file's name (QAX_SHOW_PATHS)
         command = " ".join(["python -m core.sweeps", "--show", shlex.quote(sweep["name"]), "--db",
                             shlex.quote(shown_db), "--report", shlex.quote(out), "--metric", metric])
-        html, md = reports.build(db_path, sweep["id"], metric=metric, command=command, stored=stored, shown_db=shown_db,
-                                 progress=lambda done, total, label: bar.progress(
-                                     done / total, text=f"Building the report: {label} ({done}/{total})"))
-        bar.empty()
+        with progress_with_cancel("hm_report", "Building the report…", working) as bar:
+            html, md = reports.build(db_path, sweep["id"], metric=metric, command=command, stored=stored,
+                                     shown_db=shown_db, progress=lambda done, total, part: bar(
+                                         done / total, f"Building the report: {part} ({done}/{total})"))
         # a dataset or file: spec named by a server path (a CLI sweep) loses its folder too
         built = (key, config.hide_server_paths(html), config.hide_server_paths(md))
         st.session_state["hm_report"] = built

@@ -10,7 +10,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from components.cancellable import progress_with_cancel, say_if_cancelled
 from components.export import csv_download, figure_downloads, file_stem
+from components.frame import run_output
 from components.text import md_escape
 from core.models import routes
 
@@ -90,8 +92,13 @@ def render(models: list[str]) -> None:
         lang = cols[1].selectbox("Source language", XQUAD_SOURCES, key="routes_lang")
         n = cols[2].number_input("Questions", min_value=10, max_value=1190, value=30, step=10, key="routes_n")
         go_run = st.form_submit_button("Compare the three routes")
+    working = run_output()   # the bar and Cancel, the model's load
+    say_if_cancelled("routes", working, "the comparison stopped at the question it was on, and nothing of it "
+                                        "was stored.")
     if go_run and model:
-        _run_here(model, lang, int(n))
+        with working.container():
+            _run_here(model, lang, int(n))
+        working.empty()
         stored = stored_results()
     if not stored:
         st.info("No route comparison is stored yet: run one above, or with the command line.")
@@ -113,14 +120,15 @@ def _run_here(model: str, lang: str, n: int) -> None:
     from components import loaders
     from core.translate.translators import default_translator
 
-    bar = st.progress(0.0, text=md_escape(f"{model} on {n} questions in {lang}: three routes"))
-    try:
-        engine = loaders.engine(model)
-        row = routes.run_language(lang, engine, engine, default_translator(), first=n,
-                                  progress=lambda done, total: bar.progress(done / total))
-    except (ValueError, OSError) as e:
-        st.error(md_escape(f"The comparison could not run: {e}"))
-        return
+    what = f"{model} on {n} questions in {lang}: three routes"
+    with progress_with_cancel("routes", what) as bar:
+        try:
+            engine = loaders.engine(model)
+            row = routes.run_language(lang, engine, engine, default_translator(), first=n,
+                                      progress=lambda done, total: bar(done / total, f"{what} ({done}/{total})"))
+        except (ValueError, OSError) as e:
+            st.error(md_escape(f"The comparison could not run: {e}"))
+            return
     row |= {"model": model, "english_model": model}
     folder = results_dir()
     folder.mkdir(parents=True, exist_ok=True)
@@ -129,4 +137,3 @@ def _run_here(model: str, lang: str, n: int) -> None:
     tmp.write_text(json.dumps([row], indent=1, ensure_ascii=False), encoding="utf-8")
     tmp.replace(target)
     st.session_state["routes_file"] = target.name
-    bar.empty()

@@ -108,6 +108,9 @@ def summarise(lang: str, scores: dict[str, list[float]], seed: int = 0) -> dict:
     return row
 
 
+CHUNK = 64   # questions translated and answered between two progress reports
+
+
 def run_language(lang: str, multilingual, english, translator, first: int | None = None,
                  seed: int = 0, progress=None) -> dict:
     """The three routes for XQuAD in ``lang`` (engines: ``multilingual`` for cross and native,
@@ -120,22 +123,29 @@ def run_language(lang: str, multilingual, english, translator, first: int | None
         items = items[:first]
     if len(items) < 2:
         raise ValueError(f"xquad.{lang}: fewer than 2 questions with answers in both languages")
-    questions = [it.question for it in items]
+    n = len(items)
     preds: dict[str, list[str]] = {}
-    step = (lambda i: progress(i, 3)) if progress else (lambda i: None)
     missing = None
     if translator is None:
         missing = "no offline machine translation is installed"
     elif (lang, "en") not in translator.available_pairs():
         missing = f"the translator has no {lang}->en pair"
-    else:
-        english_questions = translator.translate(questions, lang, "en")
-        preds["translate"] = _answers(english, english_questions, [it.context_en for it in items])
-    step(1)
-    preds["cross"] = _answers(multilingual, questions, [it.context_en for it in items])
-    step(2)
-    preds["native"] = _answers(multilingual, questions, [it.context for it in items])
-    step(3)
+    routes_run = {"translate": (english, lambda part: translator.translate(part, lang, "en"), "context_en"),
+                  "cross": (multilingual, None, "context_en"), "native": (multilingual, None, "context")}
+    for k, (route, (engine, translate, context)) in enumerate(routes_run.items()):
+        if route == "translate" and missing:
+            if progress:
+                progress((k + 1) * n, 3 * n)
+            continue
+        preds[route] = []
+        # a chunk at a time, so a page's Cancel (at the next report) stops within one
+        for at in range(0, n, CHUNK):
+            part = items[at:at + CHUNK]
+            asked = [it.question for it in part]
+            preds[route] += _answers(engine, translate(asked) if translate else asked,
+                                     [getattr(it, context) for it in part])
+            if progress:
+                progress(k * n + at + len(part), 3 * n)
     row = summarise(lang, route_scores(preds, items, lang), seed)
     if missing:
         row["translate_missing"] = missing
