@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import math
+import random
+import time
 
 import streamlit as st
 
@@ -259,16 +261,16 @@ def _relabel_models(key: str, lang: str | None, models: dict, best: list[str]) -
         persist.hand_over({key: value})
 
 
+STALE_S = 30.0   # a stale question box comes within seconds of an item change; typing a question takes longer
+
+
 def item_picker(key: str, upload_box=None):
     """Pick a dataset item (number input + "Random item"); returns (dataset, example) or stops.
     With ``upload_box`` (a container for the upload expander), the dataset and the item share a row.
 
     When the item changes, the page's question box (``<key>_question``) is reset to its question,
-    and stays so when the next run brings the box's old value back from the browser.
+    and stays so while the browser still sends the box's old value back (:data:`STALE_S`).
     """
-    import random
-    import time
-
     if upload_box is not None:
         c0, c1, c2 = st.columns([2.6, 2, 1.8], vertical_alignment="bottom")
         with c0:
@@ -289,17 +291,17 @@ def item_picker(key: str, upload_box=None):
     ex = ds.examples[int(idx)]
     s, question, replaced = st.session_state, f"{key}_question", f"{key}_question_replaced"
     if s.get(f"{key}_item_id") != (ds.name, ex.id):
-        s[replaced] = (s.get(question), ex.question)
+        s[replaced] = (s.get(question), ex.question, time.monotonic())
         s[f"{key}_item_id"] = (ds.name, ex.id)
         s[question] = ex.question
-    elif (was := s.get(replaced)) and s.get(question) == was[0] != was[1]:
+    elif (was := s.get(replaced)) and s.get(question) == was[0] != was[1] and time.monotonic() - was[2] < STALE_S:
         # A click that lands while the item's run is still drawing sends the question box's old
         # value with it, and a browser's widget value outranks one set in a run that was cut
         # short: the box would show the new item's question while the models answer the old one
-        # (and a copied link would carry it).
+        # (and a copied link would carry it). Two such clicks in a row (a loaded server) send it
+        # twice, so the old value is put right until the browser sends the new one back.
         s[question] = was[1]
-        s.pop(replaced)
-    else:
+    else:   # the browser has the new question, or the old one was typed again on purpose
         s.pop(replaced, None)
     return ds, ex
 

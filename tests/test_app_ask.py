@@ -120,24 +120,37 @@ def test_ask_picker_marks_models_not_trained_for_the_passage_language_and_hub_mo
     assert "tiny-a" in _html(at)                                          # the others still answer
 
 
-def test_question_follows_the_item_when_the_browser_sends_the_old_question_back(tiny_env):
+def test_question_follows_the_item_when_the_browser_sends_the_old_question_back(tiny_env, monkeypatch):
     """A click that lands while the new item's run is still drawing carries the question box's old
-    value; the box (and what the models answer) stays the new item's question. A question typed
-    afterwards is the user's, even the old one."""
+    value, twice in a row on a loaded server; the box (and what the models answer) stays the new
+    item's question. Once the browser has sent the new question back, or half a minute later, a
+    question typed is the user's, even the old one."""
+    from components import pickers
+
     at = AppTest.from_file("../app.py", default_timeout=120).run()
     first = at.text_area(key="ask_question").value
     at.number_input(key="ask_item").set_value(1).run()
     second = at.text_area(key="ask_question").value
     assert second and second != first
-    at.text_area(key="ask_question").set_value(first)   # the browser's stale value, sent with the click
-    at.button(key="ask_go").click().run()
-    assert not at.exception
-    assert at.text_area(key="ask_question").value == second
-    assert at.session_state["ask_result"]["question"] == second
+    for _ in range(2):   # the browser's stale value, sent with two clicks
+        at.text_area(key="ask_question").set_value(first)
+        at.button(key="ask_go").click().run()
+        assert not at.exception
+        assert at.text_area(key="ask_question").value == second
+        assert at.session_state["ask_result"]["question"] == second
+    at.run()   # the browser sends the new question back: in step from here on
     at.text_area(key="ask_question").input(first).run()   # typed on purpose, later: kept
     at.button(key="ask_go").click().run()
     assert at.text_area(key="ask_question").value == first
     assert at.session_state["ask_result"]["question"] == first
+
+    at.number_input(key="ask_item").set_value(2).run()   # no run in step this time, but half a minute on
+    third = at.text_area(key="ask_question").value
+    now = pickers.time.monotonic()
+    monkeypatch.setattr(pickers.time, "monotonic", lambda: now + pickers.STALE_S + 1)
+    at.text_area(key="ask_question").input(first).run()
+    at.button(key="ask_go").click().run()
+    assert third != first and at.session_state["ask_result"]["question"] == first
 
 
 def test_the_not_scored_note_points_to_the_gold_box_where_it_is(tiny_env):
