@@ -84,7 +84,7 @@ def shown_path(path: str | Path, hidden: str | None = None) -> str:
 
 
 # The environment variables that move a server folder: the roots below are recomputed when one changes.
-_ROOT_ENVS = ("QAX_DATA_DIR", "QAX_CACHE_DIR", "QAX_SWEEP_DB", "QAX_EXTRA_ROOTS", "QAX_MODELS_TOML",
+_ROOT_ENVS = ("QAX_DATA_DIR", "QAX_CACHE_DIR", "QAX_SWEEP_DB", "QAX_RUNS_DIR", "QAX_EXTRA_ROOTS", "QAX_MODELS_TOML",
               "QAX_BEAT_DB", "HOME")
 # A path under a root runs until whitespace, a quote or a closing bracket; a final '.', ':' or ','
 # is the sentence's, not the path's.
@@ -147,18 +147,18 @@ def _shorten(m: re.Match) -> str:
 
 # ------------------------------------------------------------------------------------ confinement
 
-DEFAULT_SWEEP_DB = "runs/sweeps.sqlite"
-
-
 def runs_dir() -> Path:
-    """``<repo_root>/runs``: where the CLIs write by default (not created here)."""
-    return repo_root() / "runs"
+    """Where the CLIs write by default (not created here): QAX_RUNS_DIR, else ``<repo_root>/runs``;
+    a relative path starts at the repository root."""
+    path = Path(os.environ.get("QAX_RUNS_DIR") or "runs").expanduser()
+    return path if path.is_absolute() else repo_root() / path
 
 
 def sweep_db_default() -> Path:
-    """The sweep database the app opens first: QAX_SWEEP_DB, else ``runs/sweeps.sqlite``; a
-    relative path starts at the repository root (the app finds the CLI's sweeps from any folder)."""
-    path = Path(os.environ.get("QAX_SWEEP_DB") or DEFAULT_SWEEP_DB).expanduser()
+    """The sweep database the app opens first: QAX_SWEEP_DB, else ``sweeps.sqlite`` in the runs
+    folder; a relative path starts at the repository root (the app finds the CLI's sweeps from any
+    folder)."""
+    path = Path(os.environ.get("QAX_SWEEP_DB") or runs_dir() / "sweeps.sqlite").expanduser()
     return (path if path.is_absolute() else repo_root() / path).resolve()
 
 

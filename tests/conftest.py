@@ -1,5 +1,8 @@
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -14,6 +17,13 @@ sys.path.insert(0, str(ROOT / "tests"))
 # 0 beside two busy processes, and the Ray file was the suite's critical path (1,053 s of 1,596).
 # Every Ray this suite starts, in-process or in a CLI it runs, inherits this.
 os.environ["RAY_worker_niceness"] = "0"
+
+# The runs folder (core.config.runs_dir: the default sweep database, the command lines' outputs) is
+# a temporary one per test process: a developer's own sweeps in the checkout's runs/ were listed
+# beside a test's database of the same name and failed seven page tests, and the tests' sweeps
+# stayed in runs/. Every server and command line a test starts inherits it.
+os.environ["QAX_RUNS_DIR"] = tempfile.mkdtemp(prefix="qax-test-runs-")
+atexit.register(shutil.rmtree, os.environ["QAX_RUNS_DIR"], True)
 
 
 # The quick tier is ``pytest -m "not slow"`` (the README's quick command): these files are marked

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from core import cli
+from core import cli, config
 from core.budgets import (
     MAX_BATCH_SIZE,
     MAX_CHUNK,
@@ -66,8 +66,9 @@ def _build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--seed", type=cli.seed, default=0, help="base seed for sampling and perturbing (default 0)")
     ap.add_argument("--sample", type=cli.Count(MAX_QUESTIONS), default=None, help="use a seeded sample of N examples")
     ap.add_argument("--name", default=None, help="sweep name (default: <dataset>-<config hash>)")
-    ap.add_output("--db", default=DEFAULT_DB, also_input=True,
-                  help=f"SQLite results file, written by a sweep, read by --list and --show (default {DEFAULT_DB})")
+    ap.add_output("--db", default=str(config.sweep_db_default()), also_input=True,
+                  help="SQLite results file, written by a sweep, read by --list and --show (default: the app's, "
+                       f"QAX_SWEEP_DB, else sweeps.sqlite in QAX_RUNS_DIR, else {DEFAULT_DB} in the repository)")
     ap.add_input("--data-dir", default=None, help="data directory (default: QAX_DATA_DIR or ../shared/data)")
     ap.add_argument("--chunk-size", type=cli.Count(MAX_CHUNK), default=256,
                     help="units per committed chunk (default 256)")
