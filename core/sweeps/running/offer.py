@@ -6,8 +6,8 @@ stored sweep's configuration rebuilt for Resume (the Sweeps page draws only the 
   which only the command line may set (never typed in a browser, nor resumed from one);
 * :func:`planned_rows` - the result rows of a planned sweep (clean + perturbed, every model);
 * :func:`coverage` - how many of the planned questions each perturbation can run on, and why not
-  on the others (natural noise exists only for the ids its set holds; a voice, a translator or a
-  language may be missing), so an empty column is known before the sweep, not after;
+  on the others (its language; natural noise exists only for the ids its set holds), so an empty
+  column is known before the sweep, not after (a missing voice or translator is found by the run);
 * :func:`resume_config` - a stored sweep's :class:`SweepConfig`, as it was started;
 * :func:`resume_note` - what to tell the user about a stored sweep before resuming it (still
   running elsewhere, or interrupted: its process is gone);
