@@ -64,6 +64,8 @@ def natural_set_conditions(name: str, *, sample: int | None = 200, tts_engines: 
             raise AgreementError(f"unknown ASR engine {engine!r}; known: {', '.join(asr.ENGINE_NAMES)}")
     examples: list[QAExample] = []
     natural: dict[str, dict[str, str]] = {}
+    if progress:   # the first read of a natural set takes ~12 s here; later ones are cached
+        progress(0, 1, f"Reading the natural set {name} and its original questions…")
     for condition in NATURAL_SETS[name]:
         originals, noisy = natural_pairs(condition, data_dir)
         natural[condition] = {ex.id: q for ex, q in zip(originals, noisy)}
