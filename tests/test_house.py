@@ -497,3 +497,26 @@ def test_the_download_check_sees_a_default_button(tmp_path):
     page.write_text('import streamlit as st\nst.download_button("a", b"", "a.csv")\n'
                     'st.download_button("b", b"", "b.csv", on_click="ignore")\n')
     assert [line.rsplit(":", 1)[1] for line in _downloads_that_rerun([page])] == ["2"]
+
+
+# Where a progress bar may be drawn without components/cancellable.py, and why. A long job run in a
+# page's own run gets its bar and Cancel from there ("every long job shows progress and can be
+# cancelled"); a new bar elsewhere needs a reason here.
+BARS_WITHOUT_CANCELLABLE = {
+    "components/cancellable.py": "the bar beside Cancel",
+    "components/job_progress.py": "a background sweep's bar, beside its own Cancel",
+    "components/attribution.py": "a background attribution run, beside its own Cancel",
+    "components/demo_sweep.py": "the bundled demo sweep, built once in about ten seconds",
+    "components/heatmaps/rows_table.py": "a sweep's rows, read once into the server's shared table",
+    "pages/speech_trial.py": "the trial's count of recorded questions, not a job",
+}
+
+
+def _progress_calls(files: list[Path]) -> set[str]:
+    return {_rel(f) for f in files for node in ast.walk(_tree(f))
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "progress"}
+
+
+def test_every_progress_bar_is_cancellable_or_says_why_not():
+    assert _progress_calls(UI_FILES) <= set(BARS_WITHOUT_CANCELLABLE), \
+        sorted(_progress_calls(UI_FILES) - set(BARS_WITHOUT_CANCELLABLE))
