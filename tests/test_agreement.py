@@ -73,9 +73,11 @@ class KeywordEngine:
     """Answers by keyword, so the flips are known by hand: 'germany' -> Berlin, 'capital' ->
     'the Paris.' (normalises to 'paris'), anything else -> 'France'; an empty question -> no answer."""
 
-    def predict(self, questions, contexts, n_best=5, skip_invalid=False):
+    def predict(self, questions, contexts, n_best=5, skip_invalid=False, progress=None):
         out = []
-        for q in questions:
+        for i, q in enumerate(questions):
+            if progress and i:
+                progress(i, len(questions))
             if not q.strip():
                 out.append(agreement_prediction(None))
             elif "germany" in q.lower():
@@ -143,11 +145,9 @@ def test_keyboard_condition_is_the_catalogues_draw_under_the_seed():
     assert agreement.keyboard_condition(exs, 1.0, seed=0)[0] != exs[0].question   # p=1: every word changes
 
 
-def test_compare_reports_each_chunk_answered_and_stops_at_the_next_when_told(monkeypatch):
-    """Progress counts questions over every model and condition, a chunk at a time; a callback that
-    raises (a page's Cancel ending its run) stops the comparison before the next chunk is answered."""
-    monkeypatch.setattr(agreement, "CHUNK", 3)
-
+def test_compare_reports_the_engines_progress_and_stops_at_the_next_report_when_told():
+    """Progress counts questions over every model and condition, as the engine reports them; a
+    callback that raises (a page's Cancel ending its run) stops the comparison at that report."""
     class Counting(KeywordEngine):
         asked: list[int] = []
 
@@ -158,21 +158,22 @@ def test_compare_reports_each_chunk_answered_and_stops_at_the_next_when_told(mon
     conditions = {"natural:x": ["what is the capital", "what is germany", "", "what is the capitol"]}
     seen = []
     agreement.compare(examples(), conditions, {"kw": Counting()}, progress=lambda d, t, w: seen.append((d, t, w)))
-    assert Counting.asked == [3, 1, 3, 1]   # 4 questions in chunks of 3, typed then natural
-    assert [(d, t) for d, t, _ in seen] == [(0, 8), (3, 8), (4, 8), (4, 8), (7, 8), (8, 8), (8, 8)]
-    assert seen[1][2] == "kw: the typed questions (3/4)" and seen[4][2] == "kw: natural:x (3/4)"
+    assert Counting.asked == [4, 4]   # one call per condition: the engine batches as it always did
+    assert [(d, t) for d, t, _ in seen] == [(0, 8), (1, 8), (2, 8), (3, 8), (4, 8), (5, 8), (6, 8), (7, 8),
+                                            (8, 8)]
+    assert seen[1][2] == "kw: the typed questions (1/4)" and seen[5][2] == "kw: natural:x (1/4)"
 
     class Cancelled(Exception):
         pass
 
-    def cancel_after_first_chunk(done, total, what):
-        if done > 0:
+    def cancel_at_the_second_report(done, total, what):
+        if done > 1:
             raise Cancelled
 
     Counting.asked = []
     with pytest.raises(Cancelled):
-        agreement.compare(examples(), conditions, {"kw": Counting()}, progress=cancel_after_first_chunk)
-    assert Counting.asked == [3]
+        agreement.compare(examples(), conditions, {"kw": Counting()}, progress=cancel_at_the_second_report)
+    assert Counting.asked == [4]   # the natural condition was never asked
 
 
 def test_compare_refuses_mismatched_conditions():

@@ -259,21 +259,13 @@ class Agreement:
                 "flip_rates": flip_rates(self), "kappa": self.kappas, "questions": self.rows}
 
 
-CHUNK = 128   # questions a model answers between two progress reports (a sweep's default chunk)
-
-
 def _answers(engine: Any, questions: Sequence[str], contexts: Sequence[str],
-             reached: Callable[[int], None] | None = None) -> list[str]:
-    """The best answer to each question, ``CHUNK`` at a time; ``reached(n)`` after each chunk (a
-    page's Cancel takes effect there, not after a whole condition of a large sample)."""
-    texts: list[str] = []
-    for at in range(0, len(questions), CHUNK):
-        preds = engine.predict(list(questions[at:at + CHUNK]), list(contexts[at:at + CHUNK]), n_best=1,
-                               skip_invalid=True)
-        texts += [p.best.text if p.best is not None else "" for p in preds]
-        if reached:
-            reached(len(texts))
-    return texts
+             reached: Callable[[float], None] | None = None) -> list[str]:
+    """The best answer to each question; ``reached(share done)`` as the engine reports its
+    batches (the protocol's ``progress``), where a page's Cancel takes effect."""
+    progress = (lambda done, total: reached(done / max(total, 1))) if reached else None
+    preds = engine.predict(list(questions), list(contexts), n_best=1, skip_invalid=True, progress=progress)
+    return [p.best.text if p.best is not None else "" for p in preds]
 
 
 def _kappa_row(model: str, a: str, b: str, fa: list[bool], fb: list[bool], seed: int, n_boot: int) -> dict[str, Any]:
@@ -316,8 +308,11 @@ def compare(examples: Sequence[QAExample], conditions: Mapping[str, Sequence[str
     n = len(examples)
     steps, step = len(engines) * (len(names) + 1), 0
 
-    def reached(what: str):   # progress in questions answered, over every model and condition
-        return (lambda done: progress(step * n + done, steps * n, f"{what} ({done:,}/{n:,})")) if progress else None
+    def reached(what: str):   # progress in questions answered, over every model and condition (``step``: now)
+        def report(share: float) -> None:
+            done = round(share * n)
+            progress(step * n + done, steps * n, f"{what} ({done:,}/{n:,})")
+        return report if progress else None
 
     for model, engine in engines.items():
         if progress:
