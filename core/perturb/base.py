@@ -350,10 +350,9 @@ class Perturbation(abc.ABC):
         """:meth:`why_not` as far as it can be told without loading a tagger, an encoder or a
         voice: the language, and the subclass's reason only when it ``depends_on_question`` (a
         form asks this while the user is still choosing; the run asks :meth:`why_not`)."""
-        resolved = self.resolve_params(params or {})
-        if self.languages is not None and example.lang not in self.languages:
-            return self._reason(example, resolved)
-        return self._why_not(example, resolved) if self.depends_on_question else None
+        if self.depends_on_question or (self.languages is not None and example.lang not in self.languages):
+            return self._reason(example, self.resolve_params(params or {}))
+        return None
 
     def is_compatible(self, example: QAExample) -> bool:
         """Whether this perturbation can run on ``example`` with its default parameters (LIT's name)."""

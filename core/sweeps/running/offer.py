@@ -24,7 +24,7 @@ from typing import Any
 
 from core import config
 from core.perturb.base import names_a_resource
-from core.perturb.spec import PerturbationSpec, chain_steps
+from core.perturb.spec import PerturbationSpec, chain_step_specs, chain_steps, spec_label
 from core.sweeps.config import SweepConfig
 
 MAX_CHALLENGE_FILES = 300
@@ -108,8 +108,6 @@ def coverage(specs: Sequence[PerturbationSpec], examples: Sequence[Any], catalog
     ...     PerturbationSpec("misspell_Q")], [de, en])]
     [('misspell_Q', 1, 2, "misspell_Q supports languages en, not 'de'")]
     """
-    from core.perturb.spec import chain_step_specs, spec_label
-
     if catalogue is None:
         from core.perturb import registry
 
