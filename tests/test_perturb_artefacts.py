@@ -72,6 +72,11 @@ def test_entity_placeholder_generic_and_tag():
     v = run("entity_placeholder_Q", "Where did Barack Obama's wife study?", style="tag")
     assert v.text == "Where did [PER]'s wife study?" and v.meta["label"] == "PER"
     assert run("entity_placeholder_Q", "谁在北京创立了这家公司？", lang="zh").text == "谁在某地创立了这家公司？"
+    # XQuAD-zh: jieba tags the transliterated part of a name "nrt", and an interpunct joins the
+    # parts of a foreign name; the whole name is replaced (it was "某人里德", "某人·坎克利")
+    jared = run("entity_placeholder_Q", "贾里德在职业生涯中有多少次擒杀？", lang="zh")
+    assert jared.text == "某人在职业生涯中有多少次擒杀？"
+    assert run("entity_placeholder_Q", "卢克·坎克利贡献了多少次擒抱？", lang="zh").text == "某人贡献了多少次擒抱？"
     assert run("entity_placeholder_Q", "What is the capital?") is None
     with pytest.raises(PerturbationError):
         run("entity_placeholder_Q", BRIDGE, style="brackets")

@@ -169,7 +169,20 @@ _ICTCLAS_TO_UPOS = {
     "q": "NOUN", "r": "PRON", "s": "NOUN", "t": "NOUN", "u": "PART", "v": "VERB", "vd": "VERB",
     "vn": "NOUN", "w": "PUNCT", "x": "X", "y": "PART", "z": "ADJ", "eng": "X",
 }
-_ICTCLAS_ENT = {"nr": "PER", "ns": "LOC", "nt": "ORG"}
+# Entities by the tag's prefix: jieba tags a transliterated name "nrt" ("里德" of "贾里德", Jared)
+# and a foreign one "nrfg"; an exact match on "nr" left such names half replaced ("某人里德").
+_ICTCLAS_ENT = (("nr", "PER"), ("ns", "LOC"), ("nt", "ORG"))
+# The interpunct between the parts of a transliterated name ("卢克·坎克利", Luke Kuechly).
+_NAME_JOINERS = frozenset("·•‧・")
+
+
+def ictclas_entity(flag: str) -> str:
+    """PER / LOC / ORG for a jieba (ICTCLAS) tag, "" for any other.
+
+    >>> [ictclas_entity(f) for f in ("nr", "nrt", "nrfg", "ns", "nt", "nz", "n")]
+    ['PER', 'PER', 'PER', 'LOC', 'ORG', '', '']
+    """
+    return next((label for prefix, label in _ICTCLAS_ENT if flag.startswith(prefix)), "")
 
 
 def ictclas_to_upos(flag: str, word: str) -> str:
@@ -192,8 +205,19 @@ def _tag_zh(text: str) -> list[Token]:
         if pair.word.isspace():
             continue
         tokens.append(Token(pair.word, start, cursor, ictclas_to_upos(pair.flag, pair.word),
-                            _ICTCLAS_ENT.get(pair.flag, "")))
-    return tokens
+                            ictclas_entity(pair.flag)))
+    return [_join_name(tokens, i) if t.text in _NAME_JOINERS else t for i, t in enumerate(tokens)]
+
+
+def _join_name(tokens: list[Token], i: int) -> Token:
+    """An interpunct between two parts of one name (no space on either side) takes the name's label,
+    so the name is one entity; anywhere else it stays punctuation."""
+    joiner = tokens[i]
+    before, after = tokens[i - 1] if i else None, tokens[i + 1] if i + 1 < len(tokens) else None
+    if before and after and before.ent == after.ent == "PER" and before.end == joiner.start \
+            and joiner.end == after.start:
+        return Token(joiner.text, joiner.start, joiner.end, joiner.pos, "PER")
+    return joiner
 
 
 _TAGGERS = {"en": ("spacy:" + SPACY_EN_MODEL, _tag_en), "de": ("hanta", _tag_de), "zh": ("jieba", _tag_zh)}
