@@ -334,9 +334,12 @@ def test_perturbations_that_cannot_run_on_the_planned_questions_are_named_before
     the planned ids, is named with the count it runs on and why; one that runs everywhere is not."""
     at = AppTest.from_file(PAGE, default_timeout=180).run()
     at.multiselect(key="sw_fam_case").set_value(["TUQ"])
-    at.multiselect(key="sw_fam_natural").set_value(["natural_Q"]).run()
+    at.multiselect(key="sw_fam_natural").set_value(["natural_Q"])
+    at.multiselect(key="sw_fam_character").set_value(["RUQ"]).run()
     assert not at.exception, at.exception
     warned = shown(" ".join(w.value for w in at.warning))
+    assert ("**RUQ** can run on none of the 12 planned questions (RUQ replaces umlauts and ß, and this question has "
+            "none, and others)") in warned   # told from the questions' text: an empty column
     assert ("**natural_Q(source=asr_human)** can run on none of the 12 planned questions (HeySQuAD has no natural "
             "version of question 'demo-en-01-q1', and others)") in warned
     assert "TUQ" not in warned

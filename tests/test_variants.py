@@ -80,7 +80,7 @@ def test_notes_say_why_no_row():
 
     _, notes = generate_variants(EX, [Choice("RUQ")], seed=0, repeats=3)   # no umlaut: returns None
     assert [(n.perturbation, n.repeat, n.status) for n in notes] == [("RUQ", 0, "n/a")]
-    assert "Replace umlauts" in notes[0].message
+    assert notes[0].message == "RUQ returned no variant: RUQ replaces umlauts and ß, and this question has none"
 
     _, notes = generate_variants(EX, [Choice("DRQ", {"n_words": 9})], seed=0, repeats=1)
     assert [(n.status, n.message) for n in notes] == [("skipped", "DRQ: parameter 'n_words' must be in [1, 4], got 9")]

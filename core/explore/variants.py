@@ -197,8 +197,10 @@ def generate_variants(
                 notes.append(Note(p.id, r, "error", f"{type(e).__name__}: {e}"))
             else:
                 if not variants:
-                    notes.append(Note(p.id, r, "n/a", f"{p.id} returned no variant: this example has nothing "
-                                                     f"it can change ({p.description})"))
+                    single_params = None if is_chain(choice.id) else params
+                    notes.append(Note(p.id, r, "n/a", f"{p.id} returned no variant: " + (
+                        p.nothing_to_change(example, single_params)
+                        or f"this example has nothing it can change ({p.description})")))
             for k, v in enumerate(variants or []):
                 # A repeat that drew the very same variant (a paraphraser with one good rewrite)
                 # is one row that says which repeats gave it, not three identical rows.

@@ -11,7 +11,9 @@ as ``p(example, rng, **params)``) is a fixed template:
    callers ask ``why_not`` first and show the reason;
 3. call ``_apply`` with the resolved parameters and all randomness drawn from the ``rng`` passed in;
 4. check its variants (each of the declared field), drop repeats of one text, and return them, or
-   ``None`` when there is nothing to change (no verb, no umlaut, ...).
+   ``None`` when there is nothing to change (no verb, no umlaut, ...). Where the question's text
+   alone tells that, :meth:`~Perturbation.nothing_to_change` says so without running anything
+   (the Sweeps page asks it of every planned question; a sweep stores it as the row's note).
 
 Offsets: every :class:`Edit` refers to the ORIGINAL text of one field (question or context).
 :func:`splice` writes edits into a text; :func:`apply_edits` applies non-overlapping edits to an
@@ -352,6 +354,23 @@ class Perturbation(abc.ABC):
         form asks this while the user is still choosing; the run asks :meth:`why_not`)."""
         if self.depends_on_question or (self.languages is not None and example.lang not in self.languages):
             return self._reason(example, self.resolve_params(params or {}))
+        return None
+
+    def nothing_to_change(self, example: QAExample, params: dict[str, Any] | None = None) -> str | None:
+        """Why ``example``'s own text leaves this perturbation nothing to change (a case change on a
+        question without a letter that has case, keyboard noise on one without a letter of the
+        keyboard), or None when it may change something.
+
+        Told from the text alone, so a form asks it for every planned question before a sweep (a
+        Chinese question gives the case perturbations nothing, whole languages fall out); where it
+        gives a reason, :meth:`apply` returns None, and the sweep stores this sentence as the note.
+        Unlike :meth:`why_not` it is no refusal: ``apply`` may still be called.
+        """
+        return self._nothing_to_change(example, self.resolve_params(params or {}))
+
+    def _nothing_to_change(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        """The subclass's side of :meth:`nothing_to_change`: cheap, loading nothing; never a reason
+        where ``_apply`` could give a variant."""
         return None
 
     def is_compatible(self, example: QAExample) -> bool:

@@ -51,6 +51,13 @@ class CaseChange(QuestionPerturbation):
     def transform(self, text: str) -> str:
         raise NotImplementedError
 
+    def _nothing_to_change(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        if self.transform(example.question) != example.question:
+            return None
+        if not any(ch.lower() != ch.upper() for ch in example.question):
+            return f"{self.id} changes letter case, and this question has no letter with case"
+        return f"{self.id} leaves this question as it is: it is written that way already"
+
     def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         new = self.transform(example.question)
         if new == example.question:
@@ -137,6 +144,11 @@ class RUQ(QuestionPerturbation):
     randomised = False
     description = "Replace umlauts and ß: ä->ae, ö->oe, ü->ue, ß->ss"
 
+    def _nothing_to_change(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        if any(ch in UMLAUTS for ch in example.question):
+            return None
+        return "RUQ replaces umlauts and ß, and this question has none"
+
     def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         edits = [Edit(i, i + 1, UMLAUTS[ch], "replace_umlaut") for i, ch in enumerate(example.question)
                  if ch in UMLAUTS]
@@ -156,6 +168,12 @@ class TypoQ(QuestionPerturbation):
         Param("rate", 0.1, "probability that a letter is replaced by a neighbouring key", min=0.0, max=1.0),
         Param("layout", "qwertz", "the keyboard the typist uses", choices=tuple(sorted(keyboards.LAYOUTS))),
     )
+
+    def _nothing_to_change(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        neighbours = keyboards.neighbours(params["layout"])
+        if any(len(ch.lower()) == 1 and neighbours.get(ch.lower()) for ch in example.question):
+            return None
+        return f"typo_Q types on a {params['layout'].upper()} keyboard, and this question has no letter of it"
 
     def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         neighbours = keyboards.neighbours(params["layout"])

@@ -47,6 +47,12 @@ class _KeyboardWordClass(Perturbation):
     def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
         return tagger_problem(example.lang)
 
+    def _nothing_to_change(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        # before tagging: without a letter of the keyboard no word of any class is eligible
+        if any(ch.lower() in NOISEQA_ROWWISE_QWERTY for ch in example.question):
+            return None
+        return f"{self.id} types on a QWERTY keyboard, and this question has no letter of it"
+
     def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         eligible = [t for t in tokens_of_class(example.question, example.lang, self.word_class)
                     if len(t.text) > 1 and any(ch.lower() in NOISEQA_ROWWISE_QWERTY for ch in t.text)]

@@ -46,13 +46,21 @@ class KeyboardQ(Perturbation):
     parameters = (Param("p", 0.25, "probability that a word gets one keyboard typo", min=0.0, max=1.0, step=0.05),)
     source = SOURCE
 
+    def _nothing_to_change(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        layout = layout_for(example.lang)
+        if any(len(t.group()) > 1 and _eligible_positions(t.group(), rowwise(layout))
+               for t in _TOKEN_RE.finditer(example.question)):
+            return None
+        return (f"keyboard_Q types on a {layout.upper()} keyboard, and no word of this question (split at spaces) "
+                "has a letter of it")
+
     def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
+        if self._nothing_to_change(example, params):
+            return None
         # NoiseQA's exact QWERTY map for English; a German speaker types on QWERTZ (no y/z swap
         # in its typos on QWERTY), a French one on AZERTY.
         keys = rowwise(layout_for(example.lang))
         tokens = list(_TOKEN_RE.finditer(example.question))
-        if not any(len(t.group()) > 1 and _eligible_positions(t.group(), keys) for t in tokens):
-            return None
         edits, changed = [], []
         for token in tokens:
             if rng.random() >= params["p"] or len(token.group()) <= 1:

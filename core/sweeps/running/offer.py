@@ -6,8 +6,9 @@ stored sweep's configuration rebuilt for Resume (the Sweeps page draws only the 
   which only the command line may set (never typed in a browser, nor resumed from one);
 * :func:`planned_rows` - the result rows of a planned sweep (clean + perturbed, every model);
 * :func:`coverage` - how many of the planned questions each perturbation can run on, and why not
-  on the others (its language; natural noise exists only for the ids its set holds), so an empty
-  column is known before the sweep, not after (a missing voice or translator is found by the run);
+  on the others (its language; natural noise exists only for the ids its set holds; a question
+  whose text leaves it nothing to change, as case in Chinese), so an empty column is known before
+  the sweep, not after (a missing voice or translator is found by the run);
 * :func:`resume_config` - a stored sweep's :class:`SweepConfig`, as it was started;
 * :func:`resume_note` - what to tell the user about a stored sweep before resuming it (still
   running elsewhere, or interrupted: its process is gone);
@@ -99,14 +100,17 @@ def coverage(specs: Sequence[PerturbationSpec], examples: Sequence[Any], catalog
              limit: int = MAX_COVERAGE_CHECKS) -> list[Coverage]:
     """For each catalogue spec (a chain: its first step; files pair by themselves) that cannot run
     on every one of the first ``limit`` ``examples``: how many it can, and the first reason, as far
-    as it is known before loading anything (the language, and the questions natural noise holds).
+    as it is known before loading anything (the language, the questions natural noise holds, and
+    :meth:`~core.perturb.base.Perturbation.nothing_to_change`).
 
     >>> from core.types import QAExample
     >>> de = QAExample("q1", "Wer kam?", "Anna kam.", lang="de")
     >>> en = QAExample("q2", "Who came?", "Anna came.", lang="en")
+    >>> zh = QAExample("q3", "谁来了？", "安娜来了。", lang="zh")
     >>> [(c.label, c.runs, c.checked, c.reason) for c in coverage([PerturbationSpec("drop_qmark_Q"),
-    ...     PerturbationSpec("misspell_Q")], [de, en])]
-    [('misspell_Q', 1, 2, "misspell_Q supports languages en, not 'de'")]
+    ...     PerturbationSpec("misspell_Q"), PerturbationSpec("TUQ")], [de, en, zh])]   # doctest: +NORMALIZE_WHITESPACE
+    [('misspell_Q', 1, 3, "misspell_Q supports languages en, not 'de'"),
+     ('TUQ', 2, 3, 'TUQ changes letter case, and this question has no letter with case')]
     """
     if catalogue is None:
         from core.perturb import registry
@@ -123,7 +127,7 @@ def coverage(specs: Sequence[PerturbationSpec], examples: Sequence[Any], catalog
             params = p.resolve_params(first.params_dict)
         except (KeyError, ValueError):   # the sweep itself says so, with the page's other checks
             continue
-        reasons = [p.why_not_before_loading(ex, params) for ex in checked]
+        reasons = [p.why_not_before_loading(ex, params) or p.nothing_to_change(ex, params) for ex in checked]
         runs = sum(r is None for r in reasons)
         if runs < len(checked):
             found.append(Coverage(spec_label(spec.id, spec.params_dict) if not spec.is_chain else str(spec), runs,

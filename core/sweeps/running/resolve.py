@@ -119,7 +119,7 @@ def registry_spec(spec: PerturbationSpec, repeats: int, catalogue) -> ResolvedSp
         except (PerturbationError, ValueError) as e:
             return Outcome("error", f"{type(e).__name__}: {e}")
         if not variants:
-            return Outcome("n/a", f"{p.id} does not apply to this example")
+            return Outcome("n/a", p.nothing_to_change(example, params) or f"{p.id} does not apply to this example")
         v = variants[0]
         meta = {k: val for k, val in v.meta.items() if _jsonable(val)}
         return Outcome("ok", None, v.example, v.field, bool(v.meta.get("changed", v.text != getattr(example, v.field))),
