@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import regex
+
 __all__ = ["LanguageGuess", "guess_language", "detect_lang", "lang_from_filename", "is_cjk", "LATIN_LANGUAGES"]
 
 _KNOWN_CODES = {"ar", "de", "el", "en", "es", "fr", "hi", "it", "ja", "ko", "nl", "pt", "ro",
@@ -139,7 +141,8 @@ MARKER_CHARS: dict[str, frozenset[str]] = {
     "vi": frozenset("đơư"),
 }
 
-_WORD = re.compile(r"[^\W\d_]+(?:·[^\W\d_]+)?")
+# letters and the combining marks inside them (re's [^\W\d_] has no marks: it cut Hindi's words)
+_WORD = regex.compile(r"[\p{L}\p{M}\p{Nl}\p{No}]+(?:·[\p{L}\p{M}\p{Nl}\p{No}]+)?")
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,23 @@ def test_german_pos_with_hanta():
     assert nlp.analyse("Wann?", "de").backend == "hanta"
 
 
+def test_words_keep_their_combining_marks():
+    """Hindi's vowel signs and virama and Arabic's harakat are combining marks: inside a word, not
+    between words (XQuAD-hi's first question was cut into 13 pieces, "कितने" into "क" and "तन")."""
+    hi = "पैंथर्स डिफ़ेंस ने कितने अंक दिए?"
+    assert [hi[s:e] for s, e in nlp.word_spans(hi, "hi")] == ["पैंथर्स", "डिफ़ेंस", "ने", "कितने", "अंक", "दिए"]
+    ar = "ماذا وجد العلماء أيضاً؟"
+    assert [ar[s:e] for s, e in nlp.word_spans(ar, "ar")] == ["ماذا", "وجد", "العلماء", "أيضاً"]
+    assert [t.text for t in nlp.analyse(hi, "hi").tokens][-2:] == ["दिए", "?"]
+    ex = QAExample("q", hi, "डिफ़ेंस ने 308 अंक दिए।", [Answer("308", 11)], lang="hi")
+    words = set(hi.rstrip("?").split())
+    for seed in range(5):   # SwapRQ swaps two whole words, DRQ deletes one
+        swapped = registry.get("SwapRQ").apply(ex, random.Random(seed))[0].text
+        assert set(swapped.rstrip("?").split()) == words and swapped != hi
+        kept = registry.get("DRQ").apply(ex, random.Random(seed), n_words=1)[0].text.rstrip("?").split()
+        assert len(kept) == len(words) - 1 and set(kept) < words
+
+
 def test_chinese_pos_with_jieba():
     tokens = nlp.pos_tag("北京大学是哪一年成立的？", "zh")
     assert [(t.text, t.pos, t.ent) for t in tokens] == [

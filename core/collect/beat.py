@@ -42,11 +42,12 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
 import time
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import regex
 
 from core.datasets import Dataset
 from core.metrics import score_answer
@@ -200,9 +201,12 @@ def passage_turn(state: MutableMapping[str, Any], dataset: str, n: int, *, new: 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # A word: one CJK ideograph, or a run of other word characters joined by inner - ' ’ . (so
 # "best-known", "don't" and "3.5" stay whole); punctuation marks are tokens of their own.
-_WORD = rf"[{_CJK}]|[^\W{_CJK}]+(?:[-'’.][^\W{_CJK}]+)*"
-_WORD_RE = re.compile(_WORD)
-_TOKEN_RE = re.compile(rf"{_WORD}|[^\w\s]")
+# (Word characters other than CJK are letters, numbers, combining marks and "_": re's \w without
+# the marks cut Hindi's words at their vowel signs; regex's V1 sets subtract the ideographs.)
+_OTHER = rf"[[\p{{L}}\p{{N}}\p{{M}}_]--[{_CJK}]]"
+_WORD = rf"[{_CJK}]|{_OTHER}+(?:[-'’.]{_OTHER}+)*"
+_WORD_RE = regex.compile(_WORD, regex.V1)
+_TOKEN_RE = regex.compile(rf"{_WORD}|[^\p{{L}}\p{{N}}\p{{M}}_\s]", regex.V1)
 
 
 def word_tokens(text: str) -> list[str]:
@@ -212,6 +216,8 @@ def word_tokens(text: str) -> list[str]:
     ['Who', 'was', 'the', 'best-known', 'keeper']
     >>> word_tokens("望川桥建于1907年。")
     ['望', '川', '桥', '建', '于', '1907', '年']
+    >>> word_tokens("जेरेड एलन के पास कितने सैक थे?")   # vowel signs inside their words
+    ['जेरेड', 'एलन', 'के', 'पास', 'कितने', 'सैक', 'थे']
     """
     return _WORD_RE.findall(text)
 

