@@ -415,6 +415,26 @@ def test_discover_datasets(data):
     assert "misspellings/wikipedia" not in infos
 
 
+def test_an_evaluation_set_of_ones_own_under_eval_is_offered_and_never_trained_on(tmp_path):
+    """A SQuAD-style file anywhere under eval/ is an evaluation set: listed with the language its
+    name gives, loadable by that name, and its contexts are refused as training data."""
+    from core.datasets import eval_contexts, load_dataset
+
+    own = tmp_path / "eval" / "own" / "walk.zh.json"
+    own.parent.mkdir(parents=True)
+    context = "望川桥由工匠周明远于1907年主持修建。"
+    own.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": [
+        {"id": "w1", "question": "望川桥是谁主持修建的？", "answers": [{"text": "周明远", "answer_start": 6}]}]}]}]}),
+        encoding="utf-8")
+    (tmp_path / "eval" / "notes.txt").write_text("not a data set")
+    infos = {i.name: i for i in discover_datasets(tmp_path)}
+    assert list(infos) == ["eval/own/walk.zh"]
+    assert (infos["eval/own/walk.zh"].role, infos["eval/own/walk.zh"].lang) == ("eval", "zh")
+    ds = load_dataset("eval/own/walk.zh", tmp_path)
+    assert (ds.lang, [e.answers[0].text for e in ds.examples]) == ("zh", ["周明远"])
+    assert len(eval_contexts(tmp_path)) == 1
+
+
 def test_discover_needs_a_directory(tmp_path):
     with pytest.raises(DatasetError, match="does not exist"):
         discover_datasets(tmp_path / "missing")

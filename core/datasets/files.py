@@ -24,7 +24,8 @@ __all__ = ["DEMO_PATH", "EVAL_ONLY", "TRAINABLE_EVAL", "FILE_PREFIX", "discover_
 DEMO_PATH = Path(__file__).resolve().parents[2] / "assets" / "demo" / "demo.json"
 
 # Data-dir-relative globs of evaluation-only sets: never train on any context found in them.
-EVAL_ONLY: tuple[str, ...] = ("xquad/xquad.*.json", "noiseqa/Synthetic/*.json", "eval/mlqa/*.json")
+# eval/ holds MLQA and any evaluation set of the user's own (discover_datasets offers each).
+EVAL_ONLY: tuple[str, ...] = ("xquad/xquad.*.json", "noiseqa/Synthetic/*.json", "eval/**/*.json")
 # Of those, the ones a run may train on when it names them itself (core.training --allow-mlqa):
 # MLQA is the only German and the larger Chinese QA data with answers, and issue 29 lets German
 # and Chinese models train on it; XQuAD and NoiseQA stay evaluation sets, always.
@@ -54,7 +55,9 @@ def _require_data_dir(data_dir: str | Path | None) -> Path:
 def discover_datasets(data_dir: str | Path | None = None) -> list[DatasetInfo]:
     """The known data files under ``data_dir`` (default: config.data_dir()), for a picker.
 
-    Evaluation sets first, then challenge sets, then training files; by name within each.
+    Evaluation sets first, then challenge sets, then training files; by name within each. Any
+    SQuAD-style file under ``eval/`` (MLQA's, or a set of the user's own) is an evaluation set,
+    never trained on (:data:`EVAL_ONLY`).
     Languages come from the file names (nothing is opened); training files without a language
     in their name are the English SQuAD/SQuAD-Shifts/TyDi files, others are "und". A file whose
     path, symlinks resolved, leaves the data directory (a link to a file elsewhere) is not
@@ -83,7 +86,7 @@ def discover_datasets(data_dir: str | Path | None = None) -> list[DatasetInfo]:
             add(p, "eval")
     for p in glob("squad/*.json"):
         add(p, "train" if p.name.startswith("train") else "eval", "en")
-    for p in glob("eval/mlqa/*.json"):
+    for p in glob("eval/**/*.json"):   # MLQA, and the user's own evaluation sets at any depth
         add(p, "eval")
     for p in glob("train/**/*.json"):
         english = p.relative_to(root / "train").parts[0] in _ENGLISH_TRAIN_DIRS
@@ -105,7 +108,8 @@ def trainable_eval_files(data_dir: str | Path | None = None) -> set[Path]:
 
 def eval_contexts(data_dir: str | Path | None = None, trained_on: Iterable[str | Path] = ()) -> frozenset[str]:
     """Normalised contexts of every evaluation-only file (:data:`EVAL_ONLY`: XQuAD in all
-    languages, NoiseQA, MLQA), so a trainer can refuse training data that contains them.
+    languages, NoiseQA, and everything under eval/: MLQA and the user's own evaluation sets), so a
+    trainer can refuse training data that contains them.
     ``trained_on``: files of :data:`TRAINABLE_EVAL` this run trains on, left out (any other
     file there is refused: ValueError)."""
     root = _require_data_dir(data_dir)
