@@ -5,11 +5,11 @@ group, with N per cell, so "keyboard noise costs 12 F1" becomes "... and 25 on w
 a date answer". Slices (name: what groups the examples):
 
   wh       the question word: what, which, who, when, where, why, how many/much, how, other
-           (English and German question words; the first one found in the question)
+           (English, German and Chinese question words; the first one found in the question)
   answer   the gold answer's type from the spaCy tagger of core.perturb.nlp: person, place,
            organisation, other name, date, number, other (no entity labels for the language:
            number / other name / other from POS tags)
-  qlen     question length in words (1-6, 7-10, 11-15, 16+)
+  qlen     question length in words (1-6, 7-10, 11-15, 16+; Chinese words as jieba segments them)
   clen     context length in words (1-99, 100-149, 150-199, 200+)
   overlap  lexical overlap: the share of the question's distinct words (lower-cased) that occur in
            the context (<50%, 50-70%, 70-90%, 90%+)
@@ -35,9 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from core.datasets import normalize_context
 from core.datasets.natural import xquad_contexts
-from core.perturb.nlp import WORD_RE, analyse
+from core.perturb.nlp import WORD_RE, analyse, word_spans
 from core.sweeps.analysis.sweep_cells import cell_examples, reading, sweep_specs
 from core.sweeps.store import Store
 
@@ -61,7 +63,19 @@ _WH = [("how many", "how many/much"), ("how much", "how many/much"), ("what", "w
        ("was", "what"), ("welche", "which"), ("welcher", "which"), ("welches", "which"), ("welchen", "which"),
        ("welchem", "which"), ("wer", "who"), ("wen", "who"), ("wem", "who"), ("wessen", "who"),
        ("wann", "when"), ("wo", "where"), ("wohin", "where"), ("woher", "where"), ("warum", "why"),
-       ("weshalb", "why"), ("wieso", "why"), ("wie", "how")]
+       ("weshalb", "why"), ("wieso", "why"), ("wie", "how"),
+       # Chinese (DuReader-robust, XQuAD-zh): matched inside the unspaced text; at one position the
+       # longer phrase wins, so 什么时候 is "when", not the "what" of 什么
+       ("什么时候", "when"), ("什么时间", "when"), ("何时", "when"), ("哪一年", "when"), ("哪年", "when"),
+       ("哪一天", "when"), ("哪天", "when"), ("几月", "when"), ("几号", "when"), ("哪里", "where"), ("哪儿", "where"),
+       ("何处", "where"), ("什么地方", "where"), ("在哪", "where"), ("为什么", "why"), ("为何", "why"),
+       ("哪位", "who"), ("谁", "who"), ("什么", "what"), ("啥", "what"), ("哪个", "which"), ("哪些", "which"),
+       ("哪一", "which"), ("哪种", "which"), ("哪", "which"), ("怎么", "how"), ("怎样", "how"), ("如何", "how"),
+       ("多久", "how"), ("多大", "how"), ("多长", "how"), ("多高", "how"), ("多远", "how"),
+       ("多少", "how many/much"), ("几", "how many/much")]
+# Chinese words that hold a question word's character without asking ("几乎": almost).
+_NOT_WH = ("几乎",)
+_CJK = regex.compile(r"\p{Han}")
 WH_ORDER = ("what", "which", "who", "when", "where", "why", "how many/much", "how", "other")
 ANSWER_ORDER = ("person", "place", "organisation", "other name", "date", "number", "other")
 _ENTITY_TYPES = {"PER": "person", "PERSON": "person", "LOC": "place", "GPE": "place", "FAC": "place",
@@ -80,11 +94,16 @@ def wh_word(question: str) -> str:
     ('how many/much', 'which', 'other')
     >>> wh_word("Wie viele Tore fielen?"), wh_word("Wann begann der Krieg?")
     ('how many/much', 'when')
+    >>> wh_word("望川桥是什么时候建成的？"), wh_word("他几乎赢了哪场比赛？"), wh_word("卢克贡献了多少次擒抱？")
+    ('when', 'which', 'how many/much')
     """
     lowered = question.lower()
+    for word in _NOT_WH:
+        lowered = lowered.replace(word, " " * len(word))
     best: tuple[int, int, str] | None = None
     for phrase, group in _WH:
-        m = re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", lowered)
+        pattern = re.escape(phrase) if _CJK.search(phrase) else rf"(?<!\w){re.escape(phrase)}(?!\w)"
+        m = re.search(pattern, lowered)
         if m and (best is None or (m.start(), -len(phrase)) < (best[0], best[1])):
             best = (m.start(), -len(phrase), group)
     return best[2] if best else "other"
@@ -159,8 +178,13 @@ def cer_bucket(cer: float | None, changed: bool | None = True) -> str:
     return ">20%"
 
 
-def _words(text: str) -> list[str]:
-    return WORD_RE.findall(text)
+def _words(text: str, lang: str) -> list[str]:
+    """The words of ``text``: jieba's for Chinese (core.perturb.nlp.word_spans), where the regex would
+    count a whole clause as one word; Thai and Japanese have no segmenter here, and count so."""
+    try:
+        return [text[a:b] for a, b in word_spans(text, lang)]
+    except ValueError:
+        return WORD_RE.findall(text)
 
 
 def example_slices(question: str, context: str, answer: str, lang: str) -> dict[str, str]:
@@ -168,13 +192,16 @@ def example_slices(question: str, context: str, answer: str, lang: str) -> dict[
 
     >>> example_slices("Who won?", "Denver won the game.", "Denver", "en")["overlap"]
     '50-70%'
+    >>> zh = example_slices("望川桥是谁修建的？", "望川桥由周明远于1907年修建。", "周明远", "zh")
+    >>> zh["qlen"], zh["overlap"]   # 望川桥 / 是 / 谁 / 修建 / 的: 2 of 5 in the context
+    ('1-6', '<50%')
     """
-    q_words = {w.lower() for w in _words(question)}
-    c_words = {w.lower() for w in _words(context)}
+    q_words = {w.lower() for w in _words(question, lang)}
+    c_words = {w.lower() for w in _words(context, lang)}
     share = len(q_words & c_words) / len(q_words) if q_words else 0.0
     return {"wh": wh_word(question), "answer": answer_type(answer, lang),
-            "qlen": length_bucket(len(_words(question)), QLEN_EDGES),
-            "clen": length_bucket(len(_words(context)), CLEN_EDGES), "overlap": overlap_bucket(share),
+            "qlen": length_bucket(len(_words(question, lang)), QLEN_EDGES),
+            "clen": length_bucket(len(_words(context, lang)), CLEN_EDGES), "overlap": overlap_bucket(share),
             "paragraph": PARAGRAPH_GROUPS[normalize_context(context) not in xquad_contexts()]}
 
 
