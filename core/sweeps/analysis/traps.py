@@ -14,8 +14,9 @@ How entities and their types are found (our choices; the paper does not fix them
     nouns; under the regex fallback a capitalised word that does not start a sentence). The
     answer's type is NUM if it contains a number token, else PROPN if it contains a proper noun,
     else it has no type and the example has no trap.
-  * Sentences are split after ``. ! ?`` followed by whitespace, and after ``。！？`` (so "U.S. Army"
-    splits wrongly; the similarity then covers half a sentence, a small error for a bucket plot).
+  * Sentences are split after ``. ! ? ؟`` followed by whitespace, and after ``。！？`` and the
+    danda ``।`` (so "U.S. Army" splits wrongly; the similarity then covers half a sentence, a
+    small error for a bucket plot).
   * The sentence holding the gold answer is never a trap (it would measure the answer sentence),
     nor is an entity whose normalised text equals the answer's.
   * When several sentences are traps, the one most similar to the question is *the* trap.
@@ -31,7 +32,8 @@ from core.perturb import nlp
 
 __all__ = ["Trap", "sentence_spans", "question_similarity", "find_trap"]
 
-_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)|[。！？]+")
+# Latin and Arabic marks before a space; CJK marks and the Devanagari danda (XQuAD-hi) anywhere.
+_SENTENCE_END = re.compile(r"[.!?؟]+(?=\s|$)|[。！？।॥]+")
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,9 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     >>> t = "It opened in 1889. It is 300 m tall! Why?"
     >>> [t[s:e] for s, e in sentence_spans(t)]
     ['It opened in 1889.', 'It is 300 m tall!', 'Why?']
+    >>> t = "पुल 1907 में बना। यह 86 मीटर लंबा है।"
+    >>> [t[s:e] for s, e in sentence_spans(t)]
+    ['पुल 1907 में बना।', 'यह 86 मीटर लंबा है।']
     """
     spans, start = [], 0
     cuts = [m.end() for m in _SENTENCE_END.finditer(text)]
