@@ -12,7 +12,9 @@ import unicodedata
 
 __all__ = ["question_key", "same_question"]
 
-_EDGE = re.compile(r"^[\s¿¡\"'“”«»]+|[\s?？!！.。\"'“”«»]+$")
+# End marks of XQuAD's languages too: Arabic ؟, the Greek question mark ; (U+037E, or a plain ;),
+# the Devanagari danda।
+_EDGE = re.compile(r"^[\s¿¡\"'“”«»]+|[\s?？!！.。؟;;।\"'“”«»]+$")
 
 
 def question_key(question: str) -> str:
@@ -22,6 +24,8 @@ def question_key(question: str) -> str:
     'what year did beyoncé win'
     >>> question_key("¿Dónde está?")
     'dónde está'
+    >>> question_key("Πόσους πόντους;") == question_key("πόσους πόντους"), question_key("كم نقطة؟")
+    (True, 'كم نقطة')
     """
     text = unicodedata.normalize("NFC", question).casefold()
     return _EDGE.sub("", " ".join(text.split()))
