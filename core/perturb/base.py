@@ -314,7 +314,7 @@ class Perturbation(abc.ABC):
 
         >>> from core.perturb import registry
         >>> {name: (p.default, p.bounds) for name, p in registry.get("typo_Q").config_spec().items()}
-        {'rate': (0.1, (0.0, 1.0)), 'layout': ('qwertz', ('azerty', 'qwerty', 'qwertz'))}
+        {'rate': (0.1, (0.0, 1.0)), 'layout': ('qwertz', ('arabic', 'azerty', 'greek', 'qwerty', 'qwertz', 'russian'))}
         """
         return {p.name: p for p in cls.parameters}
 

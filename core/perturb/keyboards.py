@@ -9,6 +9,11 @@ Two kinds of map:
   the keys left and right on the same row, plus the keys of the rows above and below whose centres
   are less than one key width away horizontally (physical row stagger below).
 
+Russian (ЙЦУКЕН), Greek and Arabic (101) keyboards carry the Latin QWERTY letters on the same keys
+(:data:`SECOND_ALPHABET`), so a Latin word in a Russian question is typed wrong as on QWERTY; Greek
+accented vowels are typed with a dead key on their vowel's key (:data:`DEAD_KEY_LETTERS`). These
+layouts are our extension: NoiseQA types English only, the German paper German.
+
 Only keys whose UNSHIFTED character is a letter take part (so QWERTZ keeps ü ö ä and ß, AZERTY keeps
 é è ç à ù, and neither includes digits or punctuation): a letter is only ever replaced by a letter.
 Maps are lower-case; callers map upper-case characters through their lower-case form and restore
@@ -50,14 +55,68 @@ LAYOUTS: dict[str, tuple[tuple[float, str], ...]] = {
         (1.75, "qsdfghjklmù*"),
         (1.25, "<wxcvbn,;:!"),
     ),
+    "russian": (   # ЙЦУКЕН, as Windows and macOS lay it out on an ANSI board
+        (0.0, "ё1234567890-="),
+        (1.5, "йцукенгшщзхъ\\"),
+        (1.75, "фывапролджэ"),
+        (2.25, "ячсмитьбю."),
+    ),
+    "greek": (     # ΄ is the dead key for the accent
+        (0.0, "`1234567890-="),
+        (1.5, ";ςερτυθιοπ[]\\"),
+        (1.75, "ασδφγηξκλ΄'"),
+        (2.25, "ζχψωβνμ,./"),
+    ),
+    "arabic": (    # Arabic (101); the one key typing لا is kept as a gap (two letters, no one letter)
+        (0.0, "ذ1234567890-="),
+        (1.5, "ضصثقفغعهخحجد\\"),
+        (1.75, "شسيبلاتنمكط"),
+        (2.25, "ئءؤر ىةوزظ"),
+    ),
 }
+# The Latin letters printed on the same keys, typed when the text switches to Latin.
+SECOND_ALPHABET: dict[str, str] = {"russian": "qwerty", "greek": "qwerty", "arabic": "qwerty"}
+# Letters typed with a dead key first, on the key of the letter they decompose to (ά: ΄ then α).
+DEAD_KEY_LETTERS: dict[str, str] = {"greek": "άέήίόύώϊϋΐΰ"}
+# How a layout is named to the user.
+LAYOUT_NAMES: dict[str, str] = {"qwerty": "QWERTY", "qwertz": "QWERTZ", "azerty": "AZERTY",
+                                "russian": "Russian (ЙЦУКЕН)", "greek": "Greek", "arabic": "Arabic (101)"}
+
+
+def _with_other_keys(layout: str, own: dict[str, tuple[str, ...]],
+                     latin: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """``own`` plus the Latin letters of :data:`SECOND_ALPHABET` and the dead-key letters."""
+    result = dict(own)
+    if layout in SECOND_ALPHABET:
+        result = {**latin, **result}
+    for letter in DEAD_KEY_LETTERS.get(layout, ""):
+        base = _base_letter(letter)
+        if base in own:
+            result[letter] = own[base]
+    return result
+
+
+def _base_letter(letter: str) -> str:
+    import unicodedata
+
+    return unicodedata.normalize("NFD", letter)[0]
 
 
 @functools.lru_cache(maxsize=None)
 def neighbours(layout: str) -> dict[str, tuple[str, ...]]:
-    """Full letter adjacency of ``layout`` ("qwerty", "qwertz", "azerty"): letter -> sorted neighbours."""
+    """Full letter adjacency of ``layout`` (a key of :data:`LAYOUTS`): letter -> sorted neighbours.
+
+    >>> neighbours("russian")["ы"], neighbours("russian")["d"], neighbours("greek")["ά"]
+    (('в', 'у', 'ф', 'ц', 'ч', 'я'), ('c', 'e', 'f', 'r', 's', 'x'), ('ζ', 'ς', 'σ'))
+    """
     if layout not in LAYOUTS:
         raise ValueError(f"unknown keyboard layout {layout!r}; known: {sorted(LAYOUTS)}")
+    if layout in SECOND_ALPHABET or layout in DEAD_KEY_LETTERS:
+        return _with_other_keys(layout, _adjacency(layout), neighbours(SECOND_ALPHABET.get(layout, layout)))
+    return _adjacency(layout)
+
+
+def _adjacency(layout: str) -> dict[str, tuple[str, ...]]:
     keys = [(row, offset + col, ch) for row, (offset, chars) in enumerate(LAYOUTS[layout])
             for col, ch in enumerate(chars)]
     result: dict[str, tuple[str, ...]] = {}
@@ -71,8 +130,9 @@ def neighbours(layout: str) -> dict[str, tuple[str, ...]]:
     return result
 
 
-# The keyboard a speaker of the language types on: German QWERTZ, French AZERTY, else QWERTY.
-LAYOUT_FOR_LANG: dict[str, str] = {"de": "qwertz", "fr": "azerty"}
+# The keyboard a speaker of the language types on: German QWERTZ, French AZERTY, Russian ЙЦУКЕН,
+# Greek and Arabic their own (with QWERTY's Latin letters), else QWERTY.
+LAYOUT_FOR_LANG: dict[str, str] = {"de": "qwertz", "fr": "azerty", "ru": "russian", "el": "greek", "ar": "arabic"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -85,6 +145,8 @@ def rowwise(layout: str) -> dict[str, tuple[str, ...]]:
     (('t', 'u'), ('x',), ('z',))
     >>> rowwise("qwertz")["ö"]
     ('l', 'ä')
+    >>> rowwise("russian")["к"], rowwise("russian")["k"], rowwise("arabic")["ر"]   # ر beside the لا key
+    (('у', 'е'), ('j', 'l'), ('ؤ',))
     """
     if layout == "qwerty":
         return NOISEQA_ROWWISE_QWERTY
@@ -96,14 +158,16 @@ def rowwise(layout: str) -> dict[str, tuple[str, ...]]:
             if ch.isalpha():
                 near = [c for c in (chars[i - 1] if i else "", chars[i + 1: i + 2]) if c and c.isalpha()]
                 result[ch] = tuple(near)
+    if layout in SECOND_ALPHABET or layout in DEAD_KEY_LETTERS:
+        return _with_other_keys(layout, result, rowwise(SECOND_ALPHABET.get(layout, layout)))
     return result
 
 
 def layout_for(lang: str) -> str:
     """The keyboard layout typed on for ``lang``.
 
-    >>> layout_for("de"), layout_for("fr"), layout_for("en"), layout_for("zh")
-    ('qwertz', 'azerty', 'qwerty', 'qwerty')
+    >>> layout_for("de"), layout_for("fr"), layout_for("en"), layout_for("zh"), layout_for("ru")
+    ('qwertz', 'azerty', 'qwerty', 'qwerty', 'russian')
     """
     return LAYOUT_FOR_LANG.get(lang, "qwerty")
 

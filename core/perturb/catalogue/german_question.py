@@ -173,7 +173,8 @@ class TypoQ(QuestionPerturbation):
         neighbours = keyboards.neighbours(params["layout"])
         if any(len(ch.lower()) == 1 and neighbours.get(ch.lower()) for ch in example.question):
             return None
-        return f"typo_Q types on a {params['layout'].upper()} keyboard, and this question has no letter of it"
+        return (f"typo_Q types on a {keyboards.LAYOUT_NAMES[params['layout']]} keyboard, and this question has no "
+                "letter of it")
 
     def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         neighbours = keyboards.neighbours(params["layout"])

@@ -22,7 +22,7 @@ from typing import Any
 
 from core.perturb import misspellings
 from core.perturb.base import Edit, Param, Perturbation, Variant, make_variant
-from core.perturb.keyboards import layout_for, replace_keeping_case, rowwise
+from core.perturb.keyboards import LAYOUT_NAMES, layout_for, replace_keeping_case, rowwise
 from core.perturb.nlp import WORD_RE
 from core.perturb.registry import register
 from core.types import QAExample
@@ -42,7 +42,8 @@ class KeyboardQ(Perturbation):
     field = "question"
     randomised = True
     description = ("NoiseQA keyboard noise: 1 in 4 words gets one letter replaced by a row-wise keyboard "
-                   "neighbour (QWERTY; QWERTZ for German, AZERTY for French)")
+                   "neighbour (QWERTY; QWERTZ for German, AZERTY for French, the Russian, Greek and Arabic "
+                   "layouts for those languages)")
     parameters = (Param("p", 0.25, "probability that a word gets one keyboard typo", min=0.0, max=1.0, step=0.05),)
     source = SOURCE
 
@@ -51,8 +52,8 @@ class KeyboardQ(Perturbation):
         if any(len(t.group()) > 1 and _eligible_positions(t.group(), rowwise(layout))
                for t in _TOKEN_RE.finditer(example.question)):
             return None
-        return (f"keyboard_Q types on a {layout.upper()} keyboard, and no word of this question (split at spaces) "
-                "has a letter of it")
+        return (f"keyboard_Q types on a {LAYOUT_NAMES[layout]} keyboard, and no word of this question (split at "
+                "spaces) has a letter of it")
 
     def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         if self._nothing_to_change(example, params):
