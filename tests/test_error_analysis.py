@@ -124,7 +124,7 @@ def test_repair_q_perturbation_returns_unchanged_questions_too():
     (v,) = p.apply(noisy, random.Random(0), mode="content")
     assert v.text == ex.question and v.meta["changes"][0]["old"] == "quartreback"
     with pytest.raises(NotApplicable, match="written without spaces"):   # the apply template's protocol
-        p.apply(QAExample("t", "คือ อะไร", "บริบท", (), lang="th"), random.Random(0))
+        p.apply(QAExample("t", "これは何ですか", "文脈", (), lang="ja"), random.Random(0))
 
 
 # ------------------------------------------------------------------------------------------ chains

@@ -3,6 +3,7 @@ keyboard maps and the misspelling classifier. Expected values are worked out by 
 from __future__ import annotations
 
 import random
+import unicodedata
 
 import pytest
 
@@ -190,6 +191,24 @@ def test_words_keep_their_combining_marks():
         assert len(kept) == len(words) - 1 and set(kept) < words
 
 
+def test_thai_words_and_tags_with_pythainlp():
+    """Thai is segmented and tagged by PyThaiNLP (before: "needs a word segmenter" for 34 word and
+    character perturbations): XQuAD-th's first question in its words, question words as pronouns."""
+    q = "ทีมรับของแพนเธอร์สยอมแพ้ที่คะแนนเท่าไร"
+    tokens = nlp.pos_tag(q, "th")
+    assert [(t.text, t.pos) for t in tokens] == [
+        ("ทีม", "NOUN"), ("รับ", "VERB"), ("ของ", "ADP"), ("แพน", "NOUN"), ("เธอร์ส", "NOUN"), ("ยอมแพ้", "NOUN"),
+        ("ที่", "SCONJ"), ("คะแนน", "NOUN"), ("เท่าไร", "PRON")]
+    assert [q[s:e] for s, e in nlp.word_spans(q, "th")] == [t.text for t in tokens]
+    ex = QAExample("q", q, "ทีมรับยอมแพ้ 308 คะแนน", [Answer("308", 13)], lang="th")
+    words = [t.text for t in tokens]
+    for seed in range(5):
+        deleted = registry.get("DRQ").apply(ex, random.Random(seed))[0].meta["words"][0]["word"]
+        assert deleted in words
+        split = registry.get("SplitRQ").apply(ex, random.Random(seed), n_words=4)[0].text
+        assert all(not unicodedata.category(part[0]).startswith("M") for part in split.split(" "))
+
+
 def test_chinese_pos_with_jieba():
     tokens = nlp.pos_tag("北京大学是哪一年成立的？", "zh")
     assert [(t.text, t.pos, t.ent) for t in tokens] == [
@@ -203,8 +222,8 @@ def test_heuristic_fallback_says_so():
     assert analysis.backend == "heuristic"
     assert "no POS tagger for language 'es'" in analysis.warning
     assert [t.pos for t in analysis.tokens] == ["X", "X", "X", "PROPN", "PUNCT"]
-    with pytest.raises(ValueError, match="no word segmenter for language 'th'"):
-        nlp.word_spans("สวัสดี", "th")
+    with pytest.raises(ValueError, match="no word segmenter for language 'ja'"):
+        nlp.word_spans("こんにちは", "ja")
 
 
 def test_stts_mapping():

@@ -128,7 +128,7 @@ def test_bad_arguments_are_refused():
 def test_incompatibility_reasons():
     fr = QAExample("f", "Quand a-t-il été allumé ?", "Le phare a été allumé en 1871.", lang="fr")
     assert incompatibility_reason(registry.get("DCVQ"), fr) == (
-        "DCVQ needs a POS tagger (en, de, zh); language 'fr' has none")
+        "DCVQ needs a POS tagger (en, de, zh, th); language 'fr' has none")
     assert incompatibility_reason(registry.get("DCRQ"), fr) is None
     assert incompatibility_reason(registry.get("TLQ"), EX) is None
 

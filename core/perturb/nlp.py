@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from dataclasses import dataclass
 
 import regex
@@ -73,7 +74,18 @@ def _jieba_posseg():
     return jieba.posseg
 
 
-_LOADERS = {"en": _spacy_en, "de": _hanta_de, "zh": _jieba_posseg}
+@functools.lru_cache(maxsize=None)
+def _pythainlp():
+    # only the dictionary and tagger inside the wheel are used: no data folder in the home
+    # directory, no corpus download (a user who set these otherwise keeps their setting)
+    os.environ.setdefault("PYTHAINLP_READ_ONLY", "1")
+    os.environ.setdefault("PYTHAINLP_OFFLINE", "1")
+    from pythainlp.tag import pos_tag
+    from pythainlp.tokenize import word_tokenize
+    return word_tokenize, pos_tag
+
+
+_LOADERS = {"en": _spacy_en, "de": _hanta_de, "zh": _jieba_posseg, "th": _pythainlp}
 
 
 @functools.lru_cache(maxsize=None)
@@ -224,7 +236,25 @@ def _join_name(tokens: list[Token], i: int) -> Token:
     return joiner
 
 
-_TAGGERS = {"en": ("spacy:" + SPACY_EN_MODEL, _tag_en), "de": ("hanta", _tag_de), "zh": ("jieba", _tag_zh)}
+def _tag_th(text: str) -> list[Token]:
+    """Thai: PyThaiNLP's dictionary segmenter (newmm) and its perceptron tagger on ORCHID with the
+    tags in Universal POS (``orchid_ud``; of its three Thai models the one that tags XQuAD-th's
+    question words, อะไร ใคร เท่าไร ..., as pronouns and determiners); no entities."""
+    word_tokenize, pos_tag = _pythainlp()
+    words = [w for w in word_tokenize(text, engine="newmm", keep_whitespace=False) if w and not w.isspace()]
+    tokens, cursor = [], 0
+    for word, tag in pos_tag(words, engine="perceptron", corpus="orchid_ud"):
+        start = text.find(word, cursor)
+        if start < 0:
+            raise RuntimeError(f"PyThaiNLP token {word!r} not found in the text after offset {cursor}")
+        cursor = start + len(word)
+        pos = tag if any(ch.isalnum() for ch in word) else "PUNCT"
+        tokens.append(Token(word, start, cursor, pos))
+    return tokens
+
+
+_TAGGERS = {"en": ("spacy:" + SPACY_EN_MODEL, _tag_en), "de": ("hanta", _tag_de), "zh": ("jieba", _tag_zh),
+            "th": ("pythainlp", _tag_th)}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -251,14 +281,22 @@ UNSEGMENTED_LANGUAGES = ("zh", "th", "ja")
 WORD_RE = regex.compile(rf"{WORD_CHAR}+(?:['’\-]{WORD_CHAR}+)*")
 
 
+def can_segment(lang: str) -> bool:
+    """Whether the words of ``lang`` can be found: written with spaces, or segmented by its tagger
+    (Chinese: jieba, Thai: PyThaiNLP); not Japanese."""
+    if lang in UNSEGMENTED_LANGUAGES:
+        return lang in _TAGGERS and backend_error(lang) is None
+    return True
+
+
 def word_spans(text: str, lang: str) -> list[tuple[int, int]]:
     """[start, end) spans of the words of ``text`` (alphanumeric runs, keeping inner ' and -).
 
-    Chinese is segmented with jieba; other unsegmented languages (Thai, Japanese) raise ValueError,
-    since a regex would return whole clauses as "words".
+    Chinese is segmented with jieba, Thai with PyThaiNLP; another unsegmented language (Japanese)
+    raises ValueError, since a regex would return whole clauses as "words".
     """
-    if lang == "zh" and backend_error("zh") is None:
-        return [(t.start, t.end) for t in analyse(text, "zh").tokens if any(ch.isalnum() for ch in t.text)]
+    if lang in UNSEGMENTED_LANGUAGES and lang in _TAGGERS and backend_error(lang) is None:
+        return [(t.start, t.end) for t in analyse(text, lang).tokens if any(ch.isalnum() for ch in t.text)]
     if lang in UNSEGMENTED_LANGUAGES:
         _raise_unsegmented(lang)
     return [m.span() for m in WORD_RE.finditer(text)]

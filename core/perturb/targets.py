@@ -23,7 +23,7 @@ from core.perturb import nlp
 from core.perturb.base import Perturbation
 from core.types import QAExample
 
-TAGGED_LANGUAGES = ("en", "de", "zh")
+TAGGED_LANGUAGES = ("en", "de", "zh", "th")
 
 
 @dataclass(frozen=True)
@@ -31,13 +31,6 @@ class WordSpan:
     start: int
     end: int
     text: str
-
-
-def can_segment(lang: str) -> bool:
-    """Whether words of ``lang`` can be found (not Thai/Japanese; Chinese only with jieba)."""
-    if lang == "zh":
-        return nlp.backend_error("zh") is None
-    return lang not in nlp.UNSEGMENTED_LANGUAGES
 
 
 def can_tag_verbs(lang: str) -> bool:
@@ -96,8 +89,8 @@ class WordTargetedPerturbation(Perturbation):
 
     def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
         if self.target == "V" and not can_tag_verbs(example.lang):
-            return f"{self.id} needs a POS tagger (en, de, zh); language {example.lang!r} has none"
-        if self.target != "V" and not can_segment(example.lang):
+            return f"{self.id} needs a POS tagger ({', '.join(TAGGED_LANGUAGES)}); language {example.lang!r} has none"
+        if self.target != "V" and not nlp.can_segment(example.lang):
             return f"{self.id} needs a word segmenter; language {example.lang!r} has none"
         return None
 

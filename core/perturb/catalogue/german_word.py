@@ -3,8 +3,10 @@
 * **D** (DRQ, DRC, DVQ, DVC): delete the word, with one adjacent space (the following one, else the
   preceding one) so no double space is left behind;
 * **Repeat** (RepeatRQ/RC/VQ/VC): the word is written twice ("the the");
-* **Split** (SplitRQ/RC/VQ/VC): a space is inserted inside the word at ``rng.randint(1, n - 1)``,
-  so both halves are non-empty (words of at least 2 characters);
+* **Split** (SplitRQ/RC/VQ/VC): a space is inserted inside the word at ``rng.choice`` of its
+  split points, so both halves are non-empty: every position 1 .. n - 1 (``randint(1, n - 1)``'s
+  draw) except one before a combining mark, which would leave a Thai tone mark or a Hindi vowel
+  sign on its own after the space (a word with no split point is not chosen);
 * **SwapRQ**: swap two words. Our choice (the paper says only "swap two words"): a random word and
   the word right after it, as nlpaug's word-swap augmenter does; punctuation stays in place
   ("capital of France?" -> "capital France of?").
@@ -17,6 +19,7 @@ with ``rng.sample`` (all of them when fewer qualify). Words: see :mod:`core.pert
 from __future__ import annotations
 
 import random
+import unicodedata
 from typing import Any
 
 from core.perturb import nlp
@@ -26,6 +29,15 @@ from core.perturb.targets import WordSpan, WordTargetedPerturbation, candidate_w
 from core.types import QAExample
 
 SOURCE = "German QA robustness (Satheesh et al. 2024), Table 6"
+
+
+def split_points(word: str) -> list[int]:
+    """Where a space may go inside ``word``: not first, not before a combining mark.
+
+    >>> split_points("Bälle"), split_points("कितने"), split_points("ที่")
+    ([1, 2, 3, 4], [2, 3], [])
+    """
+    return [i for i in range(1, len(word)) if not unicodedata.category(word[i]).startswith("M")]
 
 
 def word_separator(lang: str) -> str:
@@ -58,6 +70,8 @@ class WordPerturbation(WordTargetedPerturbation):
     def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         words = candidate_words(example, self.field, self.target, char_level=False,
                                 min_len=2 if self.op == "Split" else 1)
+        if self.op == "Split":
+            words = [w for w in words if split_points(w.text)]
         if not words:
             return None
         text = getattr(example, self.field)
@@ -71,7 +85,7 @@ class WordPerturbation(WordTargetedPerturbation):
         elif self.op == "Split":
             edits = []
             for w, change in zip(chosen, changes):
-                cut = rng.randint(1, len(w.text) - 1)
+                cut = rng.choice(split_points(w.text))   # the draw of randint(1, n - 1) where all are
                 change["split_at"] = cut
                 edits.append(Edit(w.start + cut, w.start + cut, " ", "split_word"))
         else:

@@ -23,7 +23,7 @@ import random
 from typing import Any
 
 from core.perturb.base import Edit, Param, Perturbation, Variant, make_variant
-from core.perturb.nlp import UNSEGMENTED_LANGUAGES, backend_error
+from core.perturb.nlp import can_segment
 from core.perturb.registry import register
 from core.perturb.repair import MAX_CER, MODES, SPELLCHECK_LANGUAGES, repair_question
 from core.perturb.support import tagger_problem
@@ -50,7 +50,7 @@ class RepairQuestion(Perturbation):
 
     def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
         lang = example.lang
-        if lang in UNSEGMENTED_LANGUAGES and not (lang == "zh" and backend_error("zh") is None):
+        if not can_segment(lang):
             return f"repair_Q needs words, and {lang!r} is written without spaces between them"
         if params["mode"] in ("content", "entities"):
             problem = tagger_problem(lang)
