@@ -74,6 +74,10 @@ st.subheader("Perturbations")
 families = registry.by_family()
 reasons = {p.id: cv.incompatibility_reason(p, example) for ps in families.values() for p in ps}
 by_id = {p.id: p for ps in families.values() for p in ps}
+# told from the question's text alone (case in Thai, QWERTY typos in Hindi): said in the option too,
+# unless a choice below could change it (typo_Q's layout)
+idle = {pid: None if reasons[pid] or any(q.choices for q in p.parameters) else p.nothing_to_change(example)
+        for pid, p in by_id.items()}
 
 
 def option_label(pid: str) -> str:
@@ -81,7 +85,9 @@ def option_label(pid: str) -> str:
     p = by_id[pid]
     what = p.description if len(p.description) <= 70 else p.description[:69].rstrip() + "…"
     label = f"{pid} — {what}"
-    return label + " · ⚠ not for this example" if reasons[pid] else label
+    if reasons[pid]:
+        return label + " · ⚠ not for this example"
+    return label + " · nothing to change here" if idle[pid] else label
 
 
 chosen_ids: list[str] = []

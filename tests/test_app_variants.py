@@ -140,6 +140,20 @@ def test_variants_not_applicable_and_incompatible_are_explained(tiny_env):
     df = at.dataframe[0].value
     assert list(df["perturbation"]) == ["original", "TUQ"]
     assert any("RUQ r0 (n/a)" in w.value.replace("\\", "") for w in at.warning)
+    assert any("RUQ replaces umlauts and ß, and this question has none" in w.value.replace("\\", "")
+               for w in at.warning)
+
+
+def test_an_option_with_nothing_to_change_in_the_item_says_so(tiny_env):
+    """A Chinese item: the case perturbations' options say there is nothing to change, before they
+    are chosen; typo_Q's does not (its layout, below, decides)."""
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    at.selectbox(key="var_dataset").set_value("demo.zh").run()
+    assert not at.exception
+    case = at.multiselect(key="var_fam_case").options
+    assert case and all(o.endswith(" · nothing to change here") for o in case), case
+    assert not any("nothing to change" in o for o in at.multiselect(key="var_fam_keyboard").options
+                   if o.startswith("typo_Q"))
 
 
 def test_variants_page_lists_reasons_for_a_german_item(tiny_env):
