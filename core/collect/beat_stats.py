@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core import question_words
 from core.collect.beat import Attempt, word_tokens
 from core.datasets import Dataset
 
@@ -23,48 +24,22 @@ __all__ = [
     "fooling_rates", "answerability", "comparison_rows", "wh_rows", "distribution_rows",
 ]
 
-WH_CLASSES = ("what", "which", "who", "when", "where", "why", "how", "other")
-
-# First wh-word of an English or German question (by word); whom/whose -> who, welche* -> which.
-_WH_EN = {"what": "what", "which": "which", "who": "who", "whom": "who", "whose": "who",
-          "when": "when", "where": "where", "why": "why", "how": "how"}
-_WH_DE = {"was": "what", "welche": "which", "welcher": "which", "welches": "which",
-          "welchen": "which", "welchem": "which", "wer": "who", "wen": "who", "wem": "who",
-          "wessen": "who", "wann": "when", "wo": "where", "wohin": "where", "woher": "where",
-          "warum": "why", "weshalb": "why", "wieso": "why", "weswegen": "why", "wie": "how"}
-# Chinese question words (substrings); the earliest in the question wins, longer ones first at
-# the same position (什么时候 "when" before 什么 "what").
-_WH_ZH = [("什么时候", "when"), ("哪一年", "when"), ("何时", "when"), ("几时", "when"),
-          ("哪里", "where"), ("哪儿", "where"), ("何地", "where"), ("为什么", "why"),
-          ("为何", "why"), ("什么", "what"), ("啥", "what"), ("谁", "who"), ("怎么", "how"),
-          ("如何", "how"), ("多少", "how"), ("几", "how"), ("哪", "which")]
+# Bartolo et al. count "how many" with "how"; the classes are core.question_words' without it.
+WH_CLASSES = tuple(c for c in question_words.WH_CLASSES if c != "how many/much")
 
 
 def wh_word(question: str, lang: str) -> str:
-    """The wh-class of a question: its first question word mapped to one of :data:`WH_CLASSES`
-    (English and German by word, Chinese by substring), "other" when it has none, "n/a" for
-    languages without a word list.
+    """The wh-class of a question (:func:`core.question_words.wh_class`, "how many/much" counted as
+    "how"): one of :data:`WH_CLASSES`, "other" when it has no question word, "n/a" for languages
+    without a word list.
 
     >>> wh_word("In what year was it first lit?", "en"), wh_word("Wie hoch ist der Turm?", "de")
     ('what', 'how')
-    >>> wh_word("望川桥是什么时候建成的？", "zh"), wh_word("Name the keeper.", "en")
-    ('when', 'other')
+    >>> wh_word("望川桥是什么时候建成的？", "zh"), wh_word("Name the keeper.", "en"), wh_word("¿Quién?", "es")
+    ('when', 'other', 'n/a')
     """
-    base = lang.split("-")[0].lower()
-    if base in ("en", "de"):
-        table = _WH_EN if base == "en" else _WH_DE
-        for w in word_tokens(question):
-            if w.lower() in table:
-                return table[w.lower()]
-        return "other"
-    if base == "zh":
-        best: tuple[int, int, str] | None = None
-        for pat, cls in _WH_ZH:
-            i = question.find(pat)
-            if i != -1 and (best is None or (i, -len(pat)) < best[:2]):
-                best = (i, -len(pat), cls)
-        return best[2] if best else "other"
-    return "n/a"
+    cls = question_words.wh_class(question, lang)
+    return "n/a" if cls is None else "how" if cls == "how many/much" else cls
 
 
 @functools.lru_cache(maxsize=4096)  # a data set asks several questions about each passage

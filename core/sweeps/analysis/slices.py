@@ -28,18 +28,16 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import regex
-
 from core.datasets import normalize_context
 from core.datasets.natural import xquad_contexts
 from core.perturb.nlp import WORD_RE, analyse, word_spans
+from core.question_words import WH_CLASSES, wh_class
 from core.sweeps.analysis.sweep_cells import cell_examples, reading, sweep_specs
 from core.sweeps.store import Store
 
@@ -55,28 +53,7 @@ CLEN_EDGES = (99, 149, 199)
 OVERLAP_EDGES = (0.5, 0.7, 0.9)
 CER_EDGES = (0.05, 0.10, 0.20)
 
-# Multi-word question words first, so "how many" wins over "how"; German after English.
-_WH = [("how many", "how many/much"), ("how much", "how many/much"), ("what", "what"), ("which", "which"),
-       ("who", "who"), ("whom", "who"), ("whose", "who"), ("when", "when"), ("where", "where"),
-       ("why", "why"), ("how", "how"),
-       ("wie viele", "how many/much"), ("wie viel", "how many/much"), ("wieviele", "how many/much"),
-       ("was", "what"), ("welche", "which"), ("welcher", "which"), ("welches", "which"), ("welchen", "which"),
-       ("welchem", "which"), ("wer", "who"), ("wen", "who"), ("wem", "who"), ("wessen", "who"),
-       ("wann", "when"), ("wo", "where"), ("wohin", "where"), ("woher", "where"), ("warum", "why"),
-       ("weshalb", "why"), ("wieso", "why"), ("wie", "how"),
-       # Chinese (DuReader-robust, XQuAD-zh): matched inside the unspaced text; at one position the
-       # longer phrase wins, so 什么时候 is "when", not the "what" of 什么
-       ("什么时候", "when"), ("什么时间", "when"), ("何时", "when"), ("哪一年", "when"), ("哪年", "when"),
-       ("哪一天", "when"), ("哪天", "when"), ("几月", "when"), ("几号", "when"), ("哪里", "where"), ("哪儿", "where"),
-       ("何处", "where"), ("什么地方", "where"), ("在哪", "where"), ("为什么", "why"), ("为何", "why"),
-       ("哪位", "who"), ("谁", "who"), ("什么", "what"), ("啥", "what"), ("哪个", "which"), ("哪些", "which"),
-       ("哪一", "which"), ("哪种", "which"), ("哪", "which"), ("怎么", "how"), ("怎样", "how"), ("如何", "how"),
-       ("多久", "how"), ("多大", "how"), ("多长", "how"), ("多高", "how"), ("多远", "how"),
-       ("多少", "how many/much"), ("几", "how many/much")]
-# Chinese words that hold a question word's character without asking ("几乎": almost).
-_NOT_WH = ("几乎",)
-_CJK = regex.compile(r"\p{Han}")
-WH_ORDER = ("what", "which", "who", "when", "where", "why", "how many/much", "how", "other")
+WH_ORDER = WH_CLASSES
 ANSWER_ORDER = ("person", "place", "organisation", "other name", "date", "number", "other")
 _ENTITY_TYPES = {"PER": "person", "PERSON": "person", "LOC": "place", "GPE": "place", "FAC": "place",
                  "ORG": "organisation", "DATE": "date", "TIME": "date", "CARDINAL": "number",
@@ -87,26 +64,16 @@ class SliceError(ValueError):
     """An unknown slice name."""
 
 
-def wh_word(question: str) -> str:
-    """The question word group of ``question`` (the earliest question word in it).
+def wh_word(question: str, lang: str) -> str:
+    """The question word group of ``question`` (:func:`core.question_words.wh_class`; "other" in a
+    language without a word list).
 
-    >>> wh_word("How many points did the Panthers score?"), wh_word("In which year?"), wh_word("Name it.")
-    ('how many/much', 'which', 'other')
-    >>> wh_word("Wie viele Tore fielen?"), wh_word("Wann begann der Krieg?")
-    ('how many/much', 'when')
-    >>> wh_word("望川桥是什么时候建成的？"), wh_word("他几乎赢了哪场比赛？"), wh_word("卢克贡献了多少次擒抱？")
-    ('when', 'which', 'how many/much')
+    >>> wh_word("How many points did the Panthers score?", "en"), wh_word("Name it.", "en")
+    ('how many/much', 'other')
+    >>> wh_word("望川桥是什么时候建成的？", "zh"), wh_word("¿Cuántos puntos?", "es")
+    ('when', 'other')
     """
-    lowered = question.lower()
-    for word in _NOT_WH:
-        lowered = lowered.replace(word, " " * len(word))
-    best: tuple[int, int, str] | None = None
-    for phrase, group in _WH:
-        pattern = re.escape(phrase) if _CJK.search(phrase) else rf"(?<!\w){re.escape(phrase)}(?!\w)"
-        m = re.search(pattern, lowered)
-        if m and (best is None or (m.start(), -len(phrase)) < (best[0], best[1])):
-            best = (m.start(), -len(phrase), group)
-    return best[2] if best else "other"
+    return wh_class(question, lang) or "other"
 
 
 def answer_type(answer: str, lang: str) -> str:
@@ -199,7 +166,7 @@ def example_slices(question: str, context: str, answer: str, lang: str) -> dict[
     q_words = {w.lower() for w in _words(question, lang)}
     c_words = {w.lower() for w in _words(context, lang)}
     share = len(q_words & c_words) / len(q_words) if q_words else 0.0
-    return {"wh": wh_word(question), "answer": answer_type(answer, lang),
+    return {"wh": wh_word(question, lang), "answer": answer_type(answer, lang),
             "qlen": length_bucket(len(_words(question, lang)), QLEN_EDGES),
             "clen": length_bucket(len(_words(context, lang)), CLEN_EDGES), "overlap": overlap_bucket(share),
             "paragraph": PARAGRAPH_GROUPS[normalize_context(context) not in xquad_contexts()]}
@@ -235,7 +202,7 @@ def _example_groups(store: Store, sid: int, slice_name: str) -> dict[str, str]:
         if slice_name == "answer":
             out[r["hash"]] = answer_type(answer, r["lang"])
         elif slice_name == "wh":
-            out[r["hash"]] = wh_word(r["question"])
+            out[r["hash"]] = wh_word(r["question"], r["lang"])
         else:
             out[r["hash"]] = example_slices(r["question"], r["context"], answer, r["lang"])[slice_name]
     return out
