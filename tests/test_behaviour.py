@@ -117,9 +117,27 @@ def test_cli_exit_status(minilm, tmp_path, capsys):
     assert main([str(tmp_path / "absent.toml"), "--model", "minilm-squad"]) == 2
 
 
-@pytest.mark.parametrize("name", ["en", "de"])
+@pytest.mark.parametrize("name", ["en", "de", "zh"])
 def test_shipped_examples_expand(name):
     f = load(REPO / "assets" / "behaviour" / f"{name}.toml")
     assert f.lang == name and {t.kind for t in f.tests} == {"MFT", "INV", "DIR"}
     for t in f.tests:
         assert expand(t, f.seed)
+
+
+def test_the_chinese_file_perturbs_every_invariance_case():
+    """zh.toml's INV perturbations (drop punctuation, insert one, say it twice) change every
+    Chinese question they are given, so no case is skipped as unchanged."""
+    import random
+
+    from core.perturb import registry
+    from core.types import QAExample
+
+    f = load(REPO / "assets" / "behaviour" / "zh.toml")
+    inv = [t for t in f.tests if t.kind == "INV"]
+    assert {t.perturb for t in inv} == {"DPQ", "IPQ", "repeat_question"}
+    for t in inv:
+        for case in expand(t, f.seed):
+            ex = QAExample("c", case.question, case.context, lang="zh")
+            (variant,) = registry.get(t.perturb).apply(ex, random.Random(0))
+            assert variant.text != case.question
