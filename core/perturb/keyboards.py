@@ -22,6 +22,7 @@ the case (see :func:`replace_keeping_case`).
 from __future__ import annotations
 
 import functools
+import unicodedata
 
 # NoiseQA, synthetic keyboard noise: "a chosen token gets one randomly chosen letter replaced by a
 # row-wise QWERTY neighbour" - exactly this map (SEEDS.md §1).
@@ -84,22 +85,15 @@ LAYOUT_NAMES: dict[str, str] = {"qwerty": "QWERTY", "qwertz": "QWERTZ", "azerty"
 
 
 def _with_other_keys(layout: str, own: dict[str, tuple[str, ...]],
-                     latin: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
-    """``own`` plus the Latin letters of :data:`SECOND_ALPHABET` and the dead-key letters."""
-    result = dict(own)
-    if layout in SECOND_ALPHABET:
-        result = {**latin, **result}
+                     second: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """``own`` plus ``second`` (the map of the layout's :data:`SECOND_ALPHABET`, or {}) and the
+    dead-key letters on their base letter's key."""
+    result = {**second, **own}
     for letter in DEAD_KEY_LETTERS.get(layout, ""):
-        base = _base_letter(letter)
+        base = unicodedata.normalize("NFD", letter)[0]
         if base in own:
             result[letter] = own[base]
     return result
-
-
-def _base_letter(letter: str) -> str:
-    import unicodedata
-
-    return unicodedata.normalize("NFD", letter)[0]
 
 
 @functools.lru_cache(maxsize=None)
@@ -111,9 +105,8 @@ def neighbours(layout: str) -> dict[str, tuple[str, ...]]:
     """
     if layout not in LAYOUTS:
         raise ValueError(f"unknown keyboard layout {layout!r}; known: {sorted(LAYOUTS)}")
-    if layout in SECOND_ALPHABET or layout in DEAD_KEY_LETTERS:
-        return _with_other_keys(layout, _adjacency(layout), neighbours(SECOND_ALPHABET.get(layout, layout)))
-    return _adjacency(layout)
+    second = neighbours(SECOND_ALPHABET[layout]) if layout in SECOND_ALPHABET else {}
+    return _with_other_keys(layout, _adjacency(layout), second)
 
 
 def _adjacency(layout: str) -> dict[str, tuple[str, ...]]:
@@ -158,9 +151,8 @@ def rowwise(layout: str) -> dict[str, tuple[str, ...]]:
             if ch.isalpha():
                 near = [c for c in (chars[i - 1] if i else "", chars[i + 1: i + 2]) if c and c.isalpha()]
                 result[ch] = tuple(near)
-    if layout in SECOND_ALPHABET or layout in DEAD_KEY_LETTERS:
-        return _with_other_keys(layout, result, rowwise(SECOND_ALPHABET.get(layout, layout)))
-    return result
+    second = rowwise(SECOND_ALPHABET[layout]) if layout in SECOND_ALPHABET else {}
+    return _with_other_keys(layout, result, second)
 
 
 def layout_for(lang: str) -> str:
