@@ -7,7 +7,9 @@ loaded lazily and cached:
   gives Universal POS tags and NER.
 * German: HanTa, the Hannover Tagger (PyPI ``HanTa``; its model ships in the wheel, so it works
   offline). It emits STTS tags, mapped here to Universal POS. No NER for German.
-* Chinese: ``jieba.posseg`` (ICTCLAS tags mapped to Universal POS; nr/ns/nt give PER/LOC/ORG).
+* Chinese: ``jieba.posseg`` (ICTCLAS tags mapped to Universal POS; nr*/ns*/nt* give PER/LOC/ORG).
+* Thai: PyThaiNLP (PyPI ``pythainlp``; its dictionary and tagger ship in the wheel): words by its
+  newmm segmenter, Universal POS from its ORCHID perceptron. No NER for Thai.
 
 Every other language, and any of the above whose backend cannot be loaded, gets the heuristic
 fallback: a regex tokeniser with PUNCT / NUM / PROPN (a capitalised word not at the start of a
@@ -295,11 +297,11 @@ def word_spans(text: str, lang: str) -> list[tuple[int, int]]:
     Chinese is segmented with jieba, Thai with PyThaiNLP; another unsegmented language (Japanese)
     raises ValueError, since a regex would return whole clauses as "words".
     """
-    if lang in UNSEGMENTED_LANGUAGES and lang in _TAGGERS and backend_error(lang) is None:
-        return [(t.start, t.end) for t in analyse(text, lang).tokens if any(ch.isalnum() for ch in t.text)]
-    if lang in UNSEGMENTED_LANGUAGES:
+    if lang not in UNSEGMENTED_LANGUAGES:
+        return [m.span() for m in WORD_RE.finditer(text)]
+    if not can_segment(lang):
         _raise_unsegmented(lang)
-    return [m.span() for m in WORD_RE.finditer(text)]
+    return [(t.start, t.end) for t in analyse(text, lang).tokens if any(ch.isalnum() for ch in t.text)]
 
 
 def _raise_unsegmented(lang: str) -> None:
