@@ -8,6 +8,11 @@ are eligible: function words (closed-class POS: ADP AUX CCONJ DET PART PRON SCON
 words (NOUN, PROPN, ADJ), as tagged by :mod:`core.perturb.nlp`. Draw order per eligible word:
 ``rng.random()``, then for a chosen word ``rng.choice`` of the position and of the neighbour.
 ``p = 1.0`` noises every word of the class.
+
+Unlike ``keyboard_Q``, which types German on QWERTZ (and Russian, Greek and Arabic on their own
+layouts), these two type every language on NoiseQA's QWERTY map: they are NoiseQA's English
+artefacts, and a German sweep stored with them keeps drawing the same variants. They run only
+where a tagger finds the word classes (English, German, Chinese, Thai).
 """
 from __future__ import annotations
 
