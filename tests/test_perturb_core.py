@@ -371,3 +371,29 @@ def test_every_registered_parameter_says_what_it_does():
     assert [(pid, q.name) for pid, q in declared if not q.help] == []
     # ReplaceRQ's model folder is the one parameter a browser form must not offer
     assert [(pid, q.name) for pid, q in declared if q.names_a_resource] == [("ReplaceRQ", "mlm_model")]
+
+
+def test_the_language_table_in_data_md_is_what_the_code_does():
+    """docs/DATA.md's "What each XQuAD language gets": each cell from the code it describes."""
+    import re
+    from pathlib import Path
+
+    from core.metrics.rules import scoring_rule
+    from core.perturb.catalogue.artefacts import NER_LANGUAGES
+    from core.perturb.repair import SPELLCHECK_LANGUAGES
+    from core.perturb.targets import can_tag_verbs
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "DATA.md").read_text(encoding="utf-8")
+    section = text.split("## What each XQuAD language gets", 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
+            if re.match(r"\| [a-z]{2} \|", line)]
+    assert [r[0] for r in rows] == ["ar", "de", "el", "en", "es", "hi", "ro", "ru", "th", "tr", "vi", "zh"]
+    backends = {"en": "spaCy", "de": "HanTa", "zh": "jieba", "th": "PyThaiNLP"}
+    for lang, words, classes, entities, keyboard, spelling, scoring in rows:
+        assert nlp.can_segment(lang)
+        assert words == (backends[lang] if lang in nlp.UNSEGMENTED_LANGUAGES else "spaces"), lang
+        assert classes == (backends[lang] if can_tag_verbs(lang) else "—"), lang
+        assert entities == (backends[lang] if lang in NER_LANGUAGES else "—"), lang
+        assert keyboard == keyboards.LAYOUT_NAMES[keyboards.layout_for(lang)], lang
+        assert spelling == ("yes" if lang in SPELLCHECK_LANGUAGES else "—"), lang
+        assert scoring == scoring_rule(lang).name, lang
