@@ -23,7 +23,7 @@ def example(question: str, lang: str) -> QAExample:
     ("TUQ", "WHO CAME 2 DAYS AGO?", "en", "TUQ leaves this question as it is: it is written that way already"),
     ("RUQ", "Who came?", "en", "RUQ replaces umlauts and ß, and this question has none"),
     ("typo_Q", "من جاء؟", "ar", "typo_Q types on a QWERTZ keyboard, and this question has no letter of it"),
-    ("keyboard_Q", "कौन आया?", "hi",   # no Devanagari keyboard here
+    ("keyboard_Q", "谁来了？", "zh",   # Chinese is typed through pinyin: no keyboard of its letters here
      "keyboard_Q types on a QWERTY keyboard, and no word of this question (split at spaces) has a letter of it"),
     ("keyboard_Q", "a 1999 ?", "en",   # the one letter is a word of one character: never typed wrong
      "keyboard_Q types on a QWERTY keyboard, and no word of this question (split at spaces) has a letter of it"),
@@ -40,11 +40,12 @@ def test_the_reason_is_said_and_apply_gives_nothing(pid, question, lang, reason)
     ("TUQ", "Wer kam?", "de"), ("TLQ", "ΠΟΙΟΣ;", "el"), ("RUQ", "Wer kam aus Köln?", "de"),
     ("typo_Q", "Wer?", "de"), ("keyboard_Q", "谁是NFL的MVP？", "zh"), ("keyboard_Q", "Who came?", "en"),
     ("keyboard_Q", "Кто пришёл?", "ru"), ("keyboard_Q", "Πόσους πόντους;", "el"), ("keyboard_Q", "من جاء؟", "ar"),
+    ("keyboard_Q", "कौन आया?", "hi"), ("keyboard_Q", "ใครมา บ้าง", "th"),
     ("typo_Q", "Кто?", "ru", {"layout": "russian"}),
 ]])
 def test_a_question_it_can_change_has_no_reason(pid, question, lang, params):
-    """Russian, Greek and Arabic questions are typed on their own keyboards (before: no letter of
-    QWERTY, nothing changed)."""
+    """Russian, Greek, Arabic, Hindi and Thai questions are typed on their own keyboards (before: no
+    letter of QWERTY, nothing changed)."""
     p, ex = registry.get(pid), example(question, lang)
     assert p.nothing_to_change(ex, params) is None
     assert p.apply(ex, random.Random(0), **params) is not None

@@ -313,8 +313,8 @@ class Perturbation(abc.ABC):
         """The declared parameters by name, in declaration order (LIT's ``config_spec``).
 
         >>> from core.perturb import registry
-        >>> {name: (p.default, p.bounds) for name, p in registry.get("typo_Q").config_spec().items()}
-        {'rate': (0.1, (0.0, 1.0)), 'layout': ('qwertz', ('arabic', 'azerty', 'greek', 'qwerty', 'qwertz', 'russian'))}
+        >>> {name: (p.default, len(p.bounds)) for name, p in registry.get("typo_Q").config_spec().items()}
+        {'rate': (0.1, 2), 'layout': ('qwertz', 8)}
         """
         return {p.name: p for p in cls.parameters}
 

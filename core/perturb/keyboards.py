@@ -9,10 +9,12 @@ Two kinds of map:
   the keys left and right on the same row, plus the keys of the rows above and below whose centres
   are less than one key width away horizontally (physical row stagger below).
 
-Russian (ЙЦУКЕН), Greek and Arabic (101) keyboards carry the Latin QWERTY letters on the same keys
-(:data:`SECOND_ALPHABET`), so a Latin word in a Russian question is typed wrong as on QWERTY; Greek
-accented vowels are typed with a dead key on their vowel's key (:data:`DEAD_KEY_LETTERS`). These
-layouts are our extension: NoiseQA types English only, the German paper German.
+Russian (ЙЦУКЕН), Greek, Arabic (101), Hindi (InScript) and Thai (Kedmanee) keyboards carry the
+Latin QWERTY letters on the same keys (:data:`SECOND_ALPHABET`), so a Latin word in a Russian
+question is typed wrong as on QWERTY; Greek accented vowels are typed with a dead key on their
+vowel's key (:data:`DEAD_KEY_LETTERS`); Hindi's vowel signs and Thai's above and below vowels and
+tone marks are combining marks, not letters, so only the letters on those keyboards are replaced.
+These layouts are our extension: NoiseQA types English only, the German paper German.
 
 Only keys whose UNSHIFTED character is a letter take part (so QWERTZ keeps ü ö ä and ß, AZERTY keeps
 é è ç à ù, and neither includes digits or punctuation): a letter is only ever replaced by a letter.
@@ -74,14 +76,28 @@ LAYOUTS: dict[str, tuple[tuple[float, str], ...]] = {
         (1.75, "شسيبلاتنمكط"),
         (2.25, "ئءؤر ىةوزظ"),
     ),
+    "hindi": (     # Devanagari InScript (Windows KBDINDEV); vowel signs are marks, not letters
+        (0.0, "ॊ1234567890-ृ"),
+        (1.5, "ौैाीूबहगदजड़ॉ"),
+        (1.75, "ोे्िुपरकतचट"),
+        (2.25, "ॆंमनवलस,./"),
+    ),
+    "thai": (      # Thai Kedmanee (TIS 820-2538); above and below vowels and tones are marks
+        (0.0, "_ๅ/-ภถุึคตจขช"),
+        (1.5, "ๆไำพะัีรนยบลฃ"),
+        (1.75, "ฟหกดเ้่าสวง"),
+        (2.25, "ผปแอิืทมใฝ"),
+    ),
 }
 # The Latin letters printed on the same keys, typed when the text switches to Latin.
-SECOND_ALPHABET: dict[str, str] = {"russian": "qwerty", "greek": "qwerty", "arabic": "qwerty"}
+SECOND_ALPHABET: dict[str, str] = {"russian": "qwerty", "greek": "qwerty", "arabic": "qwerty", "hindi": "qwerty",
+                                   "thai": "qwerty"}
 # Letters typed with a dead key first, on the key of the letter they decompose to (ά: ΄ then α).
 DEAD_KEY_LETTERS: dict[str, str] = {"greek": "άέήίόύώϊϋΐΰ"}
 # How a layout is named to the user.
 LAYOUT_NAMES: dict[str, str] = {"qwerty": "QWERTY", "qwertz": "QWERTZ", "azerty": "AZERTY",
-                                "russian": "Russian (ЙЦУКЕН)", "greek": "Greek", "arabic": "Arabic (101)"}
+                                "russian": "Russian (ЙЦУКЕН)", "greek": "Greek", "arabic": "Arabic (101)",
+                                "hindi": "Hindi (InScript)", "thai": "Thai (Kedmanee)"}
 
 
 def _with_other_keys(layout: str, own: dict[str, tuple[str, ...]],
@@ -124,8 +140,10 @@ def _adjacency(layout: str) -> dict[str, tuple[str, ...]]:
 
 
 # The keyboard a speaker of the language types on: German QWERTZ, French AZERTY, Russian ЙЦУКЕН,
-# Greek and Arabic their own (with QWERTY's Latin letters), else QWERTY.
-LAYOUT_FOR_LANG: dict[str, str] = {"de": "qwertz", "fr": "azerty", "ru": "russian", "el": "greek", "ar": "arabic"}
+# Greek, Arabic, Hindi (InScript) and Thai (Kedmanee) their own (with QWERTY's Latin letters), else
+# QWERTY.
+LAYOUT_FOR_LANG: dict[str, str] = {"de": "qwertz", "fr": "azerty", "ru": "russian", "el": "greek", "ar": "arabic",
+                                   "hi": "hindi", "th": "thai"}
 
 
 @functools.lru_cache(maxsize=None)
