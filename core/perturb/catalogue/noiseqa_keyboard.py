@@ -8,6 +8,9 @@
   letter is looked up lower-case and the neighbour is upper-cased back. A chosen token without
   any eligible character ("1963", "?") stays as it is. One ``rng.random()`` is drawn per token,
   then, for a chosen token, ``rng.choice`` of the position and ``rng.choice`` of the neighbour.
+  Other languages type on their own keyboard (:func:`core.perturb.keyboards.layout_for`: QWERTZ
+  for German, AZERTY for French, the Russian, Greek, Arabic, Hindi and Thai layouts), row-wise as
+  NoiseQA's map; our extension, as NoiseQA's noise is English.
 * **misspell_Q** - replace words by human misspellings from Wikipedia's list of common
   misspellings, filtered to interface errors (:mod:`core.perturb.misspellings`). Every word that
   has such a misspelling is replaced with probability ``p`` (default 1.0: all of them, as in
@@ -42,8 +45,8 @@ class KeyboardQ(Perturbation):
     field = "question"
     randomised = True
     description = ("NoiseQA keyboard noise: 1 in 4 words gets one letter replaced by a row-wise keyboard "
-                   "neighbour (QWERTY; QWERTZ for German, AZERTY for French, the Russian, Greek and Arabic "
-                   "layouts for those languages)")
+                   "neighbour (QWERTY; QWERTZ for German, AZERTY for French, their own layouts for Russian, "
+                   "Greek, Arabic, Hindi and Thai)")
     parameters = (Param("p", 0.25, "probability that a word gets one keyboard typo", min=0.0, max=1.0, step=0.05),)
     source = SOURCE
 
