@@ -41,6 +41,7 @@ def test_the_reason_is_said_and_apply_gives_nothing(pid, question, lang, reason)
     ("typo_Q", "Wer?", "de"), ("keyboard_Q", "谁是NFL的MVP？", "zh"), ("keyboard_Q", "Who came?", "en"),
     ("keyboard_Q", "Кто пришёл?", "ru"), ("keyboard_Q", "Πόσους πόντους;", "el"), ("keyboard_Q", "من جاء؟", "ar"),
     ("keyboard_Q", "कौन आया?", "hi"), ("keyboard_Q", "ใครมา บ้าง", "th"),
+    ("keyboard_content_Q", "ใครก่อตั้งมหาวิทยาลัย", "th"),   # word classes by PyThaiNLP, Thai keys
     ("typo_Q", "Кто?", "ru", {"layout": "russian"}),
 ]])
 def test_a_question_it_can_change_has_no_reason(pid, question, lang, params):
