@@ -1,4 +1,5 @@
-"""Which question word a question asks with: its wh-class, in English, German and Chinese.
+"""Which question word a question asks with: its wh-class, in English, German, Spanish, Russian and
+Chinese.
 
 One table for the two places that group questions by it: the sweeps' "question word" slice
 (:mod:`core.sweeps.analysis.slices`) and Beat the AI's statistics of a collected set
@@ -25,6 +26,20 @@ _PHRASES: dict[str, tuple[tuple[str, str], ...]] = {
            ("welchen", "which"), ("welchem", "which"), ("wer", "who"), ("wen", "who"), ("wem", "who"),
            ("wessen", "who"), ("wann", "when"), ("wo", "where"), ("wohin", "where"), ("woher", "where"),
            ("warum", "why"), ("weshalb", "why"), ("wieso", "why"), ("weswegen", "why"), ("wie", "how")),
+    # XQuAD-es: only the accented forms ask ("que" is "that", "qué" is "what")
+    "es": (("cuántos", "how many/much"), ("cuántas", "how many/much"), ("cuánto", "how many/much"),
+           ("cuánta", "how many/much"), ("por qué", "why"), ("qué", "what"), ("cuál", "which"),
+           ("cuáles", "which"), ("quién", "who"), ("quiénes", "who"), ("cuándo", "when"), ("dónde", "where"),
+           ("adónde", "where"), ("cómo", "how")),
+    # XQuAD-ru: the case forms of each word
+    "ru": (("сколько", "how many/much"), ("что", "what"), ("чего", "what"), ("чему", "what"), ("чем", "what"),
+           ("чём", "what"), ("какой", "which"), ("какая", "which"), ("какое", "which"), ("какие", "which"),
+           ("какого", "which"), ("какому", "which"), ("каким", "which"), ("каком", "which"), ("какую", "which"),
+           ("каких", "which"), ("какими", "which"), ("который", "which"), ("которая", "which"),
+           ("которое", "which"), ("которые", "which"), ("кто", "who"), ("кого", "who"), ("кому", "who"),
+           ("кем", "who"), ("ком", "who"), ("чей", "who"), ("чья", "who"), ("чьё", "who"), ("чьи", "who"),
+           ("когда", "when"), ("где", "where"), ("куда", "where"), ("откуда", "where"), ("почему", "why"),
+           ("зачем", "why"), ("как", "how")),
     # DuReader-robust, XQuAD-zh, CMRC
     "zh": (("什么时候", "when"), ("什么时间", "when"), ("何时", "when"), ("几时", "when"), ("哪一年", "when"),
            ("哪年", "when"), ("哪一天", "when"), ("哪天", "when"), ("几月", "when"), ("几号", "when"),
@@ -48,8 +63,12 @@ def wh_class(question: str, lang: str) -> str | None:
 
     >>> wh_class("How many points?", "en"), wh_class("The bridge was built by whom?", "en"), wh_class("Name it.", "en")
     ('how many/much', 'who', 'other')
-    >>> wh_class("Wie viele Tore fielen?", "de"), wh_class("Seit wann gibt es die Fähre?", "de"), wh_class("Qué?", "es")
+    >>> wh_class("Wie viele Tore fielen?", "de"), wh_class("Seit wann gab es sie?", "de"), wh_class("Ποιος;", "el")
     ('how many/much', 'when', None)
+    >>> wh_class("¿Cuántos puntos cedió la defensa?", "es"), wh_class("¿Dijo que sí?", "es")
+    ('how many/much', 'other')
+    >>> wh_class("В каком году был построен мост?", "ru"), wh_class("Сколько очков?", "ru")
+    ('which', 'how many/much')
     >>> [wh_class(q, "zh") for q in ("望川桥是什么时候建成的？", "他几乎赢了哪场比赛？", "卢克贡献了多少次擒抱？")]
     ['when', 'which', 'how many/much']
     """

@@ -35,7 +35,7 @@ def wh_word(question: str, lang: str) -> str:
 
     >>> wh_word("In what year was it first lit?", "en"), wh_word("Wie hoch ist der Turm?", "de")
     ('what', 'how')
-    >>> wh_word("望川桥是什么时候建成的？", "zh"), wh_word("Name the keeper.", "en"), wh_word("¿Quién?", "es")
+    >>> wh_word("望川桥是什么时候建成的？", "zh"), wh_word("Name the keeper.", "en"), wh_word("Ποιος;", "el")
     ('when', 'other', 'n/a')
     """
     cls = question_words.wh_class(question, lang)

@@ -5,7 +5,7 @@ group, with N per cell, so "keyboard noise costs 12 F1" becomes "... and 25 on w
 a date answer". Slices (name: what groups the examples):
 
   wh       the question word: what, which, who, when, where, why, how many/much, how, other
-           (English, German and Chinese question words; the first one found in the question)
+           (English, German, Spanish, Russian and Chinese question words; the first one found)
   answer   the gold answer's type from the spaCy tagger of core.perturb.nlp: person, place,
            organisation, other name, date, number, other (no entity labels for the language:
            number / other name / other from POS tags)
@@ -70,7 +70,7 @@ def wh_word(question: str, lang: str) -> str:
 
     >>> wh_word("How many points did the Panthers score?", "en"), wh_word("Name it.", "en")
     ('how many/much', 'other')
-    >>> wh_word("望川桥是什么时候建成的？", "zh"), wh_word("¿Cuántos puntos?", "es")
+    >>> wh_word("望川桥是什么时候建成的？", "zh"), wh_word("Πόσοι πόντοι;", "el")
     ('when', 'other')
     """
     return wh_class(question, lang) or "other"
