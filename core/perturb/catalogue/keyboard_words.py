@@ -49,8 +49,7 @@ def keys_for(lang: str) -> tuple[str, dict[str, tuple[str, ...]]]:
     return "qwerty", NOISEQA_ROWWISE_QWERTY
 
 
-def keyboard_letter_edit(word: str, offset: int, rng: random.Random,
-                         keys: dict[str, tuple[str, ...]] = NOISEQA_ROWWISE_QWERTY) -> Edit | None:
+def keyboard_letter_edit(word: str, offset: int, rng: random.Random, keys: dict[str, tuple[str, ...]]) -> Edit | None:
     """One NoiseQA keyboard typo in ``word`` (which starts at ``offset``) from the row-wise
     neighbours ``keys``, or None if no letter qualifies."""
     positions = [i for i, ch in enumerate(word) if keys.get(ch.lower())]

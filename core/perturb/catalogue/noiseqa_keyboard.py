@@ -38,6 +38,11 @@ def _eligible_positions(token: str, keys: dict[str, tuple[str, ...]]) -> list[in
     return [i for i, ch in enumerate(token) if ch.lower() in keys and keys[ch.lower()]]
 
 
+def _any_typeable(tokens: list[re.Match], keys: dict[str, tuple[str, ...]]) -> bool:
+    """Whether a word of more than one character has a letter on the keyboard ``keys``."""
+    return any(len(t.group()) > 1 and _eligible_positions(t.group(), keys) for t in tokens)
+
+
 @register
 class KeyboardQ(Perturbation):
     id = "keyboard_Q"
@@ -52,19 +57,18 @@ class KeyboardQ(Perturbation):
 
     def _nothing_to_change(self, example: QAExample, params: dict[str, Any]) -> str | None:
         layout = layout_for(example.lang)
-        if any(len(t.group()) > 1 and _eligible_positions(t.group(), rowwise(layout))
-               for t in _TOKEN_RE.finditer(example.question)):
+        if _any_typeable(list(_TOKEN_RE.finditer(example.question)), rowwise(layout)):
             return None
         return (f"keyboard_Q types on a {LAYOUT_NAMES[layout]} keyboard, and no word of this question (split at "
                 "spaces) has a letter of it")
 
     def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
-        if self._nothing_to_change(example, params):
-            return None
         # NoiseQA's exact QWERTY map for English; a German speaker types on QWERTZ (no y/z swap
         # in its typos on QWERTY), a French one on AZERTY.
         keys = rowwise(layout_for(example.lang))
         tokens = list(_TOKEN_RE.finditer(example.question))
+        if not _any_typeable(tokens, keys):   # what _nothing_to_change says, on tokens split once
+            return None
         edits, changed = [], []
         for token in tokens:
             if rng.random() >= params["p"] or len(token.group()) <= 1:

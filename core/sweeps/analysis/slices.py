@@ -146,8 +146,9 @@ def cer_bucket(cer: float | None, changed: bool | None = True) -> str:
 
 
 def _words(text: str, lang: str) -> list[str]:
-    """The words of ``text``: jieba's for Chinese (core.perturb.nlp.word_spans), where the regex would
-    count a whole clause as one word; Thai and Japanese have no segmenter here, and count so."""
+    """The words of ``text``: jieba's for Chinese and PyThaiNLP's for Thai (core.perturb.nlp.word_spans),
+    where the regex would count a whole clause as one word; Japanese has no segmenter here, and
+    counts so."""
     try:
         return [text[a:b] for a, b in word_spans(text, lang)]
     except ValueError:
@@ -163,12 +164,13 @@ def example_slices(question: str, context: str, answer: str, lang: str) -> dict[
     >>> zh["qlen"], zh["overlap"]   # 望川桥 / 是 / 谁 / 修建 / 的: 2 of 5 in the context
     ('1-6', '<50%')
     """
-    q_words = {w.lower() for w in _words(question, lang)}
-    c_words = {w.lower() for w in _words(context, lang)}
+    q_tokens, c_tokens = _words(question, lang), _words(context, lang)
+    q_words = {w.lower() for w in q_tokens}
+    c_words = {w.lower() for w in c_tokens}
     share = len(q_words & c_words) / len(q_words) if q_words else 0.0
     return {"wh": wh_word(question, lang), "answer": answer_type(answer, lang),
-            "qlen": length_bucket(len(_words(question, lang)), QLEN_EDGES),
-            "clen": length_bucket(len(_words(context, lang)), CLEN_EDGES), "overlap": overlap_bucket(share),
+            "qlen": length_bucket(len(q_tokens), QLEN_EDGES),
+            "clen": length_bucket(len(c_tokens), CLEN_EDGES), "overlap": overlap_bucket(share),
             "paragraph": PARAGRAPH_GROUPS[normalize_context(context) not in xquad_contexts()]}
 
 
