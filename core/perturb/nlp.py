@@ -257,6 +257,8 @@ def _tag_th(text: str) -> list[Token]:
 
 _TAGGERS = {"en": ("spacy:" + SPACY_EN_MODEL, _tag_en), "de": ("hanta", _tag_de), "zh": ("jieba", _tag_zh),
             "th": ("pythainlp", _tag_th)}
+# The languages a real POS tagger serves (the verb perturbations and word classes need one).
+TAGGER_LANGUAGES = tuple(_TAGGERS)
 
 
 @functools.lru_cache(maxsize=4096)

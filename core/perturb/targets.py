@@ -23,8 +23,6 @@ from core.perturb import nlp
 from core.perturb.base import Perturbation
 from core.types import QAExample
 
-TAGGED_LANGUAGES = ("en", "de", "zh", "th")
-
 
 @dataclass(frozen=True)
 class WordSpan:
@@ -35,7 +33,7 @@ class WordSpan:
 
 def can_tag_verbs(lang: str) -> bool:
     """Whether ``lang`` has a real POS tagger available (verb-based perturbations need one)."""
-    return lang in TAGGED_LANGUAGES and nlp.backend_error(lang) is None
+    return lang in nlp.TAGGER_LANGUAGES and nlp.backend_error(lang) is None
 
 
 def _answer_guard(example: QAExample):
@@ -89,7 +87,8 @@ class WordTargetedPerturbation(Perturbation):
 
     def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
         if self.target == "V" and not can_tag_verbs(example.lang):
-            return f"{self.id} needs a POS tagger ({', '.join(TAGGED_LANGUAGES)}); language {example.lang!r} has none"
+            taggers = ", ".join(nlp.TAGGER_LANGUAGES)
+            return f"{self.id} needs a POS tagger ({taggers}); language {example.lang!r} has none"
         if self.target != "V" and not nlp.can_segment(example.lang):
             return f"{self.id} needs a word segmenter; language {example.lang!r} has none"
         return None
