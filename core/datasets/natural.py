@@ -98,6 +98,13 @@ def _root(data_dir: str | Path | None) -> Path:
     root = Path(data_dir) if data_dir is not None else config.data_dir()
     if root is None:
         raise DatasetError("no data directory: set QAX_DATA_DIR to the folder holding natural/, squad/, xquad/")
+    return _resolved(str(root))
+
+
+@functools.lru_cache(maxsize=8)
+def _resolved(root: str) -> Path:
+    # natural_Q asks for its set once per question (the Sweeps page: every planned question on
+    # every rerun); resolving the folder each time was 0.16 ms of file system calls a question
     return Path(root).expanduser().resolve()
 
 

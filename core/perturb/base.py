@@ -352,8 +352,11 @@ class Perturbation(abc.ABC):
         """:meth:`why_not` as far as it can be told without loading a tagger, an encoder or a
         voice: the language, and the subclass's reason only when it ``depends_on_question`` (a
         form asks this while the user is still choosing; the run asks :meth:`why_not`)."""
+        return self._before_loading(example, self.resolve_params(params or {}))
+
+    def _before_loading(self, example: QAExample, resolved: dict[str, Any]) -> str | None:
         if self.depends_on_question or (self.languages is not None and example.lang not in self.languages):
-            return self._reason(example, self.resolve_params(params or {}))
+            return self._reason(example, resolved)
         return None
 
     def nothing_to_change(self, example: QAExample, params: dict[str, Any] | None = None) -> str | None:
@@ -367,6 +370,13 @@ class Perturbation(abc.ABC):
         Unlike :meth:`why_not` it is no refusal: ``apply`` may still be called.
         """
         return self._nothing_to_change(example, self.resolve_params(params or {}))
+
+    def before_running(self, examples: Sequence[QAExample], params: dict[str, Any] | None = None) -> list[str | None]:
+        """For each of ``examples``: :meth:`why_not_before_loading`, else :meth:`nothing_to_change`
+        (None where it may run and change something), with ``params`` resolved once for them all:
+        what the Sweeps page asks of every planned question on every rerun."""
+        resolved = self.resolve_params(params or {})
+        return [self._before_loading(ex, resolved) or self._nothing_to_change(ex, resolved) for ex in examples]
 
     def _nothing_to_change(self, example: QAExample, params: dict[str, Any]) -> str | None:
         """The subclass's side of :meth:`nothing_to_change`: cheap, loading nothing; never a reason

@@ -127,7 +127,7 @@ def coverage(specs: Sequence[PerturbationSpec], examples: Sequence[Any], catalog
             params = p.resolve_params(first.params_dict)
         except (KeyError, ValueError):   # the sweep itself says so, with the page's other checks
             continue
-        reasons = [p.why_not_before_loading(ex, params) or p.nothing_to_change(ex, params) for ex in checked]
+        reasons = p.before_running(checked, params)
         runs = sum(r is None for r in reasons)
         if runs < len(checked):
             found.append(Coverage(spec_label(spec.id, spec.params_dict) if not spec.is_chain else str(spec), runs,
