@@ -193,3 +193,18 @@ def test_agreement_runs_on_a_natural_set_with_flips_by_paragraph(natural_dir):
     assert {(r["questions on"], r["questions"]) for r in rows} == {("xquad paragraphs", 0), ("rest of squad dev", 2)}
     with pytest.raises(agreement.AgreementError, match="no natural set 'nope'"):
         natural_set_conditions("nope", data_dir=natural_dir)
+
+
+def test_the_agreement_command_runs_on_a_natural_set(natural_dir, monkeypatch, capsys, tmp_path):
+    """``python -m core.collect.agreement --natural heysquad``: a run without --trial (it crashed in
+    its output guard, which asked for the files of a trial that was not given)."""
+    from core.collect.agreement import main
+
+    monkeypatch.setenv("QAX_DATA_DIR", str(natural_dir))
+    out = tmp_path / "agreement.json"
+    assert main(["--natural", "heysquad", "--model", "minilm-squad-v2", "--disfluency-n", "0", "--n-boot", "20",
+                 "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "2 questions of heysquad" in printed and "natural:asr_human" in printed
+    assert "rest of squad dev" in printed and "None%" not in printed   # XQuAD's subset has none of the two
+    assert {r["id"] for r in json.loads(out.read_text())["questions"]} == {"q1", "q2"}

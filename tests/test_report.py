@@ -13,7 +13,7 @@ import re
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
-from test_app_heatmaps import LookupEngine, build_sweep
+from test_app_heatmaps import ANSWERS_A, ANSWERS_B, SPECS, TOY, LookupEngine, build_sweep
 
 from core import reports
 from core.datasets import Dataset
@@ -162,6 +162,28 @@ def test_cli_report_and_bad_input(toy_db, tmp_path, capsys):
     md_db.write_bytes(toy_db.read_bytes())
     assert main(["--db", str(md_db), "--show", "toy-sweep", "--report", str(tmp_path / "x.html")]) == 2
     assert not (tmp_path / "x.html").exists()
+
+
+def test_show_refuses_to_write_over_the_data_set_the_sweep_was_made_from(tmp_path, capsys):
+    """A report or CSV named like the stored sweep's own data set (a slip of tab completion) is
+    refused before anything is written: the data set is an input of --show, read from the store."""
+    data = tmp_path / "mine.en.json"
+    TOY.to_squad_json(data)
+    before = data.read_bytes()
+    db = tmp_path / "sweeps.sqlite"
+    engines = {"fake-a": LookupEngine(ANSWERS_A, "a1"), "fake-b": LookupEngine(ANSWERS_B, "b1")}
+    for name in ("mine", "mine-again"):
+        config = SweepConfig(str(data), parse_specs(SPECS), ["fake-a", "fake-b"], repeats=2, seed=1, name=name)
+        assert run_sweep(config, engines, db, dataset=TOY).status == "done"
+    for argv in (["--show", "mine", "--report", str(data)],
+                 ["--show", "mine", "--curve", "cer", "--curve-csv", str(data)],
+                 ["--show", "mine", "--backend-vs", "mine-again", "--backend-csv", str(data)]):
+        capsys.readouterr()
+        assert main(["--db", str(db), *argv]) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "refusing to overwrite an input" in err and str(data) in err, err
+    assert data.read_bytes() == before
+    assert main(["--db", str(db), "--show", "mine", "--report", str(tmp_path / "r.html"), "--quiet"]) == 0
 
 
 def test_heatmaps_report_buttons(toy_db, monkeypatch):

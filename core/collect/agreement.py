@@ -38,7 +38,9 @@ PROG = "python -m core.collect.agreement"
 
 def _trial_files(trial_id, args) -> list:
     """The files of the trial ``--trial`` names (its record, store and recordings): no output
-    may be one of them."""
+    may be one of them. None without --trial (a --natural run reads no trial)."""
+    if trial_id is None:
+        return []
     trial = flip_agreement.trial_or_error(trial_id)
     return [trial.path / "trial.json", trial.path / "trial.sqlite", *(r.path for r in trial.recordings())]
 
@@ -141,8 +143,9 @@ def _natural(args) -> int:
     print(format_result(result).replace("recorded questions", f"questions of {args.natural}", 1))
     print("\nflip rates by paragraph (XQuAD's 240 paragraphs: not trained on by the shipped English models)")
     for r in flip_rates_by_subset(result):
-        print(f"  {r['model']:<20} {r['questions on']:<18} {r['condition']:<36} {r['flips']:>4}/{r['questions']:<4}"
-              f" {r['flip %']}%")
+        if r["questions"]:   # a sample may hold no question of a subset: no rate to print
+            print(f"  {r['model']:<20} {r['questions on']:<18} {r['condition']:<36} {r['flips']:>4}/"
+                  f"{r['questions']:<4} {r['flip %']}%")
     _write(args, result)
     return 0
 

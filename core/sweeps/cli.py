@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,7 +33,7 @@ from core.budgets import (
     MAX_REPEATS,
     MAX_THREADS,
 )
-from core.datasets import Dataset, load_dataset
+from core.datasets import FILE_PREFIX, Dataset, load_dataset
 from core.perturb.spec import PerturbationSpec, parse_specs
 from core.qa.engine import engine_settings
 from core.sweeps.config import DEFAULT_DB, SweepConfig
@@ -49,7 +50,29 @@ def _report_files(report: str | None, args: argparse.Namespace) -> list[str] | N
     """The files ``--report`` writes: the HTML file and the Markdown beside it."""
     from core.reports import markdown_path
 
-    return [report, str(markdown_path(report))] if report else None
+    if not report:
+        return None
+    if Path(report).suffix.lower() == ".md":
+        raise cli.CLIError(f"--report {report}: name the HTML file (OUT.html); its Markdown is written beside "
+                           "it as OUT.md")
+    return [report, str(markdown_path(report))]
+
+
+def _stored_sweep_files(name: str | None, args: argparse.Namespace) -> list[Path]:
+    """The files the stored sweep ``name`` of ``--db`` was made from (its data set and its ``file:``
+    challenge sets): with --show, what a --report, --curve-csv or --backend-csv must not write over.
+    Nothing when the sweep cannot be read: the command says why when it reads it."""
+    if not name or not Path(args.db).is_file():
+        return []
+    from core.sweeps.analysis.stored import StoredSweep
+
+    try:
+        sweep = StoredSweep(args.db, name)
+        names = [sweep.info["dataset"], *(part for spec in sweep.specs() for part in spec["perturbation"].split("+")
+                                          if part.startswith(FILE_PREFIX))]
+    except (KeyError, ValueError, OSError, sqlite3.Error):
+        return []
+    return cli.dataset_files("data_dir")(names, args)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -97,22 +120,24 @@ def _build_parser() -> argparse.ArgumentParser:
                          "--calibrate), else 1")
     ap.add_argument("--metric", choices=("f1", "em"), default="f1", help="metric of the printed table")
     ap.add_argument("--list", action="store_true", help="list the sweeps stored in --db and exit")
-    ap.add_argument("--show", metavar="NAME", help="print the table of a stored sweep and exit")
+    ap.add_input("--show", metavar="NAME", paths=_stored_sweep_files,
+                 help="print the table of a stored sweep and exit")
     ap.add_argument("--compare", metavar="A,B", help="with --show: model B - model A in F1 per spec, with a 95%% "
                                                      "paired-bootstrap interval over examples")
     ap.add_argument("--repair", action="store_true", help="with --show: NoiseQA's question repair table (each "
                     "A+repair_Q spec against A, gain with a 95%% paired-bootstrap interval)")
     ap.add_argument("--slice", metavar="NAME", help="with --show: the table per slice group: wh, answer, qlen, "
-                                                    "clen, overlap or cer (N per cell)")
+                                                    "clen, overlap, paragraph or cer (N per cell)")
     ap.add_argument("--calibration", action="store_true", help="with --show: answer scores clean vs perturbed "
                     "and the abstention threshold that keeps 90%% of clean F1")
     ap.add_argument("--curve", choices=("cer", "wer", "bleu"), help="with --show: F1 against each variant's measured "
                     "question noise, binned, with 95%% bootstrap bands (seeded by --seed) and each model's break "
                     "point (F1 below 90%% of clean)")
     ap.add_output("--curve-csv", metavar="OUT", help="with --curve: also write the curve's rows as CSV")
-    ap.add_argument("--backend-vs", metavar="NAME", help="with --show A: the answers that differ between sweep A "
-                    "and sweep NAME (the same data, perturbations and seed run with another --engine-backend), "
-                    "per model and perturbation, with the question noise of flipped and kept rows")
+    ap.add_input("--backend-vs", metavar="NAME", paths=_stored_sweep_files,
+                 help="with --show A: the answers that differ between sweep A "
+                 "and sweep NAME (the same data, perturbations and seed run with another --engine-backend), "
+                 "per model and perturbation, with the question noise of flipped and kept rows")
     ap.add_output("--backend-csv", metavar="OUT", help="with --backend-vs: also write its rows as CSV")
     ap.add_output("--report", metavar="OUT.html", paths=_report_files,
                   help="with --show: write the sweep's report as one self-contained "
