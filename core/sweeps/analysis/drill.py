@@ -85,11 +85,20 @@ def answer_spans(across: list[dict[str, Any]], clean: bool) -> dict[str, Span | 
 def shown_context(row: dict[str, Any], clean: bool) -> tuple[str, list[tuple[int, int]], bool]:
     """(the context to mark the answers in, its gold spans, whether it is the perturbed context)
     for a row of ``sweep_cells.cell_examples``: the clean answers go in the clean context; the perturbed
-    ones in the perturbed context when the perturbation changed it."""
+    ones in the perturbed context when the perturbation changed it. Gold spans come from the stored
+    offsets: an answer whose text occurs twice is marked where the data set puts it.
+
+    >>> row = {"context": "Bob met Ann. Ann left.", "golds": ["Ann"], "gold_starts": [13],
+    ...        "perturbed_context": None, "perturbed_golds": [], "perturbed_gold_starts": []}
+    >>> shown_context(row, clean=True)[1], shown_context(row, clean=False)[1]
+    ([(13, 16)], [(13, 16)])
+    """
+    golds, starts = row["golds"], row.get("gold_starts")
     if clean:
-        return row["context"], gold_spans(row["context"], row["golds"]), False
+        return row["context"], gold_spans(row["context"], golds, starts), False
     if row["perturbed_context"] is None:
-        return row["context"], gold_spans(row["context"], row["perturbed_golds"] or row["golds"],
-                                          row["perturbed_gold_starts"] or None), False
+        if row["perturbed_golds"]:
+            golds, starts = row["perturbed_golds"], row["perturbed_gold_starts"]
+        return row["context"], gold_spans(row["context"], golds, starts), False
     return row["perturbed_context"], gold_spans(row["perturbed_context"], row["perturbed_golds"],
                                                 row["perturbed_gold_starts"]), True

@@ -281,7 +281,8 @@ def cell_examples(db: Store | str | Path, sweep: int | str, model: str, perturba
         for r in store.cell_rows(sid, model, perturbation, _params_json(params),
                                  scored_only=not include_not_applicable, limit=limit):
             d = dict(r)
-            d["golds"] = [a[0] for a in json.loads(d.pop("gold_json"))]
+            gold = json.loads(d.pop("gold_json"))
+            d["golds"], d["gold_starts"] = [a[0] for a in gold], [a[1] for a in gold]
             vg = d.pop("variant_gold_json")
             d["perturbed_golds"] = [a[0] for a in json.loads(vg)] if vg else []
             d["perturbed_gold_starts"] = [a[1] for a in json.loads(vg)] if vg else []
