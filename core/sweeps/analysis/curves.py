@@ -179,7 +179,9 @@ def sweep_curves(db, sweep: int | str, measure: str, edges: Sequence[float] | No
 def format_curves(c: Curves) -> str:
     """The curves as a text table, one block per model, its break point under it."""
     unit = "BLEU" if c.measure == "bleu" else f"{c.measure.upper()} %"
-    lines = []
+    lines = [f"{unit} of each variant against its original question, as NoiseQA's Table 3 measures it ("
+             + ("sentence BLEU, uncased" if c.measure == "bleu" else "lower-cased, without punctuation")
+             + "): a change of case or punctuation alone is no noise here"]
     for model in dict.fromkeys(b.model for b in c.bins):
         clean = c.clean.get(model)
         lines.append(f"{model}  (clean F1 {clean:.1f})" if clean is not None else model)

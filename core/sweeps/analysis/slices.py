@@ -46,7 +46,8 @@ __all__ = ["SLICES", "SliceError", "wh_word", "answer_type", "length_bucket", "o
 
 SLICES = {"wh": "question word", "answer": "answer type", "qlen": "question length (words)",
           "clen": "context length (words)", "overlap": "question-context word overlap",
-          "paragraph": "XQuAD paragraph or not", "cer": "edit size (CER of the perturbed field)"}
+          "paragraph": "XQuAD paragraph or not",
+          "cer": "edit size (CER of the perturbed field as stored: case and punctuation count)"}
 PARAGRAPH_GROUPS = ("XQuAD paragraph", "other paragraph")
 QLEN_EDGES = (6, 10, 15)
 CLEN_EDGES = (99, 149, 199)
