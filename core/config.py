@@ -222,9 +222,23 @@ def confine(path: str | Path, roots: Sequence[str | Path], what: str = "file") -
                            "with QAX_EXTRA_ROOTS")
 
 
-def under(root: str | Path, relative: str | Path, what: str = "file") -> Path:
+def lexically_under(path: str | Path, root: str | Path) -> bool:
+    """Whether ``path``, its ``..`` taken as written (symlinks not followed), lies in ``root``
+    (as written, or resolved).
+
+    >>> lexically_under("/srv/data/x/../y.json", "/srv/data"), lexically_under("/srv/data/../y", "/srv/data")
+    (True, False)
+    """
+    named = os.path.normpath(os.path.abspath(Path(path).expanduser()))
+    bases = {os.path.normpath(os.path.abspath(Path(root).expanduser())), str(Path(root).expanduser().resolve())}
+    return any(named == b or named.startswith(b.rstrip(os.sep) + os.sep) for b in bases)
+
+
+def under(root: str | Path, relative: str | Path, what: str = "file",
+          targets: Iterable[str | Path] = ()) -> Path:
     """``root / relative`` resolved, refused (:class:`ConfinementError`) when ``relative`` is
-    absolute or climbs out of ``root`` (``..``, or a symlink pointing outside).
+    absolute, climbs out of ``root`` (``..``), or is a symlink pointing outside ``root`` and
+    ``targets`` (the data directory's links into QAX_EXTRA_ROOTS: :func:`extra_roots`).
 
     >>> under("/srv/data", "xquad/xquad.en.json").as_posix()
     '/srv/data/xquad/xquad.en.json'
@@ -236,9 +250,16 @@ def under(root: str | Path, relative: str | Path, what: str = "file") -> Path:
     rel = Path(relative).expanduser()
     if rel.is_absolute():
         raise ConfinementError(f"{what} {relative} is an absolute path: name a file under {root}")
-    if not within(Path(root) / rel, [root]):
+    named = Path(root).expanduser() / rel
+    if not lexically_under(named, root):
         raise ConfinementError(f"{what} {relative} climbs out of {root}: name a file under it")
-    return (Path(root) / rel).resolve()
+    target = named.resolve()
+    allowed = [root, *targets]
+    if not within(target, allowed):
+        raise ConfinementError(f"{what} {relative} is a link to {target}, outside the folders this app may use "
+                               f"({', '.join(str(r) for r in allowed)}); an administrator can add its folder "
+                               "with QAX_EXTRA_ROOTS")
+    return target
 
 
 _FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")

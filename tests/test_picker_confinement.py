@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.datasets import Dataset, DatasetError, confined_file, discover_datasets
+from core.datasets import Dataset, DatasetError, confined_file, discover_datasets, resolve_data_file
 from core.types import Answer, QAExample
 
 TOY = Dataset("toy", "en", [QAExample("q1", "Who came?", "Anna came.", (Answer("Anna", 0),))])
@@ -46,7 +46,7 @@ def test_the_pickers_loader_refuses_an_escaping_link(data):
 
     with pytest.raises(DatasetError, match="is outside the folders this app may use"):
         loaders.dataset(str(data / "xquad" / "xquad.de.json"), str(data))
-    with pytest.raises(DatasetError, match="is outside the folders this app may use"):
+    with pytest.raises(DatasetError, match="is outside the data directory"):
         loaders.dataset(str(data / "xquad" / ".." / ".." / "secret" / "passwords.json"), str(data))
     inside = loaders.dataset(str(data / "xquad" / "xquad.es.json"), str(data))
     assert inside.name == "xquad.es" and [e.id for e in inside.examples] == ["q1"]
@@ -63,3 +63,18 @@ def test_beat_the_ai_picker_neither_lists_nor_shows_the_link(data, tiny_registry
     assert "xquad/xquad.de" not in options
     shown = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
     assert "hunter2" not in shown
+
+
+def test_a_link_into_a_folder_of_qax_extra_roots_is_listed_and_loaded(data, monkeypatch):
+    """A data directory that links to data sets kept elsewhere: the link is followed once an
+    administrator names that folder in QAX_EXTRA_ROOTS (and only then)."""
+    from components import loaders
+
+    secret = data.parent / "secret"
+    monkeypatch.setenv("QAX_EXTRA_ROOTS", str(secret))
+    assert [i.name for i in discover_datasets(data)] == ["xquad/xquad.de", "xquad/xquad.en", "xquad/xquad.es"]
+    linked = loaders.dataset(str(data / "xquad" / "xquad.de.json"), str(data))
+    assert [e.id for e in linked.examples] == ["s1"]
+    assert resolve_data_file("xquad/xquad.de", data) == (secret / "passwords.json").resolve()   # the CLIs' way
+    with pytest.raises(DatasetError, match="is outside the data directory"):   # named directly: still not
+        loaders.dataset(str(secret / "passwords.json"), str(data))

@@ -99,9 +99,9 @@ def test_file_spec_outside_the_data_directory_is_refused(roots, tmp_path, spec, 
 def test_symlink_escaping_the_data_directory_is_refused(roots, tmp_path):
     link = roots["data"] / "noiseqa" / "linked.json"
     link.symlink_to(roots["secret"] / "toy-secret.json")
-    with pytest.raises(DatasetError, match="climbs out of"):
+    with pytest.raises(DatasetError, match="is a link to .* outside the folders this app may use"):
         resolve_data_file("noiseqa/linked", roots["data"])
-    with pytest.raises(SweepError, match="climbs out of"):
+    with pytest.raises(SweepError, match="is a link to .* QAX_EXTRA_ROOTS"):
         run_sweep(SweepConfig("toy", ["file:noiseqa/linked"], ["echo"]), {"echo": Echo()},
                   tmp_path / "s.sqlite", dataset=TOY)
     assert not (tmp_path / "s.sqlite").exists()

@@ -60,14 +60,16 @@ def discover_datasets(data_dir: str | Path | None = None) -> list[DatasetInfo]:
     never trained on (:data:`EVAL_ONLY`).
     Languages come from the file names (nothing is opened); training files without a language
     in their name are the English SQuAD/SQuAD-Shifts/TyDi files, others are "und". A file whose
-    path, symlinks resolved, leaves the data directory (a link to a file elsewhere) is not
+    path, symlinks resolved, leaves the data directory and the other folders the app may read
+    and QAX_EXTRA_ROOTS (a link into a folder named there is followed) is not
     listed: every picker offers only what :func:`confined_file` would load.
     """
     root = _require_data_dir(data_dir)
+    roots = [root, *config.extra_roots()]
     infos: list[DatasetInfo] = []
 
     def add(path: Path, role: str, lang: str | None = None, original: Path | None = None):
-        if not config.within(path, [root]):
+        if not config.within(path, roots):
             return
         rel = path.relative_to(root).as_posix().removesuffix(".gz").removesuffix(".json")
         infos.append(DatasetInfo(rel, path, lang or lang_from_filename(path) or "und", role,
@@ -91,7 +93,7 @@ def discover_datasets(data_dir: str | Path | None = None) -> list[DatasetInfo]:
     for p in glob("train/**/*.json"):
         english = p.relative_to(root / "train").parts[0] in _ENGLISH_TRAIN_DIRS
         add(p, "train", lang_from_filename(p) or ("en" if english else None))
-    infos.extend(i for i in discover_natural(root) if config.within(i.path, [root]))
+    infos.extend(i for i in discover_natural(root) if config.within(i.path, roots))
     order = {"eval": 0, "challenge": 1, "train": 2}
     return sorted(infos, key=lambda i: (order[i.role], i.name))
 
@@ -205,7 +207,7 @@ def resolve_data_file(name: str, data_dir: str | Path | None = None, *, what: st
         elif root is None:
             raise DatasetError(f"no data directory to find {rel}.json in (set QAX_DATA_DIR)")
         else:
-            candidates = [config.under(root, rel + ext, "the path") for ext in _SUFFIXES]
+            candidates = [_under_data_dir(root, rel + ext) for ext in _SUFFIXES]
     except ValueError as e:   # ConfinementError; a NUL byte in the name
         raise DatasetError(f"{what}: {e}") from None
     path = next((c for c in candidates if c.is_file()), None)
@@ -215,10 +217,22 @@ def resolve_data_file(name: str, data_dir: str | Path | None = None, *, what: st
     return path
 
 
+def _under_data_dir(root: Path, relative: str) -> Path:
+    """``relative`` under the data directory ``root``, resolved: it may not climb out with ``..``;
+    a symlink in it may point into a folder of QAX_EXTRA_ROOTS, so a data directory can link to data
+    sets kept elsewhere. A name with no file behind it comes back unresolved (the caller tries the
+    next spelling), so a refusal names the file that would have been read."""
+    named = Path(root) / relative
+    if config.lexically_under(named, root) and not named.is_file():
+        return named
+    return config.under(root, relative, "the path", targets=config.extra_roots())
+
+
 def confined_file(path: str | Path, data_dir: str | Path) -> Path:
     """``path`` resolved (symlinks followed) when it is a file inside ``data_dir``: what the
     web pickers load (:func:`discover_datasets` lists only such files). A symlink pointing out of
-    the data directory, or a path climbing out with ``..``, is a DatasetError; nothing is read.
+    the data directory (unless into a folder of QAX_EXTRA_ROOTS), or a path climbing out with
+    ``..``, is a DatasetError; nothing is read.
 
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp()); (root / "in.json").write_text("{}") and None
@@ -232,8 +246,11 @@ def confined_file(path: str | Path, data_dir: str | Path) -> Path:
     data set ROOT/out.json is outside the folders this app may use (ROOT); an administrator can
     add a folder with QAX_EXTRA_ROOTS
     """
+    root = Path(data_dir).expanduser().resolve()
     try:
-        resolved = config.confine(path, [Path(data_dir).expanduser().resolve()], "data set")
+        if not config.lexically_under(path, data_dir):
+            raise config.ConfinementError(f"data set {path} is outside the data directory {root}")
+        resolved = config.confine(path, [root, *config.extra_roots()], "data set")
     except ValueError as e:   # ConfinementError; a NUL byte in the path
         raise DatasetError(str(e)) from None
     if not resolved.is_file():
@@ -259,7 +276,7 @@ def dataset_file(name: str, data_dir: str | Path | None = None, *, confined: boo
         if root is None:
             return None
         for rel in (name, f"{name}.json", f"{name}.json.gz"):
-            candidate = config.under(root, rel, "the path")
+            candidate = _under_data_dir(root, rel)
             if candidate.is_file():
                 return candidate
     except ValueError:   # DatasetError, ConfinementError: load_dataset gives the message
@@ -296,7 +313,7 @@ def load_dataset(name: str, data_dir: str | Path | None = None, *, confined: boo
                          "(set QAX_DATA_DIR)")
     for rel in (name, f"{name}.json", f"{name}.json.gz"):
         try:
-            candidate = config.under(root, rel, "the path")
+            candidate = _under_data_dir(root, rel)
         except ValueError as e:   # ConfinementError; a NUL byte in the name
             raise DatasetError(f"dataset {name!r}: {e}") from None
         if candidate.is_file():
