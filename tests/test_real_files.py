@@ -140,6 +140,30 @@ def test_answers_that_differ_only_in_whitespace_are_repaired_and_reported(tmp_pa
     assert "repaired: 3 answers matched modulo whitespace" in ds.load_line()
 
 
+def test_answers_in_another_unicode_form_than_the_context_are_matched(tmp_path):
+    """A file written on macOS keeps its answers decomposed (NFD: 'e' + U+0301) while the context is
+    composed (NFC), or the other way round: the answer is found and set to the context's own text."""
+    import unicodedata
+
+    composed = "Le peintre Ren\u00e9e Duval v\u00e9cut \u00e0 Arles, puis Ren\u00e9e partit."
+    decomposed = unicodedata.normalize("NFD", composed)
+    doc = {"data": [{"title": "t", "paragraphs": [
+        {"context": composed, "qas": [{"id": "nfd", "question": "Qui?",
+                                       "answers": [{"text": unicodedata.normalize("NFD", "Ren\u00e9e Duval"),
+                                                    "answer_start": 11}]}]},
+        {"context": decomposed, "qas": [{"id": "nfc", "question": "O\u00f9?",
+                                         "answers": [{"text": "v\u00e9cut \u00e0 Arles", "answer_start": -1}]}]}]}]}
+    path = tmp_path / "peintres.fr.json"
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    ds = load_squad(path)
+    got = {ex.id: ex.answers for ex in ds.examples}
+    assert got["nfd"] == (Answer("Ren\u00e9e Duval", 11),)
+    at = decomposed.index("ve\u0301cut")
+    assert got["nfc"] == (Answer(unicodedata.normalize("NFD", "v\u00e9cut \u00e0 Arles"), at),)
+    assert ds.stats == {"unicode_repaired": 2}
+    assert "repaired: 2 answers matched modulo Unicode form (NFC/NFD)" in ds.load_line()
+
+
 def test_unscorable_questions_are_left_out_and_each_named_unless_error_is_asked(tmp_path):
     path = tmp_path / "arcd-test.json"
     path.write_text(json.dumps(arcd_doc(

@@ -35,6 +35,7 @@ import gzip
 import io
 import json
 import re
+import unicodedata
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,7 +106,7 @@ class Dataset:
         if self.lang_source:
             head += f" ({self.lang_source})"
         parts = []
-        groups = (("repaired", ("offsets_recovered", "offsets_repaired", "whitespace_repaired")),
+        groups = (("repaired", ("offsets_recovered", "offsets_repaired", "whitespace_repaired", "unicode_repaired")),
                   ("guessed", ("ambiguous_first", "ambiguous_nearest")),
                   ("dropped", ("answers_dropped", "answers_empty", "questions_dropped")))
         for verb, kinds in groups:
@@ -265,6 +266,9 @@ class _Fixes:
                             "nearest occurrence",
         "whitespace_repaired": "answers that differ from the context only in whitespace (a non-breaking, "
                                "double or other Unicode space), set to the context's text",
+        "unicode_repaired": "answers written in another Unicode form than the context (decomposed "
+                            "accents, NFD, as macOS writes them, against composed ones), set to the "
+                            "context's text",
         "answers_dropped": "answers whose text does not occur in the context, dropped (the "
                            "question kept other answers)",
         "answers_empty": "answers with an empty text, dropped",
@@ -278,6 +282,7 @@ class _Fixes:
              "ambiguous_nearest": "answer_start -1 set to the occurrence nearest the question's words",
              "offsets_repaired": "wrong offsets moved to the text",
              "whitespace_repaired": "answers matched modulo whitespace",
+             "unicode_repaired": "answers matched modulo Unicode form (NFC/NFD)",
              "answers_dropped": "answers not in the context",
              "answers_empty": "empty answers",
              "no_gold": "without gold",
@@ -374,10 +379,13 @@ def _locate(context: str, text: str, start: int, qid: str, where: str, path: str
     spans = [(i, i + len(text)) for i in found]
     repair = "offsets_repaired"
     if not found:
-        spans = _whitespace_occurrences(context, text)
+        spans, repair = _whitespace_occurrences(context, text), "whitespace_repaired"
+        for form in ("NFC", "NFD"):   # the answer in the context's Unicode form (é as one code point or two)
+            if not spans and unicodedata.normalize(form, text) != text:
+                spans, repair = _whitespace_occurrences(context, unicodedata.normalize(form, text)), "unicode_repaired"
         if not spans:
             return None
-        found, repair = [a for a, _ in spans], "whitespace_repaired"
+        found = [a for a, _ in spans]
     end = dict(spans)
 
     def answer(i: int) -> Answer:
