@@ -19,7 +19,7 @@ def test_model_gain_over_all_questions_is_the_model_vs_model_tabs_figure(sweep_d
     for r in rows:
         if r["questions"] == "xquad paragraphs":
             assert r["n"] == 0 and r["difference"] is None
-        if r["questions"] == "rest of squad dev":
+        if r["questions"] == "other paragraphs":
             assert r["n"] == next(e["n"] for e in everything if e["condition"] == r["condition"])
 
 
@@ -29,3 +29,12 @@ def test_step_gain_names_a_missing_spec(sweep_db):
     assert {r["model"] for r in rows} == {"fake-a", "fake-b"}
     with pytest.raises(ValueError, match="no spec 'nope'"):
         paired_subsets.step_gain(sweep_db, "toy-sweep", "nope", specs[0])
+
+
+def test_the_printed_rows_leave_out_a_subset_without_questions(sweep_db):
+    printed = paired_subsets.format_rows(paired_subsets.model_gain(sweep_db, "toy-sweep", "fake-a", "fake-b"),
+                                         "condition")
+    assert "xquad paragraphs" not in printed and "None" not in printed
+    ruq = next(line for line in printed.splitlines() if line.startswith("RUQ ") and " all " in line)
+    assert ruq.split()[2:] == ["n=1", "—", "(fewer", "than", "2", "questions)"]
+    assert printed.count("other paragraphs") == printed.count(" all ")

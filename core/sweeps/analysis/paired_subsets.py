@@ -20,12 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from core.datasets import normalize_context
-from core.datasets.natural import SUBSETS, xquad_contexts
+from core.datasets.natural import xquad_contexts
 from core.metrics.paired import paired_difference
 from core.sweeps.analysis.sweep_cells import reading, sweep_specs
 from core.sweeps.store import Store
 
-__all__ = ["model_gain", "step_gain", "format_rows", "main"]
+__all__ = ["model_gain", "step_gain", "format_rows", "main", "PARTS"]
+
+# The two paragraph subsets: XQuAD's 240 (never trained on by the shipped English models) and the
+# others (the rest of SQuAD dev for the natural sets; any other data set's own paragraphs).
+PARTS = ("xquad paragraphs", "other paragraphs")
 
 
 def _scores(db: Store | str | Path, sweep: int | str):
@@ -40,7 +44,7 @@ def _scores(db: Store | str | Path, sweep: int | str):
         for r in store.perturbed_scores(sid):
             if r["f1"] is not None:
                 scores[(r["perturbation"], r["params_json"])][r["model"]][r["example_hash"]].append(r["f1"])
-        subset = {r["hash"]: SUBSETS[normalize_context(r["context"]) not in xquad]
+        subset = {r["hash"]: PARTS[normalize_context(r["context"]) not in xquad]
                   for r in store.examples_in_order(sid)}
         labels = {("", ""): "clean", **{(s["perturbation"], s["params_json"]): s["label"]
                                         for s in sweep_specs(store, sid)}}
@@ -52,7 +56,7 @@ def _scores(db: Store | str | Path, sweep: int | str):
 def _rows(a: dict[str, float], b: dict[str, float], subset: dict[str, str], seed: int,
           base: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
-    for part in ("all", *SUBSETS):
+    for part in ("all", *PARTS):
         shared = sorted(h for h in set(a) & set(b) if part == "all" or subset.get(h) == part)
         row = {**base, "questions": part, "n": len(shared), "F1 a": None, "F1 b": None, "difference": None,
                "ci95_low": None, "ci95_high": None, "significant": None}
@@ -95,10 +99,12 @@ def step_gain(db: Store | str | Path, sweep: int | str, spec_a: str, spec_b: str
 def format_rows(rows: Sequence[dict[str, Any]], what: str) -> str:
     lines = []
     for r in rows:
+        if r["questions"] != "all" and not r["n"]:   # a data set with no question in this subset
+            continue
         ci = "" if r["ci95_low"] is None else f" [{r['ci95_low']:+.2f}, {r['ci95_high']:+.2f}]"
         diff = "—" if r["difference"] is None else f"{r['difference']:+.2f}"
-        lines.append(f"{r[what]:<48} {r['questions']:<18} n={r['n']:<5} {r['F1 a']} -> {r['F1 b']}  {diff}{ci}"
-                     + (" *" if r["significant"] else ""))
+        scores = "— (fewer than 2 questions)" if r["F1 a"] is None else f"{r['F1 a']} -> {r['F1 b']}  {diff}{ci}"
+        lines.append(f"{r[what]:<48} {r['questions']:<18} n={r['n']:<5} {scores}" + (" *" if r["significant"] else ""))
     return "\n".join(lines)
 
 
