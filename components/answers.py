@@ -84,6 +84,31 @@ def spans_in_context(context: str, answers: Mapping[str, Prediction | Span | Non
     st.markdown(highlight_html(context, marks(answers, models), list(gold)), unsafe_allow_html=True)
 
 
+def _score_words(prediction) -> str:
+    """What a card says of its answer's score: an extractive model's span score; for an LLM reader,
+    which writes its answer, how that answer was found in the passage (its score is the match's
+    similarity, not a confidence, so it is not shown as one).
+
+    >>> from core.types import Prediction, Span
+    >>> _score_words(Prediction([Span("Rollo", 0, 5, 0.4321)]))
+    'score 0.4321'
+    >>> _score_words(Prediction([Span("Rollo", 0, 5, 1.0)], free_answer="Rollo", alignment="exact"))
+    'LLM answer, found in the passage as written'
+    >>> _score_words(Prediction([], free_answer="a Viking", alignment="not in the passage"))
+    'LLM answer, not in the passage (scored as text)'
+    >>> _score_words(Prediction([]))
+    'no answer'
+    """
+    best = prediction.best
+    if prediction.alignment == "exact":
+        return "LLM answer, found in the passage as written"
+    if prediction.alignment == "approximate" and best is not None:
+        return f"LLM answer, matched to the passage at {100 * best.score:.0f}% similarity"
+    if prediction.alignment:
+        return f"LLM answer, {md_escape(prediction.alignment)} (scored as text)"
+    return f"score {round(best.score, 4)}" if best is not None else "no answer"
+
+
 def answer_cards(answers: Sequence[ModelAnswer], context: str, gold: Sequence[tuple[str, int]],
                  score_note: str = "") -> None:
     """Ask's answers: a card per model side by side (answer, score, latency, how it ran, EM/F1),
@@ -93,9 +118,7 @@ def answer_cards(answers: Sequence[ModelAnswer], context: str, gold: Sequence[tu
     for i, a in enumerate(answers):
         if i % per_row == 0:
             cols = st.columns(per_row)
-        best = a.best
-        line = (f"score {round(best.score, 4) if best else None} · {round(a.seconds * 1000, 1)} ms · "
-                f"{md_escape(a.backend)}")
+        line = f"{_score_words(a.prediction)} · {round(a.seconds * 1000, 1)} ms · {md_escape(a.backend)}"
         if a.em is not None:
             line += f" · EM {100 * a.em:.0f} · F1 {round(100 * a.f1, 1):.1f}"
         with cols[i % per_row]:

@@ -14,11 +14,15 @@ from collections.abc import Iterable, Mapping
 
 import streamlit as st
 
-__all__ = ["NARROW_TABLE_PX", "fitted", "key_first"]
+__all__ = ["NARROW_TABLE_PX", "fitted", "key_first", "wrapped_sizes"]
 
 # The room for a table's columns in a window 800 px wide: the grid is 466 px there (measured in
 # Chromium), less its borders and, on a selectable table, the row-marker column.
 NARROW_TABLE_PX = 430
+
+# Streamlit's grid draws text at about 7 px a character on 18 px lines, inside 16 px of padding; a
+# cell wraps its text only within the fixed row height it is given (it cannot grow a row).
+_CHAR_PX, _LINE_PX, _PAD_PX, _HEADER_PX = 7.4, 18, 16, 36
 
 
 def key_first(columns: Iterable[str], keys: Iterable[str]) -> list[str]:
@@ -47,3 +51,25 @@ def fitted(columns: Iterable[str], widths: Mapping[str, int], *, labels: Mapping
             config[col] = st.column_config.Column(labels.get(col), width=widths.get(col),
                                                   pinned=True if col in pinned else None)
     return config
+
+
+def wrapped_sizes(rows: Iterable[Mapping[str, object]], widths: Mapping[str, int], *, min_row: int = 35,
+                  max_row: int = 260, max_height: int = 2400) -> tuple[int, int]:
+    """(row height, table height) in pixels for ``st.dataframe`` so the longest text in the
+    ``widths`` columns is read whole at those (minimum, 800 px window) widths and every row is in
+    view without scrolling inside the table, up to ``max_height`` (then it scrolls).
+
+    >>> wrapped_sizes([{"v": "x" * 10}], {"v": 118})
+    (35, 73)
+    >>> wrapped_sizes([{"v": "word " * 20}, {"v": "TUQ"}], {"v": 118})
+    (178, 394)
+    """
+    rows = list(rows)
+    lines = 1
+    for row in rows:
+        for col, px in widths.items():
+            per_line = max(1, int(0.9 * (px - _PAD_PX) / _CHAR_PX))   # 0.9: lines break between words
+            text = str(row.get(col) or "")
+            lines = max(lines, sum(-(-max(len(part), 1) // per_line) for part in text.split("\n")))
+    row_px = min(max_row, max(min_row, _PAD_PX + _LINE_PX * lines))
+    return row_px, min(max_height, _HEADER_PX + 2 + row_px * len(rows))

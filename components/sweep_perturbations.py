@@ -62,6 +62,8 @@ def chosen_specs(ds: Dataset, dataset_name: str, challenges: dict[str, list[str]
             chosen += st.multiselect(family, [p.id for p in members], key=f"sw_fam_{family}",
                                      format_func=option_label,
                                      help="\n".join(f"- **{p.id}**: {md_escape(p.description)}" for p in members))
+    if chosen:   # a chip in a third of an 800 px window shows two letters of its name ("TU…": TUQ, TLQ or TTQ?)
+        st.caption(f"Chosen ({len(chosen)}): " + ", ".join(f"`{pid}`" for pid in chosen))
     keep_valid("sw_files", challenges.get(dataset_name, []))
     files = st.multiselect("Challenge files made from this data set (natural or pre-generated "
                            "noise, compared with the clean questions like a perturbation)",

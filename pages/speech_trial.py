@@ -76,7 +76,7 @@ def _start_or_resume():
     options = evaluation_sets()
     names = list(options)
     default = names.index("xquad/xquad.en") if "xquad/xquad.en" in names else 0
-    with st.form("trial_new"):
+    with st.form("trial_new", enter_to_submit=False):   # a name's Enter started a 100-question trial
         c1, c2, c3 = st.columns(3)
         label = c1.text_input("Speaker (name or pseudonym)", key="trial_speaker")
         accent = c2.text_input("Accent / first language", key="trial_accent")

@@ -17,7 +17,7 @@ from components.cancellable import progress_with_cancel, say_if_cancelled
 from components.context_box import context_box
 from components.export import download
 from components.frame import page_frame, run_output
-from components.narrow import fitted
+from components.narrow import fitted, wrapped_sizes
 from components.params import param_form
 from components.pickers import item_picker, language_mismatch_note, model_picker
 from components.text import choose_hint, md_escape
@@ -200,13 +200,15 @@ st.caption("⟦old→new⟧ replaced, ⟦+x⟧ inserted, ⟦−x⟧ deleted (con
 if not res.get("scored", True) and source == "Dataset item":
     st.caption("Not scored: this is not the item's own question, so it has no gold answer (as on Ask). "
                "The item's own question and its variants are scored against the item's gold answers.")
-shown_table = pd.DataFrame(cv.compact_table(res["table"], list(predictions)))
+compact = cv.compact_table(res["table"], list(predictions))
+shown_table = pd.DataFrame(compact)
+# three models' columns beside the variant at 800 px, all grown to fill a wider page; the variant's
+# cell names its perturbation; rows tall enough to read each variant and answer whole (components/narrow.py)
+widths = {"#": 28, "variant (edits marked)": 118, **{name: 92 for name in predictions}}
+row_px, table_px = wrapped_sizes(compact, {k: v for k, v in widths.items() if k != "#"})
 event = st.dataframe(shown_table, key="var_table", on_select="rerun", selection_mode="single-row",
-                     hide_index=True, width="stretch", row_height=84,   # taller than 4rem: cells wrap
-                     # three models' columns beside the variant at 800 px, all grown to fill a wider page;
-                     # the variant's cell names its perturbation (components/narrow.py)
-                     column_config=fitted(shown_table.columns, {"#": 28, "variant (edits marked)": 118,
-                                                                **{name: 92 for name in predictions}},
+                     hide_index=True, width="stretch", row_height=row_px, height=table_px,
+                     column_config=fitted(shown_table.columns, widths,
                                           labels={"variant (edits marked)": "variant"},
                                           hidden=["perturbation", "params", "field", "repeat", "same as repeats",
                                                   "question", "text"]))

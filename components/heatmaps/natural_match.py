@@ -68,7 +68,7 @@ def render() -> None:
                "against its typed original; the distance is " + md_escape(noise_profiles.DISTANCE) + ". Store full "
                "runs with `python -m core.collect.noise_match --json .cache/noise_match/NAME.json`.")
     stored = stored_results()
-    with st.form("nm_run"):
+    with st.form("nm_run", enter_to_submit=False):   # Enter in a count box is not a start
         cols = st.columns([2, 1, 1])
         conditions = cols[0].multiselect("Natural conditions", list(CONDITIONS), default=["asr_human", "asr_tts"],
                                          format_func=lambda c: CONDITIONS[c].label, key="nm_conditions")

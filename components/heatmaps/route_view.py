@@ -86,7 +86,7 @@ def render(models: list[str]) -> None:
                "only). Each F1 has a 95% bootstrap interval, each difference a paired-bootstrap one. "
                "Store full runs with `python -m core.models.routes --json .cache/routes/NAME.json`.")
     stored = stored_results()
-    with st.form("routes_run"):
+    with st.form("routes_run", enter_to_submit=False):   # Enter in the count box is not a start
         cols = st.columns(3)
         model = cols[0].selectbox("Multilingual model", models, key="routes_model")
         lang = cols[1].selectbox("Source language", XQUAD_SOURCES, key="routes_lang")
