@@ -78,8 +78,10 @@ for tab, kind in zip(tabs, KINDS):
         if not found[kind]:
             st.caption({"disagree": "No clean question where one model is right and another wrong in the chosen "
                                     "sweeps (a sweep with two or more models finds them).",
-                        "flip": "No one-keystroke flip in the chosen sweeps (a sweep with keyboard or "
-                                "character perturbations finds them).",
+                        "flip": "No variant in the chosen sweeps is one keystroke from its question and "
+                                "turns a right answer wrong. Such variants come from one-character edits "
+                                "(DCRQ, ICRQ, SCRQ, ReplaceCRQ with one word and one character) and from "
+                                "keyboard noise that happened to change one letter only.",
                         "beaten": "Nobody has beaten the AI yet: play on **Beat the AI**."}[kind])
         for n, f in enumerate(found[kind]):
             with st.container(border=True):
