@@ -22,7 +22,7 @@ NARROW_TABLE_PX = 430
 
 # Streamlit's grid draws text at about 7 px a character on 18 px lines, inside 16 px of padding; a
 # cell wraps its text only within the fixed row height it is given (it cannot grow a row).
-_CHAR_PX, _LINE_PX, _PAD_PX, _HEADER_PX = 7.4, 18, 16, 36
+_CHAR_PX, _LINE_PX, _PAD_PX, _HEADER_PX = 6.9, 18, 16, 36
 
 
 def key_first(columns: Iterable[str], keys: Iterable[str]) -> list[str]:
@@ -54,7 +54,7 @@ def fitted(columns: Iterable[str], widths: Mapping[str, int], *, labels: Mapping
 
 
 def wrapped_sizes(rows: Iterable[Mapping[str, object]], widths: Mapping[str, int], *, min_row: int = 35,
-                  max_row: int = 260, max_height: int = 2400) -> tuple[int, int]:
+                  max_row: int = 220, max_height: int = 2400) -> tuple[int, int]:
     """(row height, table height) in pixels for ``st.dataframe`` so the longest text in the
     ``widths`` columns is read whole at those (minimum, 800 px window) widths and every row is in
     view without scrolling inside the table, up to ``max_height`` (then it scrolls).
@@ -62,13 +62,13 @@ def wrapped_sizes(rows: Iterable[Mapping[str, object]], widths: Mapping[str, int
     >>> wrapped_sizes([{"v": "x" * 10}], {"v": 118})
     (35, 73)
     >>> wrapped_sizes([{"v": "word " * 20}, {"v": "TUQ"}], {"v": 118})
-    (178, 394)
+    (160, 358)
     """
     rows = list(rows)
     lines = 1
     for row in rows:
         for col, px in widths.items():
-            per_line = max(1, int(0.9 * (px - _PAD_PX) / _CHAR_PX))   # 0.9: lines break between words
+            per_line = max(1, int(0.95 * (px - _PAD_PX) / _CHAR_PX))   # 0.95: lines break between words
             text = str(row.get(col) or "")
             lines = max(lines, sum(-(-max(len(part), 1) // per_line) for part in text.split("\n")))
     row_px = min(max_row, max(min_row, _PAD_PX + _LINE_PX * lines))
