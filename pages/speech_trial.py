@@ -164,7 +164,8 @@ def _recording_step(trial: trials.Trial) -> None:
         st.success("Every question is recorded or skipped. Thank you! See the results below.")
     p = trial.progress()
     progress_slot.progress(p["recorded"] / n, text=f"{p['recorded']} of {n} recorded · {p['skipped']} skipped · "
-                                                   f"{p['attempts']} recordings in all")
+                                                   f"{p['attempts']} recording{'' if p['attempts'] == 1 else 's'} "
+                                                   "in all")
 
 
 def _export_delete(trial: trials.Trial) -> None:

@@ -67,7 +67,9 @@ def heatmap_tab(stored, sweep: dict, sweep_id, cells: list, clean, link, db_choi
                     theme=None, config={"displayModeBar": False})
     st.caption(LAYOUT_NOTES[layout_for(cells, n_models, layout)])
     permalink.apply_cell(link, sweep_id, plotted)
-    figure_downloads(fig, file_stem("heatmap", stem, metric, value), "hm_fig")
+    # the exported figure without the outline of the cell this visitor opened
+    exported, _ = heatmap_figure(cells, metric, value, totals=totals, models=sweep["models"], layout=layout)
+    figure_downloads(exported, file_stem("heatmap", stem, metric, value), "hm_fig")
 
     penalty_and_clean_tables(cells, clean, sweep["models"], stem)
     cells_df = pd.DataFrame(views.cell_rows(cells, sweep["models"]))

@@ -152,8 +152,10 @@ def transcript_rows(trial: Trial, state: QuestionState, engines: Sequence[str],
     for engine in engines:
         got = (fresh or {}).get(engine, state.transcripts.get(engine))
         if isinstance(got, StoredTranscript):
+            # an empty transcript: the engine heard no words (silence, a muted or wrong microphone)
+            heard_nothing = "" if got.text.strip() else "no words recognised: is the right microphone on and unmuted?"
             rows.append({"engine": engine, "transcript": got.text, "WER %": round(100 * wer(ref, got.text), 1),
-                         "seconds": round(got.seconds, 2), "problem": ""})
+                         "seconds": round(got.seconds, 2), "problem": heard_nothing})
         else:
             rows.append({"engine": engine, "transcript": "", "WER %": None, "seconds": None,
                          "problem": got if isinstance(got, str) else (trial.engine_problem(engine)

@@ -295,6 +295,12 @@ class ParaphraseAdversarial(Perturbation):
     def _why_not(self, example: QAExample, params: dict[str, Any]) -> str | None:
         return _resources_problem()
 
+    def _nothing_to_change(self, example: QAExample, params: dict[str, Any]) -> str | None:
+        if not example.answers:   # a question typed on Ask or Variants
+            return ("it needs the question's gold answer (its entity type picks the wrong answers to lure "
+                    "the model towards), and this question has none")
+        return None
+
     def _apply(self, example: QAExample, rng: random.Random, params: dict[str, Any]) -> list[Variant] | None:
         if not example.answers:
             return None
