@@ -141,7 +141,10 @@ failing = [(r, c) for r in results for c in r.cases if c.status == "fail"]
 if not failing:
     st.success("No case failed.")
     st.stop()
-tests = list(dict.fromkeys(f"{r.model} · {r.name}" for r, _ in failing))
+# the tests over their threshold first, then by failure rate: the list opens on the worst
+ranked = sorted((r for r in results if any(c.status == "fail" for c in r.cases)),
+                key=lambda r: (not r.over_threshold, -(r.failure_rate or 0)))
+tests = [f"{r.model} · {r.name}" for r in ranked]
 chosen = st.selectbox("Test", tests, key="bt_fail_test")
 mine = [(r, c) for r, c in failing if f"{r.model} · {r.name}" == chosen]
 st.caption(f"{len(mine)} failing cases; the answer is highlighted in its context (before and after the change "
