@@ -128,9 +128,9 @@ def cases(settings: dict | None = None):
             continue
         seeds = SEEDS if p.randomised else SEEDS[:1]
         yield p.id, p, {}, seeds
-        if settings is not None:
-            alt = settings.get(p.id)
-        else:
+        if settings is not None and p.id in settings:
+            alt = settings[p.id]
+        else:   # a perturbation (or parameter) the fixture has no setting for yet
             alt = alternative_params(p.default_params, p.param_ranges) or None
         if alt:
             yield f"{p.id}:{json.dumps(alt, sort_keys=True)}", p, alt, seeds
@@ -164,7 +164,10 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
         sys.exit(__doc__)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    results, used = compute()
+    # a rewrite keeps the settings already pinned (a new choice added to a parameter, like typo_Q's
+    # layouts, must not move its pinned setting): only the outputs are written anew
+    pinned = json.loads(FIXTURE.read_text(encoding="utf-8"))["alternative_params"] if FIXTURE.exists() else None
+    results, used = compute(pinned)
     FIXTURE.parent.mkdir(exist_ok=True)
     FIXTURE.write_text(json.dumps({"examples": EXAMPLES, "alternative_params": used, "results": results},
                                   indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")

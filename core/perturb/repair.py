@@ -79,6 +79,11 @@ def closest_word(word: str, candidates: list[str]) -> tuple[str, float] | None:
     return best
 
 
+# Quantifiers a tagger calls adjectives, left out of the content words repaired (our choice).
+_QUANTIFIERS = {"en": frozenset({"many", "much", "few", "several", "more", "most", "less", "least"}),
+                "de": frozenset({"viele", "viel", "wenige", "wenig", "mehr", "meisten", "mehrere"})}
+
+
 def _question_targets(question: str, lang: str, mode: str) -> list[tuple[int, int]]:
     """The [start, end) spans of the question words ``mode`` selects, as whole words.
 
@@ -92,7 +97,10 @@ def _question_targets(question: str, lang: str, mode: str) -> list[tuple[int, in
         return words
     tokens = analyse(question, lang).tokens
     if mode == "content":
-        chosen = [(t.start, t.end) for t in tokens if t.pos in CONTENT_POS]
+        # quantifiers are tagged adjectives but say how much is asked, not what about: the "many" of
+        # "how many" (its "how" perhaps mistyped) was "repaired" to a context's "Lane" (CER 0.5)
+        quantifiers = _QUANTIFIERS.get(lang, frozenset())
+        chosen = [(t.start, t.end) for t in tokens if t.pos in CONTENT_POS and t.text.lower() not in quantifiers]
     else:
         chosen = [(t.start, t.end) for t in tokens if t.ent and t.ent not in NUMERIC_ENTITY_TYPES]
     spans: list[tuple[int, int]] = []
