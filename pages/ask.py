@@ -140,7 +140,7 @@ with answer_slot:   # the answers (or the plain passage) come right below the bu
         res = None   # answers about another passage (or kept from before this version): not shown over this one
     if source == "Dataset item" and res is None:   # before Answer: the plain passage (then the highlights)
         st.caption("Passage")
-        with st.container(height=260, border=True):
+        with st.container(border=True):   # as tall as the passage: a fixed box hid its last line at 800 px
             st.markdown(highlight_html(context, []), unsafe_allow_html=True)
     if res and res.get("signature") != signature:
         st.info("The question, models or gold answer changed since these answers were made: press Answer "
