@@ -424,12 +424,18 @@ def compact_table(table: Sequence[Mapping[str, Any]], models: Sequence[str]) -> 
     >>> compact_table([row], ["m"])  # doctest: +NORMALIZE_WHITESPACE
     [{'#': 1, 'perturbation': 'TUQ', 'variant (edits marked)': 'TUQ: WHO?', 'm': 'changed: Paris · F1 67',
     'params': '', 'WER %': 0.0}]
+    >>> compact_table([{**row, "perturbation": "keyboard_Q", "variant (edits marked)": "Who?", "n edits": 0}],
+    ...               ["m"])[0]["variant (edits marked)"]
+    'keyboard_Q (unchanged: this draw edited nothing): Who?'
     """
     out = []
     for r in table:
         spec = r["perturbation"] + (f"({r['params']})" if r.get("params") else "")
+        # a random draw that changed nothing (keyboard_Q picked no word) is a row of its own: said so
+        unchanged = r.get("n edits") == 0 and r["perturbation"] != ORIGINAL
+        same = " (unchanged: this draw edited nothing)" if unchanged else ""
         record = {"#": r["#"], "perturbation": r["perturbation"],
-                  "variant (edits marked)": f"{spec}: {r['variant (edits marked)']}"}
+                  "variant (edits marked)": f"{spec}{same}: {r['variant (edits marked)']}"}
         for m in models:
             answer = r.get(f"{m}: answer") or "∅"
             mark = r.get(f"{m}: changed") or ""
