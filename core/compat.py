@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SWEEP_FORMAT", "FORMAT", "TRIAL_FORMAT", "RESEEDED_SALT", "FINGERPRINT_TAGS", "UNHASHED_BACKEND",
     "UNHASHED_LONG_CONTEXT_CHARS", "canonical_json", "sha", "answers_json", "example_hash", "text_hash",
-    "variant_key", "prediction_key", "key_rng", "step_rng", "fingerprint_suffix",
+    "variant_key", "prediction_key", "key_rng", "step_rng", "fingerprint_suffix", "backend_of_line",
 ]
 
 # ---------------------------------------------------------------------------------- format tags
@@ -102,6 +102,23 @@ def fingerprint_suffix(long_context_chars: int, backend: str) -> str:
     if backend != UNHASHED_BACKEND:
         out += f":backend={FINGERPRINT_TAGS.get(backend, backend)}"
     return out
+
+
+def backend_of_line(line: str) -> str | None:
+    """The backend a fingerprint's settings line (:func:`fingerprint_suffix` at its end) was hashed
+    with: how a load receipt's fingerprints tell a stored sweep's backend without loading the model.
+
+    >>> backend_of_line("384:128:30:20"), backend_of_line("384:128:30:20:backend=onnx:fused-v5")
+    ('torch', 'onnx')
+    >>> backend_of_line("384:128:30:20:backend=onnx:fused-v4") is None   # a recipe this code no longer makes
+    True
+    """
+    at = line.find(":backend=")
+    if at < 0:
+        return UNHASHED_BACKEND
+    tag = line[at + len(":backend="):]
+    return next((backend for backend, known in FINGERPRINT_TAGS.items() if known == tag), None)
+
 
 # ---------------------------------------------------------------------------------- keys
 

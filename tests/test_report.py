@@ -227,3 +227,24 @@ def test_views_that_apply_noiseqa_and_backend_flips(tmp_path):
     clean = flips[0].rows[0]
     assert (clean["model"], clean["n"], clean["flips"]) == ("fake-a", 5, 1)
     assert collect(db, "onnx").header["engine backends"] == "fake-a: onnx"
+
+
+def test_a_reports_backend_comes_from_the_load_receipt_without_loading_the_model(monkeypatch):
+    """The report names each model's backend from its fingerprint; the model's load receipt holds
+    the fingerprints a load here computed, so no torch copy is loaded for it (in a demo server that
+    copy of each model was a GB more at the report's peak)."""
+    from core.qa import registry
+    from core.reports import content
+
+    engine = registry.load_engine("minilm-squad-v2")   # the card's backend; its receipt records the fingerprint
+    fingerprint = engine.fingerprint()
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(registry, "load_engine", no_load)
+    content.model_backend.cache_clear()
+    try:
+        assert content.model_backend("minilm-squad-v2", fingerprint) == engine.resolve_backend()
+    finally:
+        content.model_backend.cache_clear()

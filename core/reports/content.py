@@ -102,14 +102,22 @@ def model_backend(model: str, fingerprint: str) -> str:
     """
     if ":backend=" in fingerprint:
         return engine_backend(fingerprint)
+    from core.compat import backend_of_line
     from core.qa.engine import EngineSettings
+    from core.qa.receipts import receipt_for
     from core.qa.registry import ModelLoadError, get_entry, load_engine
     from core.sweeps.running.backends import backend_for
 
     try:
-        get_entry(model)
+        entry = get_entry(model)
     except ModelLoadError:   # not a registry model: its fingerprint is all there is
         return engine_backend(fingerprint)
+    # first the model's load receipt, where each fingerprint a load here computed is written down with
+    # its settings: loading the torch model for this (MPNet: 420 MB) lifted a demo server by a GB
+    receipt = receipt_for(entry)
+    for line, known in ((receipt.data.get("fingerprints") or {}).items() if receipt is not None else ()):
+        if known == fingerprint and backend_of_line(line) is not None:
+            return backend_of_line(line)
     try:
         engine = load_engine(model, EngineSettings(backend="torch"))
     except Exception:        # weights missing here: the report still builds, without the backend
