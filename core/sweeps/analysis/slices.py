@@ -77,14 +77,28 @@ def wh_word(question: str, lang: str) -> str:
     return wh_class(question, lang) or "other"
 
 
-def answer_type(answer: str, lang: str) -> str:
+def answer_type(answer: str, lang: str, context: str = "", start: int | None = None) -> str:
     """person / place / organisation / other name / date / number / other (see module doc).
+
+    With its ``context`` (and the answer's ``start`` in it, else its first occurrence) the entity
+    tagger reads the answer where it stands, as SQuAD's analysis of answer types did (Rajpurkar et al.
+    2016): a name alone is easily taken for another kind, or for none.
 
     >>> answer_type("Peyton Manning", "en"), answer_type("February 7, 2016", "en"), answer_type("gold", "en")
     ('person', 'date', 'other')
+    >>> c = "After studying in Paris he returned to Dunmere, where he opened a forge."
+    >>> answer_type("Dunmere", "en"), answer_type("Dunmere", "en", c)
+    ('other', 'place')
     >>> answer_type("24", "de")
     'number'
     """
+    if context:
+        at = context.find(answer) if start is None or context[start:start + len(answer)] != answer else start
+        if answer and at >= 0:
+            inside = [t.ent for t in analyse(context, lang).tokens
+                      if t.ent and t.start < at + len(answer) and t.end > at]
+            if inside:
+                return _ENTITY_TYPES.get(max(dict.fromkeys(inside), key=inside.count), "other name")
     tokens = analyse(answer, lang).tokens
     labels = [t.ent for t in tokens if t.ent]
     if labels:
@@ -169,7 +183,7 @@ def example_slices(question: str, context: str, answer: str, lang: str) -> dict[
     q_words = {w.lower() for w in q_tokens}
     c_words = {w.lower() for w in c_tokens}
     share = len(q_words & c_words) / len(q_words) if q_words else 0.0
-    return {"wh": wh_word(question, lang), "answer": answer_type(answer, lang),
+    return {"wh": wh_word(question, lang), "answer": answer_type(answer, lang, context),
             "qlen": length_bucket(len(q_tokens), QLEN_EDGES),
             "clen": length_bucket(len(c_tokens), CLEN_EDGES), "overlap": overlap_bucket(share),
             "paragraph": PARAGRAPH_GROUPS[normalize_context(context) not in xquad_contexts()]}
@@ -203,7 +217,7 @@ def _example_groups(store: Store, sid: int, slice_name: str) -> dict[str, str]:
         answers = json.loads(r["answers_json"])
         answer = answers[0][0] if answers else ""
         if slice_name == "answer":
-            out[r["hash"]] = answer_type(answer, r["lang"])
+            out[r["hash"]] = answer_type(answer, r["lang"], r["context"], answers[0][1] if answers else None)
         elif slice_name == "wh":
             out[r["hash"]] = wh_word(r["question"], r["lang"])
         else:
