@@ -81,8 +81,8 @@ def answer_type(answer: str, lang: str, context: str = "", start: int | None = N
     """person / place / organisation / other name / date / number / other (see module doc).
 
     With its ``context`` (and the answer's ``start`` in it, else its first occurrence) the entity
-    tagger reads the answer where it stands, as SQuAD's analysis of answer types did (Rajpurkar et al.
-    2016): a name alone is easily taken for another kind, or for none.
+    tagger reads the answer where it stands, in the sentence it was trained to tag: a name alone is
+    easily taken for another kind, or for none.
 
     >>> answer_type("Peyton Manning", "en"), answer_type("February 7, 2016", "en"), answer_type("gold", "en")
     ('person', 'date', 'other')
