@@ -162,6 +162,12 @@ def test_cli_report_and_bad_input(toy_db, tmp_path, capsys):
     md_db.write_bytes(toy_db.read_bytes())
     assert main(["--db", str(md_db), "--show", "toy-sweep", "--report", str(tmp_path / "x.html")]) == 2
     assert not (tmp_path / "x.html").exists()
+    notes = tmp_path / "notes.md"                                       # a file of the user's beside OUT: kept
+    notes.write_text("my notes\n")
+    capsys.readouterr()
+    assert main(["--db", str(toy_db), "--show", "toy-sweep", "--report", str(tmp_path / "notes.html")]) == 2
+    assert "is not a sweep report" in capsys.readouterr().err and notes.read_text() == "my notes\n"
+    assert main(["--db", str(toy_db), "--show", "toy-sweep", "--report", str(out), "--quiet"]) == 0   # its own: again
 
 
 def test_show_refuses_to_write_over_the_data_set_the_sweep_was_made_from(tmp_path, capsys):

@@ -55,7 +55,15 @@ def _report_files(report: str | None, args: argparse.Namespace) -> list[str] | N
     if Path(report).suffix.lower() == ".md":
         raise cli.CLIError(f"--report {report}: name the HTML file (OUT.html); its Markdown is written beside "
                            "it as OUT.md")
-    return [report, str(markdown_path(report))]
+    md = markdown_path(report)
+    try:   # the Markdown is not named on the command line: it replaces only an earlier report
+        first = md.open(encoding="utf-8", errors="replace").readline() if md.is_file() else "# Sweep report"
+    except OSError:
+        first = ""
+    if not first.startswith("# Sweep report"):
+        raise cli.CLIError(f"--report {report} writes its Markdown to {md}, which exists and is not a sweep "
+                           "report: name another OUT.html or move that file")
+    return [report, str(md)]
 
 
 def _stored_sweep_files(name: str | None, args: argparse.Namespace) -> list[Path]:
