@@ -221,7 +221,7 @@ def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_
     assert all(table["transcript"].str.len() > 0) and table["problem"].tolist() == ["", ""]
     assert len(at.get("audio")) == 1
     # the progress line counts the take in the run that stored it, not one click later
-    assert [b.proto.text for b in at.get("progress")] == ["1 of 3 recorded · 0 skipped · 1 recordings in all"]
+    assert [b.proto.text for b in at.get("progress")] == ["1 of 3 recorded · 0 skipped · 1 recording in all"]
 
     at.button(key="trial_next").click().run()                   # question 2
     assert shown_question(at) == trial.examples[1].question

@@ -76,7 +76,9 @@ def test_variants_table_rows_texts_and_changed_answers(tiny_env):
     assert list(pd.DataFrame(at.session_state["var_result"]["table"])["variant (edits marked)"])[1:] == marked
     # on screen the variant's cell names its perturbation (its own column is hidden: three models fit at 800 px)
     specs = [p + (f"({q})" if q else "") for p, q in zip(df["perturbation"], df["params"])]
-    assert list(df["variant (edits marked)"])[1:] == [f"{p}: {m}" for p, m in zip(specs[1:], marked)]
+    # and a draw that edited nothing says so (keyboard_Q's second row)
+    said = ["", " (unchanged: this draw edited nothing)", "", "", ""]
+    assert list(df["variant (edits marked)"])[1:] == [f"{p}{u}: {m}" for p, u, m in zip(specs[1:], said, marked)]
     assert list(df["n edits"]) == [0, 4, 0, 3, 1, 1]
 
     # Per model: answer, changed mark consistent with the answers, EM/F1 present (demo has gold);
