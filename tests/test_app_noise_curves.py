@@ -18,10 +18,14 @@ def test_heatmaps_noise_curve_section_draws_core_curves(sweep_db):
     assert set(lines) == {"fake-a", "fake-b"}
     for model, trace in lines.items():
         assert trace["y"] == [b.f1 for b in expected.bins if b.model == model and b.f1 is not None]
-    breaks = next(d.value for d in at.dataframe if "break point" in d.value.columns)
+    breaks = next(d.value for d in at.dataframe if "break point (bin)" in d.value.columns)
     assert list(breaks["model"]) == ["fake-a", "fake-b"]
-    shown = {m: ("none" if bp is None else f"CER % {bp:g}") for m, bp in expected.breaks.items()}
-    assert dict(zip(breaks["model"], breaks["break point"])) == shown
+    shown = {m: ("none" if bp is None else f"CER % {expected.break_bin(m)}") for m, bp in expected.breaks.items()}
+    assert dict(zip(breaks["model"], breaks["break point (bin)"])) == shown
+    assert all(v == "none" or "-" in v for v in shown.values())   # a bin, "0-2.5", not its edge read as a level
+    # the toy sweep's TUQ variants change case only: counted, and the page says where they sit
+    assert expected.unseen > 0
+    assert any(f"{expected.unseen:,} scored variants changed only case or punctuation (" in c.value for c in at.caption)
     assert len(lines["fake-a"]["y"]) >= 2 and any(bp is not None for bp in expected.breaks.values())
     at.radio(key="hm_curve_measure").set_value("bleu").run()
     assert not at.exception

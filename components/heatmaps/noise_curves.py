@@ -29,9 +29,13 @@ def noise_curve_section(sweep: StoredSweep, stem: str) -> None:
         return
     fig = curve_figure(c)
     st.plotly_chart(fig, key="hm_curve_fig")
+    if c.unseen:
+        what = "case (TUQ, TLQ, …)" if measure == "bleu" else "case or punctuation (TUQ, DPQ, …)"
+        st.caption(f"{c.unseen:,} scored variants changed only {what}, which this measure does not count: they "
+                   "sit in the first bin, at no noise, and can pull its F1 down.")
     unit = "BLEU" if measure == "bleu" else f"{measure.upper()} %"
     st.dataframe(pd.DataFrame([{"model": m, "clean F1": round(c.clean[m], 1) if m in c.clean else None,
-                                "break point": "none" if bp is None else f"{unit} {bp:g}"}
+                                "break point (bin)": "none" if bp is None else f"{unit} {c.break_bin(m)}"}
                                for m, bp in c.breaks.items()]), hide_index=True, key="hm_curve_breaks")
     # the figure's two downloads get the page's width (inside half of it they are cut off at 800 px)
     figure_downloads(fig, file_stem("noise_curve", measure, stem), "hm_curve_dl")

@@ -288,9 +288,11 @@ def _curves(stored: StoredSweep, seed: int) -> Section:
             continue
         unit = "BLEU" if measure == "bleu" else f"{measure.upper()} %"
         section.figures.append(curve_figure(c))
-        section.tables.append(Table(f"{measure.upper()}: break points",
-                                    [{"model": m, "clean F1": round(c.clean[m], 1) if m in c.clean else None,
-                                      "break point": "none" if bp is None else f"{unit} {bp:g}"}
+        unseen = (f" ({c.unseen:,} variants changed only case or punctuation, which {measure.upper()} does not "
+                  "count: they sit in the first bin)") if c.unseen and measure != "bleu" else ""
+        section.tables.append(Table(f"{measure.upper()}: break points{unseen}",
+                                    [{"model": m, "clean F1": round(c.clean[m], 2) if m in c.clean else None,
+                                      "break point (bin)": "none" if bp is None else f"{unit} {c.break_bin(m)}"}
                                      for m, bp in c.breaks.items()]))
         section.tables.append(Table(f"{measure.upper()}: bins", c.rows()))
     return section if section.figures else Section(section.title, "No scored question variant in this sweep.")

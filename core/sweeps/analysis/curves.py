@@ -144,6 +144,22 @@ class Curves:
     bins: list[CurveBin]
     clean: dict[str, float]
     breaks: dict[str, float | None]
+    # scored rows whose question changed only in what the measure ignores (case, punctuation: TUQ,
+    # DPQ): placed at no noise, where they can pull the first bin's F1 down
+    unseen: int = 0
+
+    def break_bin(self, model: str) -> str:
+        """The model's break point as the bin it is, "0-2.5" (its ``lo`` edge alone read as a noise
+        level), or "none".
+
+        >>> Curves("cer", [CurveBin("m", 0, 2.5, 3, 50.0, 40.0, 60.0)], {"m": 80.0}, {"m": 0}).break_bin("m")
+        '0-2.5'
+        """
+        bp = self.breaks.get(model)
+        if bp is None:
+            return "none"
+        hi = next((b.hi for b in self.bins if b.model == model and b.lo == bp), None)
+        return f"{bp:g}" if hi is None else f"{bp:g}-{hi:g}"
 
     def rows(self) -> list[dict]:
         """One row per (model, bin), the CSV's: clean F1 and the break point repeated per model."""
@@ -166,14 +182,16 @@ def sweep_curves(db, sweep: int | str, measure: str, edges: Sequence[float] | No
             "WHERE sweep_id = ? AND status = 'ok' AND field IN ('question', 'both')", (sid,)).fetchall()
         clean = {m: v["f1"] for m, v in clean_scores(store, sid).items()}
     noise: dict[tuple[str, str], float] = {}
-    points = []
+    points, unseen = [], 0
+    none = 100.0 if measure == "bleu" else 0.0
     for r in rows:
         key = (r["original_question"], r["variant_question"] or "")
         if key not in noise:
             noise[key] = measured_noise(*key, measure)
         points.append((r["model"], noise[key], r["f1"]))
+        unseen += noise[key] == none and key[0] != key[1]
     bins = curve(points, edges, n_boot, seed)
-    return Curves(measure, bins, clean, break_points(bins, clean))
+    return Curves(measure, bins, clean, break_points(bins, clean), unseen)
 
 
 def format_curves(c: Curves) -> str:
@@ -181,7 +199,8 @@ def format_curves(c: Curves) -> str:
     unit = "BLEU" if c.measure == "bleu" else f"{c.measure.upper()} %"
     lines = [f"{unit} of each variant against its original question, as NoiseQA's Table 3 measures it ("
              + ("sentence BLEU, uncased" if c.measure == "bleu" else "lower-cased, without punctuation")
-             + "): a change of case or punctuation alone is no noise here"]
+             + f"): a change of {'case' if c.measure == 'bleu' else 'case or punctuation'} alone is no noise here"
+             + (f" ({c.unseen} of the rows below changed only that)" if c.unseen else "")]
     for model in dict.fromkeys(b.model for b in c.bins):
         clean = c.clean.get(model)
         lines.append(f"{model}  (clean F1 {clean:.1f})" if clean is not None else model)
@@ -195,5 +214,5 @@ def format_curves(c: Curves) -> str:
             lines.append(f"  {rng:>14s}  {b.n:>6d}  {f1:>6s}  {band}")
         bp = c.breaks.get(model)
         lines.append(f"  break point (F1 < {BREAK_FRACTION:.0%} of clean): "
-                     + ("none" if bp is None else f"{unit} {bp:g}"))
+                     + ("none" if bp is None else f"the bin {unit} {c.break_bin(model)}"))
     return "\n".join(lines)
