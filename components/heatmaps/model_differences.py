@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from components.export import csv_download, download, file_stem
+from components.narrow import fitted, key_first
 from core.sweeps.analysis.stored import StoredSweep
 
 
@@ -23,7 +24,13 @@ def model_differences_section(stored: StoredSweep, models: Sequence[str], stem: 
     model_b = c2.selectbox("Model B", [m for m in models if m != model_a], index=0, key="hm_diff_b")
     with st.spinner("Resampling examples (paired bootstrap)…"):
         diff_df = pd.DataFrame(stored.model_differences(model_a, model_b))
-    st.dataframe(diff_df.drop(columns=["perturbation", "params_json"]), hide_index=True, key="hm_diff")
+    # at 800 px the spec and the difference with its interval first; the two models' F1 scroll in after them
+    shown = diff_df.drop(columns=["perturbation", "params_json"])
+    shown = shown[key_first(shown.columns, ["spec", "difference", "ci95_low", "ci95_high", "significant"])]
+    st.dataframe(shown, hide_index=True, key="hm_diff",
+                 column_config=fitted(shown.columns, {"spec": 130, "difference": 70, "ci95_low": 60, "ci95_high": 60,
+                                                      "significant": 70},
+                                      labels={"ci95_low": "95% low", "ci95_high": "95% high"}, pinned=["spec"]))
     d1, d2, _ = st.columns([1, 1, 2])   # wide enough for "⬇ JSON" at 800 px
     with d1:
         csv_download(diff_df, file_stem("model-differences", stem, model_a, model_b), "hm_diff_csv")
