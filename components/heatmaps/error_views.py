@@ -85,8 +85,12 @@ def slices_section(sweep: StoredSweep, stem: str) -> None:
             row = mine[(mine["slice group"] == g) & (mine["spec"] == s)]
             f1 = row["F1"].iloc[0] if len(row) else None
             n = int(row["N"].iloc[0]) if len(row) else 0
+            drop = row["F1 drop"].iloc[0] if len(row) and row["perturbation"].iloc[0] else None
             zr.append(None if f1 is None or pd.isna(f1) else f1)
-            tr.append("–" if n == 0 or f1 is None or pd.isna(f1) else f"{f1:.1f}<br>N={n}")
+            # a perturbation's cell may hold fewer questions than the clean column (those it could change):
+            # its change is against clean F1 on its own questions, not against the clean column beside it
+            change = "" if drop is None or pd.isna(drop) else f" ({-drop:+.1f})"
+            tr.append("–" if n == 0 or f1 is None or pd.isna(f1) else f"{f1:.1f}{change}<br>N={n}")
         z.append(zr)
         text.append(tr)
     fig = go.Figure(go.Heatmap(z=z, x=[html.escape(x) for x in specs], y=[html.escape(g) for g in groups], text=text,
@@ -95,6 +99,8 @@ def slices_section(sweep: StoredSweep, stem: str) -> None:
     fig.update_layout(title=html.escape(f"F1 of {model} by {slices.SLICES[name]} (N per cell)"),
                       height=max(320, 60 * len(groups) + 160), yaxis=dict(autorange="reversed"))
     st.plotly_chart(fig, key="hm_slice_fig")
+    st.caption("In brackets: the change against clean F1 on the same questions (a perturbation's cell holds only "
+               "the questions it could change, so it can hold fewer than the clean column beside it).")
     st.dataframe(mine, hide_index=True, key="hm_slice_table")
     csv_download(df, file_stem("slice", name, stem), "hm_slice_csv", "CSV (every model)")
     figure_downloads(fig, file_stem("slice", name, model, stem), "hm_slice")
