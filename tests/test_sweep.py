@@ -627,7 +627,7 @@ def test_cli_compare_two_models(tmp_path, capsys):
     assert main(["--db", str(db), "--show", "pair", "--compare", "fake,better"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("B = better, A = fake: B - A in F1 points")
-    assert out[2].split()[:5] == ["clean", "5", "93.3", "100.0", "+6.67"]
+    assert out[2].split()[:5] == ["clean", "5", "93.33", "100.00", "+6.67"]
     assert main(["--db", str(db), "--show", "pair", "--compare", "fake,nobody"]) == 2
     assert "'nobody' is not in this sweep" in capsys.readouterr().err
     assert main(["--db", str(db), "--show", "pair", "--compare", "fake"]) == 2

@@ -22,7 +22,7 @@ def format_differences(rows: Sequence[dict[str, Any]], model_a: str, model_b: st
     ...                            "ci95_low": None, "ci95_high": None, "significant": None}], "a", "b"))
     B = b, A = a: B - A in F1 points, 95% paired-bootstrap interval over examples
     spec      N       A       B     B-A  95% interval
-    clean     5    93.3   100.0   +6.67  +0.00 to +20.00
+    clean     5   93.33  100.00   +6.67  +0.00 to +20.00
     RUQ       1       -       -       -  -
     """
     width = max([len("spec")] + [len(r["spec"]) for r in rows])
@@ -33,7 +33,7 @@ def format_differences(rows: Sequence[dict[str, Any]], model_a: str, model_b: st
             lines.append(f"{r['spec']:<{width}}  {r['n']:>4}  {'-':>6}  {'-':>6}  {'-':>6}  -")
             continue
         mark = "  significant" if r["significant"] else ""
-        lines.append(f"{r['spec']:<{width}}  {r['n']:>4}  {r[f'F1 {model_a}']:>6.1f}  {r[f'F1 {model_b}']:>6.1f}  "
+        lines.append(f"{r['spec']:<{width}}  {r['n']:>4}  {r[f'F1 {model_a}']:>6.2f}  {r[f'F1 {model_b}']:>6.2f}  "
                      f"{r['difference']:>+6.2f}  {r['ci95_low']:+.2f} to {r['ci95_high']:+.2f}{mark}")
     return "\n".join(lines)
 
