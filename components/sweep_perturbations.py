@@ -106,7 +106,8 @@ def coverage_note(specs: list[PerturbationSpec], planned: list) -> None:
     checked = found[0].checked
     of = f"the first {checked:,}" if checked < len(planned) else f"the {checked:,}"
     lines = [f"- **{md_escape(c.label)}** can run on {'none' if c.runs == 0 else f'{c.runs:,}'} of {of} planned "
-             f"questions ({md_escape(c.reason)}{', and others' if c.checked - c.runs > 1 else ''})" for c in found]
+             f"questions ({'the first it cannot: ' if c.checked - c.runs > 1 else ''}{md_escape(c.reason)})"
+             for c in found]
     if any(c.runs == 0 for c in found):
         st.warning("\n".join(lines) + "\n\nA perturbation that runs on none of them gives its cells no score.")
     else:

@@ -338,16 +338,16 @@ def test_perturbations_that_cannot_run_on_the_planned_questions_are_named_before
     at.multiselect(key="sw_fam_character").set_value(["RUQ"]).run()
     assert not at.exception, at.exception
     warned = shown(" ".join(w.value for w in at.warning))
-    assert ("**RUQ** can run on none of the 12 planned questions (RUQ replaces umlauts and ß, and this question has "
-            "none, and others)") in warned   # told from the questions' text: an empty column
-    assert ("**natural_Q(source=asr_human)** can run on none of the 12 planned questions (HeySQuAD has no natural "
-            "version of question 'demo-en-01-q1', and others)") in warned
+    assert ("**RUQ** can run on none of the 12 planned questions (the first it cannot: RUQ replaces umlauts and ß, "
+            "and this question has none)") in warned   # told from the questions' text: an empty column
+    assert ("**natural_Q(source=asr_human)** can run on none of the 12 planned questions (the first it cannot: "
+            "HeySQuAD has no natural version of question 'demo-en-01-q1')") in warned
     assert "TUQ" not in warned
     at.selectbox(key="sw_dataset").set_value("demo.de").run()
     at.multiselect(key="sw_fam_keyboard").set_value(["misspell_Q", "keyboard_Q"]).run()
     warned = shown(" ".join(w.value for w in at.warning))
     n_de = at.number_input(key="sw_sample").value
-    assert (f"**misspell_Q(p=1.0)** can run on none of the {n_de} planned questions (misspell_Q supports "
-            f"languages en, not 'de', and others)") in warned
+    assert (f"**misspell_Q(p=1.0)** can run on none of the {n_de} planned questions (the first it cannot: "
+            f"misspell_Q supports languages en, not 'de')") in warned
     assert "keyboard_Q" not in warned and "TUQ" not in warned
     assert at.button(key="sw_start").disabled is False   # said, not refused: the others still run
