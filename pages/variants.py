@@ -27,7 +27,7 @@ from core.explore import variants as cv
 from core.explore.answers import load_engines
 from core.explore.question_match import same_question
 from core.io.csv_export import csv_bytes
-from core.langid import detect_lang
+from core.langid import guess_language
 from core.perturb import registry
 from core.perturb.nlp import tagger_warning
 from core.qa.engine import QAInputError, validate_pair
@@ -57,7 +57,7 @@ else:
     persist.keep("var_context")   # kept only where it is drawn: see components/persist.py
     context = context_box("var_context", 160)   # refused past the engine's limit, before any work
     question = st.text_area("Question", key="var_question", height=68)
-    lang = detect_lang(context) if context.strip() else "en"
+    lang = guess_language(context).code if context.strip() else "en"   # as Ask: Latin script is not all English
     example = QAExample(id="typed", question=question, context=context, lang=lang)
     own_question = False
     st.caption(f"Language detected from the context: {md_escape(lang)}. Without a gold answer there is no EM/F1.")

@@ -268,3 +268,14 @@ def test_the_row_panels_keep_their_place_on_the_run_after_generating(tiny_env):
     assert any("Repair the question" in label for label in generated)   # the row's panel, below the table
     at.run()   # the next run: a widget touched in that panel, say
     assert container_places(at) == generated
+
+
+def test_a_typed_german_context_is_german(tiny_env):
+    """A pasted German passage is German on Variants as on Ask (the script alone said English, so the
+    English models were ticked and the German ones warned about)."""
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    at.radio(key="var_source").set_value("Type a question and context").run()
+    at.text_area(key="var_context").input("Die Bäckerei in der Schulstraße wurde im Jahr 1962 von Käthe Übelhör "
+                                          "gegründet, und sie verkaufte dort jeden Tag mehr als hundert Brote.").run()
+    assert not at.exception
+    assert any("Language detected from the context: de" in c.value for c in at.caption)
