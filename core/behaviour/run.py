@@ -25,7 +25,6 @@ from typing import Any
 
 from core.behaviour.spec import BehaviourError, BehaviourFile, TestSpec, expand
 from core.metrics import score_answer
-from core.metrics.squad import normalize_answer
 from core.types import QAExample
 
 
@@ -97,8 +96,17 @@ def _answers(engine: Any, pairs: Sequence[tuple[str, str]]) -> list[Answer]:
     return out
 
 
-def _same(a: Answer, b: Answer) -> bool:
-    return normalize_answer(a.text) == normalize_answer(b.text)
+def _same(a: Answer, b: Answer, lang: str) -> bool:
+    """The same answer under the language's exact-match rule (core.metrics.rules): for Chinese,
+    "是一名厨师。" and "是一名厨师" are one answer (SQuAD's normaliser strips only ASCII punctuation).
+
+    >>> _same(Answer("是一名厨师。", 3, 9, 0.9), Answer("是一名厨师", 3, 8, 0.8), "zh")
+    True
+    >>> _same(Answer("the Rhine", 0, 9, 0.9), Answer("Rhine.", 4, 10, 0.8), "en"), _same(
+    ...     Answer("Paris", 0, 5, 0.9), Answer("Lyon", 0, 4, 0.9), "en")
+    (True, False)
+    """
+    return score_answer(a.text, [b.text], lang)[0] == 1.0
 
 
 def _case_rng(seed: int, test: str, index: int) -> random.Random:
@@ -175,11 +183,11 @@ def run_test(test: TestSpec, engine: Any, model: str, seed: int = 0, lang: str =
                 r.context_after = None
             r.answer_after = b
             if test.kind == "INV":
-                ok = _same(a, b)
+                ok = _same(a, b, lang)
                 r.status = "pass" if ok else "fail"
                 r.reason = "same answer" if ok else f"answer changed from {a.text!r} to {b.text!r}"
             else:
-                changed = not _same(a, b)
+                changed = not _same(a, b, lang)
                 matches = c.expect_after is None or score_answer(b.text, [c.expect_after], lang)[0] == 1.0
                 r.status = "pass" if changed and matches else "fail"
                 r.reason = ("answer changed" + (" as expected" if c.expect_after else "") if changed and matches
