@@ -41,7 +41,7 @@ def penalty_by_n_section(sweep: StoredSweep, metric: str, stem: str) -> None:
         ptable = sweep.penalty_table(param=param, metric=metric)
         pen_df = pd.DataFrame(views.penalty_rows(ptable))
         st.caption(f"Sum of the {METRICS[metric]} penalties of each model's cells whose spec has {param} = n "
-                   f"(specs per n: {', '.join(f'{n}: {k}' for n, k in ptable['cells'].items())}).")
+                   f"({views.specs_per_n(ptable)}).")
         st.dataframe(pen_df, hide_index=True, key="hm_penalty_n")
         csv_download(pen_df, file_stem("penalty-by-n", stem, param, metric), "hm_penalty_n_csv")
         grid = views.n_grid(sweep.cells())

@@ -198,8 +198,7 @@ def _penalty_by_n(stored: StoredSweep, cells: list, metric: str) -> Section | No
     tables = []
     for param in params:
         table = stored.penalty_table(param, metric)
-        tables.append(Table(f"{METRICS[metric]} penalty by {param} (specs per n: "
-                            f"{', '.join(f'{n}: {k}' for n, k in table['cells'].items())})",
+        tables.append(Table(f"{METRICS[metric]} penalty by {param} ({views.specs_per_n(table)})",
                             views.penalty_rows(table)))
     grid = views.n_grid(cells)
     if grid is not None:

@@ -49,7 +49,8 @@ from core.sweeps.analysis.sweep_cells import Cell
 from core.sweeps.store import Store
 
 __all__ = ["Column", "NGrid", "INTERFACES", "columns", "n_grid", "n_grid_rows", "cell_rows", "is_file_spec", "kind_of",
-           "interface_of", "trial_file", "noiseqa_table", "asr_breakdown", "mt_breakdown", "penalty_rows"]
+           "interface_of", "trial_file", "noiseqa_table", "asr_breakdown", "mt_breakdown", "penalty_rows",
+           "specs_per_n"]
 
 # Family -> interface name, in Table 4's row order.
 INTERFACES = {"keyboard": "keyboard", "asr": "ASR", "mt": "MT"}
@@ -395,6 +396,15 @@ def mt_breakdown(db: Store | str | Path, sweep: int | str, cell_list: Sequence[C
             store.close()
     return [{"model": c.model, "source language": language[(c.perturbation, c.params_json)],
              "perturbation": c.label, "kind": kind_of(c.perturbation), **_score_row(c)} for c in mt]
+
+
+def specs_per_n(table: dict[str, Any]) -> str:
+    """How many specs each n of a penalty table sums over, in words.
+
+    >>> specs_per_n({"cells": {1: 1, 2: 3}})
+    'n = 1: 1 spec; n = 2: 3 specs'
+    """
+    return "; ".join(f"n = {n}: {k} spec{'' if k == 1 else 's'}" for n, k in table["cells"].items())
 
 
 def penalty_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
