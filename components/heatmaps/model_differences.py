@@ -28,8 +28,8 @@ def model_differences_section(stored: StoredSweep, models: Sequence[str], stem: 
     shown = diff_df.drop(columns=["perturbation", "params_json"])
     shown = shown[key_first(shown.columns, ["spec", "difference", "ci95_low", "ci95_high", "significant"])]
     st.dataframe(shown, hide_index=True, key="hm_diff",
-                 column_config=fitted(shown.columns, {"spec": 130, "difference": 70, "ci95_low": 60, "ci95_high": 60,
-                                                      "significant": 70},
+                 column_config=fitted(shown.columns, {"spec": 118, "difference": 70, "ci95_low": 62, "ci95_high": 66,
+                                                      "significant": 82},
                                       labels={"ci95_low": "95% low", "ci95_high": "95% high"}, pinned=["spec"]))
     d1, d2, _ = st.columns([1, 1, 2])   # wide enough for "⬇ JSON" at 800 px
     with d1:
