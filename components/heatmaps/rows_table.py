@@ -19,6 +19,7 @@ from components import persist
 from components.edits import edits_html
 from components.export import csv_download, file_stem
 from components.heatmaps.cell_drill import example_in_detail
+from components.narrow import key_first
 from components.open_item import open_on
 from components.text import count, html_text, md_escape
 from core.explore.gallery import Finding
@@ -37,6 +38,7 @@ PAGE_SIZES = (25, 50, 100, 200)
 CHANGED = {"any": None, "changed": True, "unchanged": False}
 SORTABLE = [c for c in rt.COLUMNS if c not in ("question", "perturbed question")]
 _NUMBER = st.column_config.NumberColumn(format="%.1f")
+FIRST_COLUMNS = ["model", "perturbation", "F1", "answer", "perturbed question", "clean answer"]
 
 
 @st.cache_resource
@@ -238,6 +240,8 @@ def rows_section(stored: StoredSweep, stem: str) -> None:
                          "rows_sort", "rows_desc", "rows_size", "rows_page")])
     event = st.dataframe(rows[rt.COLUMNS], key=f"rows_table_{sweep_id}_{zlib.crc32(digest.encode())}", hide_index=True,
                          on_select="rerun", selection_mode="single-row", width="stretch",
+                         # what a row is about first: at 800 px the grid shows about four columns
+                         column_order=key_first(rt.COLUMNS, FIRST_COLUMNS),
                          column_config={c: _NUMBER for c in ("F1", "EM", "clean F1", "CER %", "WER %")})
     keys = [rt.row_key(r) for _, r in rows.iterrows()]
     picked = list(event.selection.rows) if event is not None else []
