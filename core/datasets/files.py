@@ -60,9 +60,9 @@ def discover_datasets(data_dir: str | Path | None = None) -> list[DatasetInfo]:
     never trained on (:data:`EVAL_ONLY`).
     Languages come from the file names (nothing is opened); training files without a language
     in their name are the English SQuAD/SQuAD-Shifts/TyDi files, others are "und". A file whose
-    path, symlinks resolved, leaves the data directory and the other folders the app may read
-    and QAX_EXTRA_ROOTS (a link into a folder named there is followed) is not
-    listed: every picker offers only what :func:`confined_file` would load.
+    path, symlinks resolved, leaves the data directory and the folders of QAX_EXTRA_ROOTS (a link
+    into one of those is followed) is not listed: every picker offers only what
+    :func:`confined_file` would load.
     """
     root = _require_data_dir(data_dir)
     roots = [root, *config.extra_roots()]
