@@ -23,8 +23,9 @@ def test_heatmaps_noise_curve_section_draws_core_curves(sweep_db):
     shown = {m: ("none" if bp is None else f"CER % {expected.break_bin(m)}") for m, bp in expected.breaks.items()}
     assert dict(zip(breaks["model"], breaks["break point (bin)"])) == shown
     assert all(v == "none" or "-" in v for v in shown.values())   # a bin, "0-2.5", not its edge read as a level
-    # the toy sweep's TUQ variants change case only: counted, and the page says where they sit
-    assert expected.unseen > 0
+    # the toy sweep's five questions: TUQ changes their case only, drop_qmark_Q their punctuation
+    # only: 10 variants at CER 0; BLEU (uncased, punctuation tokenised) misses only TUQ's 5
+    assert expected.unseen == 10 and sweep_curves(sweep_db, "toy-sweep", "bleu", seed=0).unseen == 5
     assert any(f"{expected.unseen:,} scored variants changed only case or punctuation (" in c.value for c in at.caption)
     assert len(lines["fake-a"]["y"]) >= 2 and any(bp is not None for bp in expected.breaks.values())
     at.radio(key="hm_curve_measure").set_value("bleu").run()

@@ -70,8 +70,8 @@ def _stored_sweep_files(name: str | None, args: argparse.Namespace) -> list[Path
     """The files the stored sweep ``name`` of ``--db`` was made from (its data set and its ``file:``
     challenge sets): with --show, what a --report, --curve-csv or --backend-csv must not write over.
     Nothing when the sweep cannot be read: the command says why when it reads it."""
-    if not name or not Path(args.db).is_file():
-        return []
+    if not name or not Path(args.db).is_file() or not (args.report or args.curve_csv or args.backend_csv):
+        return []   # nothing written: the store is read once, by the view itself
     from core.sweeps.analysis.stored import StoredSweep
 
     try:

@@ -144,8 +144,8 @@ class Curves:
     bins: list[CurveBin]
     clean: dict[str, float]
     breaks: dict[str, float | None]
-    # scored rows whose question changed only in what the measure ignores (case, punctuation: TUQ,
-    # DPQ): placed at no noise, where they can pull the first bin's F1 down
+    # distinct scored variants whose question changed only in what the measure ignores (case,
+    # punctuation: TUQ, DPQ): placed at no noise, where they can pull the first bin's F1 down
     unseen: int = 0
 
     def break_bin(self, model: str) -> str:
@@ -182,14 +182,14 @@ def sweep_curves(db, sweep: int | str, measure: str, edges: Sequence[float] | No
             "WHERE sweep_id = ? AND status = 'ok' AND field IN ('question', 'both')", (sid,)).fetchall()
         clean = {m: v["f1"] for m, v in clean_scores(store, sid).items()}
     noise: dict[tuple[str, str], float] = {}
-    points, unseen = [], 0
-    none = 100.0 if measure == "bleu" else 0.0
+    points = []
     for r in rows:
         key = (r["original_question"], r["variant_question"] or "")
         if key not in noise:
             noise[key] = measured_noise(*key, measure)
         points.append((r["model"], noise[key], r["f1"]))
-        unseen += noise[key] == none and key[0] != key[1]
+    none = 100.0 if measure == "bleu" else 0.0
+    unseen = sum(n == none and original != variant for (original, variant), n in noise.items())
     bins = curve(points, edges, n_boot, seed)
     return Curves(measure, bins, clean, break_points(bins, clean), unseen)
 
@@ -200,7 +200,7 @@ def format_curves(c: Curves) -> str:
     lines = [f"{unit} of each variant against its original question, as NoiseQA's Table 3 measures it ("
              + ("sentence BLEU, uncased" if c.measure == "bleu" else "lower-cased, without punctuation")
              + f"): a change of {'case' if c.measure == 'bleu' else 'case or punctuation'} alone is no noise here"
-             + (f" ({c.unseen} of the rows below changed only that)" if c.unseen else "")]
+             + (f" ({c.unseen} of the variants below changed only that)" if c.unseen else "")]
     for model in dict.fromkeys(b.model for b in c.bins):
         clean = c.clean.get(model)
         lines.append(f"{model}  (clean F1 {clean:.1f})" if clean is not None else model)
