@@ -137,10 +137,17 @@ def _snippet(context: str, start: int, end: int, width: int = 30) -> str:
     return f"…{left}[{context[start:end]}]{right}…"
 
 
-def span_keys(key: str) -> list[str]:
-    """Session-state keys of the widgets below (a caller clears them for a new passage)."""
-    return [f"{key}_span_mode", f"{key}_answer_text", f"{key}_words", f"{key}_start",
-            f"{key}_end", f"{key}_mouse"]
+def reset_span(key: str) -> None:
+    """A clean answer form for a new passage; call before :func:`span_picker` draws. The mode and
+    the answer text are set rather than dropped: a dropped value is the default on the server
+    while the browser keeps drawing the old one ("Answer text" shown checked over the mouse
+    selection's form, a click on it doing nothing). The offsets and the selection, which depend on
+    the passage, are dropped."""
+    s = st.session_state
+    s[f"{key}_span_mode"] = SELECT
+    s[f"{key}_answer_text"] = ""
+    for k in (f"{key}_words", f"{key}_start", f"{key}_end", f"{key}_mouse"):
+        s.pop(k, None)
 
 
 def span_picker(key: str, context: str) -> tuple[int, int] | None:

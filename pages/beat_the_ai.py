@@ -14,18 +14,26 @@ import uuid
 
 import streamlit as st
 
-from components import loaders
-from components.answers import answer_card
-from components.beat_views import attempts_table, collected_tab, leaderboard_tab, statistics_tab
+from components import loaders, persist
+from components.beat_views import (
+    as_of,
+    attempt_result,
+    attempts_table,
+    collected_tab,
+    leaderboard_tab,
+    show_attempts,
+    statistics_tab,
+)
 from components.browser_id import browser_token
 from components.frame import page_frame, run_output
 from components.pickers import dataset_picker, language_mismatch_note, model_picker
-from components.span_picker import SELECT, span_keys, span_picker
+from components.span_picker import SELECT, reset_span, span_picker
 from components.text import count, md_escape
 from core import config
+from core.budgets import MAX_NOTE_CHARS
 from core.collect import beat, beat_store, identity
 from core.explore.answers import answer_all
-from core.render.highlight import Mark, color_for, highlight_html, legend_html
+from core.render.highlight import Mark, highlight_html
 from core.types import Span
 
 page_frame()
@@ -43,7 +51,14 @@ YOU = "#0072B2"  # the player's own span in previews (models get the palette col
 # The passage comes first (Play); the setup (name, data set, models, rules) has its own tab.
 tab_play, tab_setup, tab_validate, tab_board, tab_collected, tab_stats = st.tabs(
     ["Play", "Setup: name, data set, models", "Validate", "Leaderboard", "Collected set & export", "Statistics"])
+try:
+    store = beat_store.BeatStore()
+except (ValueError, OSError) as e:
+    st.error(f"Cannot open the Beat-the-AI database: {md_escape(e)}")
+    st.stop()
 with tab_setup:
+    # The name outlives other pages and a reload: a question stored under "anonymous" is lost credit.
+    persist.keep("beat_user", default=store.last_name(BROWSER) or None)
     user = st.text_input("Your name", key="beat_user", max_chars=identity.MAX_NAME_CHARS,
                          help="Stored with your questions; validators must be someone else.")
     st.caption("Names are not authentication: anyone can type any name. The app also remembers "
@@ -59,11 +74,6 @@ with tab_setup:
         agree_threshold = st.number_input("A validator agrees when F1 with the author's answer is "
                                           "at least", 0.05, 1.0, beat.AGREE_THRESHOLD, 0.05,
                                           key="beat_agree_threshold")
-    try:
-        store = beat_store.BeatStore()
-    except (ValueError, OSError) as e:
-        st.error(f"Cannot open the Beat-the-AI database: {md_escape(e)}")
-        st.stop()
     st.caption(f"Database: {md_escape(config.shown_path(store.path))}")
 
 # ---------------------------------------------------------------------------------------------
@@ -78,8 +88,8 @@ with tab_play:
         passage = plist[turn]
         if s.get("beat_passage_id") != passage.id:  # a new passage starts a clean form
             s["beat_passage_id"] = passage.id
-            for k in ["beat_question", *span_keys("beat")]:
-                s.pop(k, None)
+            reset_span("beat")
+            s["beat_question"] = ""   # set, not dropped: the browser would keep showing the old one
         st.caption(f"{md_escape(ds.name)} · {md_escape(passage.title or 'untitled')} · passage "
                    f"{turn + 1} of {len(plist)} · id {md_escape(passage.id)} · playing against "
                    + (md_escape(", ".join(models)) if models else "no model (choose them under Setup)"))
@@ -94,18 +104,31 @@ with tab_play:
             marks = [Mark("your answer", span[0], span[1], YOU)] if span else []
             st.markdown(highlight_html(passage.context, marks), unsafe_allow_html=True)
         question = st.text_area("Your question", key="beat_question", height=68,
+                                max_chars=MAX_NOTE_CHARS.value(),
                                 placeholder="Ask something the passage answers, but that a "
                                             "model will get wrong.")
         language_mismatch_note(models, passage.lang)
 
-        ready = bool(models) and span is not None and bool(question.strip())
+        named = bool(identity.name_key(user))
+        ready = bool(models) and span is not None and bool(question.strip()) and named
         if not models:
             st.warning("Choose at least one model to play against.")
+        elif not named:   # an attempt under "anonymous" would count for nobody
+            st.warning("Enter your name (with at least one letter or digit) under Setup to submit.")
         elif not question.strip():   # a marked answer without a question: say why Submit waits
             st.caption("Write a question to submit it.")
         submitted = st.button("Submit to the AI", type="primary", key="beat_submit", disabled=not ready)
         outcome = run_output()   # the models' loads, then why a submission was not recorded
+        refused = None
         if submitted:
+            try:   # what would make the store refuse it, before the models answer
+                beat_store.checked_submission(passage, question, span)
+            except ValueError as e:
+                refused = e
+        if refused is not None:
+            s.pop("beat_last_attempt", None)   # no earlier result stands in for a refused one
+            outcome.error(f"Not recorded: {md_escape(refused)}")
+        elif submitted:
             with outcome.container():
                 with st.spinner(md_escape(f"Answering with {', '.join(models)}…")):
                     answered = answer_all(models, loaders.engine_for_state, question, passage.context,
@@ -113,6 +136,7 @@ with tab_play:
                 error = answered.failures[0] if answered.failures else None
                 spans: dict[str, Span | None] = {a.model: a.best for a in answered.answers}
                 if error:
+                    s.pop("beat_last_attempt", None)
                     st.error(f"Not recorded: {md_escape(error)}")
                 else:
                     try:
@@ -123,6 +147,7 @@ with tab_play:
                                                                                  span, list(models)))
                         s["beat_last_attempt"] = att.id
                     except ValueError as e:
+                        s.pop("beat_last_attempt", None)
                         st.error(f"Not recorded: {md_escape(e)}")
                     except sqlite3.OperationalError:   # still locked after the store's retries
                         st.error("Not recorded: the database is busy. Submit again: the same question "
@@ -131,35 +156,14 @@ with tab_play:
         last = s.get("beat_last_attempt")
         att = store.attempt(last) if last else None
         if att is not None and att.passage_id == passage.id:
-            st.subheader(f"Attempt #{att.id}")
-            if att.human_won:
-                st.success(f"🎉 You beat the AI! No model matched your answer (every F1 ≤ "
-                           f"{att.threshold:.2f}).")
-            else:
-                won = ", ".join(f"{md_escape(m.model)} (F1 {m.f1:.2f})" for m in att.models if m.won)
-                st.error(f"🤖 The AI wins: {won} matched your answer (F1 > {att.threshold:.2f}). "
-                         "Try a harder question about the same passage.")
-            cols = st.columns(len(att.models))
-            amarks = []
-            for i, (col, m) in enumerate(zip(cols, att.models)):
-                with col:
-                    answer_card(m.model, i, m.answer, f"F1 {m.f1:.2f} · {'wins' if m.won else 'fooled'}")
-                if m.start is not None:
-                    amarks.append(Mark(m.model, m.start, m.end, color_for(i)))
-            st.markdown(legend_html([(m.model, color_for(i)) for i, m in enumerate(att.models)],
-                                    with_gold=False)
-                        + '<div class="qax-legend"><span style="text-decoration:underline;'
-                          'text-decoration-thickness:3px;">your answer</span> (underlined)</div>',
-                        unsafe_allow_html=True)
-            st.markdown(highlight_html(att.context, amarks, [(att.answer_start, att.answer_end)]),
-                        unsafe_allow_html=True)
+            attempt_result(att)
 
         here = store.attempts(passage_id=passage.id)
         st.subheader("Attempts on this passage")
         if here:
             won = sum(a.human_won for a in here)
             st.caption(f"{count(len(here), 'attempt')} · {won} won by people · {len(here) - won} by the AI")
-            st.dataframe(attempts_table(here), hide_index=True, width="stretch")
+            show_attempts(attempts_table(here, BROWSER), "beat_play_table")
         else:
             st.caption("No attempts yet: be the first.")
         with st.expander("Inspiration: questions that beat the AI on this passage"):
@@ -171,8 +175,10 @@ with tab_play:
 
 # ---------------------------------------------------------------------------------------------
 with tab_validate:
-    st.caption("Answer someone else's winning question without seeing their answer. It counts "
-               "as answerable when your answer matches theirs; disagreements are flagged.")
+    st.caption("Answer someone else's winning question without seeing their answer (the tables show an "
+               "answer to a winning question only to its author). It counts as answerable when your "
+               "answer matches theirs; disagreements are flagged.")
+    as_of("validate")
     vs = st.session_state
     if not identity.name_key(user):
         st.info("Enter your name (with at least one letter or digit) above to validate questions.")
@@ -188,8 +194,8 @@ with tab_validate:
             target = next(a for a in queue if a.id == pick)
             if vs.get("beat_val_for") != target.id:
                 vs["beat_val_for"] = target.id
-                for k in ["beat_val_none", *span_keys("beat_val")]:
-                    vs.pop(k, None)
+                vs["beat_val_none"] = False
+                reset_span("beat_val")
             st.markdown(f"**Question:** {md_escape(target.question)}")
             st.markdown(highlight_html(target.context, []), unsafe_allow_html=True)
             none = st.checkbox("The passage does not answer this question", key="beat_val_none")
@@ -222,10 +228,10 @@ with tab_validate:
 
 # ---------------------------------------------------------------------------------------------
 with tab_board:
-    leaderboard_tab(store)
+    leaderboard_tab(store, models, threshold)
 
 with tab_collected:
-    collected_tab(store)
+    collected_tab(store, BROWSER)
 
 with tab_stats:
     statistics_tab(store, ds)

@@ -159,13 +159,23 @@ def test_models_not_trained_for_the_passage_language_are_marked(beat_env):
 
 
 def test_a_disabled_submit_says_what_it_waits_for(beat_env):
-    """Submit stays disabled until there is a question and a marked answer, and says which is missing."""
+    """Submit stays disabled until there is a name, a question and a marked answer, and says which
+    is missing: an attempt under "anonymous" counts for nobody (the audit of 2026-11-29: a student's
+    name was lost with a page switch, and their next question stored as "anonymous")."""
     at = _page()
     p = _passage(at)
     word = p.context.split()[0]
     at.radio(key="beat_span_mode").set_value("Answer text").run()
     at.text_input(key="beat_answer_text").input(word).run()
+    at.text_area(key="beat_question").input("What comes first?").run()
     assert at.button(key="beat_submit").disabled
+    assert [w.value for w in at.warning] == ["Enter your name (with at least one letter or digit) under Setup "
+                                             "to submit."]
+    at.text_input(key="beat_user").input("😀").run()   # no letter or digit: no name
+    assert at.button(key="beat_submit").disabled
+    at.text_input(key="beat_user").input("Ana").run()
+    at.text_area(key="beat_question").input("").run()
+    assert at.button(key="beat_submit").disabled and not at.warning
     assert any("Write a question to submit it." == c.value for c in at.caption), [c.value for c in at.caption]
     at.text_area(key="beat_question").input("What comes first?").run()
     assert not at.button(key="beat_submit").disabled
@@ -197,8 +207,9 @@ def test_rounds_and_leaderboard(beat_env):
     at = _page()
     assert not at.exception
     labels = at.selectbox(key="beat_round").options   # as shown
-    assert labels == ["Round 2: tiny-a, tiny-b (2026-11-22 – 2026-11-22)",
-                      "Round 1: tiny-a (2026-11-20 – 2026-11-21)"]
+    assert labels == ["Round 2: tiny-a, tiny-b · a model wins above F1 0.40 (2026-11-22 – 2026-11-22)",
+                      "Round 1: tiny-a · a model wins above F1 0.40 (2026-11-20 – 2026-11-21)"]
+    assert at.selectbox(key="beat_round").value == 2   # the round of the Setup's models and rule
     board = [d.value for d in at.dataframe if "validated fooling rate" in d.value.columns][0]
     assert board.to_dict("records") == [{"author": "Bob", "attempts": 1, "fooled": 1, "validated fooled": 0,
                                          "validated fooling rate": "0 %", "inter-validator agreement": "0 %"}]
@@ -222,3 +233,40 @@ def test_the_tabs_and_panels_keep_their_place_on_the_run_after_a_submission(beat
     assert "Validate" in submitted and any("Inspiration" in label for label in submitted)
     at.run()   # the next run: the Validate tab's name typed, say
     assert container_places(at) == submitted
+
+
+def test_a_question_the_store_would_refuse_is_refused_before_the_models_answer(beat_env):
+    """The audit of 2026-11-29: a 10,034-character question (and an answer of "The") was answered
+    by every model, then refused, with the player's previous attempt shown under the refusal as if
+    it were this one's. (The box now stops at the limit, so the answer is the case left.)"""
+    at = _page()
+    p = _passage(at)
+    at.text_input(key="beat_user").input("Ana")
+    at.text_area(key="beat_question").input(QUESTION)
+    at.radio(key="beat_span_mode").set_value("Answer text").run()
+    at.text_input(key="beat_answer_text").input(next(w for w in beat.word_tokens(p.context) if len(w) > 4)).run()
+    at.button(key="beat_submit").click().run()
+    assert any(s.value.startswith("Attempt #1") for s in at.subheader)
+    registry.engines().clear()
+    at.text_area(key="beat_question").input("Who lit it?")
+    at.text_input(key="beat_answer_text").input("the").run()   # an article alone can never be matched
+    at.button(key="beat_submit").click().run()
+    assert len(at.error) == 1 and at.error[0].value.startswith("Not recorded: the answer span") \
+        and "has no words" in at.error[0].value, [e.value for e in at.error]
+    assert not any(s.value.startswith("Attempt #") for s in at.subheader)   # the old result is gone
+    assert not registry.engines().loaded()   # no model was loaded to answer it
+    with beat_store.BeatStore(beat_env) as store:
+        assert [a.id for a in store.attempts()] == [1]
+
+
+def test_the_name_comes_back_in_a_new_session_of_the_same_browser(beat_env):
+    """A reload starts a new session: the name this browser last played under is filled in."""
+    p = beat.passages(demo_dataset("en"))[0]
+    with beat_store.BeatStore(beat_env) as store:
+        store.record_attempt(p, QUESTION, (0, 3), {"tiny-a": None}, user="Ana", session="s1", browser="b" * 32)
+        store.record_attempt(p, QUESTION + "!", (0, 3), {"tiny-a": None}, user="Ben", session="s2",
+                             browser="c" * 32)
+        assert store.last_name("b" * 32) == "Ana" and store.last_name("c" * 32) == "Ben"
+        assert store.last_name("d" * 32) == "" and store.last_name(None) == ""
+        store.record_validation(2, "Ana Maria", (0, 3), session="s3", browser="b" * 32)
+        assert store.last_name("b" * 32) == "Ana Maria"

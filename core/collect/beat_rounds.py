@@ -1,8 +1,11 @@
 """Rounds and leaderboards of Beat the AI, as Dynabench organises its tasks (issue 43).
 
-A round is a set of models in play plus the dates it was played on: every attempt made against
-the same models (the picker's choice when it was submitted) belongs to the same round, which runs
-from its first attempt's day to its last's. Rounds are numbered in the order they started.
+A round is a set of models in play and the rule that judged them (the F1 above which a model
+matched the author), plus the dates it was played on: every attempt made against the same models
+under the same rule (the picker's choice and the Rules' threshold when it was submitted) belongs to
+the same round, which runs from its first attempt's day to its last's. A player who changes the rule
+plays a round of their own: a win under a stricter rule is not counted beside the class's. Rounds
+are numbered in the order they started.
 
 Per round and per author (names compared as core.collect.identity.name_key does):
 
@@ -22,8 +25,14 @@ Per round and per author (names compared as core.collect.identity.name_key does)
 ...                    0.4, "human" if won else "model", verdicts, n_val, agree)
 >>> atts = [att(1, "Ann", 20, ["m1"], True, 2, 2), att(2, "ann", 21, ["m1"], False),
 ...         att(3, "Bob", 22, ["m1", "m2"], True, 1, 0)]
->>> [(r.number, r.models, r.start, r.end, len(r.attempts)) for r in rounds(atts)]
-[(1, ('m1',), '2026-11-20', '2026-11-21', 2), (2, ('m1', 'm2'), '2026-11-22', '2026-11-22', 1)]
+>>> [(r.number, r.models, r.threshold, r.start, r.end, len(r.attempts)) for r in rounds(atts)]
+[(1, ('m1',), 0.4, '2026-11-20', '2026-11-21', 2), (2, ('m1', 'm2'), 0.4, '2026-11-22', '2026-11-22', 1)]
+>>> from dataclasses import replace
+>>> strict = replace(att(4, "Cy", 22, ["m1"], True), threshold=0.99)
+>>> [(r.number, r.threshold, len(r.attempts)) for r in rounds([*atts, strict])]
+[(1, 0.4, 2), (2, 0.4, 1), (3, 0.99, 1)]
+>>> rounds(atts)[0].label
+'Round 1: m1 · a model wins above F1 0.40 (2026-11-20 – 2026-11-21)'
 >>> v = lambda i, who, text: Validation(i, 1, "", who, "s", 0 if text else None, 1 if text else None, text, 1.0,
 ...                                     0.4, True)
 >>> rows = leaderboard(rounds(atts)[0].attempts, {1: [v(1, "Cy", "Paris"), v(2, "Di", "Paris")]})
@@ -41,31 +50,53 @@ from typing import Any
 from core.collect.beat import Attempt, Validation, answer_f1
 from core.collect.identity import name_key
 
-__all__ = ["Round", "rounds", "leaderboard", "validator_agreement"]
+__all__ = ["Round", "leaderboard", "opening_round", "rounds", "validator_agreement"]
 
 
 @dataclass
 class Round:
     number: int
     models: tuple[str, ...]
+    threshold: float      # a model matched the author when its F1 was above this
     start: str            # first attempt's day (YYYY-MM-DD)
     end: str              # last attempt's day
     attempts: list[Attempt] = field(default_factory=list)
 
     @property
     def label(self) -> str:
-        return f"Round {self.number}: {', '.join(self.models)} ({self.start} – {self.end})"
+        return (f"Round {self.number}: {', '.join(self.models)} · a model wins above F1 {self.threshold:.2f} "
+                f"({self.start} – {self.end})")
 
 
 def rounds(attempts: Sequence[Attempt]) -> list[Round]:
     """The rounds of ``attempts``, numbered in the order they started."""
-    by_models: dict[tuple[str, ...], list[Attempt]] = {}
+    by_rule: dict[tuple[tuple[str, ...], float], list[Attempt]] = {}
     for a in sorted(attempts, key=lambda a: (a.created_at, a.id)):
-        by_models.setdefault(tuple(sorted(m.model for m in a.models)), []).append(a)
-    out = []
-    for i, (models, atts) in enumerate(by_models.items(), start=1):
-        out.append(Round(i, models, atts[0].created_at[:10], atts[-1].created_at[:10], atts))
-    return out
+        by_rule.setdefault((tuple(sorted(m.model for m in a.models)), round(a.threshold, 4)), []).append(a)
+    return [Round(i, models, threshold, atts[0].created_at[:10], atts[-1].created_at[:10], atts)
+            for i, ((models, threshold), atts) in enumerate(by_rule.items(), start=1)]
+
+
+def opening_round(played: Sequence[Round], models: Sequence[str], threshold: float) -> Round:
+    """The round a leaderboard opens on: the one of the models and rule now chosen, else the one
+    with the most attempts (a single player on another language or rule does not hide the class's).
+
+    >>> from core.collect.beat import Attempt, ModelVerdict
+    >>> def att(i, models, threshold=0.4):
+    ...     v = tuple(ModelVerdict(m, "", None, None, 0.0, 0.0, True) for m in models)
+    ...     return Attempt(i, "2026-11-20T10:00:00", "u", "s", "p", "d", "t", "en", "c", "q", 0, 1, "a",
+    ...                    threshold, "model", v, 0, 0)
+    >>> played = rounds([att(1, ["m1"]), att(2, ["m1"]), att(3, ["de"])])
+    >>> opening_round(played, ["de"], 0.4).number, opening_round(played, ["x"], 0.4).number
+    (2, 1)
+    >>> opening_round(played, ["m1"], 0.9).number
+    1
+    """
+    chosen = (tuple(sorted(models)), round(threshold, 4))
+    for r in played:
+        if (r.models, round(r.threshold, 4)) == chosen:
+            return r
+    return max(played, key=lambda r: (len(r.attempts), r.number))
 
 
 def validator_agreement(validations: Sequence[Validation], lang: str) -> tuple[int, int]:

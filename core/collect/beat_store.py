@@ -46,7 +46,8 @@ from core.datasets import Dataset
 from core.io.sqlite_db import SQLiteFile
 from core.types import Answer, QAExample, Span
 
-__all__ = ["DB_ENV", "DB_FILENAME", "SCHEMA_VERSION", "SCHEMA", "BeatStore", "default_db_path", "submission_key"]
+__all__ = ["DB_ENV", "DB_FILENAME", "SCHEMA_VERSION", "SCHEMA", "BeatStore", "checked_submission", "default_db_path",
+           "submission_key"]
 
 DB_ENV = "QAX_BEAT_DB"
 DB_FILENAME = "beat_the_ai.sqlite"
@@ -121,6 +122,18 @@ def default_db_path() -> Path:
     """$QAX_BEAT_DB when set, else ``config.cache_dir() / "beat_the_ai.sqlite"``."""
     env = os.environ.get(DB_ENV)
     return Path(env).expanduser() if env else config.cache_dir() / DB_FILENAME
+
+
+def checked_submission(passage: Passage, question: object, span: Sequence[int]) -> tuple[str, tuple[int, int]]:
+    """The question as it is stored and the answer's (start, end), or ValueError saying what is
+    wrong: checked before the models answer, so a submission that cannot be stored costs no
+    answers and leaves no earlier result standing in for it."""
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("the question is empty")
+    question = clean_note(question, "the question")   # BudgetError (a ValueError) when too long
+    if passage.id != passage_id(passage.context):
+        raise ValueError(f"passage id {passage.id!r} does not match its text")
+    return question, check_span(passage.context, span, "the answer span", passage.lang)
 
 
 def submission_key(session: str, passage: str, question: str, span: Sequence[int],
@@ -222,12 +235,7 @@ class BeatStore(SQLiteFile):
         the models were chosen. ``user``: the player's name (:func:`core.collect.identity.display_name`;
         blank -> "anonymous"). ``browser``: the player's browser token (only its hash is kept).
         """
-        if not isinstance(question, str) or not question.strip():
-            raise ValueError("the question is empty")
-        question = clean_note(question, "the question")   # BudgetError (a ValueError) when too long
-        if passage.id != passage_id(passage.context):
-            raise ValueError(f"passage id {passage.id!r} does not match its text")
-        start, end = check_span(passage.context, span, "the answer span", passage.lang)
+        question, (start, end) = checked_submission(passage, question, span)
         answer = passage.context[start:end]
         verdicts, outcome = judge(answer, model_spans, passage.lang, threshold)
         user = identity.display_name(user) or "anonymous"
@@ -365,6 +373,17 @@ class BeatStore(SQLiteFile):
             answer_end=r["answer_end"], answer_text=r["answer_text"], threshold=r["threshold"],
             outcome=r["outcome"], models=tuple(verdicts.get(r["id"], ())),
             validations=r["n_val"], agreements=r["n_agree"], browser=r["browser"]) for r in rows]
+
+    def last_name(self, browser: str | None) -> str:
+        """The name last used in the browser of token ``browser`` ("" for none): a reload or a fresh
+        tab starts with it, so a player's later questions are not stored as "anonymous"."""
+        bkey = identity.token_key(browser)
+        if not bkey:
+            return ""
+        row = self.conn.execute("SELECT user FROM (SELECT id, created_at, user FROM attempts WHERE browser = ?"
+                                " UNION ALL SELECT id, created_at, validator FROM validations WHERE browser = ?)"
+                                " ORDER BY created_at DESC LIMIT 1", (bkey, bkey)).fetchone()
+        return "" if row is None or row[0] == "anonymous" else row[0]
 
     def attempt(self, attempt_id: int) -> Attempt:
         found = self.attempts(attempt_id=int(attempt_id))
