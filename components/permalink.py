@@ -421,5 +421,8 @@ def variants_link(ex, context: str, question: str, models: list[str], chosen: li
 
     specs = tuple(PerturbationSpec.make(pid, settable(pid)).text for pid in chosen)
     steps = tuple(PerturbationSpec.make(pid, settable(pid)).text for pid in chain)
+    too_many = links.too_many_to_link(perturbations=specs, chain_steps=steps, models=models)
+    if too_many:
+        return None, too_many
     return links.VariantsLink(**fields, models=tuple(models), specs=specs, chain=steps, seed=seed,
                               repeats=repeats, run=row is not None, row=row or 0), None

@@ -34,7 +34,8 @@ from urllib.parse import parse_qs, urlencode
 
 __all__ = ["VERSION", "PAGES", "MAX_QUERY_CHARS", "MAX_CONTEXT_CHARS", "MAX_QUESTION_CHARS", "LinkError",
            "Known", "AskLink", "VariantsLink", "HeatmapLink", "GalleryLink", "encode", "query_string",
-           "parse_query", "decode", "store_names", "too_long_to_link", "GALLERY_KINDS", "METRICS", "DEMO_STORE"]
+           "parse_query", "decode", "store_names", "too_long_to_link", "too_many_to_link", "GALLERY_KINDS",
+           "METRICS", "DEMO_STORE"]
 
 VERSION = 1
 # The address of each view's page (app.py's url_path). Ask is the default page: it is served at the
@@ -202,6 +203,21 @@ def too_long_to_link(context: str | None, question: str | None) -> str | None:
                 f"{MAX_CONTEXT_CHARS:,} (use a data set item instead)")
     if question is not None and len(question) > MAX_QUESTION_CHARS:
         return f"the question is {len(question):,} characters; a link carries at most {MAX_QUESTION_CHARS:,}"
+    return None
+
+
+def too_many_to_link(**lists: Sequence) -> str | None:
+    """Why lists of models, specs or sweeps cannot travel in a link (None when they can): the link
+    box says so, instead of offering a link that opens without them.
+
+    >>> too_many_to_link(perturbations=["TUQ"] * 24, models=["m"])
+    '24 perturbations chosen; a link carries at most 20'
+    >>> too_many_to_link(perturbations=["TUQ"], models=["m"]) is None
+    True
+    """
+    for what, values in lists.items():
+        if len(values) > MAX_LIST:
+            return f"{len(values)} {what.replace('_', ' ')} chosen; a link carries at most {MAX_LIST}"
     return None
 
 

@@ -55,6 +55,10 @@ class Prediction:
     nbest: list[Span] = field(default_factory=list)
     free_answer: str = ""
     alignment: str = ""
+    # Why the pair was not answered at all (``predict(..., skip_invalid=True)``: an empty question,
+    # a passage longer than an LLM's context window), in a few words; "" when it was answered.
+    # An empty answer is a wrong answer; an unanswered pair is no answer to score.
+    unanswered: str = ""
 
     @property
     def best(self) -> Span | None:

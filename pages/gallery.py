@@ -17,7 +17,7 @@ from components.open_item import open_on
 from components.sweep_db_picker import db_picker, demo_caption
 from components.text import html_text, md_escape
 from core.collect import beat_store
-from core.config import hide_server_paths
+from core.config import shown_dataset
 from core.explore import demo_sweep
 from core.explore import gallery as cg
 from core.sweeps.analysis.stored import list_sweeps
@@ -56,7 +56,7 @@ permalink.apply_gallery_sweeps(link, by_id)
 # a sweep stored since joins them; the user's own sweeps replace the demo sweep as soon as there are any
 persist.keep("gal_sweeps", ids, default=(own or ids)[:5], follow_default=True)
 picked = st.multiselect("Sweeps to look in", ids, key="gal_sweeps",
-                        format_func=lambda i: f"{by_id[i]['name']} · {hide_server_paths(by_id[i]['dataset'])}")
+                        format_func=lambda i: f"{by_id[i]['name']} · {shown_dataset(by_id[i]['dataset'])}")
 if not sweeps and choice.path is not None:   # an empty database chosen: a one-click demo sweep, not an empty room
     offer_demo_sweep("gal", choice.path, "No stored sweep in this database: only Beat-the-AI wins can be shown. "
                                          "Run a sweep on the Sweeps page, or build the demo sweep here.")

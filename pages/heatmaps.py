@@ -29,7 +29,7 @@ from components.heatmaps.report_download import report_downloads
 from components.heatmaps.rows_table import rows_section
 from components.sweep_db_picker import db_path_input, demo_caption, label, stored_sweeps_or_stop
 from components.text import md_escape
-from core.config import hide_server_paths
+from core.config import shown_dataset
 from core.explore import demo_sweep
 from core.sweeps.analysis import aggregates as aggregates
 from core.sweeps.analysis import tables as views
@@ -72,13 +72,13 @@ persist.keep("hm_sweep", newest_first)
 persist.keep_all(["hm_metric", "hm_value", "hm_layout"])
 keep_valid("hm_sweep", newest_first)
 sweep_id = st.selectbox("Sweep", newest_first, key="hm_sweep",
-                        format_func=lambda i: f"{by_id[i]['name']} · {hide_server_paths(by_id[i]['dataset'])}")
+                        format_func=lambda i: f"{by_id[i]['name']} · {shown_dataset(by_id[i]['dataset'])}")
 # One read handle for every view below; a new version (rows added) is a new handle.
 stored = loaders.stored_sweep(str(db_path), sweep_id, aggregates.version_of(by_id[sweep_id]))
 sweep = stored.info
 stem = file_stem(sweep["name"])
 st.caption(md_escape(
-    f"{sweep['dataset']} · {sweep['n_examples']} examples · models {', '.join(sweep['models'])} · "
+    f"{shown_dataset(sweep['dataset'])} · {sweep['n_examples']} examples · models {', '.join(sweep['models'])} · "
     f"{len(sweep['perturbations'])} perturbation specs · repeats {sweep['config'].get('repeats')} · "
     f"seed {sweep['config'].get('seed')} · {sweep['done_units']:,}/{sweep['total_units']:,} result rows · "
     f"status {sweep['status']} · updated {sweep['updated_at']}"))

@@ -105,6 +105,20 @@ def test_variants_opens_with_the_linked_perturbations_and_generates(tiny_env):
     assert _link_data(at, "var_link")["query"].endswith("&go=1&row=5")
 
 
+def test_variants_says_when_too_many_perturbations_are_chosen_to_link(tiny_env):
+    """The round organiser's audit (2026-11-29): 24 chosen specs made a link that a fresh browser
+    refused ("24 specs; a link carries at most 20") and opened without them."""
+    at = _open("../app.py", _variants=True, v="1", ds="demo.en", id="demo-en-01-q2", m=["tiny-a"], p=["TUQ"])
+    families = [w for w in at.multiselect if w.key and w.key.startswith("var_fam_")]
+    for widget in families:
+        widget.set_value(list(widget.options))
+    at.run()
+    chosen = sum(len(w.value) for w in at.multiselect if w.key and w.key.startswith("var_fam_"))
+    assert chosen > 20
+    assert any(f"No link for this view: {chosen} perturbations chosen; a link carries at most 20."
+               == shown(c.value) for c in at.caption), [shown(c.value) for c in at.caption]
+
+
 def test_heatmaps_opens_the_linked_cell_and_example(sweep_db):
     at = _open("../pages/heatmaps.py", v="1", db="sweeps.sqlite", sweep="toy-sweep", model="fake-b", cell="RUQ",
                show="clean", metric="em")

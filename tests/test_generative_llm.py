@@ -96,6 +96,32 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def test_a_passage_beyond_the_context_window_is_left_out_not_scored_zero(reader, tmp_path):
+    """The LLM researcher's audit (2026-11-29): a 60,000-character passage, beyond the reader's
+    4,096-token window, was answered "" and scored 0 with status ok in a sweep and in
+    core.models.evaluate, reading as a robust model. evaluate leaves it out and counts it; a sweep
+    stops with one line naming the model and the window."""
+    from core.datasets import Dataset
+    from core.models.evaluate import evaluate
+    from core.sweeps.config import SweepConfig, SweepError
+    from core.sweeps.running.run import run_sweep
+    from core.types import Answer, QAExample
+
+    long_passage = " ".join([NORMANDY] * 140)   # about 63,000 characters
+    short = QAExample("short", "Who was the leader of the Norse raiders?", NORMANDY,
+                      (Answer("Rollo", NORMANDY.index("Rollo")),), lang="en")
+    long = QAExample("long", "Who was the leader of the Norse raiders?", long_passage,
+                     (Answer("Rollo", long_passage.index("Rollo")),), lang="en")
+    ds = Dataset("normandy", "en", [short, long])
+    result = evaluate(reader, ds)
+    window = "passage and question longer than the model's context window of 4,096 tokens"
+    assert result["n"] == 1 and result["skipped"] == {window: 1} and result["unanswered"] == {window: 1}
+    assert result["f1"] == 100.0   # "Rollo", the short passage's answer
+    with pytest.raises(SweepError, match="cannot answer 1 of this chunk's 2 questions: " + window):
+        run_sweep(SweepConfig("normandy", ["TUQ"], ["llm"], name="too-long"), {"llm": reader}, tmp_path / "s.sqlite",
+                  dataset=ds)
+
+
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
     """A real llama.cpp OpenAI-compatible server on 127.0.0.1 with the shipped GGUF (its log to a

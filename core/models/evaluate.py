@@ -115,6 +115,16 @@ def evaluate(engine: QAEngine, ds: Dataset, progress=None, per_question: bool = 
     preds = engine.predict([e.question for e in examples], [e.context for e in examples],
                            n_best=1, progress=progress, skip_invalid=True)
     secs = time.perf_counter() - t0
+    # Pairs this engine could not answer (an LLM's context window) are left out and counted, as
+    # the pairs no engine can answer are: scored, they would read as wrong answers.
+    unanswered: dict[str, int] = {}
+    for p in preds:
+        if p.unanswered:
+            unanswered[p.unanswered] = unanswered.get(p.unanswered, 0) + 1
+            skipped[p.unanswered] = skipped.get(p.unanswered, 0) + 1
+    examples, preds = [e for e, p in zip(examples, preds) if not p.unanswered], [p for p in preds if not p.unanswered]
+    if not examples:
+        raise ValueError(f"the model answered no question: {skip_summary(ds.name, 0, skipped)}")
     predictions = {e.id: p.text for e, p in zip(examples, preds)}
     references = {e.id: e.answer_texts for e in examples}
     scorer_name, scorer = corpus_scorer(ds.lang)
@@ -137,6 +147,8 @@ def evaluate(engine: QAEngine, ds: Dataset, progress=None, per_question: bool = 
         "hardware": f"{platform.machine()}, {__import__('os').cpu_count()} cores",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
     }
+    if unanswered:
+        result["unanswered"] = unanswered
     aligned = [p.alignment for p in preds if p.alignment]
     if aligned:   # a generative reader: how often its answer was found in the passage, in % of questions
         result["alignment"] = {k: round(100 * aligned.count(k) / len(preds), 1)
@@ -261,6 +273,9 @@ def evaluate_on_all(engine, name: str, datasets: list[Dataset], args, many: bool
             print(f"predictions (official SQuAD format) -> {out}", file=sys.stderr, flush=True)
         rows += [{"model": name, "dataset": dname, **q} for q in r.pop("questions", [])]
         r.pop("predictions", None)
+        if r.get("unanswered"):
+            print(f"{name} on {dname}: left out, not scored: "
+                  + ", ".join(f"{n} {why}" for why, n in r["unanswered"].items()), file=sys.stderr, flush=True)
         print(f"{name:24s} {dname:40s} n={r['n']:5d} EM={r['exact_match']:6.2f} F1={r['f1']:6.2f} "
               f"{r['ms_per_question']:.1f} ms/q", flush=True)
         results.append(r)

@@ -471,21 +471,22 @@ class QAEngine:
     ) -> list[Prediction]:
         """Answer many pairs at once. Returns one Prediction per pair, in input order.
 
-        Invalid pairs raise ``QAInputError``, or with ``skip_invalid`` get an empty Prediction.
+        Invalid pairs raise ``QAInputError``, or with ``skip_invalid`` get an empty Prediction
+        whose ``unanswered`` says why.
         ``n_best`` (at least 1) spans at most per pair; SettingsError otherwise.
         """
         n_best = check_count("n_best", n_best)
         if len(questions) != len(contexts):
             raise QAInputError("questions and contexts differ in length")
-        valid = []
+        valid, preds = [], [Prediction() for _ in questions]
         for i, (q, c) in enumerate(zip(questions, contexts)):
             try:
                 validate_pair(q, c)
                 valid.append(i)
-            except QAInputError:
+            except QAInputError as e:
                 if not skip_invalid:
                     raise
-        preds = [Prediction() for _ in questions]
+                preds[i] = Prediction(unanswered=e.reason)
         if not valid:
             return preds
         s = self.settings

@@ -376,4 +376,9 @@ def collect(db: str | Path, sweep: int | str, metric: str = "f1", seed: int = 0,
     if progress:
         progress(len(steps), len(steps), "done")
     shown = str(db) if shown_db is None else shown_db
+    if shown_db is not None:   # built for a visitor: a data set given by its server path shows its file name
+        from core.config import shown_dataset
+
+        info = {**info, "dataset": shown_dataset(info["dataset"]),
+                "config": {**info["config"], "dataset": shown_dataset(info["config"]["dataset"])}}
     return Report(_header(info, shown), sweep_command(info["config"], info["name"], shown), sections, examples, metric)

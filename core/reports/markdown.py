@@ -70,6 +70,17 @@ def _f1(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.0f}"
 
 
+def _span(answer: str | None, start: int | None, end: int | None) -> str:
+    """An answer's offsets in the passage; an LLM's answer not found in it has none.
+
+    >>> _span("Paris", 3, 8), _span("in Paris", None, None), _span("", None, None)
+    (' (3–8)', ' (not in the passage)', '')
+    """
+    if start is not None:
+        return f" ({start}–{end})"
+    return " (not in the passage)" if answer else ""
+
+
 def _example(k: int, ex: Example) -> str:
     r = ex.row
     lines = [f"### {k}\\. {md_escape(ex.model)} under {md_escape(ex.spec)} · example {md_escape(r['example_id'])} "
@@ -80,8 +91,8 @@ def _example(k: int, ex: Example) -> str:
              "| model | clean answer (span) | clean F1 | perturbed answer (span) | perturbed F1 |",
              "| --- | --- | --- | --- | --- |"]
     for o in ex.across:
-        clean = f"{md_cell(o['clean_answer'] or '∅')} ({o['clean_start']}–{o['clean_end']})"
-        pert = (f"{md_cell(o['answer'] or '∅')} ({o['span_start']}–{o['span_end']})" if o["status"] == "ok"
+        clean = md_cell(o["clean_answer"] or "∅") + _span(o["clean_answer"], o["clean_start"], o["clean_end"])
+        pert = (md_cell(o["answer"] or "∅") + _span(o["answer"], o["span_start"], o["span_end"]) if o["status"] == "ok"
                 else md_cell(o["status"] or "not stored"))
         lines.append(f"| {md_cell(o['model'])} | {clean} | {_f1(o['clean_f1'])} | {pert} | {_f1(o['f1'])} |")
     context, _, perturbed = drill.shown_context(r, clean=False)

@@ -94,9 +94,9 @@ class GenerativeReader:
         def one(pair: tuple[str, str]) -> Prediction:
             try:
                 return self.answer(*pair)
-            except QAInputError:
+            except QAInputError as e:
                 if skip_invalid:
-                    return Prediction()
+                    return Prediction(unanswered=e.reason)
                 raise
 
         pairs = list(zip(questions, contexts))

@@ -58,7 +58,7 @@ def _too_long(n_tokens: int, settings: GenerationSettings) -> QAInputError:
     return QAInputError(f"The passage and question are {n_tokens:,} tokens; with the answer's "
                         f"{settings.max_new_tokens} they do not fit the model's context window of "
                         f"{settings.n_ctx:,} tokens.",
-                        "passage too long for the model")
+                        f"passage and question longer than the model's context window of {settings.n_ctx:,} tokens")
 
 
 def _close_if_alive(llm_ref) -> None:

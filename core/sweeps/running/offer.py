@@ -185,7 +185,7 @@ def stored_rows(sweeps: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The stored sweeps as a table: name, data set (a server path by its file name: a CLI sweep may
     name one), status, progress, models, configuration, owner."""
     return [{
-        "name": s["name"], "dataset": config.hide_server_paths(s["dataset"]), "status": s["status"],
+        "name": s["name"], "dataset": config.shown_dataset(s["dataset"]), "status": s["status"],
         "examples": s["n_examples"],
         "rows done": s["done_units"], "rows total": s["total_units"],
         "done %": round(100.0 * s["done_units"] / s["total_units"], 1) if s["total_units"] else 0.0,

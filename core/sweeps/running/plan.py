@@ -19,6 +19,7 @@ from typing import Any
 from core.budgets import MAX_REPEATS, BudgetError, clean_name
 from core.datasets import Dataset, has_gold, load_dataset, sample_examples
 from core.perturb.spec import FORMAT, PerturbationSpec, SpecError, canonical_json, parse_specs
+from core.qa.engine import QAInputError, validate_pair
 from core.sweeps.config import SweepConfig, SweepError
 from core.sweeps.keys import example_hash, sha
 from core.sweeps.running.resolve import ResolvedSpec, resolve_spec
@@ -52,6 +53,19 @@ class SweepPlan:
     total: int
 
 
+def answerable_pair(question: str, context: str) -> bool:
+    """Whether an engine can be asked ``question`` on ``context`` at all (not blank, within limits).
+
+    >>> answerable_pair("Who?", "Ann ran."), answerable_pair("  ", "Ann ran."), answerable_pair("Who?", "...")
+    (True, False, False)
+    """
+    try:
+        validate_pair(question, context)
+    except QAInputError:
+        return False
+    return True
+
+
 def resolve_inputs(config: SweepConfig, *, dataset: Dataset | None = None, data_dir: str | Path | None = None,
                    catalogue: Callable[[str], Any] | None = None) -> SweepInputs:
     """Check the configuration, load the data set (unless given), sample it and resolve every
@@ -74,7 +88,8 @@ def resolve_inputs(config: SweepConfig, *, dataset: Dataset | None = None, data_
 
     full = dataset if dataset is not None else load_dataset(
         config.dataset, data_dir, lang=config.lang, on_ambiguous=config.on_ambiguous)
-    scorable = [ex for ex in full.examples if has_gold(ex)]
+    # No model can answer a blank question or an empty passage: scored, it would read as a wrong answer.
+    scorable = [ex for ex in full.examples if has_gold(ex) and answerable_pair(ex.question, ex.context)]
     examples = sample_examples(scorable, config.sample, config.seed)
     if not examples:
         raise SweepError(f"dataset {config.dataset!r} has no example with a gold answer")

@@ -22,7 +22,7 @@ from typing import Any
 
 from core.metrics import score_answer
 from core.perturb.spec import canonical_json
-from core.sweeps.config import ProgressFn, SweepRun
+from core.sweeps.config import ProgressFn, SweepError, SweepRun
 from core.sweeps.keys import answers_json, example_hash, prediction_key
 from core.sweeps.running.resolve import Outcome, ResolvedSpec
 from core.sweeps.store import Store, text_hash
@@ -157,6 +157,12 @@ class Runner:
             questions = [pairs[k][0] for k in missing]
             contexts = [self._context(pairs[k][1]) for k in missing]
             preds = yield Predict(model, questions, contexts)
+            unanswered = [(q, p.unanswered) for q, p in zip(questions, preds) if p.unanswered]
+            if unanswered:   # scored, an unanswered pair would read as a wrong answer (issue 61's audit)
+                q, why = unanswered[0]
+                raise SweepError(f"{model} cannot answer {len(unanswered)} of this chunk's {len(questions)} "
+                                 f"questions: {why} (the first: {q[:80]!r}). The sweep stops here and keeps "
+                                 f"its rows; leave {model} out, or choose passages that fit it.")
             self.run.model_calls += 1
             self.run.predictions_computed += len(missing)
             for k, pred in zip(missing, preds):
