@@ -91,7 +91,8 @@ with mismatch_slot:
     language_mismatch_note(models, lang)
 
 own_question = ex is not None and same_question(question, ex.question)
-score_gold, score_note = answers.gold_to_score(user_gold, context, gold, own_question, ex is not None)
+meant_own = ex is not None and same_question(st.session_state.get("ask_reference", ""), ex.question)   # spoken
+score_gold, score_note = answers.gold_to_score(user_gold, context, gold, own_question, ex is not None, meant_own)
 signature = (plan.asked, context, tuple(models), n_best, tuple(score_gold))
 
 # buttons sized to their labels, side by side while they fit (a fixed column cut "Ans…" at 800 px)

@@ -297,3 +297,19 @@ def test_trial_scoring_marks_models_not_trained_for_the_trial_language(tiny_env)
     assert not at.exception, at.exception
     assert "tiny-a · en only, not for de" in at.multiselect(key="trial_models").options
     assert any("The context is German; tiny-a was trained for English" in c.value for c in at.caption)
+
+
+def test_a_spoken_question_meant_as_the_items_own_is_scored_against_its_gold(tiny_env):
+    """The speech researcher's audit (2026-11-29): with "What you meant to say" set to the item's
+    own question, a recogniser's version of it was "Not scored: this is not the item's own
+    question", where NoiseQA scores a spoken question against the written one's gold."""
+    at = AppTest.from_file("../app.py", default_timeout=180).run()
+    own = at.text_area(key="ask_question").value
+    at.text_input(key="ask_reference").input(own).run()
+    at.text_area(key="ask_question").input(own.lower().rstrip("?") + " uh").run()   # what a recogniser wrote
+    at.button(key="ask_go").click().run()
+    assert not at.exception
+    shown_text = [shown(c.value) for c in at.caption] + [shown(m.value) for m in at.markdown]
+    assert any("EM/F1 against the item's gold answers (what you meant to say is the item's own question)." in t
+               for t in shown_text), shown_text
+    assert not any("Not scored" in t for t in shown_text)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.metrics import score_answer
-from core.qa.engine import QAInputError
+from core.qa.engine import QAInputError, answerable_pair
 from core.types import Prediction, Span
 
 EngineFor = Callable[[str], Any]
@@ -104,6 +104,8 @@ def answer_all(models: Sequence[str], engine_for: EngineFor, question: str, cont
     ...         raise QAInputError("The question is empty.")
     >>> answer_all(["a", "b"], lambda m: Refuses(), " ", "Some text.").failures
     ['The question is empty.']
+    >>> answer_all(["a", "b"], lambda m: Refuses(), "Who?", "Some text.").failures   # the models' own refusals
+    ['a: The question is empty.', 'b: The question is empty.']
     """
     out = Answers()
     for name in models:
@@ -116,9 +118,14 @@ def answer_all(models: Sequence[str], engine_for: EngineFor, question: str, cont
             else:
                 prediction = engine.predict([question], [context], n_best=n_best)[0]
             seconds = time.perf_counter() - t0
-        except QAInputError as e:   # the input, not the model: every other model would say the same
-            out.failures.append(str(e))
-            break
+        except QAInputError as e:
+            if not answerable_pair(question, context):   # the input, not the model: every model would say it
+                out.failures.append(str(e))
+                break
+            out.failures.append(f"{name}: {e}")   # this model's own limit (an LLM's context window)
+            if stop_at_failure:
+                break
+            continue
         except Exception as e:  # a model that fails to load or run must not hide the others
             out.failures.append(f"{name}: {e}")
             if stop_at_failure:
@@ -190,21 +197,28 @@ def generative_line(prediction: Prediction) -> str:
 
 
 def gold_to_score(typed_gold: str, context: str, item_golds: Sequence[tuple[str, int]],
-                  own_question: bool, from_dataset: bool) -> tuple[list[tuple[str, int]], str]:
+                  own_question: bool, from_dataset: bool, meant_own: bool = False) -> tuple[list[tuple[str, int]], str]:
     """The gold answers (text, offset) to score against, and a line saying which and why.
 
     A gold answer the user typed wins; else a dataset item's own question is scored against the
-    item's answers; a question of one's own has no gold answer and is not scored.
+    item's answers, and so is a spoken question whose speaker meant to say the item's question
+    (``meant_own``: NoiseQA's spoken questions, scored against the written question's gold); a
+    question of one's own has no gold answer and is not scored.
 
     >>> gold_to_score(" Paris ", "In Paris.", [("France", 0)], own_question=True, from_dataset=True)
     ([('Paris', 3)], 'EM/F1 against the gold answer you typed.')
     >>> gold_to_score("", "In Paris.", [("Paris", 3)], own_question=False, from_dataset=True)[0]
     []
+    >>> gold_to_score("", "In Paris.", [("Paris", 3)], own_question=False, from_dataset=True, meant_own=True)
+    ([('Paris', 3)], "EM/F1 against the item's gold answers (what you meant to say is the item's own question).")
     """
     if typed_gold.strip():
         return [(typed_gold.strip(), context.find(typed_gold.strip()))], "EM/F1 against the gold answer you typed."
     if own_question:
         return list(item_golds), "EM/F1 against the item's gold answers (this is the item's own question)."
+    if meant_own:
+        return list(item_golds), ("EM/F1 against the item's gold answers (what you meant to say is the item's "
+                                  "own question).")
     # Ask draws its options (the gold answer's box among them) under the answers
     where = "in Options, below the answers,"
     return [], (f"Not scored: this is not the item's own question. Type a gold answer {where} to score it."

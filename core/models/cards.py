@@ -222,8 +222,11 @@ def render_card_markdown(card: dict) -> str:
     figures, capabilities, notes)."""
     lines = [f"# {card.get('name', 'model')}", "", card.get("description", ""), ""]
     if base := card.get("base"):
-        lines += ["## Base encoder", "", f"- package: {base.get('package')} (licence {base.get('licence')})",
+        heading = "Base model" if card.get("kind") == "generative" else "Base encoder"   # an LLM is a decoder
+        lines += [f"## {heading}", "", f"- package: {base.get('package')} (licence {base.get('licence')})",
                   f"- model: {base.get('model')}", ""]
+    if runtime := card.get("runtime"):
+        lines += ["## Runtime", ""] + [f"- {k.replace('_', ' ')}: {v}" for k, v in runtime.items()] + [""]
     if fmt := card.get("format"):
         lines += ["## Weights", "", f"- format: {fmt}"]
         if size := card.get("size_on_disk"):

@@ -171,6 +171,19 @@ def validate_pair(question: str, context: str) -> None:
         )
 
 
+def answerable_pair(question: str, context: str) -> bool:
+    """Whether any engine can be asked ``question`` about ``context`` (:func:`validate_pair` passes).
+
+    >>> answerable_pair("Who?", "Ann ran."), answerable_pair("  ", "Ann ran."), answerable_pair("Who?", "...")
+    (True, False, False)
+    """
+    try:
+        validate_pair(question, context)
+    except QAInputError:
+        return False
+    return True
+
+
 class TorchWeights:
     """An engine's torch model, held or let go of: an engine whose forward pass is an ONNX or
     OpenVINO graph needs its torch weights only for a view that reads them (attribution) or a

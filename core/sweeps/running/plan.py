@@ -19,7 +19,7 @@ from typing import Any
 from core.budgets import MAX_REPEATS, BudgetError, clean_name
 from core.datasets import Dataset, has_gold, load_dataset, sample_examples
 from core.perturb.spec import FORMAT, PerturbationSpec, SpecError, canonical_json, parse_specs
-from core.qa.engine import QAInputError, validate_pair
+from core.qa.engine import answerable_pair
 from core.sweeps.config import SweepConfig, SweepError
 from core.sweeps.keys import example_hash, sha
 from core.sweeps.running.resolve import ResolvedSpec, resolve_spec
@@ -51,19 +51,6 @@ class SweepPlan:
     cfg_hash: str
     name: str
     total: int
-
-
-def answerable_pair(question: str, context: str) -> bool:
-    """Whether an engine can be asked ``question`` on ``context`` at all (not blank, within limits).
-
-    >>> answerable_pair("Who?", "Ann ran."), answerable_pair("  ", "Ann ran."), answerable_pair("Who?", "...")
-    (True, False, False)
-    """
-    try:
-        validate_pair(question, context)
-    except QAInputError:
-        return False
-    return True
 
 
 def resolve_inputs(config: SweepConfig, *, dataset: Dataset | None = None, data_dir: str | Path | None = None,
