@@ -123,10 +123,13 @@ def db_picker(key: str, *, allow_new: bool = False, allow_demo: bool = False) ->
             st.session_state[widget] = own
             st.session_state[auto] = False
     if st.session_state.get(widget) not in options:
-        if allow_demo and first_with_sweeps(options) is None:   # nothing of the user's: open on the demo
+        own = first_with_sweeps(options)
+        if allow_demo and own is None:   # nothing of the user's: open on the demo
             st.session_state[widget], st.session_state[auto] = DEMO, True
-        else:
-            st.session_state[widget] = remembered if remembered in options else default
+        elif remembered in options and (not allow_demo or first_with_sweeps([remembered]) is not None):
+            st.session_state[widget] = remembered
+        else:   # a page that reads sweeps opens on one that holds some, not on an empty default (Sweeps' pick)
+            st.session_state[widget] = own if allow_demo else default
     choice = st.selectbox("Sweep database", options, key=widget, format_func=label,
                           help="Sweep databases found in the folders this server allows (QAX_SWEEP_DB's "
                                "folder, runs/, the speech trials, QAX_EXTRA_ROOTS)."

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_app_heatmaps import build_sweep
 
-from components.sweep_db_picker import DEMO
+from components.sweep_db_picker import DEMO, STATE_KEY
 from core.explore import demo_sweep
 from core.perturb.spec import parse_specs
 from core.qa import registry
@@ -94,6 +94,20 @@ def test_heatmaps_and_gallery_open_on_the_demo_then_on_the_users_own(fresh_clone
     gal = AppTest.from_file("../pages/gallery.py", default_timeout=300).run()
     assert gal.selectbox(key="gal_db").value == str(fresh_clone)
     assert gal.multiselect(key="gal_sweeps").value == [own]
+
+
+def test_heatmaps_opens_on_a_database_with_sweeps_not_on_the_empty_one_sweeps_remembered(fresh_clone):
+    """The speech researcher's audit (2026-11-29): their sweeps were in another database of the
+    server's, and Heatmaps opened on the empty default that the Sweeps page had remembered ("This
+    sweep database holds no sweep yet")."""
+    other = fresh_clone.parent / "trials.sqlite"
+    build_sweep(other)
+    at = AppTest.from_file("../pages/heatmaps.py", default_timeout=300)
+    at.session_state[STATE_KEY] = str(fresh_clone)   # what opening the Sweeps page leaves
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="hm_db").value == str(other)
+    assert [s["name"] for s in sweep_cells.list_sweeps(other)] == ["toy-sweep"]
 
 
 def test_a_demo_chosen_by_the_user_stays_chosen(fresh_clone):
