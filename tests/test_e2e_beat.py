@@ -6,7 +6,7 @@ from pathlib import Path
 
 import browser as browser_helpers
 import pytest
-from browser import CHROMIUM, launch_chromium, open_tab, serve_app
+from browser import CHROMIUM, launch_chromium, open_tab, serve_app, wait_idle
 
 from core.collect import beat_store
 
@@ -66,6 +66,25 @@ def test_browser_plays_beat_the_ai(tiny_registry, tmp_path):
         text = verdict.inner_text()
         page.get_by_text(re.compile(r"^Attempt #1$")).wait_for(timeout=30_000)
         page.screenshot(path=str(ROOT / ".pytest_cache" / "e2e_beat.png"), full_page=True)
+
+        # New passage: a clean form in the browser too (the audit of 2026-11-29 saw "Answer text"
+        # still checked over the mouse form, the old question in its box and Submit disabled)
+        page.get_by_text("Answer text", exact=True).click()
+        page.get_by_role("textbox", name="Answer text (copy it from the passage)").wait_for(timeout=60_000)
+        wait_idle(page)
+        page.get_by_role("button", name="New passage").click()
+        page.get_by_text("Select the answer in the passage with the mouse.").wait_for(timeout=60_000)
+        wait_idle(page)
+        assert page.get_by_role("radio", name="Select in the passage").is_checked()
+        assert not page.get_by_role("radio", name="Answer text").is_checked()
+        assert page.get_by_role("textbox", name="Your question").input_value() == ""
+        # the name outlives a visit to another page
+        page.get_by_role("link", name="Gallery").click()
+        page.get_by_role("heading", name="Gallery").first.wait_for(timeout=60_000)
+        page.get_by_role("link", name="Beat the AI").click()
+        page.get_by_role("heading", name="Beat the AI").wait_for(timeout=60_000)
+        open_tab(page, "Setup: name, data set, models")
+        assert page.get_by_role("textbox", name="Your name").input_value() == "Tess"
 
     with beat_store.BeatStore(db) as store:
         [a] = store.attempts()
