@@ -19,7 +19,7 @@ from components import persist
 from components.export import download
 from components.frame import page_frame
 from components.pickers import evaluation_sets, load_set
-from components.text import html_text, md_escape
+from components.text import html_text, md_escape, sentence
 from components.trial_agreement import agreement_panel
 from components.trial_results import results_section
 from core import config
@@ -135,7 +135,7 @@ def _recording_step(trial: trials.Trial) -> None:
         try:
             rec = trial.add_recording(ex.id, audio.getvalue(), name=getattr(audio, "name", None))
         except AudioError as e:
-            st.error(f"This recording cannot be used: {md_escape(e)}. Please record again.")
+            st.error(f"This recording cannot be used: {md_escape(sentence(e))} Please record again.")
         else:
             usable = [e for e in ENGINES if trial.engine_problem(e) is None]
             with st.spinner("Transcribing…"):

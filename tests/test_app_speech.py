@@ -209,6 +209,10 @@ def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_
     assert any(e.value.replace("\\", "").startswith("This recording cannot be used: the recording take.wav is silent")
                for e in at.error)
     assert trial.recordings() == []
+    # a message that ends with its own full stop gets no second one ("recognised.. Please")
+    at.audio_input[0].set_value(("take.wav", b"not audio" * 100, "audio/wav")).run()
+    [error] = [e.value.replace("\\", "") for e in at.error]
+    assert error.endswith("Format not recognised. Please record again."), error
 
     # Read the question (TTS): stored at once, transcribed by both engines.
     wav = speak(first)
