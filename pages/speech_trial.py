@@ -69,6 +69,10 @@ def _start_or_resume():
 
         def draw_picker() -> None:
             labels = {t.id: _trial_label(t) for t in trials.list_trials()}
+            # The browser keeps the label it was last sent as the selectbox's value and shows it,
+            # even when this run's options say "1/4 recorded": only a value set through session state
+            # is sent again. Setting the same trial again sends its label as counted now.
+            st.session_state["trial_pick"] = pick
             with slot:
                 st.selectbox("Your trial", ids, format_func=lambda i: labels.get(i, i), key="trial_pick")
         return draw_picker

@@ -327,6 +327,9 @@ def test_speech_trial_resumes_on_return_counts_agree_and_takes_are_stored_once(t
     assert [b.proto.text.split(" · ")[0] for b in at.get("progress")] == ["1 of 3 recorded"]
     picker = at.selectbox(key="trial_pick")
     assert " · 1/3 recorded · " in picker.format_func(picker.value)
+    # and the browser is sent that label as the value it shows: it keeps and shows the label it was
+    # last sent ("0/3 recorded") unless the value is sent again
+    assert picker.proto.set_value and " · 1/3 recorded · " in picker.proto.raw_value
     # a rerun (any click) neither stores nor transcribes the same take again
     at.run()
     at.run()
