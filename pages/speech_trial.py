@@ -183,7 +183,7 @@ def _export_delete(trial: trials.Trial) -> None:
                               key="trial_confirm")
         if st.button("Delete the trial and its recordings", key="trial_delete", disabled=typed != trial.speaker.label):
             trial.delete()
-            for k in ("trial_id", "trial_index", "trial_paths", "trial_confirm"):
+            for k in ("trial_id", "trial_index", "trial_confirm"):
                 st.session_state.pop(k, None)
             st.session_state["trial_mode_next"] = "Start a new trial"
             st.session_state["trial_deleted"] = trial.id

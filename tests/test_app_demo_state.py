@@ -344,6 +344,25 @@ def test_speech_trial_resumes_on_return_counts_agree_and_takes_are_stored_once(t
     assert at.selectbox(key="trial_pick").value == trial.id
 
 
+def test_speech_trial_comparison_settings_survive_a_visit_elsewhere(tiny_env):
+    """Compare on HeySQuAD with two models and 30 questions, visit another page, come back: the same
+    choice, models and settings (they were back on "this trial's recordings" and one model)."""
+    at = go(app(), "speech_trial")
+    at.radio(key="agree_on").set_value("HeySQuAD (real speech)").run()
+    at.multiselect(key="agree_nat_models").set_value(["tiny-a", "tiny-b"]).run()
+    at.number_input(key="agree_nat_n").set_value(40)
+    at.number_input(key="agree_nat_seed").set_value(3)
+    at.selectbox(key="agree_nat_voice").set_value("flite:slt")
+    at.multiselect(key="agree_nat_tts").set_value(["pocketsphinx"]).run()
+    go(at, "ask")
+    go(at, "speech_trial")
+    assert at.radio(key="agree_on").value == "HeySQuAD (real speech)"
+    assert at.multiselect(key="agree_nat_models").value == ["tiny-a", "tiny-b"]
+    assert (at.number_input(key="agree_nat_n").value, at.number_input(key="agree_nat_seed").value) == (40, 3)
+    assert at.selectbox(key="agree_nat_voice").value == "flite:slt"
+    assert at.multiselect(key="agree_nat_tts").value == ["pocketsphinx"]
+
+
 def test_sweeps_variants_and_heatmaps_inputs_survive_a_visit_elsewhere(tiny_env):
     at = go(app(), "sweeps")
     at.number_input(key="sw_sample").set_value(5)
