@@ -15,7 +15,7 @@ import hashlib
 import pandas as pd
 import streamlit as st
 
-from components.text import md_escape
+from components.text import md_escape, sentence
 from core.explore import ask_input
 from core.speech import asr, recorder
 from core.speech.audio import AudioError, to_wav_bytes
@@ -112,7 +112,7 @@ def _server_microphone() -> None:
             except (recorder.RecorderError, AudioError) as e:
                 st.error(f"Server recording failed: {md_escape(e)}")
     else:
-        st.caption(f"Server microphone: not available — {md_escape(why)}.")
+        st.caption(f"Server microphone: not available — {md_escape(sentence(why))}")
 
 
 def _transcribed_take(browser, usable: list[str], asr_lang: str | None) -> dict | None:

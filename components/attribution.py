@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from components.export import download
-from components.text import html_text, md_escape
+from components.text import html_text, md_escape, sentence
 from core.explain import run as attr_run
 from core.explore.answers import extractive_only_note
 
@@ -122,7 +122,7 @@ def _start(page: str, key: tuple, tasks: list) -> None:
     try:
         run = attr_run.start(tasks, key=key, owner=session_memory.session_id())
     except attr_run.BudgetError as e:
-        st.error(md_escape(f"{e}. Wait a few seconds for one to end."))
+        st.error(md_escape(f"{sentence(e)} Wait a few seconds for one to end."))
         return
     st.session_state["attr_active_run"] = run
     st.session_state[f"{page}_attr_run"] = run

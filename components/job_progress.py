@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from components import loaders, session_memory
-from components.text import md_escape
+from components.text import md_escape, sentence
 from core.budgets import BudgetError
 from core.explore.answers import load_engines
 from core.sweeps.config import SweepConfig
@@ -159,7 +159,7 @@ def start_job(job: SweepJob) -> SweepJob | None:
     try:
         job.start()
     except BudgetError as e:
-        st.error(md_escape(f"{e}. Wait for a running sweep to end, or cancel yours."))
+        st.error(md_escape(f"{sentence(e)} Wait for a running sweep to end, or cancel yours."))
         return None
     _watch_abandoned()
     return job

@@ -20,7 +20,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components import loaders, persist
-from components.text import md_escape
+from components.text import md_escape, sentence
 from core import config, links
 from core.links import LinkError
 
@@ -119,7 +119,7 @@ def opened(view: str, known: links.Known = links.Known()) -> links.Link | None:
 
 def refuse(e: Exception) -> None:
     """A link that decoded but names what this server does not have."""
-    st.error(md_escape(f"This link cannot be opened: {e}. The page opens without it."))
+    st.error(md_escape(f"This link cannot be opened: {sentence(e)} The page opens without it."))
 
 
 def known_models() -> frozenset:

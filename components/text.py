@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from core.render.text import WORD_JOINER, html_text, md_escape, no_autolink
 
-__all__ = ["md_escape", "html_text", "no_autolink", "WORD_JOINER", "count", "choose_hint"]
+__all__ = ["md_escape", "html_text", "no_autolink", "WORD_JOINER", "count", "choose_hint", "sentence"]
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
@@ -29,3 +29,14 @@ def choose_hint(missing: dict[str, bool], action: str) -> str | None:
     """
     wanted = [what for what, is_missing in missing.items() if is_missing]
     return f"Choose {' and '.join(wanted)} {action}." if wanted else None
+
+
+def sentence(text: object) -> str:
+    """``text`` ending with one stop: a full stop is added unless it already ends with one (a message
+    that ends with its own period, libsndfile's "Format not recognised.", read "recognised.. Please").
+
+    >>> sentence("Format not recognised."), sentence("no words"), sentence("is the microphone on?")
+    ('Format not recognised.', 'no words.', 'is the microphone on?')
+    """
+    text = str(text).rstrip()
+    return text if text.endswith((".", "!", "?", "…")) else text + "."

@@ -14,18 +14,20 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import loaders
+from components import loaders, persist
 from components.cancellable import counted, progress_with_cancel, say_if_cancelled
 from components.export import csv_download, file_stem, json_download
 from components.frame import run_output
-from components.pickers import model_picker
-from components.text import md_escape
+from components.pickers import DEMO_LANGS, evaluation_sets, model_picker
+from components.text import count, md_escape
 from core.collect import flip_agreement, trial_sets, trials
 from core.collect.agreement_natural import flip_rates_by_subset, natural_set_conditions
 from core.explore.answers import load_engines
 from core.speech import asr, tts
 
 RESULTS = "agree_results"   # trial id (or natural:<set>) -> Agreement, kept across reruns
+TRIAL_CHOICE = "this trial's recordings"
+DEMO_SET = "demo.en"   # the bundled English set a visitor can try the flow on
 NATURAL_CHOICES = {"HeySQuAD (real speech)": "heysquad", "Disfl-QA (real disfluencies)": "disfl-qa"}
 
 
@@ -47,20 +49,44 @@ def explain_what_to_record(trial: trials.Trial | None) -> None:
         + ", ".join(f"±{w:.2f} with {n}" for n, w in widths.items())
         + " questions. Recordings of several speakers are separate trials, compared one at a time.")
     st.caption("No recordings of real speakers ship with the app, so there is no natural demo to run here. "
-               "The bundled demo set (demo.en, 12 English questions) is a quick way to try the whole flow: "
-               "choose it under \"Questions from\" when you start a trial.")
+               + demo_hint(list(evaluation_sets())))
+
+
+def demo_hint(offered: list[str]) -> str:
+    """Where to find the bundled English demo set under "Questions from", naming it only when the
+    form offers it (it comes after a data directory's sets, out of sight in a long list).
+
+    >>> print(demo_hint(["demo.en", "demo.de"]))  # doctest: +NORMALIZE_WHITESPACE
+    The bundled demo set (demo.en, 12 English questions) is a quick way to try the whole flow: choose it under
+    "Questions from" when you start a trial.
+    >>> print(demo_hint(["xquad/xquad.en", "squad/dev-v2.0", "demo.en"]))  # doctest: +ELLIPSIS
+    The bundled demo set ... when you start a trial, after the 2 sets of the data directory (type "demo" in the box...
+    >>> print(demo_hint(["xquad/xquad.en"]))
+    A short English set is a quick way to try the whole flow: choose one under "Questions from" when you start a trial.
+    """
+    if DEMO_SET not in offered:
+        return ('A short English set is a quick way to try the whole flow: choose one under "Questions from" '
+                "when you start a trial.")
+    before = [name for name in offered[:offered.index(DEMO_SET)] if name not in DEMO_LANGS]
+    where = f', after the {count(len(before), "set")} of the data directory (type "demo" in the box to find it)'
+    return (f"The bundled demo set ({DEMO_SET}, 12 English questions) is a quick way to try the whole flow: "
+            f'choose it under "Questions from" when you start a trial{where if before else ""}.')
 
 
 def _settings(trial: trials.Trial, natural_default: list[str]) -> dict | None:
     models = model_picker("agree", default_all=False, lang=trial.lang)
     c1, c2 = st.columns(2)
-    natural = c1.multiselect("Natural: your recordings, as transcribed by", natural_default,
-                             default=natural_default, key="agree_asr")
+    # this section's inputs survive a visit to another page (components/persist.py), defaults given there
+    persist.keep("agree_asr", natural_default, default=natural_default)
+    natural = c1.multiselect("Natural: your recordings, as transcribed by", natural_default, key="agree_asr")
+    persist.keep("agree_tts", list(asr.ENGINE_NAMES), default=natural_default)
     tts_engines = c2.multiselect("TTS → ASR: the question spoken, then transcribed by", list(asr.ENGINE_NAMES),
-                                 default=natural_default, key="agree_tts")
+                                 key="agree_tts")
     d1, d2, d3, d4 = st.columns([1.6, 1, 1, 1])   # a voice id ("espeak-ng:en-gb-x-rp+f3") needs the room
     voices = list(tts.ALL_VOICE_IDS)
-    voice = d1.selectbox("TTS voice", voices, index=voices.index(flip_agreement.DEFAULT_VOICE), key="agree_voice")
+    persist.keep("agree_voice", voices, default=flip_agreement.DEFAULT_VOICE)
+    persist.keep_all(["agree_p", "agree_seed", "agree_boot"])
+    voice = d1.selectbox("TTS voice", voices, key="agree_voice")
     p = d2.number_input("Keyboard noise rate", 0.0, 1.0, flip_agreement.KEYBOARD_P, 0.05, key="agree_p",
                         help="NoiseQA's synthetic keyboard noise: the share of words given one typo (0: none)")
     seed = d3.number_input("Seed", 0, 10**9, 0, key="agree_seed", help="of the keyboard noise and the bootstrap")
@@ -110,6 +136,7 @@ def _show(source: str, result: flip_agreement.Agreement) -> None:
                   if left_out else ""))
     model = result.models[0]
     if len(result.models) > 1:
+        persist.keep("agree_model_shown", result.models)
         model = st.selectbox("Model", result.models, key="agree_model_shown")
     rates = pd.DataFrame([r for r in flip_agreement.flip_rates(result) if r["model"] == model]).drop(columns="model")
     st.markdown("**Flips per condition**")
@@ -144,7 +171,8 @@ def agreement_panel(trial: trials.Trial | None) -> None:
     """The section: the explanation when there is nothing to compare, else the settings, the run
     and the last result for this trial."""
     st.subheader("Synthetic against natural noise")
-    source = st.radio("Compare on", ["this trial's recordings", *NATURAL_CHOICES], horizontal=True, key="agree_on",
+    persist.keep("agree_on", [TRIAL_CHOICE, *NATURAL_CHOICES])   # kept across a visit to another page
+    source = st.radio("Compare on", [TRIAL_CHOICE, *NATURAL_CHOICES], horizontal=True, key="agree_on",
                       help="HeySQuAD: 1,002 SQuAD questions spoken by people and by a TTS voice, then transcribed; "
                            "Disfl-QA: SQuAD questions rewritten as a speaker who corrects themselves says them.")
     if source in NATURAL_CHOICES:
@@ -176,10 +204,13 @@ def natural_panel(name: str) -> None:
     the disfluency perturbation, on a seeded sample (core.collect.agreement_natural)."""
     models = model_picker("agree_nat", default_all=False, lang="en")
     c1, c2, c3 = st.columns([1.6, 1, 1])
+    persist.keep("agree_nat_tts", list(asr.ENGINE_NAMES), default=[])
     tts_engines = c1.multiselect("TTS → ASR: the question spoken, then transcribed by", list(asr.ENGINE_NAMES),
-                                 default=[], key="agree_nat_tts", help="seconds per question (cached on disk)")
+                                 key="agree_nat_tts", help="seconds per question (cached on disk)")
     voices = list(tts.ALL_VOICE_IDS)
-    voice = c1.selectbox("TTS voice", voices, index=voices.index(flip_agreement.DEFAULT_VOICE), key="agree_nat_voice")
+    persist.keep("agree_nat_voice", voices, default=flip_agreement.DEFAULT_VOICE)
+    persist.keep_all(["agree_nat_n", "agree_nat_p", "agree_nat_d", "agree_nat_seed"])
+    voice = c1.selectbox("TTS voice", voices, key="agree_nat_voice")
     n = c2.number_input("Questions", 20, 2000, 200, 20, key="agree_nat_n", help="a seeded sample")
     p = c2.number_input("Keyboard noise rate", 0.0, 1.0, flip_agreement.KEYBOARD_P, 0.05, key="agree_nat_p")
     d = c3.number_input("Disfluencies per question", 0, 4, 1, key="agree_nat_d", help="0: leave it out")

@@ -26,8 +26,7 @@ def results_section(trial: trials.Trial) -> None:
     everyone = trial_sets.speaker_wer(trials.list_trials())
     if everyone:
         with st.expander("WER per speaker (all trials on this server)"):
-            st.dataframe(pd.DataFrame([{**r, "wer": round(r["wer"], 1), "cer": round(r["cer"], 1)} for r in everyone]),
-                         hide_index=True, width="stretch")
+            st.dataframe(pd.DataFrame(trial_sets.speaker_rows(everyone)), hide_index=True, width="stretch")
     c1, c2 = st.columns(2)
     if c1.button("Transcribe what is missing", key="trial_pending",
                  help="After an interruption, or when a recogniser was installed later."):
@@ -35,10 +34,11 @@ def results_section(trial: trials.Trial) -> None:
             made = trial.transcribe_pending(list(asr.ENGINE_NAMES))
         st.success(f"{made} transcripts made.")
     if c2.button("Write challenge sets", key="trial_write", disabled=not summary):
-        paths = trial_sets.write_challenge_sets(trial)
-        st.session_state["trial_paths"] = {k: str(v) for k, v in paths.items()}
-    paths = st.session_state.get("trial_paths")
-    if paths and paths.get("original", "").startswith(str(trial.path)):
+        trial_sets.write_challenge_sets(trial)
+    # read from the trial's folder, not kept in the session: the list (and the scores under it) are
+    # there again when the visitor comes back to the page, or opens the trial in another session
+    paths = {k: str(v) for k, v in trial_sets.written_sets(trial).items()}
+    if paths:
         st.caption("SQuAD-format challenge sets (paired with the original by question id):")
         shown = trial_sets.shown_paths(paths)   # the server's folders only with QAX_SHOW_PATHS=1
         for key, path in shown.items():

@@ -4,7 +4,8 @@ Per-speaker F1 as NoiseQA's Table 10 reports it: a sweep of the clean questions 
 engine's transcripts (``file:`` specs paired with the original by question id), stored in the
 trial's folder (``sweep.sqlite``). It runs in the background like the Sweeps page's sweeps
 (core.sweeps.running.job.SweepJob, components.job_progress): a progress bar, Cancel, and the page stays
-responsive; the table (with its CSV) stays on the page across reruns, per trial.
+responsive; the table (with its CSV) stays on the page across reruns, per trial, and is read back from
+the trial's folder on a later visit (:func:`stored_scores`).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from core.explore.answers import load_engines
 from core.sweeps.analysis.stored import StoredSweep
 from core.sweeps.config import SweepConfig
 from core.sweeps.running.job import SweepJob
+from core.sweeps.store import StoreError
 
 JOB = "trial_job"   # the scoring sweep running in the background (core.sweeps.running.job.SweepJob)
 
@@ -49,6 +51,25 @@ def score_panel(trial: trials.Trial, paths: dict[str, str]) -> None:
     _scoring(trial, busy)
 
 
+def stored_scores(trial: trials.Trial) -> tuple[list[dict], str] | None:
+    """(rows, note) of the scoring sweep stored in the trial's folder, or None when there is none: what
+    a visitor sees on coming back to the page (or opening the trial in another session)."""
+    db = trial.path / "sweep.sqlite"
+    if not db.is_file():
+        return None
+    try:
+        sweep = StoredSweep(db, f"trial-{trial.id}")
+        rows = trial_sets.score_rows(sweep.cells())
+    except (KeyError, StoreError, OSError):   # no scoring sweep in it yet, or a damaged file
+        return None
+    status, done, total = sweep.info["status"], sweep.info["done_units"], sweep.info["total_units"]
+    if status == "done":
+        return rows, ""
+    if status == "running":
+        return rows, f"Still scoring: {done:,}/{total:,} rows so far."
+    return rows, f"{status.capitalize()} after {done:,}/{total:,} rows."
+
+
 def _scoring(trial: trials.Trial, busy: bool) -> None:
     @st.fragment(run_every=1.0 if busy else None)
     def panel() -> None:
@@ -71,8 +92,8 @@ def _scoring(trial: trials.Trial, busy: bool) -> None:
             st.rerun()
         if error := st.session_state.pop("trial_score_error", None):
             st.error(md_escape(f"Scoring stopped with an error: {error}"))
-        if trial.id in scores:
-            rows, note = scores[trial.id]
+        if shown := scores.get(trial.id) or stored_scores(trial):
+            rows, note = shown
             if note:
                 st.warning(note)
             table = pd.DataFrame(rows)

@@ -19,7 +19,7 @@ from components import persist
 from components.export import download
 from components.frame import page_frame
 from components.pickers import evaluation_sets, load_set
-from components.text import html_text, md_escape
+from components.text import html_text, md_escape, sentence
 from components.trial_agreement import agreement_panel
 from components.trial_results import results_section
 from core import config
@@ -69,6 +69,10 @@ def _start_or_resume():
 
         def draw_picker() -> None:
             labels = {t.id: _trial_label(t) for t in trials.list_trials()}
+            # The browser keeps the label it was last sent as the selectbox's value and shows it,
+            # even when this run's options say "1/4 recorded": only a value set through session state
+            # is sent again. Setting the same trial again sends its label as counted now.
+            st.session_state["trial_pick"] = pick
             with slot:
                 st.selectbox("Your trial", ids, format_func=lambda i: labels.get(i, i), key="trial_pick")
         return draw_picker
@@ -135,7 +139,7 @@ def _recording_step(trial: trials.Trial) -> None:
         try:
             rec = trial.add_recording(ex.id, audio.getvalue(), name=getattr(audio, "name", None))
         except AudioError as e:
-            st.error(f"This recording cannot be used: {md_escape(e)}. Please record again.")
+            st.error(f"This recording cannot be used: {md_escape(sentence(e))} Please record again.")
         else:
             usable = [e for e in ENGINES if trial.engine_problem(e) is None]
             with st.spinner("Transcribing…"):
@@ -179,7 +183,7 @@ def _export_delete(trial: trials.Trial) -> None:
                               key="trial_confirm")
         if st.button("Delete the trial and its recordings", key="trial_delete", disabled=typed != trial.speaker.label):
             trial.delete()
-            for k in ("trial_id", "trial_index", "trial_paths", "trial_confirm"):
+            for k in ("trial_id", "trial_index", "trial_confirm"):
                 st.session_state.pop(k, None)
             st.session_state["trial_mode_next"] = "Start a new trial"
             st.session_state["trial_deleted"] = trial.id

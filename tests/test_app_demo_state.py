@@ -327,6 +327,9 @@ def test_speech_trial_resumes_on_return_counts_agree_and_takes_are_stored_once(t
     assert [b.proto.text.split(" · ")[0] for b in at.get("progress")] == ["1 of 3 recorded"]
     picker = at.selectbox(key="trial_pick")
     assert " · 1/3 recorded · " in picker.format_func(picker.value)
+    # and the browser is sent that label as the value it shows: it keeps and shows the label it was
+    # last sent ("0/3 recorded") unless the value is sent again
+    assert picker.proto.set_value and " · 1/3 recorded · " in picker.proto.raw_value
     # a rerun (any click) neither stores nor transcribes the same take again
     at.run()
     at.run()
@@ -339,6 +342,25 @@ def test_speech_trial_resumes_on_return_counts_agree_and_takes_are_stored_once(t
     assert at.radio(key="trial_mode").value == "Resume a trial"
     assert not [t for t in at.text_input if t.key == "trial_speaker"]
     assert at.selectbox(key="trial_pick").value == trial.id
+
+
+def test_speech_trial_comparison_settings_survive_a_visit_elsewhere(tiny_env):
+    """Compare on HeySQuAD with two models and 30 questions, visit another page, come back: the same
+    choice, models and settings (they were back on "this trial's recordings" and one model)."""
+    at = go(app(), "speech_trial")
+    at.radio(key="agree_on").set_value("HeySQuAD (real speech)").run()
+    at.multiselect(key="agree_nat_models").set_value(["tiny-a", "tiny-b"]).run()
+    at.number_input(key="agree_nat_n").set_value(40)
+    at.number_input(key="agree_nat_seed").set_value(3)
+    at.selectbox(key="agree_nat_voice").set_value("flite:slt")
+    at.multiselect(key="agree_nat_tts").set_value(["pocketsphinx"]).run()
+    go(at, "ask")
+    go(at, "speech_trial")
+    assert at.radio(key="agree_on").value == "HeySQuAD (real speech)"
+    assert at.multiselect(key="agree_nat_models").value == ["tiny-a", "tiny-b"]
+    assert (at.number_input(key="agree_nat_n").value, at.number_input(key="agree_nat_seed").value) == (40, 3)
+    assert at.selectbox(key="agree_nat_voice").value == "flite:slt"
+    assert at.multiselect(key="agree_nat_tts").value == ["pocketsphinx"]
 
 
 def test_sweeps_variants_and_heatmaps_inputs_survive_a_visit_elsewhere(tiny_env):

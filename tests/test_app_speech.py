@@ -209,6 +209,10 @@ def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_
     assert any(e.value.replace("\\", "").startswith("This recording cannot be used: the recording take.wav is silent")
                for e in at.error)
     assert trial.recordings() == []
+    # a message that ends with its own full stop gets no second one ("recognised.. Please")
+    at.audio_input[0].set_value(("take.wav", b"not audio" * 100, "audio/wav")).run()
+    [error] = [e.value.replace("\\", "") for e in at.error]
+    assert error.endswith("Format not recognised. Please record again."), error
 
     # Read the question (TTS): stored at once, transcribed by both engines.
     wav = speak(first)
@@ -222,6 +226,9 @@ def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_
     assert len(at.get("audio")) == 1
     # the progress line counts the take in the run that stored it, not one click later
     assert [b.proto.text for b in at.get("progress")] == ["1 of 3 recorded · 0 skipped · 1 recording in all"]
+    # "WER per speaker" is headed as the trial's own WER table
+    [per_speaker] = [d.value for d in at.dataframe if "speaker" in d.value.columns]
+    assert list(per_speaker.columns) == ["speaker", "engine", "questions", "WER %", "CER %"]
 
     at.button(key="trial_next").click().run()                   # question 2
     assert shown_question(at) == trial.examples[1].question
@@ -235,7 +242,7 @@ def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_
     assert shown_question(again) == trial.examples[2].question
     again.button(key="trial_write").click().run()
     assert not again.exception
-    paths = again.session_state["trial_paths"]
+    paths = {k: str(v) for k, v in trial_sets.written_sets(trial).items()}
     assert set(paths) == {"original", "pocketsphinx", "whisper-base"}
     spoken = load_squad(paths["pocketsphinx"])
     assert [e.id for e in spoken.examples] == [trial.examples[0].id]
@@ -273,6 +280,12 @@ def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_
     assert list(scores["questions"]) == [1, 1] and list(scores["model"]) == ["tiny-a", "tiny-a"]
     again.run()
     assert again.dataframe[-1].value.equals(scores)
+    # the sets and the scores are read back from the trial's folder: a new session shows them too
+    later = trial_page()
+    later.radio(key="trial_mode").set_value("Resume a trial").run()
+    assert not later.exception, later.exception
+    assert [t.value for t in later.text] == [f"{k}: {p}" for k, p in shown.items()]
+    assert later.dataframe[-1].value.equals(scores)
 
     # Deleting needs the speaker label typed in.
     assert again.button(key="trial_delete").disabled
@@ -284,11 +297,13 @@ def test_trial_page_records_skips_resumes_writes_sets_and_deletes(tiny_env, tmp_
 
 
 def _german_trial_scoring():
+    from pathlib import Path
     from types import SimpleNamespace
 
     from components.trial_scoring import score_panel
 
-    score_panel(SimpleNamespace(id="t-de", lang="de", path=None), {"original": "unused.json"})
+    # a trial folder with no scoring sweep stored in it
+    score_panel(SimpleNamespace(id="t-de", lang="de", path=Path("no-such-trial")), {"original": "unused.json"})
 
 
 def test_trial_scoring_marks_models_not_trained_for_the_trial_language(tiny_env):

@@ -26,8 +26,8 @@ from core.speech import asr
 from core.types import QAExample
 
 __all__ = ["original_dataset", "engines_transcribed", "challenge_pairs", "challenge_set",
-           "write_challenge_sets", "sweep_command", "wer_summary", "speaker_wer", "transcript_rows",
-           "summary_rows", "score_rows"]
+           "write_challenge_sets", "written_sets", "sweep_command", "wer_summary", "speaker_wer", "speaker_rows",
+           "transcript_rows", "summary_rows", "score_rows"]
 
 
 def original_dataset(trial: Trial) -> Dataset:
@@ -72,6 +72,20 @@ def write_challenge_sets(trial: Trial, out_dir: str | Path | None = None,
         path = (out / f"{slug(engine)}.json").resolve()
         _write_json(path, challenge_set(trial, engine))
         paths[engine] = path
+    return paths
+
+
+def written_sets(trial: Trial) -> dict[str, Path]:
+    """The challenge sets :func:`write_challenge_sets` left in the trial's ``challenge/`` folder, in
+    the order it writes them ({} before the first write): a page shows and scores what is on disk,
+    so a later visit (or another session) finds them where it left them."""
+    out = trial.path / "challenge"
+    if not (out / "original.json").is_file():
+        return {}
+    paths = {"original": (out / "original.json").resolve()}
+    for engine in dict.fromkeys([*asr.ENGINE_NAMES, *engines_transcribed(trial)]):
+        if (path := out / f"{slug(engine)}.json").is_file():
+            paths[engine] = path.resolve()
     return paths
 
 
@@ -161,6 +175,16 @@ def transcript_rows(trial: Trial, state: QuestionState, engines: Sequence[str],
                          "problem": got if isinstance(got, str) else (trial.engine_problem(engine)
                                                                       or "not transcribed yet")})
     return rows
+
+
+def speaker_rows(per_speaker: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """(:func:`speaker_wer`) as the page's "WER per speaker" table, headed as the trial's own table is.
+
+    >>> speaker_rows([{"speaker": "Ana", "engine": "e", "n": 2, "wer": 12.345, "cer": 5.04}])
+    [{'speaker': 'Ana', 'engine': 'e', 'questions': 2, 'WER %': 12.3, 'CER %': 5.0}]
+    """
+    return [{"speaker": r["speaker"], "engine": r["engine"], "questions": r["n"], "WER %": round(r["wer"], 1),
+             "CER %": round(r["cer"], 1)} for r in per_speaker]
 
 
 def summary_rows(summary: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
