@@ -12,7 +12,9 @@ replaces the cheap settings (keyboard noise, disfluency); ``--asr-sample N`` add
 (``--asr-setting``, default the installed voices and engines) on N of the sampled questions (seconds
 each; cached on disk). ``--model``: the flip agreement (Cohen's kappa, bootstrap interval) of each
 condition's closest setting with the natural questions. ``--json``: everything; ``--csv``: the ranking.
-Bad input is one line on stderr and exit status 2.
+Bad input is one line on stderr and exit status 2, a bad setting (an unknown id, a parameter that does
+not parse or is out of range, a voice or engine that is not one of the catalogue's, or, where TTS -> ASR
+will run, not installed) while the flags are parsed, before any work.
 """
 from __future__ import annotations
 
@@ -53,10 +55,6 @@ def _parser() -> cli.ArgumentParser:
     return ap
 
 
-def _progress(done: int, total: int, text: str) -> None:
-    print(f"\r[{done}/{total}] {text[:90]:<90}", end="", file=sys.stderr, flush=True)
-
-
 def format_result(result: dict, top: int) -> str:
     """The printed report: per condition its profile, the closest settings, the flip agreement."""
     lines = [f"distance: {result['distance']}",
@@ -84,30 +82,42 @@ def format_result(result: dict, top: int) -> str:
     return "\n".join(lines)
 
 
-@cli.command(PROG)
-def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
-    for flag, path in (("--json", args.json), ("--csv", args.csv)):
-        if path:
-            cli.writable_file(path, flag)
+def _checked(ap: cli.ArgumentParser, argv: list[str]):
+    """The parsed flags, with every setting expanded and checked (``check_settings``: id, parameters
+    and their ranges, a TTS -> ASR setting's voice and engine installed where it will run) and every
+    model named, all before any work: a typo costs a second, not a run."""
+    args = ap.parse_args(argv)
+    try:
+        args.setting = noise_profiles.check_settings(args.setting or noise_profiles.DEFAULT_SETTINGS)
+        args.asr_setting = noise_profiles.check_settings(args.asr_setting or noise_profiles.ASR_SETTINGS,
+                                                         runs_here=bool(args.asr_sample))
+    except noise_profiles.NoiseMatchError as e:
+        ap.error(str(e))
     if args.model:
         from core.qa.registry import get_entry
 
         for name in args.model:
             get_entry(name)   # an unknown model before the slow part
-    result = noise_profiles.run_match(args.natural, sample=args.sample,
-                                   settings=args.setting or noise_profiles.DEFAULT_SETTINGS,
-                                   asr_sample=args.asr_sample,
-                                   asr_settings=args.asr_setting or noise_profiles.ASR_SETTINGS,
-                                   seed=args.seed, progress=_progress)
-    print(file=sys.stderr)
+    return args
+
+
+@cli.command(PROG)
+def main(argv: list[str]) -> int:
+    args = _checked(_parser(), argv)
+    with cli.ProgressLine() as progress:   # an error mid-run starts on a line of its own
+        result = noise_profiles.run_match(args.natural, sample=args.sample, settings=args.setting,
+                                          asr_sample=args.asr_sample, asr_settings=args.asr_setting,
+                                          seed=args.seed, progress=progress)
     if args.model:
         result["agreement"] = _agreement(result, args)
     print(format_result(result, args.top))
+    # the output guard (core.cli, add_output) checked both while parsing; a missing folder is made
     if args.json:
         cli.write_text_atomic(args.json, json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     if args.csv:
         cli.write_bytes_atomic(args.csv, csv_bytes(result["ranking"]))
+    for path in filter(None, (args.json, args.csv)):
+        print(f"wrote {path}", file=sys.stderr)
     return 0
 
 
