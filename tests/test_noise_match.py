@@ -207,3 +207,22 @@ def test_an_error_mid_run_starts_on_its_own_line(monkeypatch, capsys):
     lines = capsys.readouterr().err.split("\n")
     assert lines[0].startswith("\r[3/10] keyboard_Q:p=0.1: question 4 of 10")
     assert lines[1] == "python -m core.collect.noise_match: error: setting 'x' cannot run here: no voice"
+
+
+def test_outputs_follow_the_output_guard_missing_folders_made_and_said(monkeypatch, capsys, tmp_path):
+    """As every command's add_output: a missing folder is made (and the file named on stderr);
+    a folder that is a file is refused while parsing, before any work."""
+    from core.collect.noise_match import main
+
+    result = {"distance": "d", "settings": {"sample": 2, "seed": 0, "asr": [], "conditions": []},
+              "profiles": [], "ranking": [{"natural": "natural:asr_human", "setting": "s", "distance": 0.1}],
+              "closest": {}}
+    monkeypatch.setattr(nm, "run_match", lambda *a, **k: result)
+    out = tmp_path / "new" / "dir" / "x.json"
+    assert main(["--natural", "asr_human", "--json", str(out), "--csv", str(tmp_path / "r.csv")]) == 0
+    assert json.loads(out.read_text())["ranking"][0]["distance"] == 0.1
+    assert capsys.readouterr().err.splitlines()[-2:] == [f"wrote {out}", f"wrote {tmp_path / 'r.csv'}"]
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(nm, "run_match", lambda *a, **k: pytest.fail("the run started"))
+    assert main(["--natural", "asr_human", "--json", str(tmp_path / "a-file" / "x.json")]) == 2
+    assert "a-file is a file, not a folder" in capsys.readouterr().err
