@@ -81,7 +81,8 @@ def _parser() -> cli.ArgumentParser:
 def format_result(result: flip_agreement.Agreement) -> str:
     """The printed report: per model, the flip rates, then kappa per pair of conditions."""
     lines = [f"{result.settings.get('questions')} recorded questions · seed {result.settings.get('seed')} · "
-             f"{result.settings.get('n_boot')} bootstrap resamples (95% interval)"]
+             f"{result.settings.get('n_boot')} bootstrap resamples (95% interval, where the flips allow one) · "
+             "p: Fisher's exact test, two-sided"]
     for model in result.models:
         lines.append(f"\n{model}")
         for r in flip_agreement.flip_rates(result):
