@@ -226,3 +226,24 @@ def test_outputs_follow_the_output_guard_missing_folders_made_and_said(monkeypat
     monkeypatch.setattr(nm, "run_match", lambda *a, **k: pytest.fail("the run started"))
     assert main(["--natural", "asr_human", "--json", str(tmp_path / "a-file" / "x.json")]) == 2
     assert "a-file is a file, not a folder" in capsys.readouterr().err
+
+
+def test_format_result_pluralises_leaves_out_a_missing_xquad_distance_and_keeps_three_decimals():
+    from core.collect.noise_match import format_result
+
+    row = {"natural": "natural:asr_human", "setting": "keyboard_Q:p=0.1", "n": 1, "distance": 0.21234,
+           "w1_wer": 0.1612, "w1_cer": 0.0511, "mix_tv": 0.4, "setting WER %": 22.4, "setting CER %": 3.9,
+           "distance (xquad paragraphs)": None}
+    kappa = {"model": "m", "a": "natural:asr_human", "b": "keyboard_Q:p=0.1", "n": 1, "kappa": -0.0004,
+             "low": None, "high": None, "fisher p": 1.0, "flip % a": 0.0, "flip % b": 0.0,
+             "note": "too few flips for an interval: 1 and 1 of 1, 1 shared"}
+    result = {"distance": "d", "settings": {"sample": 1, "seed": 0, "asr": [], "conditions": ["asr_human"]},
+              "profiles": [], "ranking": [row, {**row, "setting": "keyboard_Q:p=0.3", "distance (xquad paragraphs)":
+                                                0.05}],
+              "agreement": {"asr_human": [kappa]}}
+    lines = format_result(result, top=5).splitlines()
+    assert lines[1] == "sample 1 question per condition, seed 0"
+    assert lines[4].endswith("(W1 WER 0.161, CER 0.051, mix TV 0.400)") and "None" not in lines[4]
+    assert lines[5].endswith("(W1 WER 0.161, CER 0.051, mix TV 0.400; on XQuAD paragraphs 0.050)")
+    assert lines[6].endswith("kappa 0.00, Fisher p = 1.000 on 1 question; "
+                             "too few flips for an interval: 1 and 1 of 1, 1 shared")

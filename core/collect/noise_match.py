@@ -57,10 +57,14 @@ def _parser() -> cli.ArgumentParser:
 
 def format_result(result: dict, top: int) -> str:
     """The printed report: per condition its profile, the closest settings, the flip agreement."""
+    from core.collect.flip_agreement import kappa_label
+    from core.render.words import count
+
+    settings = result["settings"]
     lines = [f"distance: {result['distance']}",
-             f"sample {result['settings']['sample']} questions per condition, seed {result['settings']['seed']}"
-             + (f"; TTS -> ASR on {result['settings']['asr_sample']} of them" if result['settings']['asr'] else "")]
-    for condition in result["settings"]["conditions"]:
+             f"sample {count(settings['sample'], 'question')} per condition, seed {settings['seed']}"
+             + (f"; TTS -> ASR on {settings['asr_sample']} of them" if settings['asr'] else "")]
+    for condition in settings["conditions"]:
         name = f"natural:{condition}"
         lines.append(f"\n{name}")
         for p in result["profiles"]:
@@ -69,16 +73,15 @@ def format_result(result: dict, top: int) -> str:
                              f"(median {p['WER median %']})  CER {p['CER mean %']:>5}%  ins/del/sub "
                              f"{p['insertions %']}/{p['deletions %']}/{p['substitutions %']}%  words changed "
                              f"{p['words changed']}  unchanged {p['unchanged %']}%")
-        rows = [r for r in result["ranking"] if r["natural"] == name]
-        for r in rows[:top]:
+        for r in [r for r in result["ranking"] if r["natural"] == name][:top]:
+            apart = r["distance (xquad paragraphs)"]   # None: the sample holds no XQuAD paragraph
             lines.append(f"  {r['distance']:.3f}  {r['setting']:<52} n={r['n']:<4} WER {r['setting WER %']:>5}% "
                          f"CER {r['setting CER %']:>5}%  (W1 WER {r['w1_wer']:.3f}, CER {r['w1_cer']:.3f}, mix TV "
-                         f"{r['mix_tv']:.2f}; XQuAD paragraphs {r['distance (xquad paragraphs)']})")
+                         f"{r['mix_tv']:.3f}" + ("" if apart is None else f"; on XQuAD paragraphs {apart:.3f}") + ")")
         for k in result.get("agreement", {}).get(condition, []):
-            from core.collect.flip_agreement import kappa_label
-
             lines.append(f"  flips ({k['model']}): natural {k['flip % a']}%, {k['b']} {k['flip % b']}%, "
-                         f"kappa {kappa_label(k)} on {k['n']} questions")
+                         f"kappa {kappa_label(k)} on {count(k['n'], 'question')}"
+                         + (f"; {k['note']}" if k["kappa"] is not None and k["note"] else ""))
     return "\n".join(lines)
 
 
