@@ -21,7 +21,7 @@ from components.frame import run_output
 from components.pickers import model_picker
 from components.text import md_escape
 from core.collect import flip_agreement, trial_sets, trials
-from core.collect.agreement_natural import flip_rates_by_subset, natural_set_conditions
+from core.collect.agreement_natural import everything, flip_rates_by_subset, natural_set_conditions
 from core.explore.answers import load_engines
 from core.speech import asr, tts
 
@@ -139,7 +139,7 @@ def _show(source: str, result: flip_agreement.Agreement) -> None:
     with c2:
         csv_download(questions, f"{stem}-questions", key="agree_questions_csv", label="Per-question CSV")
     with c3:
-        json_download(result.as_dict(), stem, key="agree_json", label="All (JSON)")
+        json_download(everything(result), stem, key="agree_json", label="All (JSON)")
 
 
 def agreement_panel(trial: trials.Trial | None) -> None:

@@ -262,3 +262,26 @@ def test_matrix_notes_name_the_pair_an_interval_note_belongs_to():
     result = agreement.Agreement(["x", "y", "z"], ["m"], [], rows)
     assert agreement.matrix_notes(result, "m") == [
         "x ~ y: 57 of 1000 resamples left out (a condition constant in them)", "z flips no question"]
+
+
+def test_natural_json_holds_the_flip_rates_by_paragraph_it_prints(monkeypatch, tmp_path, capsys):
+    from core.collect import agreement as cli_module
+    from core.qa import registry
+
+    exs = examples()
+    conditions = {"natural:asr_human": ["What is the capital?", "Germany?", "", "What is the capitol?"],
+                  "keyboard:p=0.25": ["What is the capital?"] * 4}
+    settings = {"natural set": "heysquad", "sample": 4, "xquad_ids": ["q1", "q2"]}
+    monkeypatch.setattr(cli_module, "natural_set_conditions", lambda *a, **k: (exs, conditions, settings))
+    monkeypatch.setattr(registry, "get_entry", lambda name: None)
+    monkeypatch.setattr(registry, "load_engine", lambda name: KeywordEngine())
+    out = tmp_path / "agree.json"
+    assert main(["--natural", "heysquad", "--model", "kw", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    by_paragraph = json.loads(out.read_text())["flip_rates_by_paragraph"]
+    xquad = {r["condition"]: (r["flips"], r["questions"]) for r in by_paragraph
+             if r["questions on"] == "xquad paragraphs"}
+    # q1 (Berlin) and q2 (the empty transcript) are on XQuAD's paragraphs: both flip naturally, none by keyboard
+    assert xquad == {"natural:asr_human": (2, 2), "keyboard:p=0.25": (0, 2)}
+    assert "xquad paragraphs   natural:asr_human" in printed and "2/2    100.0%" in printed
+    assert len(by_paragraph) == 4 and all(r["model"] == "kw" for r in by_paragraph)
