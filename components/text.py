@@ -1,20 +1,13 @@
-"""Small text helpers for the pages, and the escaping of untrusted text (:mod:`core.render.text`,
-re-exported: the rule it follows is documented there, docs/SECURITY.md).
+"""Small text helpers for the pages, the escaping of untrusted text (:mod:`core.render.text`,
+re-exported: the rule it follows is documented there, docs/SECURITY.md) and counts in words
+(:func:`core.render.words.count`, re-exported).
 """
 from __future__ import annotations
 
 from core.render.text import WORD_JOINER, html_text, md_escape, no_autolink
+from core.render.words import count
 
 __all__ = ["md_escape", "html_text", "no_autolink", "WORD_JOINER", "count", "choose_hint", "sentence"]
-
-
-def count(n: int, noun: str, plural: str | None = None) -> str:
-    """A number with its noun in the right form, thousands separated.
-
-    >>> count(1, "attempt"), count(3, "attempt"), count(1190, "question"), count(0, "query", "queries")
-    ('1 attempt', '3 attempts', '1,190 questions', '0 queries')
-    """
-    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
 
 
 def choose_hint(missing: dict[str, bool], action: str) -> str | None:

@@ -21,7 +21,7 @@ from components.frame import run_output
 from components.pickers import DEMO_LANGS, evaluation_sets, model_picker
 from components.text import count, md_escape
 from core.collect import flip_agreement, trial_sets, trials
-from core.collect.agreement_natural import flip_rates_by_subset, natural_set_conditions
+from core.collect.agreement_natural import everything, flip_rates_by_subset, natural_set_conditions
 from core.explore.answers import load_engines
 from core.speech import asr, tts
 
@@ -145,13 +145,15 @@ def _show(source: str, result: flip_agreement.Agreement) -> None:
         by_subset = pd.DataFrame([r for r in flip_rates_by_subset(result) if r["model"] == model]).drop(columns="model")
         with st.expander("Flips by paragraph: XQuAD's 240 (not trained on by the shipped models) and the rest"):
             st.dataframe(by_subset, hide_index=True, width="stretch")
-    st.markdown("**Cohen's kappa of the flips** (95% bootstrap interval)")
+    st.markdown("**Cohen's kappa of the flips** (95% bootstrap interval where there are flips enough for one; "
+                "p: Fisher's exact test)")
     st.dataframe(pd.DataFrame(flip_agreement.kappa_matrix(result, model)), width="stretch")
     for note in flip_agreement.matrix_notes(result, model):
         st.caption(md_escape(note[:1].upper() + note[1:] + "."))
     st.caption("Kappa is 1 when two conditions flip the same answers, 0 when they agree no more than chance "
                "would, below 0 when they disagree. It is undefined for a condition that flips no question, or "
-               "every one: it needs flips and non-flips to agree on.")
+               "every one: it needs flips and non-flips to agree on. Fisher's p says whether the flips go "
+               "together at all (small: they do; near 1: no sign of it), exact however few flips there are.")
     kappas = pd.DataFrame(result.kappas)
     with st.expander("Kappa rows: counts, agreement, notes"):
         st.dataframe(kappas[kappas["model"] == model], hide_index=True, width="stretch")
@@ -164,7 +166,7 @@ def _show(source: str, result: flip_agreement.Agreement) -> None:
     with c2:
         csv_download(questions, f"{stem}-questions", key="agree_questions_csv", label="Per-question CSV")
     with c3:
-        json_download(result.as_dict(), stem, key="agree_json", label="All (JSON)")
+        json_download(everything(result), stem, key="agree_json", label="All (JSON)")
 
 
 def agreement_panel(trial: trials.Trial | None) -> None:

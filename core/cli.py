@@ -450,6 +450,42 @@ def command(prog: str) -> Callable[[Callable[[list[str]], int]], Callable[[Seque
     return wrap
 
 
+class ProgressLine:
+    """A progress line on stderr, redrawn in place (``\\r``): ``progress(done, total, text)``. Used as
+    a context manager, it ends the line when the work ends, so whatever comes next, an error
+    included, starts on a line of its own.
+
+    >>> import contextlib, io
+    >>> err = io.StringIO()
+    >>> with contextlib.redirect_stderr(err), contextlib.suppress(ValueError):
+    ...     with ProgressLine(width=10) as progress:
+    ...         progress(1, 3, "keyboard")
+    ...         raise ValueError("bad")
+    >>> err.getvalue()
+    '\\r[1/3] keyboard  \\n'
+    """
+
+    def __init__(self, width: int = 90):
+        self.width, self.open = width, False
+
+    def __call__(self, done: int, total: int, text: str) -> None:
+        print(f"\r[{done}/{total}] {text[:self.width]:<{self.width}}", end="", file=sys.stderr, flush=True)
+        self.open = True
+
+    def end(self) -> None:
+        """End the line if one is drawn."""
+        if self.open:
+            print(file=sys.stderr, flush=True)
+            self.open = False
+
+    def __enter__(self) -> "ProgressLine":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.end()
+        return False
+
+
 def writable_file(path: str | Path, what: str = "output") -> Path:
     """Check, before any work, that ``path`` can be written as a file, so that a long run does not
     end in an error after its work is done: not a folder, and its nearest existing parent a

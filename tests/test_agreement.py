@@ -130,7 +130,8 @@ def test_flip_is_a_changed_answer_after_squad_normalisation():
                              {"kw": KeywordEngine()}, seed=0, n_boot=100)
     matrix = agreement.kappa_matrix(same, "kw")
     assert matrix["typed"]["natural:x"] == matrix["keyboard:p=0.25"]["typed"] == "undefined"
-    assert [n for n in agreement.matrix_notes(same, "kw") if "flips" in n] == ["typed flips no question"]
+    assert agreement.matrix_notes(same, "kw") == [
+        "natural:x ~ keyboard:p=0.25: too few flips for an interval: 3 and 2 of 4, 2 shared", "typed flips no question"]
 
 
 def test_keyboard_condition_is_the_catalogues_draw_under_the_seed():
@@ -222,3 +223,65 @@ def test_kappa_halfwidth_shrinks_with_the_trial():
     widths = [agreement.kappa_halfwidth(n, 0.2) for n in (25, 50, 100, 200)]
     assert widths == sorted(widths, reverse=True)
     assert widths[0] == pytest.approx(2 * widths[2]) and math.isclose(widths[2], 0.2245, abs_tol=1e-4)
+
+
+def test_too_few_flips_withhold_the_interval_and_fisher_says_there_is_no_sign():
+    """The audit's case: 4 and 3 flips of 30, none shared. The bootstrap can never draw a shared
+    flip, so its interval sat wholly below 0; Fisher's exact test gives p = 1."""
+    a, b = table(0, 4, 3, 23)
+    row = agreement._kappa_row("m", "natural:asr_human", "disfluency:n=1", a, b, seed=0, n_boot=1000)
+    # p_o = 23/30, p_e = (4/30)(3/30) + (26/30)(27/30) = 0.7933, kappa = (0.7667 - 0.7933) / 0.2067 = -0.129
+    assert row["kappa"] == pytest.approx(-0.1290, abs=1e-4) and row["fisher p"] == 1.0
+    assert row["low"] is None and row["high"] is None
+    assert row["note"] == "too few flips for an interval: 4 and 3 of 30, none shared"
+    assert agreement.kappa_label(row) == "-0.13, Fisher p = 1.000"
+    # a 4-question trial where both flip the same two: no "[1.00, 1.00]"; Fisher p = 2 / C(4, 2) = 1/3
+    row = agreement._kappa_row("m", "x", "y", *table(2, 0, 0, 2), seed=0, n_boot=200)
+    assert agreement.kappa_label(row, short=True) == "1.00 (p 0.333)" and row["fisher p"] == pytest.approx(1 / 3, 1e-3)
+    assert row["note"] == "too few flips for an interval: 2 and 2 of 4, 2 shared"
+    # flips enough, but none shared: still no interval (every resample would have none shared too)
+    row = agreement._kappa_row("m", "x", "y", *table(0, 8, 7, 45), seed=0, n_boot=200)
+    assert row["low"] is None and row["note"] == ("no interval: no question flips under both x and y, "
+                                                  "so none does in any resample")
+    # enough of every cell: the interval is there, with Fisher's p beside it
+    row = agreement._kappa_row("m", "x", "y", *table(6, 5, 5, 24), seed=0, n_boot=200)
+    assert row["low"] < row["kappa"] < row["high"] and row["fisher p"] == pytest.approx(0.0424, abs=1e-4)
+    assert agreement.kappa_label(row).endswith(", Fisher p = 0.042")
+
+
+def test_a_kappa_near_zero_is_never_minus_zero():
+    assert agreement.kappa_label({"kappa": -0.0012, "low": -0.004, "high": 0.3, "fisher p": 0.9}) == \
+        "0.00 [0.00, 0.30], Fisher p = 0.900"
+
+
+def test_matrix_notes_name_the_pair_an_interval_note_belongs_to():
+    rows = [{"model": "m", "a": "x", "b": "y", "kappa": 0.4, "note": "57 of 1000 resamples left out (a condition "
+                                                                  "constant in them)"},
+            {"model": "m", "a": "x", "b": "z", "kappa": None, "note": "z flips no question"},
+            {"model": "m", "a": "y", "b": "z", "kappa": None, "note": "z flips no question"}]
+    result = agreement.Agreement(["x", "y", "z"], ["m"], [], rows)
+    assert agreement.matrix_notes(result, "m") == [
+        "x ~ y: 57 of 1000 resamples left out (a condition constant in them)", "z flips no question"]
+
+
+def test_natural_json_holds_the_flip_rates_by_paragraph_it_prints(monkeypatch, tmp_path, capsys):
+    from core.collect import agreement as cli_module
+    from core.qa import registry
+
+    exs = examples()
+    conditions = {"natural:asr_human": ["What is the capital?", "Germany?", "", "What is the capitol?"],
+                  "keyboard:p=0.25": ["What is the capital?"] * 4}
+    settings = {"natural set": "heysquad", "sample": 4, "xquad_ids": ["q1", "q2"]}
+    monkeypatch.setattr(cli_module, "natural_set_conditions", lambda *a, **k: (exs, conditions, settings))
+    monkeypatch.setattr(registry, "get_entry", lambda name: None)
+    monkeypatch.setattr(registry, "load_engine", lambda name: KeywordEngine())
+    out = tmp_path / "agree.json"
+    assert main(["--natural", "heysquad", "--model", "kw", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    by_paragraph = json.loads(out.read_text())["flip_rates_by_paragraph"]
+    xquad = {r["condition"]: (r["flips"], r["questions"]) for r in by_paragraph
+             if r["questions on"] == "xquad paragraphs"}
+    # q1 (Berlin) and q2 (the empty transcript) are on XQuAD's paragraphs: both flip naturally, none by keyboard
+    assert xquad == {"natural:asr_human": (2, 2), "keyboard:p=0.25": (0, 2)}
+    assert "xquad paragraphs   natural:asr_human" in printed and "2/2    100.0%" in printed
+    assert len(by_paragraph) == 4 and all(r["model"] == "kw" for r in by_paragraph)

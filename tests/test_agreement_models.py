@@ -47,7 +47,8 @@ def test_flips_and_kappa_of_minilm_on_the_demo_trial(trial):
     # p_e = (1/12)(2/12) + (11/12)(10/12) = 112/144, kappa = (108 - 112) / (144 - 112) = -0.125
     nk = k[(NATURAL, KEYBOARD)]
     assert (nk["both flip"], nk["only a"], nk["only b"], nk["neither"]) == (0, 1, 2, 9)
-    assert nk["kappa"] == pytest.approx(-0.125) and nk["low"] <= -0.125 <= nk["high"]
+    assert nk["kappa"] == pytest.approx(-0.125) and nk["fisher p"] == 1.0     # no sign of flips going together
+    assert nk["low"] is None and nk["note"] == "too few flips for an interval: 1 and 2 of 12, none shared"
     assert k[(NATURAL, TTS)]["kappa"] is None and k[(NATURAL, TTS)]["note"] == f"{TTS} flips no question"
 
 
@@ -58,7 +59,8 @@ def test_cli_prints_the_kappa_table_and_writes_its_files(trial, tmp_path):
                            "--json", str(out_json), "--csv", str(out_csv)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    assert f"kappa  {NATURAL} ~ {KEYBOARD}: -0.12 [" in proc.stdout
+    assert (f"kappa  {NATURAL} ~ {KEYBOARD}: -0.12, Fisher p = 1.000 (agreement 75.0%, both flip 0); "
+            "too few flips for an interval: 1 and 2 of 12, none shared") in proc.stdout
     assert f"flips  {NATURAL}" in proc.stdout and "1/12" in proc.stdout
     data = json.loads(out_json.read_text())
     assert data["settings"]["n_boot"] == 200 and data["settings"]["trial"] == trial.id

@@ -137,3 +137,113 @@ def test_cli_prints_the_closest_setting(natural_dir, monkeypatch, capsys, tmp_pa
 def test_profile_of_nothing_is_refused():
     with pytest.raises(nm.NoiseMatchError):
         nm.distance(nm.profile("a", [], [], []), nm.profile("b", [], [], []))
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("keyboard_Q:p=abc", "parameter 'p' must be float, got 'abc'"),
+    ("keyboard_Q:p=2", "parameter 'p' must be in [0.0, 1.0], got 2.0"),
+    ("no_such_Q", "unknown perturbation id 'no_such_Q'"),
+    ("asr_Q:voice=nosuchvoice:engine=whisper-base", "parameter 'voice' must be one of"),
+    ("asr_Q:engine=nosuchengine", "parameter 'engine' must be one of"),
+    ("TLQ+keyboard_Q:p=7", "parameter 'p' must be in [0.0, 1.0], got 7.0"),
+    ("file:heysquad/x.json", "a challenge file is data"),
+])
+def test_check_settings_refuses_what_a_sweep_would_refuse(setting, message):
+    with pytest.raises(nm.NoiseMatchError) as err:
+        nm.check_settings(["keyboard_Q:p=0.1", setting])
+    assert message in str(err.value) and str(err.value).startswith("setting '")
+    assert nm.check_settings(["disfluency_Q:kind=any:n=1|2"]) == ["disfluency_Q:kind=any:n=1",
+                                                                 "disfluency_Q:kind=any:n=2"]
+
+
+def test_check_settings_asks_whether_a_voice_runs_here_only_when_asked(monkeypatch):
+    from core.speech import noise
+
+    asked = []
+    monkeypatch.setattr(noise, "why_unavailable", lambda voice, engine: asked.append((voice, engine))
+                        or f"'{voice}' is not installed")
+    assert nm.check_settings(["asr_Q:voice=flite:slt"]) == ["asr_Q:voice=flite:slt"] and asked == []
+    with pytest.raises(nm.NoiseMatchError, match="cannot run here: 'flite:slt' is not installed"):
+        nm.check_settings(["asr_Q:voice=flite:slt"], runs_here=True)
+    assert asked == [("flite:slt", "pocketsphinx")]     # the catalogue's default engine
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--asr-sample", "1", "--asr-setting", "asr_Q:voice=nosuchvoice:engine=whisper-base"],
+     "parameter 'voice' must be one of"),
+    (["--setting", "keyboard_Q:p=abc"], "setting 'keyboard_Q:p=abc': keyboard_Q: parameter 'p' must be float"),
+    (["--asr-setting", "asr_Q:engine=nope"], "parameter 'engine' must be one of"),   # checked even unused
+])
+def test_cli_refuses_a_bad_setting_before_any_work(argv, message, monkeypatch, capsys):
+    from core.collect.noise_match import main
+
+    monkeypatch.setattr(nm, "run_match", lambda *a, **k: pytest.fail("the run started"))
+    with pytest.raises(SystemExit) as stop:
+        main(["--natural", "asr_human", "--sample", "20", *argv])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and message in err and err.count("\n") == 1
+
+
+def test_cli_refuses_a_tts_voice_not_installed_when_it_would_run(monkeypatch, capsys):
+    from core.collect.noise_match import main
+    from core.speech import noise
+
+    monkeypatch.setattr(noise, "why_unavailable", lambda voice, engine: f"{engine} is not installed")
+    monkeypatch.setattr(nm, "run_match", lambda *a, **k: pytest.fail("the run started"))
+    with pytest.raises(SystemExit) as stop:
+        main(["--natural", "asr_human", "--asr-sample", "1", "--asr-setting", "asr_Q:engine=whisper-base"])
+    assert stop.value.code == 2 and "cannot run here: whisper-base is not installed" in capsys.readouterr().err
+
+
+def test_an_error_mid_run_starts_on_its_own_line(monkeypatch, capsys):
+    from core.collect.noise_match import main
+
+    def run_match(*args, progress, **kwargs):
+        progress(3, 10, "keyboard_Q:p=0.1: question 4 of 10")
+        raise nm.NoiseMatchError("setting 'x' cannot run here: no voice")
+
+    monkeypatch.setattr(nm, "run_match", run_match)
+    assert main(["--natural", "asr_human", "--setting", "keyboard_Q:p=0.1"]) == 2
+    lines = capsys.readouterr().err.split("\n")
+    assert lines[0].startswith("\r[3/10] keyboard_Q:p=0.1: question 4 of 10")
+    assert lines[1] == "python -m core.collect.noise_match: error: setting 'x' cannot run here: no voice"
+
+
+def test_outputs_follow_the_output_guard_missing_folders_made_and_said(monkeypatch, capsys, tmp_path):
+    """As every command's add_output: a missing folder is made (and the file named on stderr);
+    a folder that is a file is refused while parsing, before any work."""
+    from core.collect.noise_match import main
+
+    result = {"distance": "d", "settings": {"sample": 2, "seed": 0, "asr": [], "conditions": []},
+              "profiles": [], "ranking": [{"natural": "natural:asr_human", "setting": "s", "distance": 0.1}],
+              "closest": {}}
+    monkeypatch.setattr(nm, "run_match", lambda *a, **k: result)
+    out = tmp_path / "new" / "dir" / "x.json"
+    assert main(["--natural", "asr_human", "--json", str(out), "--csv", str(tmp_path / "r.csv")]) == 0
+    assert json.loads(out.read_text())["ranking"][0]["distance"] == 0.1
+    assert capsys.readouterr().err.splitlines()[-2:] == [f"wrote {out}", f"wrote {tmp_path / 'r.csv'}"]
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(nm, "run_match", lambda *a, **k: pytest.fail("the run started"))
+    assert main(["--natural", "asr_human", "--json", str(tmp_path / "a-file" / "x.json")]) == 2
+    assert "a-file is a file, not a folder" in capsys.readouterr().err
+
+
+def test_format_result_pluralises_leaves_out_a_missing_xquad_distance_and_keeps_three_decimals():
+    from core.collect.noise_match import format_result
+
+    row = {"natural": "natural:asr_human", "setting": "keyboard_Q:p=0.1", "n": 1, "distance": 0.21234,
+           "w1_wer": 0.1612, "w1_cer": 0.0511, "mix_tv": 0.4, "setting WER %": 22.4, "setting CER %": 3.9,
+           "distance (xquad paragraphs)": None}
+    kappa = {"model": "m", "a": "natural:asr_human", "b": "keyboard_Q:p=0.1", "n": 1, "kappa": -0.0004,
+             "low": None, "high": None, "fisher p": 1.0, "flip % a": 0.0, "flip % b": 0.0,
+             "note": "too few flips for an interval: 1 and 1 of 1, 1 shared"}
+    result = {"distance": "d", "settings": {"sample": 1, "seed": 0, "asr": [], "conditions": ["asr_human"]},
+              "profiles": [], "ranking": [row, {**row, "setting": "keyboard_Q:p=0.3", "distance (xquad paragraphs)":
+                                                0.05}],
+              "agreement": {"asr_human": [kappa]}}
+    lines = format_result(result, top=5).splitlines()
+    assert lines[1] == "sample 1 question per condition, seed 0"
+    assert lines[4].endswith("(W1 WER 0.161, CER 0.051, mix TV 0.400)") and "None" not in lines[4]
+    assert lines[5].endswith("(W1 WER 0.161, CER 0.051, mix TV 0.400; on XQuAD paragraphs 0.050)")
+    assert lines[6].endswith("kappa 0.00, Fisher p = 1.000 on 1 question; "
+                             "too few flips for an interval: 1 and 1 of 1, 1 shared")

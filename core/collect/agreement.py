@@ -7,12 +7,14 @@
         [--asr ENGINE ...] [--tts-asr ENGINE ...] [--voice VOICE] [--keyboard-p 0.25] [--seed N]
         [--n-boot 1000] [--json OUT] [--csv OUT] [--questions-csv OUT]
 
-Prints, per model, each condition's flip rate and Cohen's kappa with its bootstrap interval for
-every pair of conditions (:mod:`core.collect.flip_agreement`). ``--asr``: the natural conditions (ASR
-engines whose transcripts of the recordings to use; default every engine that transcribed the
-trial); ``--tts-asr``: the engines that transcribe the TTS voice (default: the same as ``--asr``;
+Prints, per model, each condition's flip rate and Cohen's kappa with Fisher's exact p and, where the
+flips allow one, its bootstrap interval for every pair of conditions (:mod:`core.collect.flip_agreement`).
+``--asr``: the natural conditions (ASR engines whose transcripts of the recordings to use; default
+every engine that transcribed the trial); ``--tts-asr``: the engines that transcribe the TTS voice
+(default: the same as ``--asr``;
 ``--tts-asr none`` for none); ``--keyboard-p 0`` leaves keyboard noise out. ``--json``: everything
-(settings, flip rates, kappa rows, the per-question table). ``--natural``: HeySQuAD's human and TTS
+(settings, flip rates, kappa rows, the per-question table; on a natural set the flip rates by
+paragraph too). ``--natural``: HeySQuAD's human and TTS
 transcripts, or Disfl-QA's disfluent questions, against TTS -> ASR (``--tts-asr``), keyboard noise and
 the disfluency perturbation on a seeded sample, flip rates given again for XQuAD's paragraphs apart;
 ``--csv``: the kappa rows; ``--questions-csv``: the per-question table. Bad input is one line on
@@ -28,6 +30,7 @@ from core.collect import flip_agreement
 from core.collect.agreement_natural import (
     NATURAL_SETS,
     disfluency_condition,
+    everything,
     flip_rates_by_subset,
     natural_set_conditions,
 )
@@ -81,7 +84,8 @@ def _parser() -> cli.ArgumentParser:
 def format_result(result: flip_agreement.Agreement) -> str:
     """The printed report: per model, the flip rates, then kappa per pair of conditions."""
     lines = [f"{result.settings.get('questions')} recorded questions · seed {result.settings.get('seed')} · "
-             f"{result.settings.get('n_boot')} bootstrap resamples (95% interval)"]
+             f"{result.settings.get('n_boot')} bootstrap resamples (95% interval, where the flips allow one) · "
+             "p: Fisher's exact test, two-sided"]
     for model in result.models:
         lines.append(f"\n{model}")
         for r in flip_agreement.flip_rates(result):
@@ -152,7 +156,7 @@ def _natural(args) -> int:
 
 def _write(args, result: flip_agreement.Agreement) -> None:
     if args.json:
-        cli.write_text_atomic(args.json, json.dumps(result.as_dict(), indent=1, ensure_ascii=False) + "\n")
+        cli.write_text_atomic(args.json, json.dumps(everything(result), indent=1, ensure_ascii=False) + "\n")
     if args.csv:
         cli.write_bytes_atomic(args.csv, csv_bytes(result.kappas))
     if args.questions_csv:

@@ -26,7 +26,8 @@ from core.collect.flip_agreement import (
 )
 from core.types import QAExample
 
-__all__ = ["NATURAL_SETS", "natural_set_conditions", "disfluency_condition", "flip_rates_by_subset"]
+__all__ = ["NATURAL_SETS", "natural_set_conditions", "disfluency_condition", "flip_rates_by_subset",
+           "everything"]
 
 # natural set -> its natural conditions (core.datasets.natural.CONDITIONS)
 NATURAL_SETS = {"heysquad": ("asr_human", "asr_tts"), "disfl-qa": ("disfluent",)}
@@ -100,4 +101,14 @@ def flip_rates_by_subset(result: Agreement) -> list[dict[str, Any]]:
                 flips = sum(bool(r[f"{name} flip"]) for r in part)
                 out.append({"model": model, "questions on": subset, "condition": name, "questions": len(part),
                             "flips": flips, "flip %": round(100 * flips / len(part), 1) if part else None})
+    return out
+
+
+def everything(result: Agreement) -> dict[str, Any]:
+    """The comparison as JSON (:meth:`Agreement.as_dict`), with, on a natural set, the flip rates by
+    paragraph (``flip_rates_by_paragraph``: XQuAD's and the rest, :func:`flip_rates_by_subset`) that
+    the command line prints and the page shows: what ``--json`` and the page's JSON hold."""
+    out = result.as_dict()
+    if "natural set" in result.settings:
+        out["flip_rates_by_paragraph"] = flip_rates_by_subset(result)
     return out

@@ -25,7 +25,16 @@ resampled with replacement, ``numpy.random.default_rng(seed)``). Kappa is *undef
 vector is constant (a condition that flips no question, or every one): chance agreement then
 explains all the agreement there is (kappa is 0/0, or 0 by construction), so the row says so
 instead of a number; bootstrap resamples where either vector is constant are left out of the
-interval and counted.
+interval and counted. Beside kappa, the two-sided p of Fisher's exact test on the 2x2 table
+(``scipy.stats.fisher_exact``): whether the flips are associated at all, exact at any size.
+
+**No interval with too few flips** (our rule, :func:`why_no_interval`): the percentile bootstrap
+cannot make a cell the sample does not have, so with an empty cell (no shared flip, say) every
+resample keeps it empty and the interval sits on one side of 0 by construction (4 and 3 flips of
+30, none shared: kappa -0.13 "[-0.22, -0.05]", while Fisher's p is 1.0); with a handful of flips it
+is as fragile. The interval is withheld, and the row says why, when a cell is empty or a condition
+flips, or leaves unflipped, fewer than :data:`MIN_FLIPS` questions (the classic "at least 5 per
+cell" rule of thumb for a 2x2 table).
 
 Nothing here imports streamlit. ``python -m core.collect.agreement`` is the command line.
 """
@@ -43,7 +52,8 @@ from core.metrics import predictions_differ
 from core.types import QAExample
 
 __all__ = ["DEFAULT_VOICE", "KEYBOARD_P", "N_BOOT", "AgreementError", "Agreement", "kappa", "kappa_counts",
-           "kappa_interval", "kappa_halfwidth", "recorded_examples", "natural_condition", "tts_condition",
+           "kappa_interval", "kappa_halfwidth", "fisher_p", "why_no_interval", "MIN_FLIPS", "p_label",
+           "recorded_examples", "natural_condition", "tts_condition",
            "keyboard_condition", "trial_conditions", "compare", "kappa_label", "flip_rates", "kappa_matrix",
            "matrix_notes", "trial_or_error"]
 
@@ -51,6 +61,7 @@ DEFAULT_VOICE = "flite:kal16"   # the asr_Q perturbation's default voice
 KEYBOARD_P = 0.25               # NoiseQA's synthetic keyboard rate (SEEDS.md §1)
 N_BOOT = 1000
 LEVEL = 0.95
+MIN_FLIPS = 5                   # flips and non-flips per condition for a bootstrap interval (our rule)
 
 Progress = Callable[[int, int, str], None]
 
@@ -130,6 +141,43 @@ def kappa_interval(a: Sequence[bool], b: Sequence[bool], seed: int, n_boot: int 
     return float(low), float(high), left_out
 
 
+def fisher_p(both: int, only_a: int, only_b: int, neither: int) -> float:
+    """Two-sided p of Fisher's exact test on the 2x2 table of two flip vectors (:func:`kappa_counts`):
+    how likely flips this associated (or more) are if the conditions flip independently.
+
+    >>> round(fisher_p(0, 4, 3, 23), 6)      # 4 and 3 flips of 30, none shared
+    1.0
+    >>> round(fisher_p(5, 0, 0, 5), 4)       # the same 5 of 10 flip under both
+    0.0079
+    """
+    from scipy.stats import fisher_exact
+
+    return float(fisher_exact([[both, only_a], [only_b, neither]]).pvalue)
+
+
+def why_no_interval(a: str, b: str, both: int, only_a: int, only_b: int, neither: int) -> str | None:
+    """Why a bootstrap interval of kappa would mislead on this 2x2 table (module docstring), or None.
+
+    >>> why_no_interval("x", "y", 0, 4, 3, 23)
+    'too few flips for an interval: 4 and 3 of 30, none shared'
+    >>> why_no_interval("x", "y", 0, 6, 5, 19)
+    'no interval: no question flips under both x and y, so none does in any resample'
+    >>> why_no_interval("x", "y", 3, 6, 5, 16) is None
+    True
+    """
+    n, fa, fb = both + only_a + only_b + neither, both + only_a, both + only_b
+    if min(fa, fb) < MIN_FLIPS:
+        return f"too few flips for an interval: {fa} and {fb} of {n}, {both or 'none'} shared"
+    if min(n - fa, n - fb) < MIN_FLIPS:
+        return f"too few questions left unflipped for an interval: {fa} and {fb} of {n} flip"
+    empty = {"no question flips under both {a} and {b}": both, "no question flips under {a} only": only_a,
+             "no question flips under {b} only": only_b, "every question flips under {a} or {b}": neither}
+    for what, count in empty.items():
+        if not count:
+            return f"no interval: {what.format(a=a, b=b)}, so none does in any resample"
+    return None
+
+
 def kappa_halfwidth(n: int, flip_rate: float, kappa_value: float = 0.5) -> float:
     """About how far a 95% interval reaches either side of kappa for ``n`` questions when both
     conditions flip ``flip_rate`` of them (the large-sample standard error
@@ -143,12 +191,30 @@ def kappa_halfwidth(n: int, flip_rate: float, kappa_value: float = 0.5) -> float
     return 1.96 * math.sqrt(p_o * (1 - p_o) / n) / (1 - p_e)
 
 
-def kappa_label(row: Mapping[str, Any], short: bool = False) -> str:
-    """A kappa row as text: ``0.62 [0.41, 0.80]``, or why there is none (``short``: just
-    "undefined", for a matrix cell; the reason goes beside the matrix).
+def _two(x: float) -> str:
+    """Two decimals, never "-0.00"."""
+    text = f"{x:.2f}"
+    return "0.00" if text == "-0.00" else text
 
-    >>> kappa_label({"kappa": 0.625, "low": 0.41, "high": 0.8})
-    '0.62 [0.41, 0.80]'
+
+def p_label(p: float) -> str:
+    """A p-value as text: three decimals, or "< 0.001".
+
+    >>> p_label(1.0), p_label(0.00794), p_label(2e-9)
+    ('1.000', '0.008', '< 0.001')
+    """
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def kappa_label(row: Mapping[str, Any], short: bool = False) -> str:
+    """A kappa row as text: ``0.62 [0.41, 0.80], Fisher p = 0.003`` (no interval where there are
+    too few flips for one: the row's note says why), or why there is no kappa (``short``: just
+    "undefined", for a matrix cell, and ``p`` for Fisher's p; the reasons go beside the matrix).
+
+    >>> kappa_label({"kappa": 0.625, "low": 0.41, "high": 0.8, "fisher p": 0.0031})
+    '0.62 [0.41, 0.80], Fisher p = 0.003'
+    >>> kappa_label({"kappa": -0.001, "low": None, "high": None, "fisher p": 1.0}, short=True)
+    '0.00 (p 1.000)'
     >>> kappa_label({"kappa": None, "note": "natural:pocketsphinx flips no question"})
     'undefined: natural:pocketsphinx flips no question'
     >>> kappa_label({"kappa": None, "note": "natural:pocketsphinx flips no question"}, short=True)
@@ -156,8 +222,10 @@ def kappa_label(row: Mapping[str, Any], short: bool = False) -> str:
     """
     if row.get("kappa") is None:
         return "undefined" if short else f"undefined: {row.get('note', '')}".rstrip(": ")
-    ci = "" if row.get("low") is None else f" [{row['low']:.2f}, {row['high']:.2f}]"
-    return f"{row['kappa']:.2f}{ci}"
+    ci = "" if row.get("low") is None else f" [{_two(row['low'])}, {_two(row['high'])}]"
+    p = row.get("fisher p")
+    test = "" if p is None else f" (p {p_label(p)})" if short else f", Fisher p = {p_label(p)}"
+    return f"{_two(row['kappa'])}{ci}{test}"
 
 
 # ------------------------------------------------------------------------------- conditions
@@ -279,6 +347,8 @@ def _kappa_row(model: str, a: str, b: str, fa: list[bool], fb: list[bool], seed:
                     if len(set(f)) < 2]
         note = "; ".join(constant)
     else:
+        note = why_no_interval(a, b, both, only_a, only_b, neither) or ""
+    if value is not None and not note:
         low, high, dropped = kappa_interval(fa, fb, seed, n_boot)
         if low is None:
             note = f"no interval: a condition was constant in {dropped} of {n_boot} resamples"
@@ -289,6 +359,7 @@ def _kappa_row(model: str, a: str, b: str, fa: list[bool], fb: list[bool], seed:
             "agreement %": round(100 * (both + neither) / n, 1) if n else None,
             "kappa": None if value is None else round(value, 4),
             "low": None if low is None else round(low, 4), "high": None if high is None else round(high, 4),
+            "fisher p": None if value is None else float(f"{fisher_p(both, only_a, only_b, neither):.4g}"),
             "note": note}
 
 
@@ -366,9 +437,15 @@ def kappa_matrix(result: Agreement, model: str) -> dict[str, dict[str, str]]:
 
 
 def matrix_notes(result: Agreement, model: str) -> list[str]:
-    """The reasons behind one model's matrix, each once: why a kappa is undefined or has no interval."""
-    return list(dict.fromkeys(part for row in result.kappas if row["model"] == model and row["note"]
-                              for part in row["note"].split("; ")))
+    """The reasons behind one model's matrix, each once: why a kappa is undefined (the note names
+    its condition), or what about its interval, with the pair it belongs to."""
+    notes = []
+    for row in result.kappas:
+        if row["model"] != model or not row["note"]:
+            continue
+        pair = "" if row["kappa"] is None else f"{row['a']} ~ {row['b']}: "
+        notes += [pair + part for part in row["note"].split("; ")]
+    return list(dict.fromkeys(notes))
 
 
 def trial_or_error(name_or_path: str) -> Trial:

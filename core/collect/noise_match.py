@@ -12,7 +12,9 @@ replaces the cheap settings (keyboard noise, disfluency); ``--asr-sample N`` add
 (``--asr-setting``, default the installed voices and engines) on N of the sampled questions (seconds
 each; cached on disk). ``--model``: the flip agreement (Cohen's kappa, bootstrap interval) of each
 condition's closest setting with the natural questions. ``--json``: everything; ``--csv``: the ranking.
-Bad input is one line on stderr and exit status 2.
+Bad input is one line on stderr and exit status 2, a bad setting (an unknown id, a parameter that does
+not parse or is out of range, a voice or engine that is not one of the catalogue's, or, where TTS -> ASR
+will run, not installed) while the flags are parsed, before any work.
 """
 from __future__ import annotations
 
@@ -53,16 +55,16 @@ def _parser() -> cli.ArgumentParser:
     return ap
 
 
-def _progress(done: int, total: int, text: str) -> None:
-    print(f"\r[{done}/{total}] {text[:90]:<90}", end="", file=sys.stderr, flush=True)
-
-
 def format_result(result: dict, top: int) -> str:
     """The printed report: per condition its profile, the closest settings, the flip agreement."""
+    from core.collect.flip_agreement import kappa_label
+    from core.render.words import count
+
+    settings = result["settings"]
     lines = [f"distance: {result['distance']}",
-             f"sample {result['settings']['sample']} questions per condition, seed {result['settings']['seed']}"
-             + (f"; TTS -> ASR on {result['settings']['asr_sample']} of them" if result['settings']['asr'] else "")]
-    for condition in result["settings"]["conditions"]:
+             f"sample {count(settings['sample'], 'question')} per condition, seed {settings['seed']}"
+             + (f"; TTS -> ASR on {settings['asr_sample']} of them" if settings['asr'] else "")]
+    for condition in settings["conditions"]:
         name = f"natural:{condition}"
         lines.append(f"\n{name}")
         for p in result["profiles"]:
@@ -71,43 +73,54 @@ def format_result(result: dict, top: int) -> str:
                              f"(median {p['WER median %']})  CER {p['CER mean %']:>5}%  ins/del/sub "
                              f"{p['insertions %']}/{p['deletions %']}/{p['substitutions %']}%  words changed "
                              f"{p['words changed']}  unchanged {p['unchanged %']}%")
-        rows = [r for r in result["ranking"] if r["natural"] == name]
-        for r in rows[:top]:
+        for r in [r for r in result["ranking"] if r["natural"] == name][:top]:
+            apart = r["distance (xquad paragraphs)"]   # None: the sample holds no XQuAD paragraph
             lines.append(f"  {r['distance']:.3f}  {r['setting']:<52} n={r['n']:<4} WER {r['setting WER %']:>5}% "
                          f"CER {r['setting CER %']:>5}%  (W1 WER {r['w1_wer']:.3f}, CER {r['w1_cer']:.3f}, mix TV "
-                         f"{r['mix_tv']:.2f}; XQuAD paragraphs {r['distance (xquad paragraphs)']})")
+                         f"{r['mix_tv']:.3f}" + ("" if apart is None else f"; on XQuAD paragraphs {apart:.3f}") + ")")
         for k in result.get("agreement", {}).get(condition, []):
-            from core.collect.flip_agreement import kappa_label
-
             lines.append(f"  flips ({k['model']}): natural {k['flip % a']}%, {k['b']} {k['flip % b']}%, "
-                         f"kappa {kappa_label(k)} on {k['n']} questions")
+                         f"kappa {kappa_label(k)} on {count(k['n'], 'question')}"
+                         + (f"; {k['note']}" if k["kappa"] is not None and k["note"] else ""))
     return "\n".join(lines)
 
 
-@cli.command(PROG)
-def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
-    for flag, path in (("--json", args.json), ("--csv", args.csv)):
-        if path:
-            cli.writable_file(path, flag)
+def _checked(ap: cli.ArgumentParser, argv: list[str]):
+    """The parsed flags, with every setting expanded and checked (``check_settings``: id, parameters
+    and their ranges, a TTS -> ASR setting's voice and engine installed where it will run) and every
+    model named, all before any work: a typo costs a second, not a run."""
+    args = ap.parse_args(argv)
+    try:
+        args.setting = noise_profiles.check_settings(args.setting or noise_profiles.DEFAULT_SETTINGS)
+        args.asr_setting = noise_profiles.check_settings(args.asr_setting or noise_profiles.ASR_SETTINGS,
+                                                         runs_here=bool(args.asr_sample))
+    except noise_profiles.NoiseMatchError as e:
+        ap.error(str(e))
     if args.model:
         from core.qa.registry import get_entry
 
         for name in args.model:
             get_entry(name)   # an unknown model before the slow part
-    result = noise_profiles.run_match(args.natural, sample=args.sample,
-                                   settings=args.setting or noise_profiles.DEFAULT_SETTINGS,
-                                   asr_sample=args.asr_sample,
-                                   asr_settings=args.asr_setting or noise_profiles.ASR_SETTINGS,
-                                   seed=args.seed, progress=_progress)
-    print(file=sys.stderr)
+    return args
+
+
+@cli.command(PROG)
+def main(argv: list[str]) -> int:
+    args = _checked(_parser(), argv)
+    with cli.ProgressLine() as progress:   # an error mid-run starts on a line of its own
+        result = noise_profiles.run_match(args.natural, sample=args.sample, settings=args.setting,
+                                          asr_sample=args.asr_sample, asr_settings=args.asr_setting,
+                                          seed=args.seed, progress=progress)
     if args.model:
         result["agreement"] = _agreement(result, args)
     print(format_result(result, args.top))
+    # the output guard (core.cli, add_output) checked both while parsing; a missing folder is made
     if args.json:
         cli.write_text_atomic(args.json, json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     if args.csv:
         cli.write_bytes_atomic(args.csv, csv_bytes(result["ranking"]))
+    for path in filter(None, (args.json, args.csv)):
+        print(f"wrote {path}", file=sys.stderr)
     return 0
 
 

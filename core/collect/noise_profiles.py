@@ -38,7 +38,8 @@ from core.metrics.text_distance import asr_normalise
 from core.types import QAExample
 
 __all__ = ["DISTANCE", "DEFAULT_SETTINGS", "ASR_SETTINGS", "Profile", "profile", "distance", "rank",
-           "synthetic_questions", "natural_pairs", "flip_agreement", "NoiseMatchError", "MAX_SETTINGS"]
+           "synthetic_questions", "natural_pairs", "flip_agreement", "NoiseMatchError", "MAX_SETTINGS",
+           "check_settings"]
 
 DISTANCE = ("W1(WER) + W1(CER): Wasserstein-1 distance between the per-question WER distributions plus that "
             "between the per-question CER distributions, both after lower-casing and removing punctuation")
@@ -250,6 +251,56 @@ def expand_settings(texts: Sequence[str]) -> list[str]:
     if len(out) > MAX_SETTINGS:
         raise NoiseMatchError(f"{len(out)} synthetic settings; at most {MAX_SETTINGS} in one comparison")
     return list(dict.fromkeys(out))
+
+
+def check_settings(texts: Sequence[str], *, runs_here: bool = False) -> list[str]:
+    """:func:`expand_settings`, each setting then resolved as a sweep resolves its specs
+    (:func:`core.sweeps.running.resolve.resolve_spec`: the id exists, every parameter parses and is
+    in range, a voice or engine is one of the catalogue's), so a typo is refused before any work.
+    ``runs_here``: also refuse a TTS voice or ASR engine that is not installed (a cheap probe, no
+    model loaded). NoiseMatchError naming the setting otherwise.
+
+    >>> check_settings(["keyboard_Q:p=0.1|0.2"])
+    ['keyboard_Q:p=0.1', 'keyboard_Q:p=0.2']
+    >>> check_settings(["keyboard_Q:p=abc"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    core.collect.noise_profiles.NoiseMatchError: setting 'keyboard_Q:p=abc': ... 'p' must be float, got 'abc'
+    """
+    from core.perturb import registry
+    from core.perturb.spec import SpecError, chain_step_specs, parse_spec
+    from core.sweeps.running.resolve import resolve_spec
+
+    out = expand_settings(texts)
+    for text in out:
+        try:
+            spec = parse_spec(text)
+            steps = chain_step_specs(spec) if spec.is_chain else [spec]
+            if any(step.is_file for step in steps):
+                raise SpecError("a challenge file is data, not a synthetic setting")
+            resolve_spec(spec, 1, registry.get, None)
+        except SpecError as e:   # SweepError (resolving) is one too
+            raise NoiseMatchError(f"setting {text!r}: {e}") from None
+        why = runs_here and _why_unavailable(steps)
+        if why:
+            raise NoiseMatchError(f"setting {text!r} cannot run here: {why}")
+    return out
+
+
+def _why_unavailable(steps: Sequence[Any]) -> str | None:
+    """The first TTS -> ASR step whose voice or engine is not installed here (core.speech.noise's
+    cheap probe: loads no model), or None."""
+    from core.perturb import registry
+
+    for step in steps:
+        if step.id == "asr_Q":
+            from core.speech.noise import why_unavailable
+
+            params = registry.get("asr_Q").resolve_params(step.params_dict)
+            why = why_unavailable(params["voice"], params["engine"])
+            if why:
+                return why
+    return None
 
 
 def run_match(conditions: Sequence[str], *, sample: int | None = 300, settings: Sequence[str] = DEFAULT_SETTINGS,
