@@ -162,7 +162,8 @@ with answer_slot:   # the answers (or the plain passage) come right below the bu
                 "question_lang": res.get("question_lang"), "translator": res.get("translator"),
                 "context": res["context"], "gold": res["gold"]})
             c1, c2 = st.columns(2)
-            download("Export CSV", csv_bytes(pd.DataFrame(export["answers"])), "ask_answers.csv", "text/csv", where=c1)
+            download("Export CSV", csv_bytes(pd.DataFrame(answers.ask_csv_rows(export))), "ask_answers.csv",
+                     "text/csv", where=c1)
             download("Export JSON", json.dumps(export, ensure_ascii=False, indent=1), "ask_answers.json",
                      "application/json", where=c2)
 

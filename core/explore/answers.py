@@ -238,3 +238,15 @@ def ask_export(answers: Sequence[ModelAnswer], about: Mapping[str, Any]) -> dict
     """Ask's JSON export: what was asked (``about``: question, context, gold ...), then every
     model's answer row and n-best."""
     return {**about, "answers": answer_rows(answers), "nbest": nbest_rows(answers)}
+
+
+def ask_csv_rows(export: Mapping[str, Any]) -> list[dict]:
+    """Ask's CSV: each model's answer row after the question it answers and the gold answer, so a
+    shared CSV says what was asked (the JSON export carries the passage too).
+
+    >>> ask_csv_rows({"question": "Where?", "gold": [("Paris", 0), ("in Paris", 5)],
+    ...               "answers": [{"model": "m", "answer": "Paris"}]})
+    [{'question': 'Where?', 'gold': 'Paris | in Paris', 'model': 'm', 'answer': 'Paris'}]
+    """
+    gold = " | ".join(text for text, _start in export.get("gold") or [])
+    return [{"question": export.get("question", ""), "gold": gold, **row} for row in export["answers"]]
