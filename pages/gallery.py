@@ -88,7 +88,7 @@ for tab, kind in zip(tabs, KINDS):
                 if f is linked:
                     st.caption("🔗 The example this link names")
                 st.markdown(f"**{md_escape(f.title)}**")
-                st.caption(md_escape(f"{f.source} · {f.dataset or 'own passage'} · {f.example_id} · gold: "
+                st.caption(md_escape(f"{f.source} · {f.dataset or 'passage as played'} · {f.example_id} · gold: "
                                      + " | ".join(f.golds)))
                 if f.kind == "flip":
                     st.markdown(f"<div>Question: {html_text(f.original_question)}<br>Typed: "

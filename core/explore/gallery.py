@@ -24,6 +24,7 @@ from pathlib import Path
 
 from rapidfuzz.distance import Levenshtein
 
+from core.config import shown_dataset
 from core.sweeps.analysis.stored import StoredSweep
 
 __all__ = ["Finding", "RIGHT", "disagreements", "one_keystroke_flips", "beaten", "find_all", "export_rows"]
@@ -45,7 +46,7 @@ class Finding:
     answers: dict[str, str] = field(default_factory=dict)   # who answered what (model, or "you")
     perturbation: str = ""         # the perturbation of a flip (Variants opens with it chosen)
     strength: float = 0.0          # the ranking key (larger = more striking)
-    source: str = ""               # the sweep's name, or "Beat the AI"
+    source: str = ""               # the sweep's name, or "Beat the AI on <its data set>"
 
 
 def _golds(answers_json: str) -> tuple[str, ...]:
@@ -108,7 +109,8 @@ def beaten(attempts: Iterable, limit: int = 20) -> list[Finding]:
         out.append(Finding(
             "beaten", f"{a.user or 'someone'} beat {len(a.models)} model(s): “{a.question}”",
             "", f"attempt {a.id}", a.lang, a.context, a.question, a.question, (a.answer_text,), answers,
-            strength=1.0 if a.answerable else 0.5, source="Beat the AI"))
+            strength=1.0 if a.answerable else 0.5,
+            source=f"Beat the AI on {shown_dataset(a.dataset)}" if a.dataset else "Beat the AI"))
     return out
 
 
