@@ -141,6 +141,9 @@ def test_profile_of_nothing_is_refused():
 
 @pytest.mark.parametrize("setting, message", [
     ("keyboard_Q:p=abc", "parameter 'p' must be float, got 'abc'"),
+    # a "+" before a word that is no perturbation id stays in the value: say so (the LLM audit's typo)
+    ("keyboard_Q:p=0.3+qwen", "got '0.3+qwen' ('+qwen' does not start a chained step: 'qwen' is not a "
+                              "perturbation id)"),
     ("keyboard_Q:p=2", "parameter 'p' must be in [0.0, 1.0], got 2.0"),
     ("no_such_Q", "unknown perturbation id 'no_such_Q'"),
     ("asr_Q:voice=nosuchvoice:engine=whisper-base", "parameter 'voice' must be one of"),

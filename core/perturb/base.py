@@ -225,7 +225,13 @@ class Param:
         else:
             ok = isinstance(value, str)
         if not ok:
-            raise PerturbationError(f"{owner}: parameter {self.name!r} must be {self.type.__name__}, got {value!r}")
+            # "p=0.3+qwen": a "+" starts a chained step only before a perturbation id (a value may
+            # hold one: espeak-ng:en-us+f3), so an unknown id after it reads as part of the value
+            after = value.rpartition("+")[2] if isinstance(value, str) and "+" in value else ""
+            hint = (f" ('+{after}' does not start a chained step: {after!r} is not a perturbation id)"
+                    if after else "")
+            raise PerturbationError(f"{owner}: parameter {self.name!r} must be {self.type.__name__}, "
+                                    f"got {value!r}{hint}")
         if self.choices is not None and value not in self.choices:
             raise PerturbationError(f"{owner}: parameter {self.name!r} must be one of {self.choices}, got {value!r}")
         if self.min is not None and not (self.min <= value <= self.max):
