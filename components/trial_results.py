@@ -18,9 +18,11 @@ def results_section(trial: trials.Trial) -> None:
     summary = trial_sets.wer_summary(trial)
     if summary:
         st.dataframe(pd.DataFrame(trial_sets.summary_rows(summary)), hide_index=True, width="stretch")
-        st.caption("WER/CER: transcripts against the questions, both lower-cased and unpunctuated. Table 3: "
-                   "NoiseQA's CER/WER/BLEU as the paper computes them (CER and WER lower-cased without "
-                   "punctuation, BLEU uncased on the text as written).")
+        st.caption("WER/CER: transcripts against the questions, both in the form the recognisers write "
+                   "(lower-cased; punctuation made a space, so \"fee-paying\" reads \"fee paying\"; an apostrophe "
+                   "inside a word kept). Table 3: NoiseQA's CER/WER/BLEU as the paper computes them (CER and WER "
+                   "lower-cased with punctuation deleted, so \"feepaying\"; BLEU uncased on the text as written): "
+                   "the two differ where a question has hyphens or apostrophes.")
     else:
         st.caption("No transcripts yet.")
     everyone = trial_sets.speaker_wer(trials.list_trials())
