@@ -22,7 +22,7 @@ from components.frame import page_frame
 from components.heatmaps import error_views, natural_match, paper_views, route_view
 from components.heatmaps.backend_flips import backend_flips_apply, backend_flips_section
 from components.heatmaps.heatmap_tab import heatmap_tab
-from components.heatmaps.llm_alignment import alignment_section, generative_models
+from components.heatmaps.llm_alignment import alignment_section
 from components.heatmaps.model_differences import model_differences_section
 from components.heatmaps.noise_curves import noise_curve_section
 from components.heatmaps.report_download import report_downloads
@@ -33,6 +33,7 @@ from core.config import shown_dataset
 from core.explore import demo_sweep
 from core.sweeps.analysis import aggregates as aggregates
 from core.sweeps.analysis import tables as views
+from core.sweeps.analysis.alignment import generative_models
 from core.sweeps.analysis.stored import list_sweeps
 
 page_frame()

@@ -72,3 +72,28 @@ def test_heatmaps_shows_the_rates_in_a_tab_for_a_sweep_with_a_generative_reader(
     assert table.set_index("spec").loc["TUQ", ["exact %", "approximate %", "not in the passage %"]].tolist() == [
         40.0, 20.0, 20.0]
     assert "⬇ CSV" in [b.label for b in at.get("download_button")]
+
+
+def test_the_report_has_the_llm_answers_and_compares_every_model_with_the_first(tmp_path, monkeypatch):
+    """The LLM researcher's audit (2026-11-29): the report left out the LLM answers table and its
+    Model vs model compared only the first two models, so an LLM listed third was never compared."""
+    from test_app_heatmaps import ANSWERS_A, ANSWERS_B, LookupEngine
+
+    from core.reports.content import collect
+
+    db = tmp_path / "s.sqlite"
+    reader = GenerativeReader(ScriptedReplies(), GenerationSettings(), languages=["en"])
+    engines = {"fake-a": LookupEngine(ANSWERS_A, "a1"), "fake-b": LookupEngine(ANSWERS_B, "b1"), "llm": reader}
+    run_sweep(SweepConfig("toy", ["TUQ"], list(engines), name="three"), engines, db, dataset=TOY)
+    registry = tmp_path / "models.toml"
+    registry.write_text('[[model]]\nname = "llm"\nkind = "generative"\nlanguages = ["en"]\n'
+                        f'path = "{tmp_path}"\n')
+    monkeypatch.setenv("QAX_MODELS_TOML", str(registry))
+    rep = collect(db, "three")
+    vs = next(s for s in rep.sections if s.title == "Model vs model")
+    assert [t.title for t in vs.tables] == ["fake-b − fake-a", "llm − fake-a"]
+    llm = next(s for s in rep.sections if s.title == "LLM answers")
+    [table] = llm.tables
+    tuq = next(r for r in table.rows if r["spec"] == "TUQ")
+    assert (tuq["model"], tuq["exact %"], tuq["approximate %"], tuq["not in the passage %"]) == (
+        "llm", 40.0, 20.0, 20.0)

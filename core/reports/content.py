@@ -181,14 +181,29 @@ def _heatmap(sweep: dict, cells: list, clean: dict, metric: str) -> Section:
 
 
 def _model_vs_model(stored: StoredSweep) -> Section | None:
+    """Every other model against the first (an LLM reader beside an encoder included; the report
+    compared only the first two, and Heatmaps' tab compares any pair)."""
     models = stored.models
     if len(models) < 2:
         return None
-    rows = stored.model_differences(models[0], models[1])
+    first = models[0]
     return Section("Model vs model",
-                   f"{models[1]} − {models[0]} in F1 points on the examples both were scored on, with a 95% "
+                   f"Each model − {first} in F1 points on the examples both were scored on, with a 95% "
                    "paired-bootstrap interval over those examples (2,000 resamples, seed 0).",
-                   [Table(f"{models[1]} − {models[0]}", rows)])
+                   [Table(f"{other} − {first}", stored.model_differences(first, other)) for other in models[1:]])
+
+
+def _llm_answers(stored: StoredSweep) -> Section | None:
+    """Where the generative readers' answers came from, clean and under each spec (Heatmaps' "LLM
+    answers" tab)."""
+    from core.sweeps.analysis.alignment import CAPTION, generative_models
+
+    readers = generative_models(stored.models)
+    if not readers:
+        return None
+    return Section("LLM answers", CAPTION.replace("**", "").replace("*", ""),
+                   [Table(f"{model}: how its answers were found", [r for r in stored.alignment_rates(readers)
+                                                                  if r["model"] == model]) for model in readers])
 
 
 def _penalty_by_n(stored: StoredSweep, cells: list, metric: str) -> Section | None:
@@ -355,6 +370,7 @@ def collect(db: str | Path, sweep: int | str, metric: str = "f1", seed: int = 0,
     steps: list[tuple[str, Callable[[], Any]]] = [
         ("heatmap", lambda: _heatmap(info, cells, clean, metric)),
         ("model vs model", lambda: _model_vs_model(stored)),
+        ("LLM answers", lambda: _llm_answers(stored)),
         ("penalty by n", lambda: _penalty_by_n(stored, cells, metric)),
         ("NoiseQA", lambda: _noiseqa(stored, cells, metric)),
         ("DuReader-robust", lambda: _dureader(stored)),

@@ -11,6 +11,7 @@ answer without a span.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,30 @@ from core.perturb.spec import spec_label
 from core.sweeps.analysis.sweep_cells import reading
 from core.sweeps.store import Store
 
-__all__ = ["KINDS", "alignment_rates"]
+__all__ = ["CAPTION", "KINDS", "alignment_rates", "generative_models"]
 
 KINDS = ("exact", "approximate", "not in the passage", "no answer")
+CAPTION = ("Each answer of a generative reader is looked for in the passage: **exact** (found after SQuAD "
+           "normalisation), **approximate** (the most similar run of words, above the reader's threshold), "
+           "**not in the passage** (scored as free text) or **no answer**. A rise in *not in the passage* under "
+           "a perturbation means the reader stopped copying and started writing.")
+
+
+def generative_models(models: Sequence[str]) -> list[str]:
+    """The models of ``models`` that models.toml declares generative (an unknown name is not): the
+    readers whose answers :func:`alignment_rates` reads (Heatmaps' tab, the report's section)."""
+    from core.qa import registry
+
+    out = []
+    for name in models:
+        try:
+            if registry.get_entry(name).kind == "generative":
+                out.append(name)
+        except (registry.ModelLoadError, ValueError, OSError):   # not in models.toml, or it is unreadable
+            continue
+    return out
+
+
 
 
 def rates_row(model: str, spec: str, counts: dict[str, int]) -> dict[str, Any]:
