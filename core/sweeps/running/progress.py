@@ -47,21 +47,34 @@ def format_seconds(seconds: float) -> str:
 
 
 class Eta:
-    """Seconds left, from the rows done since the first report.
+    """Seconds left, from the rows done since the first rows were stored.
+
+    The clock starts when the first rows land, not at the first report: before them the models
+    load (minutes for an LLM beside two encoders), and a rate over the loading read "about 23 min
+    left" a minute before the end (the LLM researcher's audit, 2026-11-29).
 
     >>> eta = Eta()
     >>> eta.update(100, 600, now=10.0) is None       # resumed at 100: no rate yet
     True
-    >>> eta.update(150, 600, now=20.0)               # 50 rows in 10 s, 450 to go
-    90.0
+    >>> eta.update(100, 600, now=170.0) is None      # still loading the models
+    True
+    >>> eta.update(150, 600, now=180.0) is None      # the first rows: the clock starts
+    True
+    >>> eta.update(200, 600, now=190.0)              # 50 rows in 10 s, 400 to go
+    80.0
     """
 
     def __init__(self) -> None:
-        self._start: tuple[int, float] | None = None
+        self._first: int | None = None               # rows done at the first report
+        self._start: tuple[int, float] | None = None  # rows done and time when rows first landed
 
     def update(self, done: int, total: int, now: float) -> float | None:
-        if self._start is None or done < self._start[0]:
-            self._start = (done, now)
+        if self._first is None or done < self._first:   # a first report, or a sweep started again
+            self._first, self._start = done, None
+            return None
+        if self._start is None:
+            if done > self._first:
+                self._start = (done, now)
             return None
         rows, seconds = done - self._start[0], now - self._start[1]
         if rows <= 0 or seconds <= 0:
