@@ -64,6 +64,22 @@ def test_with_nothing_stored_the_bundled_comparisons_show(tmp_path, monkeypatch)
             assert best["distance"] == min(mine)
 
 
+def test_the_bundled_cheap_comparison_shows_its_flip_agreement(tmp_path, monkeypatch):
+    """The speech researcher's audit (2026-11-29): the tab never showed the kappa noise_match
+    computes (docs/results/natural-noise.md: asr_human against keyboard_Q:p=0.25, 80 and 90 flips of
+    300, 31 shared, kappa 0.11 [-0.00, 0.24])."""
+    from components.heatmaps import natural_match
+
+    monkeypatch.setenv("QAX_CACHE_DIR", str(tmp_path))
+    cheap = next(r for name, r in natural_match.stored_results().items() if name.startswith("natural-300-cheap"))
+    rows = {r["natural"]: r for r in natural_match.flip_rows(cheap)}
+    human = rows["natural:asr_human"]
+    assert (human["setting"], human["n"], human["flips natural"], human["flips setting"], human["both"]) == (
+        "keyboard_Q:p=0.25", 300, 80, 90, 31)
+    assert human["kappa [95%]"] == "0.11 [0.00, 0.24]"
+    assert rows["natural:disfluent"]["kappa [95%]"] == "0.34 [0.21, 0.46]"
+
+
 def _agreement_section() -> None:
     from components.trial_agreement import agreement_panel
 

@@ -91,6 +91,23 @@ def render() -> None:
     show(stored[name], file_stem("natural-vs-synthetic", Path(name).stem))
 
 
+def flip_rows(result: dict) -> list[dict]:
+    """One row per natural condition and model of a noise-match result's flip agreement (its
+    ``agreement``; none when it was run without ``--model``).
+
+    >>> flip_rows({"agreement": {"asr_human": [{"model": "m", "a": "natural:asr_human", "b": "keyboard_Q:p=0.25",
+    ...     "n": 300, "flips a": 80, "flips b": 90, "both flip": 31, "kappa": 0.1148, "low": -0.0036, "high": 0.241,
+    ...     "note": ""}]}})[0]["kappa [95%]"]
+    '0.11 [0.00, 0.24]'
+    """
+    from core.collect.flip_agreement import kappa_label
+
+    return [{"natural": r["a"], "setting": r["b"], "model": r["model"], "n": r["n"], "flips natural": r["flips a"],
+             "flips setting": r["flips b"], "both": r["both flip"], "kappa [95%]": kappa_label(r),
+             "note": r.get("note", "")}
+            for rows in (result.get("agreement") or {}).values() for r in rows]
+
+
 def show(result: dict, stem: str) -> None:
     s = result["settings"]
     st.caption(md_escape(f"{s['sample'] or 'all'} questions per condition, seed {s['seed']}"
@@ -104,6 +121,11 @@ def show(result: dict, stem: str) -> None:
     fig = distance_figure(result)
     st.plotly_chart(fig, width="stretch")
     figure_downloads(fig, stem, "nm_fig")
+    agreement = flip_rows(result)
+    if agreement:   # what noise_match --model measured: whether the closest setting flips the same answers
+        st.markdown("**Flip agreement of the closest setting** (Cohen's kappa with its bootstrap 95% interval, "
+                    "Fisher's exact p where the result has it)")
+        st.dataframe(pd.DataFrame(agreement), hide_index=True, width="stretch")
     st.markdown("**Noise profiles** (XQuAD's paragraphs apart: the shipped models did not train on them)")
     profiles = pd.DataFrame(result["profiles"])
     st.dataframe(profiles, hide_index=True, width="stretch")
