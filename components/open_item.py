@@ -57,6 +57,8 @@ def open_on(page: str, f: cg.Finding) -> None:
         st.session_state["ask_answer_on_arrival"] = True   # opened to be seen answered, as a link with go=1
     else:
         st.session_state.pop("var_result", None)
+        if item is None:   # a typed passage (a Beat-the-AI win): its gold answer scores the variants
+            values["var_gold"] = f.golds[0] if f.golds else ""
         if f.perturbation:
             try:
                 values[f"var_fam_{registry.get(f.perturbation).family}"] = [f.perturbation]

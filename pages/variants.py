@@ -31,7 +31,7 @@ from core.langid import guess_language
 from core.perturb import registry
 from core.perturb.nlp import tagger_warning
 from core.qa.engine import QAInputError, validate_pair
-from core.types import QAExample
+from core.types import Answer, QAExample
 
 page_frame()
 st.title("Variants")
@@ -57,10 +57,14 @@ else:
     persist.keep("var_context")   # kept only where it is drawn: see components/persist.py
     context = context_box("var_context", 160)   # refused past the engine's limit, before any work
     question = st.text_area("Question", key="var_question", height=68)
+    persist.keep("var_gold")
+    gold = st.text_input("Gold answer (optional: scores the answers, EM/F1)", key="var_gold").strip()
     lang = guess_language(context).code if context.strip() else "en"   # as Ask: Latin script is not all English
-    example = QAExample(id="typed", question=question, context=context, lang=lang)
-    own_question = False
-    st.caption(f"Language detected from the context: {md_escape(lang)}. Without a gold answer there is no EM/F1.")
+    example = QAExample(id="typed", question=question, context=context, lang=lang,
+                        answers=(Answer(gold, context.find(gold)),) if gold else ())
+    own_question = bool(gold)   # a typed gold answer scores the question and its variants, as on Ask
+    st.caption(f"Language detected from the context: {md_escape(lang)}."
+               + ("" if gold else " Without a gold answer there is no EM/F1."))
 
 with models_slot:
     models = model_picker("var", lang=example.lang)

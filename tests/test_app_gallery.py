@@ -92,6 +92,15 @@ def test_gallery_opens_an_example_on_ask_and_on_variants(stores):
     assert not at.exception, at.exception
     assert at.text_area(key="var_question").value == flip.original_question
     assert at.multiselect(key="var_fam_character").value == ["DCRQ"]
+    assert at.text_input(key="var_gold").value == flip.golds[0]   # the toy set is pasted: its gold travels
+    # a Beat-the-AI win on Variants carries the author's answer as gold (the round organiser's audit:
+    # "Without a gold answer there is no EM/F1")
+    at.switch_page("pages/gallery.py").run()
+    at.button(key="gal_var_beaten_0").click().run()
+    assert not at.exception, at.exception
+    assert at.text_area(key="var_question").value == "Which country has Paris as its capital?"
+    assert at.text_input(key="var_gold").value == "France"
+    assert not any("Without a gold answer" in c.value for c in at.caption)
 
 
 def test_a_sweep_stored_since_the_last_visit_is_looked_in_until_the_user_picks(stores, tmp_path):

@@ -168,7 +168,7 @@ def test_variants_page_lists_reasons_for_a_german_item(tiny_env):
     assert any("paraphrase_rules_Q will be skipped" in w.value.replace("\\", "") for w in at.warning)
 
 
-def test_typed_question_and_context_without_gold(tiny_env):
+def test_typed_question_and_context_without_then_with_a_gold_answer(tiny_env):
     at = AppTest.from_file(PAGE, default_timeout=180).run()
     at.radio(key="var_source").set_value("Type a question and context").run()
     at.text_area(key="var_context").input("<b>paris</b> is the capital of france .").run()
@@ -185,6 +185,12 @@ def test_typed_question_and_context_without_gold(tiny_env):
     assert len(ctx) == 1 and "<b>" not in ctx[0] and "&#60;b" in ctx[0]
     assert _strip_tags(ctx[0]) == "<b>paris</b> is the capital of france ."
     assert "gold answer" not in ctx[0]
+    # a gold answer typed beside the passage scores the question and its variants, as on Ask
+    at.text_input(key="var_gold").input("paris").run()
+    at.button(key="var_go").click().run()
+    assert not at.exception
+    df = pd.DataFrame(at.session_state["var_result"]["table"])
+    assert at.session_state["var_result"]["scored"] and df["tiny-a: F1"].notna().all()
 
 
 def test_another_question_on_a_dataset_item_is_not_scored_as_on_ask(tiny_env):
