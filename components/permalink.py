@@ -216,7 +216,7 @@ def apply_variants() -> bool:
         values |= {f"var_param_{p.id}_{name}": value for name, value in spec.params_dict.items()}
     values |= {f"var_fam_{family}": ids for family, ids in families.items()}
     persist.hand_over(values | {"var_chain": chain, "var_seed": link.seed, "var_repeats": link.repeats,
-                                "var_models_auto": None})
+                                "var_models_auto": None, "var_gold": link.gold})
     st.session_state.pop("var_result", None)
     st.session_state[APPLIED + "var_row"] = link.row
     return link.run and bool(link.models) and bool(link.specs or len(link.chain) >= 2)
@@ -405,7 +405,7 @@ def ask_link(ex, context: str, question: str, models: list[str], n_best: int, go
 
 def variants_link(ex, context: str, question: str, models: list[str], chosen: list[str], params_of: dict,
                   chain: list[str], seed: int, repeats: int,
-                  row: int | None) -> tuple[links.VariantsLink | None, str | None]:
+                  row: int | None, gold: str = "") -> tuple[links.VariantsLink | None, str | None]:
     """Variants' view as a link, or why it cannot be one; ``row``: the table's row shown in detail
     (None: no table is shown for these inputs)."""
     from core.perturb.spec import PerturbationSpec
@@ -425,4 +425,5 @@ def variants_link(ex, context: str, question: str, models: list[str], chosen: li
     if too_many:
         return None, too_many
     return links.VariantsLink(**fields, models=tuple(models), specs=specs, chain=steps, seed=seed,
-                              repeats=repeats, run=row is not None, row=row or 0), None
+                              repeats=repeats, run=row is not None, row=row or 0,
+                              gold=gold if ex is None else ""), None

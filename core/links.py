@@ -102,6 +102,7 @@ class VariantsLink:
     repeats: int = 3
     run: bool = True
     row: int = 0
+    gold: str = ""            # a typed passage's gold answer (an item's own question has the item's)
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,8 @@ _NAMES = {
     "ask": {"ds": "dataset", "id": "item", "ctx": "context", "q": "question", "m": "models",
             "nbest": "n_best", "gold": "gold", "go": "answer"},
     "variants": {"ds": "dataset", "id": "item", "ctx": "context", "q": "question", "m": "models",
-                 "p": "specs", "chain": "chain", "seed": "seed", "n": "repeats", "go": "run", "row": "row"},
+                 "p": "specs", "chain": "chain", "seed": "seed", "n": "repeats", "go": "run", "row": "row",
+                 "gold": "gold"},
     "heatmaps": {"db": "store", "sweep": "sweep", "tab": "tab", "metric": "metric", "model": "model",
                  "cell": "cell", "ex": "example", "show": "shown"},
     "gallery": {"db": "store", "sweep": "sweeps", "kind": "kind", "id": "item", "q": "question"},
@@ -370,8 +372,9 @@ def _specs(params: Mapping[str, list[str]], name: str) -> tuple[str, ...]:
 
 
 def _variants(params, known: Known) -> VariantsLink:
-    seed, n, go, row = (_one(params, k) for k in ("seed", "n", "go", "row"))
+    seed, n, go, row, gold = (_one(params, k) for k in ("seed", "n", "go", "row", "gold"))
     return VariantsLink(**_source(params, known), specs=tuple(dict.fromkeys(_specs(params, "p"))),
+                        gold="" if gold is None else _text(gold, "gold", MAX_QUESTION_CHARS),
                         chain=_specs(params, "chain"),
                         seed=0 if seed is None else _int(seed, "seed", 0, MAX_SEED),
                         repeats=3 if n is None else _int(n, "n", 1, MAX_REPEATS),

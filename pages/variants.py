@@ -178,7 +178,8 @@ def link_box(row: int | None = None) -> None:
     """This view's copy-link box; ``row``: the row shown in detail (None: no table)."""
     permalink.copy_link(*permalink.variants_link(
         item if source == "Dataset item" else None, example.context, question, models, chosen_ids, params_of,
-        chain, seed, repeats, row if res and res["signature"] == signature else None), key="var_link")
+        chain, seed, repeats, row if res and res["signature"] == signature else None,
+        gold=example.answers[0].text if source != "Dataset item" and example.answers else ""), key="var_link")
 
 
 if not res:

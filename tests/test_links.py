@@ -34,6 +34,10 @@ def test_each_view_round_trips_through_its_query_string():
     text, back = _round_trip(var, "variants")
     assert "p=keyboard_Q%3Ap%3D0.5&p=TUQ&chain=TLQ&chain=keyboard_Q%3Ap%3D0.5&seed=7&n=2" in text
     assert back == var
+    typed = VariantsLink(context="Maria has a cat.", question="What animal?", models=("minilm-squad",), specs=("TUQ",),
+                         gold="cat")   # a typed passage's gold answer travels, so the link reopens scored
+    text, back = _round_trip(typed, "variants")
+    assert "gold=cat" in text and back == typed
     cell = HeatmapLink(store="sweeps.sqlite", sweep="toy-sweep", tab="Heatmap", metric="em", model="fake-a",
                        cell="DCRQ(n_chars=1, n_words=1)", example=3, shown="clean")
     text, back = _round_trip(cell, "heatmaps")
