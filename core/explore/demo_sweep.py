@@ -141,11 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
 
-    def say(done: int, total: int) -> None:
-        print(f"\r{done:,}/{total:,} result rows", end="", file=sys.stderr, flush=True)
-
-    out = write_dump(args.write_dump, models, progress=say)
-    print(f"\nwrote {out}", file=sys.stderr)
+    with cli.ProgressLine() as line:   # an error mid-way starts on a line of its own
+        out = write_dump(args.write_dump, models, progress=lambda done, total: line(done, total, "result rows"))
+    print(f"wrote {out}", file=sys.stderr)
     return 0
 
 
