@@ -217,6 +217,12 @@ def test_cli_bad_input_is_one_line_and_status_2(capsys, tmp_path, empty_trial):
     with pytest.raises(SystemExit) as exc:
         main(["--trial", str(empty_trial.path), "--model", "m", "--keyboard-p", "2"])
     assert exc.value.code == 2 and "--keyboard-p must be in 0..1" in capsys.readouterr().err
+    # a voice or TTS -> ASR engine that is no catalogue's is refused before the natural set is read
+    for flags, said in ((["--voice", "nosuchvoice"], "parameter 'voice' must be one of"),
+                        (["--tts-asr", "nosuch"], "parameter 'engine' must be one of")):
+        with pytest.raises(SystemExit) as exc:
+            main(["--natural", "heysquad", "--model", "m", *flags])
+        assert exc.value.code == 2 and said in capsys.readouterr().err
 
 
 def test_kappa_halfwidth_shrinks_with_the_trial():

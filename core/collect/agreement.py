@@ -105,6 +105,15 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if not 0 <= args.keyboard_p <= 1:
         ap.error(f"--keyboard-p must be in 0..1, got {args.keyboard_p}")
+    # the voice and the TTS -> ASR engines as a sweep would check them, before the data is read
+    from core.collect.noise_profiles import NoiseMatchError, check_settings
+
+    named = [e for e in (args.tts_asr or []) if e != "none"]
+    try:
+        check_settings([f"asr_Q:voice={args.voice}:engine={e}" for e in named] or [f"asr_Q:voice={args.voice}"],
+                       runs_here=bool(named))
+    except NoiseMatchError as e:
+        ap.error(f"--voice/--tts-asr: {e}")
     if args.natural:
         return _natural(args)
     trial = flip_agreement.trial_or_error(args.trial)
