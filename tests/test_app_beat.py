@@ -207,8 +207,8 @@ def test_rounds_and_leaderboard(beat_env):
     at = _page()
     assert not at.exception
     labels = at.selectbox(key="beat_round").options   # as shown
-    assert labels == ["Round 2: tiny-a, tiny-b · a model wins above F1 0.40 (2026-11-22 – 2026-11-22)",
-                      "Round 1: tiny-a · a model wins above F1 0.40 (2026-11-20 – 2026-11-21)"]
+    assert labels == ["Round 2 · a model wins above F1 0.40 · tiny-a, tiny-b (2026-11-22 – 2026-11-22)",
+                      "Round 1 · a model wins above F1 0.40 · tiny-a (2026-11-20 – 2026-11-21)"]
     assert at.selectbox(key="beat_round").value == 2   # the round of the Setup's models and rule
     board = [d.value for d in at.dataframe if "validated fooling rate" in d.value.columns][0]
     assert board.to_dict("records") == [{"author": "Bob", "attempts": 1, "fooled": 1, "validated fooled": 0,

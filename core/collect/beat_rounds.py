@@ -32,7 +32,7 @@ Per round and per author (names compared as core.collect.identity.name_key does)
 >>> [(r.number, r.threshold, len(r.attempts)) for r in rounds([*atts, strict])]
 [(1, 0.4, 2), (2, 0.4, 1), (3, 0.99, 1)]
 >>> rounds(atts)[0].label
-'Round 1: m1 · a model wins above F1 0.40 (2026-11-20 – 2026-11-21)'
+'Round 1 · a model wins above F1 0.40 · m1 (2026-11-20 – 2026-11-21)'
 >>> v = lambda i, who, text: Validation(i, 1, "", who, "s", 0 if text else None, 1 if text else None, text, 1.0,
 ...                                     0.4, True)
 >>> rows = leaderboard(rounds(atts)[0].attempts, {1: [v(1, "Cy", "Paris"), v(2, "Di", "Paris")]})
@@ -64,7 +64,8 @@ class Round:
 
     @property
     def label(self) -> str:
-        return (f"Round {self.number}: {', '.join(self.models)} · a model wins above F1 {self.threshold:.2f} "
+        # the number and the rule first: a narrow picker cuts the end of the label
+        return (f"Round {self.number} · a model wins above F1 {self.threshold:.2f} · {', '.join(self.models)} "
                 f"({self.start} – {self.end})")
 
 
