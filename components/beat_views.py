@@ -40,7 +40,7 @@ def attempts_table(attempts: list[beat.Attempt], viewer: str | None = None) -> p
     rows, seen_by = [], identity.token_key(viewer) if viewer is not None else None
     for a in attempts:
         blind = seen_by is not None and a.human_won and a.browser != seen_by
-        row = {"#": a.id, "question": a.question, "outcome": "you won" if a.human_won else "AI won",
+        row = {"#": a.id, "question": a.question, "outcome": "author won" if a.human_won else "AI won",
                "player": a.user, "answer": HIDDEN_ANSWER if blind else a.answer_text,
                "time (UTC)": a.created_at[:19].replace("T", " "),
                "model wins above F1": a.threshold}

@@ -181,7 +181,8 @@ def demo_caption(choice: DbChoice) -> None:
     """Say that the bundled demo is shown, and how the user's own sweeps replace it."""
     if choice.demo:
         st.info("Showing the **bundled demo sweep**: the 12 questions of the bundled demo set, answered by two "
-                "shipped models under five perturbations, shipped with the app as text "
+                "shipped models under five perturbations (six specs: character deletion at one and two "
+                "characters), shipped with the app as text "
                 "(`python -m core.explore.demo_sweep` rebuilds it). Run your own sweep on the **Sweeps** page: "
                 "it replaces the demo here as soon as it is stored.")
 

@@ -176,8 +176,9 @@ with tab_play:
 # ---------------------------------------------------------------------------------------------
 with tab_validate:
     st.caption("Answer someone else's winning question without seeing their answer (the tables show an "
-               "answer to a winning question only to its author). It counts as answerable when your "
-               "answer matches theirs; disagreements are flagged.")
+               "answer to a winning question only to its author; the collected set's downloads, the "
+               "organiser's, carry every answer). It counts as answerable when your answer matches "
+               "theirs; disagreements are flagged.")
     as_of("validate")
     vs = st.session_state
     if not identity.name_key(user):
@@ -197,7 +198,9 @@ with tab_validate:
                 vs["beat_val_none"] = False
                 reset_span("beat_val")
             st.markdown(f"**Question:** {md_escape(target.question)}")
-            st.markdown(highlight_html(target.context, []), unsafe_allow_html=True)
+            # the mouse form below draws the passage itself; without it (another way to mark, or no answer) here
+            if vs.get("beat_val_none") or vs.get("beat_val_span_mode", SELECT) != SELECT:
+                st.markdown(highlight_html(target.context, []), unsafe_allow_html=True)
             none = st.checkbox("The passage does not answer this question", key="beat_val_none")
             vspan = None if none else span_picker("beat_val", target.context)
             if vspan:

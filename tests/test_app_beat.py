@@ -80,7 +80,7 @@ def test_play_lose_then_win_is_stored_and_exported(beat_env):
         (f"beat-{lost.id}", QUESTION, model_answer), (f"beat-{won.id}", QUESTION, other)]
     # Both attempts are listed for the passage; the winner appears as inspiration.
     listed = at.dataframe[0].value
-    assert list(listed["outcome"]) == ["AI won", "you won"]
+    assert list(listed["outcome"]) == ["AI won", "author won"]
     assert any(t.value == f"• {QUESTION}   (Alice)" for t in at.text)
 
 
