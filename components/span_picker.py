@@ -21,6 +21,7 @@ import hashlib
 
 import streamlit as st
 
+from components import persist
 from components.text import md_escape
 from core.collect.beat import find_occurrences, span_tokens
 
@@ -145,6 +146,7 @@ def reset_span(key: str) -> None:
     the passage, are dropped."""
     s = st.session_state
     s[f"{key}_span_mode"] = SELECT
+    persist.forget(f"{key}_answer_text")   # its kept copy too: the old passage's answer must not come back
     s[f"{key}_answer_text"] = ""
     for k in (f"{key}_words", f"{key}_start", f"{key}_end", f"{key}_mouse"):
         s.pop(k, None)
@@ -152,6 +154,7 @@ def reset_span(key: str) -> None:
 
 def span_picker(key: str, context: str) -> tuple[int, int] | None:
     """Widgets to mark an answer in ``context``; returns (start, end) or None (shown why)."""
+    persist.keep(f"{key}_span_mode")   # kept across a visit to another page (components/persist.py)
     mode = st.radio("Mark the answer by", MODES, horizontal=True, key=f"{key}_span_mode")
     if mode == SELECT:
         span = passage_select(key, context)
@@ -159,6 +162,7 @@ def span_picker(key: str, context: str) -> tuple[int, int] | None:
             st.caption("Select the answer in the passage with the mouse.")
         return span
     if mode == "Answer text":
+        persist.keep(f"{key}_answer_text")
         text = st.text_input("Answer text (copy it from the passage)", key=f"{key}_answer_text")
         if not text.strip():
             st.info("Type the answer exactly as it appears in the passage.")

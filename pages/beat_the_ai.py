@@ -103,6 +103,7 @@ with tab_play:
             # the passage, with the marked answer highlighted before anything is submitted
             marks = [Mark("your answer", span[0], span[1], YOU)] if span else []
             st.markdown(highlight_html(passage.context, marks), unsafe_allow_html=True)
+        persist.keep("beat_question")   # a draft outlives a look at another page
         question = st.text_area("Your question", key="beat_question", height=68,
                                 max_chars=MAX_NOTE_CHARS.value(),
                                 placeholder="Ask something the passage answers, but that a "

@@ -78,13 +78,19 @@ def test_browser_plays_beat_the_ai(tiny_registry, tmp_path):
         assert page.get_by_role("radio", name="Select in the passage").is_checked()
         assert not page.get_by_role("radio", name="Answer text").is_checked()
         assert page.get_by_role("textbox", name="Your question").input_value() == ""
-        # the name outlives a visit to another page
+        # the name and a draft question outlive a visit to another page
+        draft = page.get_by_role("textbox", name="Your question")
+        draft.fill("which draft survives ?")
+        draft.press("Control+Enter")
+        wait_idle(page)
         page.get_by_role("link", name="Gallery").click()
         page.get_by_role("heading", name="Gallery").first.wait_for(timeout=60_000)
         page.get_by_role("link", name="Beat the AI").click()
         page.get_by_role("heading", name="Beat the AI").wait_for(timeout=60_000)
         open_tab(page, "Setup: name, data set, models")
         assert page.get_by_role("textbox", name="Your name").input_value() == "Tess"
+        open_tab(page, "Play")
+        assert page.get_by_role("textbox", name="Your question").input_value() == "which draft survives ?"
 
     with beat_store.BeatStore(db) as store:
         [a] = store.attempts()
