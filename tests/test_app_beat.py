@@ -219,15 +219,22 @@ def test_rounds_and_leaderboard(beat_env):
                                          "validated fooling rate": "50 %", "inter-validator agreement": "100 %"}]
 
 
-def test_the_tabs_and_panels_keep_their_place_on_the_run_after_a_submission(beat_env):
-    registry.engines().clear()   # the models load in the submitting run, as on a fresh server
+def _submit_a_word_of_the_passage(name: str) -> AppTest:
+    """The page after ``name`` submitted QUESTION with the passage's first word of five letters or
+    more, marked by its text."""
     at = _page()
     p = _passage(at)
-    at.text_input(key="beat_user").input("Alice")
+    at.text_input(key="beat_user").input(name)
     at.text_area(key="beat_question").input(QUESTION)
     at.radio(key="beat_span_mode").set_value("Answer text").run()
     at.text_input(key="beat_answer_text").input(next(w for w in beat.word_tokens(p.context) if len(w) > 4)).run()
     at.button(key="beat_submit").click().run()
+    return at
+
+
+def test_the_tabs_and_panels_keep_their_place_on_the_run_after_a_submission(beat_env):
+    registry.engines().clear()   # the models load in the submitting run, as on a fresh server
+    at = _submit_a_word_of_the_passage("Alice")
     assert not at.exception and not at.error
     submitted = container_places(at)
     assert "Validate" in submitted and any("Inspiration" in label for label in submitted)
@@ -239,13 +246,7 @@ def test_a_question_the_store_would_refuse_is_refused_before_the_models_answer(b
     """The audit of 2026-11-29: a 10,034-character question (and an answer of "The") was answered
     by every model, then refused, with the player's previous attempt shown under the refusal as if
     it were this one's. (The box now stops at the limit, so the answer is the case left.)"""
-    at = _page()
-    p = _passage(at)
-    at.text_input(key="beat_user").input("Ana")
-    at.text_area(key="beat_question").input(QUESTION)
-    at.radio(key="beat_span_mode").set_value("Answer text").run()
-    at.text_input(key="beat_answer_text").input(next(w for w in beat.word_tokens(p.context) if len(w) > 4)).run()
-    at.button(key="beat_submit").click().run()
+    at = _submit_a_word_of_the_passage("Ana")
     assert any(s.value.startswith("Attempt #1") for s in at.subheader)
     registry.engines().clear()
     at.text_area(key="beat_question").input("Who lit it?")
