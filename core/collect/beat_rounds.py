@@ -12,7 +12,8 @@ Per round and per author (names compared as core.collect.identity.name_key does)
 * **attempts**, and **fooled**: attempts where no model matched the author's answer;
 * **validated fooled**: fooled attempts whose validators agreed, by a strict majority, that the
   passage answers the question with the author's answer (Attempt.answerable): the model was wrong
-  and people agree; **validated fooling rate** = validated fooled / attempts;
+  and people agree; **validated fooling rate** = validated fooled / attempts, None while the
+  author's fooling attempts all wait for their first validation (0 % would read as none held);
 * **inter-validator agreement**: over the author's attempts with two or more validations, the share
   of pairs of validators who agree with each other (both found no answer, or the word F1 of their
   answers reaches the agreement threshold the validations were made with); None without such an
@@ -39,6 +40,9 @@ Per round and per author (names compared as core.collect.identity.name_key does)
 >>> [(r["author"], r["attempts"], r["fooled"], r["validated fooled"], r["validated fooling rate"],
 ...   r["inter-validator agreement"]) for r in rows]
 [('Ann', 2, 1, 1, 0.5, 1.0)]
+>>> [(r["author"], r["fooled"], r["validated fooling rate"])   # Bob's one win waits for a validator
+...  for r in leaderboard([att(5, "Bob", 22, ["m1"], True), att(6, "Eve", 22, ["m1"], False)], {})]
+[('Bob', 1, None), ('Eve', 0, 0.0)]
 """
 from __future__ import annotations
 
@@ -118,9 +122,11 @@ def leaderboard(attempts: Sequence[Attempt], validations: Mapping[int, Sequence[
     per: dict[str, dict[str, Any]] = {}
     for a in attempts:
         row = per.setdefault(name_key(a.user) or a.user, {
-            "author": a.user, "attempts": 0, "fooled": 0, "validated fooled": 0, "_agree": 0, "_pairs": 0})
+            "author": a.user, "attempts": 0, "fooled": 0, "validated fooled": 0, "_agree": 0, "_pairs": 0,
+            "_waiting": 0})
         row["attempts"] += 1
         row["fooled"] += a.human_won
+        row["_waiting"] += bool(a.human_won and not a.validations)
         row["validated fooled"] += bool(a.human_won and a.answerable)
         vs = validations.get(a.id, ())
         if len(vs) >= 2:
@@ -129,8 +135,9 @@ def leaderboard(attempts: Sequence[Attempt], validations: Mapping[int, Sequence[
             row["_pairs"] += pairs
     rows = []
     for row in per.values():
-        agree, pairs = row.pop("_agree"), row.pop("_pairs")
-        row["validated fooling rate"] = row["validated fooled"] / row["attempts"]
+        agree, pairs, waiting = row.pop("_agree"), row.pop("_pairs"), row.pop("_waiting")
+        unknown = row["fooled"] and waiting == row["fooled"]   # every fooling attempt still unvalidated
+        row["validated fooling rate"] = None if unknown else row["validated fooled"] / row["attempts"]
         row["inter-validator agreement"] = agree / pairs if pairs else None
         rows.append(row)
-    return sorted(rows, key=lambda r: (-r["validated fooled"], -r["validated fooling rate"], r["author"]))
+    return sorted(rows, key=lambda r: (-r["validated fooled"], -(r["validated fooling rate"] or 0), r["author"]))
