@@ -133,11 +133,12 @@ def hide_server_paths(text: str) -> str:
 
 def shown_dataset(dataset: str) -> str:
     """A stored sweep's data set as a visitor sees it: a data set's name as it is, a file given by
-    its full path (``python -m core.sweeps --dataset /home/ann/exports/won.json``) by its file name
-    alone, wherever it lies: every visitor sees the sweeps of a server's store.
+    its full path (``python -m core.sweeps --dataset ~/exports/won.json``) by its file name alone,
+    wherever it lies: every visitor sees the sweeps of a server's store.
 
     >>> import os; os.environ.pop(SHOW_PATHS_ENV, None) and None
-    >>> shown_dataset("xquad/xquad.de"), shown_dataset("/tmp/exports/won.json"), shown_dataset("~/won.json")
+    >>> full = str(Path("exports", "won.json").absolute())   # a folder outside the server's own
+    >>> shown_dataset("xquad/xquad.de"), shown_dataset(full), shown_dataset("~/won.json")
     ('xquad/xquad.de', 'won.json', 'won.json')
     """
     if dataset.startswith(("/", "~", "\\")) or re.match(r"[A-Za-z]:[\\/]", dataset):
