@@ -23,11 +23,12 @@ import streamlit as st
 from components.answers import answer_card
 from components.export import csv_download, download
 from components.narrow import fitted
-from components.text import count, md_escape
+from components.text import md_escape
 from core.collect import beat, beat_stats, identity
 from core.collect.beat_store import BeatStore
 from core.io.csv_export import csv_bytes
 from core.render.highlight import Mark, color_for, highlight_html, legend_html
+from core.render.words import count
 
 HIDDEN_ANSWER = "(hidden: validators answer blind)"
 ATTEMPT_WIDTHS = {"#": 40, "question": 180, "outcome": 70, "player": 100}   # in view at 800 px

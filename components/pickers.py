@@ -9,11 +9,12 @@ import streamlit as st
 
 from components import loaders, persist, session_memory
 from components.state import current_data_dir
-from components.text import count, md_escape
+from components.text import md_escape
 from core import memory
 from core.datasets import ON_AMBIGUOUS, ON_UNSCORABLE, DatasetError, load_squad
 from core.io import safe_json
 from core.qa import registry
+from core.render.words import count
 
 DEMO_LANGS = {"demo.en": "en", "demo.de": "de", "demo.zh": "zh"}
 MAX_UPLOADS = 3  # parsed uploads kept per session: a 20 MB file is ~200 MB of Python objects

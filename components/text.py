@@ -1,13 +1,12 @@
-"""Small text helpers for the pages, the escaping of untrusted text (:mod:`core.render.text`,
-re-exported: the rule it follows is documented there, docs/SECURITY.md) and counts in words
-(:func:`core.render.words.count`, re-exported).
+"""Small text helpers for the pages, and the escaping of untrusted text (:mod:`core.render.text`,
+re-exported: the rule it follows is documented there, docs/SECURITY.md). Counts in words are
+:func:`core.render.words.count`.
 """
 from __future__ import annotations
 
 from core.render.text import WORD_JOINER, html_text, md_escape, no_autolink
-from core.render.words import count
 
-__all__ = ["md_escape", "html_text", "no_autolink", "WORD_JOINER", "count", "choose_hint", "sentence"]
+__all__ = ["md_escape", "html_text", "no_autolink", "WORD_JOINER", "choose_hint", "sentence"]
 
 
 def choose_hint(missing: dict[str, bool], action: str) -> str | None:

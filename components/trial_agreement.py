@@ -19,10 +19,11 @@ from components.cancellable import counted, progress_with_cancel, say_if_cancell
 from components.export import csv_download, file_stem, json_download
 from components.frame import run_output
 from components.pickers import DEMO_LANGS, evaluation_sets, model_picker
-from components.text import count, md_escape
+from components.text import md_escape
 from core.collect import flip_agreement, trial_sets, trials
 from core.collect.agreement_natural import everything, flip_rates_by_subset, natural_set_conditions
 from core.explore.answers import load_engines
+from core.render.words import count
 from core.speech import asr, tts
 
 RESULTS = "agree_results"   # trial id (or natural:<set>) -> Agreement, kept across reruns

@@ -28,12 +28,13 @@ from components.browser_id import browser_token
 from components.frame import page_frame, run_output
 from components.pickers import dataset_picker, language_mismatch_note, model_picker
 from components.span_picker import SELECT, reset_span, span_picker
-from components.text import count, md_escape
+from components.text import md_escape
 from core import config
 from core.budgets import MAX_NOTE_CHARS
 from core.collect import beat, beat_store, identity
 from core.explore.answers import answer_all
 from core.render.highlight import Mark, highlight_html
+from core.render.words import count
 from core.types import Span
 
 page_frame()

@@ -21,10 +21,11 @@ from components.export import csv_download, file_stem
 from components.heatmaps.cell_drill import example_in_detail
 from components.narrow import key_first
 from components.open_item import open_on
-from components.text import count, html_text, md_escape
+from components.text import html_text, md_escape
 from core.explore.gallery import Finding
 from core.perturb.base import diff_edits
 from core.render.highlight import Mark, color_for, highlight_html
+from core.render.words import count
 from core.sweeps.analysis import drill
 from core.sweeps.analysis import rows as rt
 from core.sweeps.analysis.slices import SLICES
